@@ -1,0 +1,85 @@
+"""The backend contract: next-token log-probabilities of candidate answer strings, one forward pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Text to continue. With ``chat=True`` the backend wraps it as one user message of the model's chat
+    template and reads the first token of the assistant's answer."""
+
+    text: str
+    chat: bool = False
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; scoring code branches on these, never on the backend's name."""
+
+    #: True when any candidate's probability can be read (full vocabulary); False for top-N only.
+    full_vocab: bool
+    #: How many top tokens a backend returns per position (None: as many as asked).
+    top_n: int | None = None
+    #: The model has a chat template that ``Prompt(chat=True)`` uses.
+    chat_template: bool = False
+    #: Maximum tokens of prompt + answer.
+    max_context: int = 2048
+    #: The backend benefits from being handed many prompts at once.
+    batching: bool = False
+
+
+@dataclass
+class LabelDist:
+    """Next-token distribution at the answer position.
+
+    ``logprobs`` maps each candidate string that could be read to its log-probability; candidates
+    that are several tokens long, or outside a top-N list, are absent. ``top`` holds the most
+    probable tokens as (token text, logprob). ``estimated`` marks distributions estimated from
+    sampled answers instead of read from log-probabilities.
+    """
+
+    logprobs: dict[str, float]
+    top: list[tuple[str, float]] = field(default_factory=list)
+    n_prompt_tokens: int = 0
+    #: Tokens actually run through the model for this prompt (less than n_prompt_tokens with prefix reuse).
+    n_evaluated_tokens: int = 0
+    estimated: bool = False
+    complete: bool = True
+
+
+@dataclass
+class Failure:
+    """A prompt the backend could not answer; recorded per item, never dropped."""
+
+    reason: str
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible)."""
+
+    name: str
+    model_id: str
+    capabilities: Capabilities
+
+    def label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[LabelDist | Failure]:
+        """One result per prompt, in order: the next-token logprobs of ``candidates`` (+ the top tokens)."""
+        ...
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        """Tokens the prompt occupies (chat template included), for fitting the context window."""
+        ...
+
+    def settings(self) -> dict[str, object]:
+        """Everything besides the prompt that changes the answer (for cache keys and provenance)."""
+        ...
+
+    def close(self) -> None:
+        """Release the model / connections."""
+        ...

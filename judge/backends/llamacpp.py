@@ -1,0 +1,166 @@
+"""llama.cpp backend (the embedded default): full-vocabulary next-token log-probabilities.
+
+Consecutive prompts that share a prefix reuse the KV cache: only the tokens after the longest
+common prefix with the previous prompt are evaluated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import GenerateConfig
+from ..errors import BackendError, MissingExtraError
+from ..models import DEFAULT_MODEL, resolve_model_path
+from .base import Capabilities, Failure, LabelDist, Prompt
+from .chat import chat_parts
+
+
+class LlamaCppBackend:
+    """A GGUF model run in-process by llama-cpp-python."""
+
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        model: str | None,
+        config: GenerateConfig,
+        *,
+        reuse_prefix: bool = True,
+        n_batch: int = 512,
+        **llama_kwargs: Any,
+    ) -> None:
+        try:
+            import llama_cpp
+        except ImportError as exc:  # pragma: no cover - a core dependency
+            raise MissingExtraError("the llama.cpp backend", "llamacpp", "llama-cpp-python") from exc
+        self._llama_cpp = llama_cpp
+        path = resolve_model_path(model)
+        self.model_id = model or DEFAULT_MODEL
+        self.path = Path(path)
+        self.config = config
+        self.reuse_prefix = reuse_prefix
+        threads = config.threads or os.cpu_count() or 1
+        try:
+            self.llm = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=config.max_context or 0,  # 0 = the model's training context
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_batch=n_batch,
+                logits_all=False,
+                verbose=False,
+                seed=config.seed,
+                **llama_kwargs,
+            )
+        except Exception as exc:  # llama.cpp raises ValueError/RuntimeError with little detail
+            raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
+        self.n_vocab = self.llm.n_vocab()
+        self._cand_cache: dict[str, int | None] = {}
+        self._tok_cache: dict[int, str] = {}
+        self.tokens_evaluated = 0
+        template = self.llm.metadata.get("tokenizer.chat_template")
+        self._chat: tuple[list[int], list[int]] | None = None
+        if template:
+            bos = self._piece(self.llm.token_bos())
+            eos = self._piece(self.llm.token_eos())
+            before, after = chat_parts(template, bos, eos)
+            self._chat = (self._tok(before, special=True), self._tok(after, special=True))
+        self.capabilities = Capabilities(
+            full_vocab=True,
+            top_n=None,
+            chat_template=self._chat is not None,
+            max_context=self.llm.n_ctx(),
+            batching=False,
+        )
+
+    # -- tokenization -------------------------------------------------------------------------
+    def _tok(self, text: str, special: bool = False, bos: bool = False) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special))
+
+    def _piece(self, token: int) -> str:
+        if token < 0:
+            return ""
+        if token not in self._tok_cache:
+            self._tok_cache[token] = self.llm.detokenize([token], special=True).decode("utf-8", "replace")
+        return self._tok_cache[token]
+
+    def tokens(self, prompt: Prompt) -> list[int]:
+        """Token ids of a prompt as the model sees it (BOS and chat template included)."""
+        if prompt.chat:
+            if self._chat is None:
+                raise BackendError(f"model {self.model_id} has no chat template; use chat=False")
+            before, after = self._chat
+            body = self._tok(prompt.text)
+            toks = before + body + after
+            bos = self.llm.token_bos()
+            if self._adds_bos() and (not toks or toks[0] != bos):
+                toks = [bos] + toks
+            return toks
+        return self._tok(prompt.text, bos=True)
+
+    def _adds_bos(self) -> bool:
+        return bool(self._tok("", bos=True))
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self.tokens(prompt))
+
+    def _candidate_id(self, cand: str) -> int | None:
+        if cand not in self._cand_cache:
+            ids = self._tok(cand)
+            self._cand_cache[cand] = ids[0] if len(ids) == 1 else None
+        return self._cand_cache[cand]
+
+    # -- scoring --------------------------------------------------------------------------------
+    def _eval(self, toks: list[int]) -> tuple[np.ndarray, int]:
+        """Evaluate ``toks`` and return (next-token logits, number of tokens actually evaluated)."""
+        llm = self.llm
+        keep = 0
+        if self.reuse_prefix and llm.n_tokens:
+            prev = llm.input_ids[: llm.n_tokens]
+            n = min(len(prev), len(toks))
+            diff = np.nonzero(prev[:n] != np.asarray(toks[:n]))[0]
+            keep = int(diff[0]) if len(diff) else n
+            keep = min(keep, len(toks) - 1)  # the last token must run again to produce logits
+        # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding.
+        llm.n_tokens = keep
+        new = toks[keep:]
+        llm.eval(new)
+        ptr = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
+        return logits, len(new)
+
+    def label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[LabelDist | Failure]:
+        out: list[LabelDist | Failure] = []
+        ctx = self.capabilities.max_context
+        for prompt in prompts:
+            toks = self.tokens(prompt)
+            if len(toks) >= ctx:
+                out.append(Failure(f"prompt is {len(toks)} tokens; the context window holds {ctx} (nothing was cut)"))
+                continue
+            logits, n_eval = self._eval(toks)
+            self.tokens_evaluated += n_eval
+            m = logits.max()
+            logz = m + np.log(np.exp(logits - m).sum())
+            lp = logits - logz
+            cands = {c: float(lp[i]) for c in candidates if (i := self._candidate_id(c)) is not None}
+            top_idx = np.argpartition(-lp, top_n)[:top_n] if top_n < len(lp) else np.arange(len(lp))
+            top_idx = top_idx[np.argsort(-lp[top_idx], kind="stable")]
+            top = [(self._piece(int(i)), float(lp[i])) for i in top_idx]
+            out.append(LabelDist(cands, top, n_prompt_tokens=len(toks), n_evaluated_tokens=n_eval))
+        return out
+
+    def settings(self) -> dict[str, object]:
+        return {"n_ctx": self.capabilities.max_context, "file": self.path.name}
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            llm.close() if hasattr(llm, "close") else None
+            self.llm = None

@@ -1,0 +1,68 @@
+"""Classic (pre-LLM-prompting) dialogue metrics behind the same Scorer interface as the LLM judge.
+
+Each scorer is registered by name with a factory that imports its heavy dependencies lazily.
+A scorer declares the inputs it needs (``requires``) and the levels it supports; ``check_inputs``
+refuses a dataset that lacks them before any computation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import InputError, UnknownNameError
+from ..items import Item
+from ..scorer import Scorer
+
+ScorerFactory = Callable[..., Scorer]
+_REGISTRY: dict[str, ScorerFactory] = {}
+
+#: Inputs a scorer may require, and how to tell whether an item has them.
+INPUTS: dict[str, Callable[[Item], bool]] = {
+    "context": lambda it: bool(it.context),
+    "response": lambda it: it.response is not None,
+    "reference": lambda it: bool(it.references),
+    "fact": lambda it: bool(it.fact),
+    "next_user": lambda it: bool(it.next_user),
+    "dialog": lambda it: bool(it.dialog),
+}
+
+
+def register_classic(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
+    """Decorator: register ``factory(**options) -> Scorer`` under ``name``."""
+
+    def deco(factory: ScorerFactory) -> ScorerFactory:
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def classic_names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def create_classic(name: str, **options: Any) -> Scorer:
+    """A classic scorer by name, e.g. ``create_classic("length")``."""
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise UnknownNameError("scorer", name, _REGISTRY)
+    return _REGISTRY[name](**options)
+
+
+def check_inputs(scorer_name: str, items: Sequence[Item], requires: Sequence[str], levels: Sequence[str]) -> None:
+    """Refuse, before any computation, items that lack an input the scorer needs or are at a wrong level."""
+    for it in items:
+        if it.level not in levels:
+            raise InputError(f"scorer '{scorer_name}' supports {'/'.join(levels)}-level items, not {it.level}",
+                             record=it.id, field="level")
+        for need in requires:
+            if not INPUTS[need](it):
+                raise InputError(f"scorer '{scorer_name}' needs '{need}', which this item lacks",
+                                 record=it.id, field=need)
+
+
+def _load_builtins() -> None:
+    # Scorer modules register themselves on import; importing them is cheap (heavy SDKs load lazily).
+    from . import builtin  # noqa: F401

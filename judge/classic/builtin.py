@@ -1,0 +1,3 @@
+"""Imports every built-in classic scorer module so that each registers itself."""
+
+from . import length  # noqa: F401

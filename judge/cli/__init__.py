@@ -1,0 +1,46 @@
+"""Command line: ``judge score``, ``judge bench`` and the other subcommands (thin layers over the API)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ..errors import JudgeError
+
+#: Subcommand name -> module under judge.cli with ``add_parser(subparsers)`` and ``run(args) -> int``.
+COMMANDS = {
+    "score": "score",
+    "bench": "bench",
+}
+
+#: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.
+EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="judge", description="Language models as judges of dialogue quality.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        mod = importlib.import_module(f"{__name__}.{module}")
+        p = mod.add_parser(sub)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args))
+    except JudgeError as exc:
+        print(f"judge: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("judge: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""One typed object for the settings of a scoring run that are not the prompt itself."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Generation / scoring settings shared by every backend (each uses the ones that apply)."""
+
+    #: How many most-probable tokens to return per prompt (API backends cap this, often at 20).
+    top_n: int = 20
+    #: Wrap prompts in the model's chat template: True, False, or None for "when the model has one".
+    chat: bool | None = None
+    #: Context window in tokens; None = the model's own (llama.cpp: its training context).
+    max_context: int | None = None
+    #: CPU threads for local backends; None = all cores.
+    threads: int | None = None
+    #: Prompts handed to a backend at once.
+    batch_size: int = 16
+    #: Requests in flight at once (hosted APIs).
+    concurrency: int = 4
+    #: Retries of a failed API request before the item is recorded as failed.
+    max_retries: int = 6
+    #: Seconds before an API request times out.
+    timeout: float = 60.0
+    #: Read and write the persistent cache.
+    cache: bool = True
+    #: Where the SQLite cache lives; None = the default location.
+    cache_path: str | None = None
+    #: Seed for anything random in a backend (sampling fallback).
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)

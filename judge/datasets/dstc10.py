@@ -1,0 +1,93 @@
+"""Loader for the DSTC10 Track 5 evaluation files (``<set>_eval.json``): turn-level and dialog-level arrays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..items import Item
+from ._common import (
+    assign_groups,
+    check_unique_ids,
+    clean_fact,
+    context_turns,
+    dataset_name,
+    get_field,
+    non_blank,
+    parse_annotations,
+    parse_turns,
+    read_json,
+    record_label,
+    require_list,
+    strip_system_prefix,
+    string_list,
+    type_name,
+)
+
+
+def load(path: str | Path, dataset: str | None = None) -> list[Item]:
+    """Load a DSTC10 ``*_eval.json`` file (turn records, or ``dialog`` records as in fed-dial)."""
+    return from_records(read_json(path), str(path), dataset or dataset_name(path))
+
+
+def from_records(data: Any, file: str, dataset: str) -> list[Item]:
+    """Items from the parsed JSON array; each record is turn level unless it has a ``dialog``."""
+    records = require_list(data, file, "DSTC10 records")
+    items: list[Item] = []
+    labels: list[str] = []
+    for index, record in enumerate(records):
+        rec = record_label(index, record)
+        if not isinstance(record, dict):
+            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        if "dialog" in record:
+            items.append(_dialog_item(record, file, rec, dataset))
+        else:
+            items.append(_turn_item(record, file, rec, dataset))
+        labels.append(rec)
+    check_unique_ids(items, labels, file, field="dialogue_id")
+    assign_groups(items)
+    return items
+
+
+def _system(record: dict[str, Any], file: str, rec: str) -> str | None:
+    # GRADE sets (DGR, EG) name the generating system `model_name`, the others `model`.
+    for key in ("model", "model_name"):
+        value = get_field(record, key, str, file=file, rec=rec, required=False)
+        if value is not None:
+            return non_blank(value)
+    return None
+
+
+def _turn_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
+    item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
+    context = get_field(record, "context", str, file=file, rec=rec)
+    response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
+    if not response:
+        raise InputError("empty response", file=file, record=rec, field="response")
+    return Item(
+        id=item_id,
+        level="turn",
+        context=context_turns(context, file=file, rec=rec),
+        response=response,
+        references=string_list(record.get("reference"), file=file, rec=rec, field="reference"),
+        fact=clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False)),
+        system=_system(record, file, rec),
+        dataset=dataset,
+        annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
+    )
+
+
+def _dialog_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
+    item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
+    turns = parse_turns(record.get("dialog"), file=file, rec=rec, field="dialog")
+    if not turns:
+        raise InputError("empty dialog", file=file, record=rec, field="dialog")
+    return Item(
+        id=item_id,
+        level="dialog",
+        dialog=turns,
+        system=_system(record, file, rec),
+        dataset=dataset,
+        annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
+    )

@@ -1,0 +1,80 @@
+"""Loader for FED's original release (``fed_data.json``): turn- and dialog-level records in one array."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..items import Item
+from ._common import (
+    assign_groups,
+    dataset_name,
+    get_field,
+    non_blank,
+    parse_annotations,
+    prefixed_turns,
+    read_json,
+    require_list,
+    split_lines,
+    strip_system_prefix,
+    type_name,
+)
+
+
+def load(path: str | Path, dataset: str | None = None) -> list[Item]:
+    """Load ``fed_data.json``: records with a ``response`` are turn level, the others dialog level."""
+    return from_records(read_json(path), str(path), dataset or dataset_name(path))
+
+
+def from_records(data: Any, file: str, dataset: str) -> list[Item]:
+    """Items in file order; ids ``fed-turn_%05d`` / ``fed-dial_%05d`` count each level separately.
+
+    Numbering turn and dialog records separately in file order reproduces the ids of the
+    DSTC10 copies (fed-turn_eval.json / fed-dial_eval.json), which keep the original order.
+    """
+    records = require_list(data, file, "FED records")
+    items: list[Item] = []
+    n_turn = n_dial = 0
+    for index, record in enumerate(records):
+        rec = f"#{index}"
+        if not isinstance(record, dict):
+            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        context = get_field(record, "context", str, file=file, rec=rec)
+        turns = prefixed_turns(split_lines(context), file=file, rec=rec, field="context")
+        system = non_blank(get_field(record, "system", str, file=file, rec=rec, required=False))
+        # N/A free-text answers are dropped here, as the DSTC10 copy and the FED docs do.
+        annotations = parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec)
+        if "response" in record:
+            response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
+            if not response:
+                raise InputError("empty response", file=file, record=rec, field="response")
+            items.append(
+                Item(
+                    id=f"fed-turn_{n_turn:05d}",
+                    level="turn",
+                    context=turns,
+                    response=response,
+                    system=system,
+                    dataset=dataset,
+                    annotations=annotations,
+                )
+            )
+            n_turn += 1
+        else:
+            if not turns:
+                raise InputError("empty dialog", file=file, record=rec, field="context")
+            items.append(
+                Item(
+                    id=f"fed-dial_{n_dial:05d}",
+                    level="dialog",
+                    dialog=turns,
+                    system=system,
+                    dataset=dataset,
+                    annotations=annotations,
+                )
+            )
+            n_dial += 1
+    # Turns and the dialog they were cut from end up in one group (see assign_groups).
+    assign_groups(items)
+    return items

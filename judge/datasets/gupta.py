@@ -1,0 +1,78 @@
+"""Loader for Gupta et al. (2019) DailyDialog ratings, ``mturk_rating_processed_output.csv``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from ..errors import InputError
+from ..items import Item
+from ._common import alternate, assign_groups, dataset_name, non_blank, read_text
+
+#: Columns the loader needs (``prevgt``, the original next utterance, is also among the references).
+COLUMNS = ("model", "context_id", "human_average_rating", "response", "all_references", "context")
+CONTEXT_SEP = "||||"
+
+
+def load(path: str | Path, dataset: str | None = None) -> list[Item]:
+    """Load the CSV; ids ``dailydialog-gupta_%05d`` in row order (as in the DSTC10 copy)."""
+    return from_text(read_text(path), str(path), dataset or dataset_name(path))
+
+
+def from_text(text: str, file: str, dataset: str) -> list[Item]:
+    """Items from the CSV text: context split on ``||||``, references on TAB, one pre-averaged rating."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames or []
+        missing = [c for c in COLUMNS if c not in header]
+        if missing:
+            raise InputError(
+                f"missing CSV column(s) {', '.join(missing)}; expected the header {','.join(COLUMNS)} (and prevgt)",
+                file=file,
+                record=1,
+            )
+        rows = list(reader)
+    except csv.Error as e:
+        raise InputError(f"invalid CSV: {e}", file=file, record=reader.line_num or None) from None
+    if not rows:
+        raise InputError("no data rows", file=file)
+
+    items: list[Item] = []
+    links: dict[int, str] = {}
+    for i, row in enumerate(rows):
+        rec = f"row {i + 1}"
+        if None in row or any(row.get(c) is None for c in COLUMNS):
+            raise InputError(f"expected {len(header)} columns", file=file, record=rec)
+        response = row["response"].strip()
+        if not response:
+            raise InputError("empty response", file=file, record=rec, field="response")
+        items.append(
+            Item(
+                id=f"dailydialog-gupta_{i:05d}",
+                level="turn",
+                context=alternate([t.strip() for t in row["context"].split(CONTEXT_SEP) if t.strip()]),
+                response=response,
+                references=tuple(r.strip() for r in row["all_references"].split("\t") if r.strip()),
+                system=non_blank(row["model"]),
+                dataset=dataset,
+                annotations={"overall": (_rating(row["human_average_rating"], file, rec),)},
+            )
+        )
+        # context_id is "<dialog>_<turn>" in the DailyDialog test set: same dialog, same conversation.
+        dialog_id = row["context_id"].strip().split("_")[0]
+        if dialog_id:
+            links[i] = dialog_id
+    assign_groups(items, links)
+    return items
+
+
+def _rating(text: str, file: str, rec: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}", file=file, record=rec, field="human_average_rating") from None
+    if not math.isfinite(value):
+        raise InputError(f"expected a finite number, got {text!r}", file=file, record=rec, field="human_average_rating")
+    return value

@@ -1,0 +1,157 @@
+"""Loader for users' own data: JSON Lines, one turn-level or dialog-level record per line.
+
+Validation is strict (unknown keys, wrong types, blank texts, unknown speakers, duplicate ids,
+non-finite scores are all errors) so that mistakes surface at load time with file, line and field,
+not as odd scores later. The whole file is checked before anything is returned.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..items import Item
+from ._common import (
+    assign_groups,
+    check_unique_ids,
+    dataset_name,
+    find_bad_unicode,
+    get_field,
+    parse_json,
+    parse_turns,
+    read_text,
+    string_list,
+    to_number,
+    type_name,
+)
+
+#: Every top-level key a record may have.
+ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores")
+_TURN_ONLY = ("context", "response", "reference", "next_user")
+
+
+def load(path: str | Path, dataset: str | None = None) -> list[Item]:
+    """Load a JSONL file of users' items (see docs/data-format.md)."""
+    return from_text(read_text(path), str(path), dataset or dataset_name(path))
+
+
+def from_text(text: str, file: str, dataset: str) -> list[Item]:
+    """Items from JSONL text; blank lines are skipped; InputError(file, line, field) on any problem."""
+    items: list[Item] = []
+    lines: list[int] = []
+    explicit_group: list[bool] = []
+    # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 etc., which JSON
+    # allows unescaped inside strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        record = parse_json(line, file, line_offset=number - 1)
+        item, has_group = _item(record, file, number, dataset)
+        items.append(item)
+        lines.append(number)
+        explicit_group.append(has_group)
+    if not items:
+        raise InputError("no records (the file is empty or has only blank lines)", file=file)
+    check_unique_ids(items, lines, file)
+    # Items without an explicit group get one from their text (see assign_groups).
+    auto = [it for it, has in zip(items, explicit_group) if not has]
+    assign_groups(auto)
+    return items
+
+
+def _item(record: Any, file: str, line: int, dataset: str) -> tuple[Item, bool]:
+    if not isinstance(record, dict):
+        raise InputError(f"expected a JSON object per line, got {type_name(record)}", file=file, record=line)
+    bad = find_bad_unicode(record)
+    if bad is not None:
+        raise InputError(
+            "invalid Unicode: a lone surrogate escape such as \\ud800 (text must be valid UTF-8)",
+            file=file,
+            record=line,
+            field=bad.encode("utf-8", "backslashreplace").decode("utf-8"),
+        )
+    unknown = [k for k in record if k not in ALLOWED_KEYS]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], ALLOWED_KEYS, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise InputError(
+            f"unknown key{hint}; allowed keys: {', '.join(ALLOWED_KEYS)}", file=file, record=line, field=unknown[0]
+        )
+
+    def opt(key: str) -> str | None:
+        value = get_field(record, key, str, file=file, rec=line, required=False)
+        return value.strip() or None if value is not None else None
+
+    if "id" not in record:
+        raise InputError("missing required field", file=file, record=line, field="id")
+    item_id = get_field(record, "id", str, file=file, rec=line).strip()
+    if not item_id:
+        raise InputError("empty id", file=file, record=line, field="id")
+    group = get_field(record, "group", str, file=file, rec=line, required=False)
+    if group is not None and not group.strip():
+        raise InputError("empty group (leave the key out to group by context)", file=file, record=line, field="group")
+    scores = _scores(record.get("scores"), file, line)
+    common = dict(
+        id=item_id,
+        fact=opt("fact"),
+        system=opt("system"),
+        group=group.strip() if group is not None else None,
+        dataset=dataset,
+        annotations=scores,
+    )
+
+    if "dialog" in record:
+        both = [k for k in _TURN_ONLY if k in record]
+        if both:
+            raise InputError(
+                f"a dialog-level record (with 'dialog') cannot have '{both[0]}'", file=file, record=line, field=both[0]
+            )
+        dialog = parse_turns(record["dialog"], file=file, rec=line, field="dialog", strict_keys=True)
+        if not dialog:
+            raise InputError("empty dialog", file=file, record=line, field="dialog")
+        return Item(level="dialog", dialog=dialog, **common), group is not None
+
+    for key in ("response", "context"):
+        if key not in record:
+            raise InputError(
+                "missing required field: a record needs 'context' and 'response' (turn level) "
+                "or 'dialog' (dialog level)",
+                file=file,
+                record=line,
+                field=key,
+            )
+    context = parse_turns(record["context"], file=file, rec=line, field="context", strict_keys=True)
+    response = get_field(record, "response", str, file=file, rec=line)
+    if not response.strip():
+        raise InputError("empty response", file=file, record=line, field="response")
+    return (
+        Item(
+            level="turn",
+            context=context,
+            response=response.strip(),
+            references=string_list(record.get("reference"), file=file, rec=line, field="reference"),
+            next_user=opt("next_user"),
+            **common,
+        ),
+        group is not None,
+    )
+
+
+def _scores(raw: Any, file: str, line: int) -> dict[str, tuple[float, ...]]:
+    """``scores``: quality -> number or list of numbers (finite; booleans and strings rejected)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"expected an object of quality -> number, got {type_name(raw)}", file=file, record=line, field="scores"
+        )
+    out: dict[str, tuple[float, ...]] = {}
+    for quality, value in raw.items():
+        where = f"scores.{quality}"
+        if not quality.strip():
+            raise InputError("empty quality name", file=file, record=line, field=where)
+        values = value if isinstance(value, list) else [value]
+        out[quality] = tuple(to_number(v, file=file, rec=line, field=where) for v in values)
+    return out

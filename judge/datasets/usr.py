@@ -1,0 +1,89 @@
+"""Loader for the USR original releases (``tc_usr_data.json``, ``pc_usr_data.json``): contexts with rated responses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..items import Item
+from ._common import (
+    assign_groups,
+    clean_fact,
+    context_turns,
+    dataset_name,
+    get_field,
+    non_blank,
+    parse_annotations,
+    read_json,
+    require_list,
+    type_name,
+)
+
+#: The human reference response of each context; DSTC10 also uses it as the item's `reference`.
+GROUND_TRUTH = "Original Ground Truth"
+_NOT_QUALITIES = ("response", "model")
+
+
+def load(path: str | Path, dataset: str | None = None) -> list[Item]:
+    """Load a USR file: one item per rated response, ids ``topical-usr_%05d`` / ``persona-usr_%05d``."""
+    return from_records(read_json(path), str(path), dataset or dataset_name(path))
+
+
+def set_name(records: list[Any]) -> str:
+    """``persona-usr`` when every fact is PersonaChat persona lines, else ``topical-usr``."""
+    facts = [r.get("fact") for r in records if isinstance(r, dict)]
+    lines = [ln.strip() for f in facts if isinstance(f, str) for ln in f.split("\n") if ln.strip()]
+    if lines and all(ln.startswith("your persona:") for ln in lines):
+        return "persona-usr"
+    return "topical-usr"
+
+
+def from_records(data: Any, file: str, dataset: str) -> list[Item]:
+    """Items in DSTC10 order, so ids and order match ``topical-usr_eval.json`` / ``persona-usr_eval.json``.
+
+    The DSTC10 copies list each context's responses in the original order except that the
+    ``Original Ground Truth`` response is moved last; we do the same. Every item gets the
+    ground-truth response as its reference, as in the DSTC10 copies.
+    """
+    records = require_list(data, file, "USR contexts")
+    prefix = set_name(records)
+    items: list[Item] = []
+    for ci, record in enumerate(records):
+        rec = f"#{ci}"
+        if not isinstance(record, dict):
+            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        context = context_turns(get_field(record, "context", str, file=file, rec=rec), file=file, rec=rec)
+        fact = clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False))
+        responses = get_field(record, "responses", list, file=file, rec=rec)
+        parsed = [_response(r, ri, file, rec) for ri, r in enumerate(responses)]
+        references = tuple(text for model, text, _ in parsed if model == GROUND_TRUTH)
+        ordered = [p for p in parsed if p[0] != GROUND_TRUTH] + [p for p in parsed if p[0] == GROUND_TRUTH]
+        for model, text, annotations in ordered:
+            items.append(
+                Item(
+                    id=f"{prefix}_{len(items):05d}",
+                    level="turn",
+                    context=context,
+                    response=text,
+                    references=references,
+                    fact=fact,
+                    system=model,
+                    dataset=dataset,
+                    annotations=annotations,
+                )
+            )
+    assign_groups(items)
+    return items
+
+
+def _response(raw: Any, ri: int, file: str, rec: str) -> tuple[str | None, str, dict[str, tuple[float, ...]]]:
+    where = f"responses[{ri}]"
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object, got {type_name(raw)}", file=file, record=rec, field=where)
+    text = get_field(raw, "response", str, file=file, rec=rec, prefix=where + ".").strip()
+    if not text:
+        raise InputError("empty response", file=file, record=rec, field=where + ".response")
+    model = non_blank(get_field(raw, "model", str, file=file, rec=rec, required=False, prefix=where + "."))
+    scores = {k: v for k, v in raw.items() if k not in _NOT_QUALITIES}
+    return model, text, parse_annotations(scores, file=file, rec=rec, field=where)

@@ -1,0 +1,38 @@
+"""Output files are written atomically: a reader (or a crash) never sees half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    """Compact, key-order-stable JSON (one line, UTF-8 kept readable)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to a temp file next to ``path``, fsync it, then rename it over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
+    atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))

@@ -1,0 +1,127 @@
+"""An LLM judge: prompt template + example selector + backend + scoring rule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+
+from .answers import candidates
+from .backends.base import Backend, Failure, Prompt
+from .items import SYSTEM, USER, Item, Turn
+from .prompts import PromptTemplate
+from .qualities import Quality
+from .scorer import Score
+from .scoring import ScoringError, score_distribution
+from .selectors import Selector, ZeroShot
+
+
+class LLMJudge:
+    """Scores items by reading the backend's next-token distribution over the prompt's answer labels.
+
+    ``pool`` is where in-context examples come from (default: the items being scored, with the
+    selector's leakage guard keeping each item's own conversation out of its examples).
+    """
+
+    def __init__(
+        self,
+        prompt: PromptTemplate,
+        backend: Backend,
+        *,
+        quality: Quality | None = None,
+        selector: Selector | None = None,
+        k: int = 0,
+        pool: Sequence[Item] | None = None,
+        top_k: int = 3,
+        chat: bool | None = None,
+        top_n: int = 20,
+        batch_size: int = 16,
+    ) -> None:
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        self.prompt = prompt
+        self.backend = backend
+        self.quality = quality or prompt.quality
+        self.selector = selector or ZeroShot()
+        self.k = k
+        self.pool = pool
+        self.top_k = top_k
+        self.chat = backend.capabilities.chat_template if chat is None else chat
+        self.top_n = top_n
+        self.batch_size = batch_size
+        self.candidates = candidates(prompt.answer)
+        self.name = f"{prompt.name}|{self.selector.name}|k={k}|{backend.name}:{backend.model_id}"
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "method": "llm",
+            "prompt": self.prompt.name,
+            "quality": self.quality.name if self.quality else None,
+            "k": self.k,
+            "top_k": self.top_k,
+            "chat": self.chat,
+            "backend": self.backend.name,
+            "model": self.backend.model_id,
+            **self.selector.describe(),
+        }
+
+    # -- prompts ------------------------------------------------------------------------------------
+    def build_prompt(self, item: Item, pool: Sequence[Item] | None = None) -> tuple[Prompt, list[Item]]:
+        """The prompt for ``item`` and the examples it shows, fitted to the context window.
+
+        When examples do not fit, the least relevant (first in prompt order) are dropped first; the
+        test item itself is never cut (a prompt too long without examples fails the item).
+        """
+        pool = self.pool if pool is None else pool
+        examples = self.selector.select(item, pool or [], self.k) if self.k else []
+        if examples and self.quality is None:
+            raise ValueError("in-context examples need a quality to read their human labels from")
+        shown = [(ex, self.prompt.example_label(ex, self.quality)) for ex in examples]
+        prompt = Prompt(self.prompt.render(item, shown, self.quality), chat=self.chat)
+        limit = self.backend.capabilities.max_context - 1
+        while shown and self.backend.count_tokens(prompt) > limit:
+            shown = shown[1:]
+            prompt = Prompt(self.prompt.render(item, shown, self.quality), chat=self.chat)
+        return prompt, [ex for ex, _ in shown]
+
+    # -- scoring ------------------------------------------------------------------------------------
+    def score(self, items: Iterable[Item]) -> Iterator[Score]:
+        """Score items in order, ``batch_size`` prompts per backend call; failures become error Scores."""
+        it = iter(items)
+        while batch := list(islice(it, self.batch_size)):
+            built = [self.build_prompt(item) for item in batch]
+            dists = self.backend.label_logprobs([p for p, _ in built], self.candidates, self.top_n)
+            for item, (_, examples), dist in zip(batch, built, dists, strict=True):
+                yield self._to_score(item, examples, dist)
+
+    def _to_score(self, item: Item, examples: list[Item], dist: object) -> Score:
+        ids = [ex.id for ex in examples]
+        if isinstance(dist, Failure):
+            return Score(item.id, None, examples=ids, error=dist.reason)
+        top = [(tok, round(math.exp(lp), 6)) for tok, lp in dist.top[:5]]
+        try:
+            value, probs = score_distribution(dist.logprobs, self.prompt.answer, self.top_k)
+        except ScoringError as exc:
+            return Score(item.id, None, examples=ids, error=f"unparsable output: {exc}", top=top,
+                         n_prompt_tokens=dist.n_prompt_tokens)
+        return Score(
+            item.id,
+            value,
+            label_probs=probs,
+            examples=ids,
+            estimated=dist.estimated,
+            n_prompt_tokens=dist.n_prompt_tokens,
+            n_evaluated_tokens=dist.n_evaluated_tokens,
+            top=top,
+        )
+
+    def score_text(self, context: Sequence[str | Turn], response: str) -> Score:
+        """Score one response to a context given as plain strings (alternating, last one the user's)."""
+        turns = []
+        for i, t in enumerate(context):
+            if isinstance(t, Turn):
+                turns.append(t)
+            else:
+                turns.append(Turn(USER if (len(context) - 1 - i) % 2 == 0 else SYSTEM, str(t)))
+        item = Item(id="text", level="turn", context=tuple(turns), response=response)
+        return next(self.score([item]))

@@ -1,0 +1,214 @@
+"""Prompt templates: Jinja2 files under ``prompts/`` rendered in a sandbox, with their answer type as data.
+
+A template file starts with a Jinja comment holding TOML metadata::
+
+    {#- judge
+    answer = "rating"        # or "yesno"
+    quality = "Interesting"  # quality the prompt asks about (optional for yesno)
+    level = "turn"           # "turn" or "dialog" (optional: any)
+    min = 0                  # rating scale; defaults to the quality's scale
+    max = 2
+    -#}
+
+Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
+``quality`` (name, description, min, max) and ``answer`` (``{"kind", "min", "max"}``).
+An item is a plain mapping: ``id, level, context, response, dialog, fact, references``, where
+turns are ``{"speaker": "user"|"system", "text": ...}``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+from .answers import AnswerType, Rating, YesNo
+from .errors import TemplateError, UnknownNameError
+from .items import Item
+from .qualities import Quality, find_quality
+
+_FRONT = re.compile(r"\A\s*\{#-?\s*judge\s*\n(?P<toml>.*?)-?#\}\s*", re.S)
+
+
+def prompts_dir() -> Path:
+    """The folder of built-in templates: ``prompts/`` in a checkout, ``judge/_prompts`` when installed."""
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "prompts", here / "_prompts"):
+        if cand.is_dir():
+            return cand
+    raise TemplateError(f"built-in prompts folder not found next to {here}")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A parsed template with its metadata. ``render`` turns an item (+ examples) into prompt text."""
+
+    name: str
+    path: Path
+    source: str
+    answer: AnswerType
+    quality: Quality | None
+    level: str | None
+
+    def render(self, item: Item, examples: list[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
+        """Render the prompt for ``item`` with ``examples`` given as (example item, shown label)."""
+        q = quality or self.quality
+        ctx = {
+            "item": item_view(item),
+            "examples": [{"item": item_view(ex), "label": label} for ex, label in examples],
+            "quality": _quality_view(q),
+            "answer": _answer_view(self.answer),
+        }
+        try:
+            return _compile(self.path, self.source).render(ctx)
+        except SecurityError as exc:
+            raise TemplateError(f"{self.path}: template blocked by the sandbox (security error): {exc}") from None
+        except jinja2.UndefinedError as exc:
+            raise TemplateError(f"{self.path}: undefined variable in template: {exc.message}") from None
+        except jinja2.TemplateError as exc:
+            raise TemplateError(f"{self.path}: template error while rendering: {exc}") from None
+
+    def example_label(self, example: Item, quality: Quality) -> str:
+        """The label an in-context example shows, from its human mean for ``quality``."""
+        human = example.human(quality.name)
+        if human is None:
+            raise TemplateError(f"example {example.id} has no human rating for {quality.name}")
+        if isinstance(self.answer, Rating):
+            if (quality.min, quality.max) != (self.answer.min, self.answer.max):
+                # A generic prompt on another scale: map the human mean linearly onto the prompt's scale.
+                frac = (human - quality.min) / (quality.max - quality.min)
+                human = self.answer.min + frac * (self.answer.max - self.answer.min)
+            return self.answer.format_label(human)
+        return self.answer.format_label(human, quality.min, quality.max)
+
+
+def item_view(item: Item) -> dict[str, Any]:
+    """A plain mapping of an item for templates (no Python objects reach the sandbox)."""
+    return {
+        "id": item.id,
+        "level": item.level,
+        "context": [{"speaker": t.speaker, "text": t.text} for t in item.context],
+        "response": item.response,
+        "dialog": [{"speaker": t.speaker, "text": t.text} for t in item.dialog],
+        "fact": item.fact,
+        "references": list(item.references),
+    }
+
+
+def _quality_view(q: Quality | None) -> dict[str, Any] | None:
+    if q is None:
+        return None
+    return {"name": q.name, "description": q.description, "min": q.min, "max": q.max, "level": q.level}
+
+
+def _answer_view(a: AnswerType) -> dict[str, Any]:
+    if isinstance(a, Rating):
+        return {"kind": "rating", "min": a.min, "max": a.max}
+    return {"kind": "yesno"}
+
+
+class _Loader(jinja2.BaseLoader):
+    """Resolves ``{% include %}`` against the built-in folder and the including template's folder."""
+
+    def __init__(self, extra: Path | None) -> None:
+        self.dirs = [d for d in (extra, prompts_dir()) if d is not None]
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
+        for d in self.dirs:
+            p = (d / template).resolve()
+            if p.is_file() and d.resolve() in p.parents:
+                src = p.read_text(encoding="utf-8")
+                return src, str(p), lambda: True
+        raise jinja2.TemplateNotFound(template)
+
+
+@lru_cache(maxsize=256)
+def _compile(path: Path, source: str) -> jinja2.Template:
+    env = ImmutableSandboxedEnvironment(
+        loader=_Loader(path.parent),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+    try:
+        return env.from_string(_FRONT.sub("", source, count=1))
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"{path}: template syntax error on line {exc.lineno}: {exc.message}") from None
+
+
+def parse_metadata(path: Path, source: str) -> dict[str, Any]:
+    """Read the TOML front matter of a template (empty dict if there is none)."""
+    m = _FRONT.match(source)
+    if not m:
+        return {}
+    try:
+        return tomllib.loads(m.group("toml"))
+    except tomllib.TOMLDecodeError as exc:
+        raise TemplateError(f"{path}: bad metadata block: {exc}") from None
+
+
+def load_template(path: str | Path, *, name: str | None = None, quality: Quality | None = None) -> PromptTemplate:
+    """Load a template file (built-in or a user's own) and validate its metadata and syntax."""
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TemplateError(f"{path}: template file not found") from None
+    except UnicodeDecodeError as exc:
+        raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    meta = parse_metadata(path, source)
+    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description"}
+    unknown = set(meta) - allowed
+    if unknown:
+        raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+    level = meta.get("level")
+    if level not in (None, "turn", "dialog"):
+        raise TemplateError(f"{path}: metadata 'level' must be 'turn' or 'dialog', not {level!r}")
+    q = quality
+    if q is None and "quality" in meta:
+        q = find_quality(str(meta["quality"]), level)
+        if q is None:
+            lo, hi = meta.get("min"), meta.get("max")
+            if lo is None or hi is None:
+                raise TemplateError(f"{path}: unknown quality {meta['quality']!r}: give its 'min' and 'max'")
+            q = Quality(str(meta["quality"]), level or "turn", lo, hi, str(meta.get("description", "")))
+    kind = meta.get("answer", "yesno")
+    if kind == "rating":
+        lo = meta.get("min", q.min if q else None)
+        hi = meta.get("max", q.max if q else None)
+        if lo is None or hi is None:
+            raise TemplateError(f"{path}: a rating template needs 'min' and 'max' or a known 'quality'")
+        if int(lo) != lo or int(hi) != hi or hi <= lo:
+            raise TemplateError(f"{path}: rating scale must be integers with min < max, got {lo}..{hi}")
+        answer: AnswerType = Rating(int(lo), int(hi))
+    elif kind == "yesno":
+        answer = YesNo(threshold=float(meta.get("threshold", 0.5)))
+    else:
+        raise TemplateError(f"{path}: metadata 'answer' must be 'rating' or 'yesno', not {kind!r}")
+    _compile(path, source)  # syntax errors surface at load time, not mid-run
+    return PromptTemplate(name or path.stem, path, source, answer, q, level)
+
+
+def builtin_prompts() -> dict[str, Path]:
+    """Names of the built-in prompts (file stems; files starting with '_' are partials)."""
+    return {p.stem: p for p in sorted(prompts_dir().glob("*.j2")) if not p.name.startswith("_")}
+
+
+def get_prompt(name: str) -> PromptTemplate:
+    """A built-in prompt by name (e.g. ``yesno``, ``fed-turn-interesting``, ``rating``)."""
+    prompts = builtin_prompts()
+    if name not in prompts:
+        raise UnknownNameError("prompt", name, prompts)
+    return load_template(prompts[name], name=name)
+
+
+def fed_prompt_name(level: str, quality: str) -> str:
+    """Built-in rating prompt for a FED quality, e.g. ('turn', 'Semantically appropriate')."""
+    prefix = "fed-turn" if level == "turn" else "fed-dial"
+    return f"{prefix}-{quality.lower().replace(' ', '-')}"

@@ -1,0 +1,61 @@
+"""Scoring rules: turn a next-token label distribution into a number (pure functions).
+
+* Top-K rating weighting: take the K most probable rating labels r_1..r_K with probabilities
+  p_1..p_K, w_i = p_i / sum_j p_j, score = sum_i r_i * w_i.
+* Goodness: p(yes) / (p(yes) + p(no)).
+
+A label's probability is the sum over its single-token spellings ("2" and " 2"; "Yes", "yes",
+" yes", ...) that the backend could read. Spellings it could not read (multi-token, or outside a
+top-N list) are absent from the input and contribute nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .answers import AnswerType, Rating, YesNo
+
+
+class ScoringError(ValueError):
+    """The distribution carries no probability on any label (reported per item, never hidden)."""
+
+
+def label_probs(logprobs: Mapping[str, float | None], answer: AnswerType) -> dict[str, float]:
+    """Probability of each label of ``answer``: the sum of exp(logprob) over its readable spellings."""
+    out: dict[str, float] = {}
+    for label, forms in answer.variants().items():
+        out[label] = math.fsum(math.exp(lp) for f in forms if (lp := logprobs.get(f)) is not None)
+    return out
+
+
+def topk_rating(probs: Mapping[str, float], k: int = 3) -> float:
+    """Paper's top-K rating weighting over integer labels ("0", "1", ...); ties keep the lower rating first."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    ranked = sorted(((p, int(lab)) for lab, p in probs.items() if p > 0), key=lambda t: (-t[0], t[1]))[:k]
+    total = math.fsum(p for p, _ in ranked)
+    if not ranked or total <= 0:
+        raise ScoringError("no probability on any rating label")
+    return math.fsum(r * p for p, r in ranked) / total
+
+
+def goodness(p_yes: float, p_no: float) -> float:
+    """p(yes) / (p(yes) + p(no))."""
+    if p_yes < 0 or p_no < 0:
+        raise ValueError("probabilities must be non-negative")
+    if p_yes + p_no <= 0:
+        raise ScoringError("no probability on 'yes' or 'no'")
+    return p_yes / (p_yes + p_no)
+
+
+def score_distribution(
+    logprobs: Mapping[str, float | None], answer: AnswerType, top_k: int = 3
+) -> tuple[float, dict[str, float]]:
+    """Score one distribution: returns (score, label probabilities). Raises ScoringError if empty."""
+    probs = label_probs(logprobs, answer)
+    if isinstance(answer, Rating):
+        return topk_rating(probs, top_k), probs
+    if isinstance(answer, YesNo):
+        return goodness(probs["yes"], probs["no"]), probs
+    raise TypeError(f"unknown answer type {answer!r}")

@@ -1,0 +1,85 @@
+"""The real embedded model (SmolLM2-135M-Instruct through llama.cpp) scoring real prompts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judge.answers import YesNo, candidates
+from judge.backends import Prompt
+from judge.errors import BackendError
+from judge.items import SYSTEM, USER, Item, Turn
+from judge.llm_judge import LLMJudge
+from judge.models import SMOLLM2, resolve_model_path, sha256_file
+from judge.prompts import get_prompt
+
+CTX = (Turn(USER, "Hi, I'm planning a trip to Japan next spring."), Turn(SYSTEM, "Nice! Which cities?"),
+       Turn(USER, "Tokyo and Kyoto. Any tips for seeing the cherry blossoms?"))
+GOOD = "Go in early April and visit Maruyama Park in Kyoto; book hotels early because spring is busy."
+BAD = "My cat is made of purple spaghetti and the moon tastes like Tuesday."
+
+
+def test_packaged_model_checksum():
+    path = resolve_model_path(None)
+    assert path.name == SMOLLM2.filename
+    assert sha256_file(path) == SMOLLM2.sha256
+
+
+def test_unknown_model_path_is_a_clear_error(tmp_path):
+    with pytest.raises(BackendError, match="neither a packaged model"):
+        resolve_model_path(str(tmp_path / "nope.gguf"))
+
+
+def test_distribution_is_full_vocabulary_and_normalised(smollm2):
+    dist = smollm2.label_logprobs([Prompt("The capital of France is", chat=False)], [" Paris", " Rome"])[0]
+    assert set(dist.logprobs) == {" Paris", " Rome"}
+    assert dist.logprobs[" Paris"] > dist.logprobs[" Rome"]
+    assert all(lp <= 0 for lp in dist.logprobs.values())
+    assert sum(math.exp(lp) for _, lp in dist.top) <= 1.0 + 1e-6
+    assert dist.top[0][1] >= dist.top[-1][1]
+
+
+def test_good_response_ranks_above_bad_with_yesno_prompt(smollm2):
+    judge = LLMJudge(get_prompt("yesno"), smollm2)
+    good = judge.score_text([t.text for t in CTX], GOOD)
+    bad = judge.score_text([t.text for t in CTX], BAD)
+    assert good.ok and bad.ok
+    assert 0 < bad.value < good.value < 1
+    assert set(good.label_probs) == {"yes", "no"}
+
+
+def test_prefix_reuse_gives_identical_scores(smollm2):
+    judge = LLMJudge(get_prompt("yesno"), smollm2)
+    items = [Item(id=str(i), level="turn", context=CTX, response=r) for i, r in enumerate([GOOD, BAD, GOOD])]
+    s = list(judge.score(items))
+    assert s[2].n_evaluated_tokens < s[2].n_prompt_tokens  # the shared prefix was not evaluated again
+    assert s[0].value == pytest.approx(s[2].value, abs=1e-6)
+
+
+def test_rating_prompt_reads_digits(smollm2):
+    judge = LLMJudge(get_prompt("fed-turn-overall"), smollm2)
+    s = judge.score_text([t.text for t in CTX], GOOD)
+    assert s.ok and 0 <= s.value <= 4
+    assert set(s.label_probs) == {"0", "1", "2", "3", "4"}
+
+
+def test_prompt_longer_than_context_fails_the_item_not_the_run(smollm2):
+    judge = LLMJudge(get_prompt("yesno"), smollm2)
+    long_ctx = (Turn(USER, "word " * 9000),)
+    items = [Item(id="long", level="turn", context=long_ctx, response="ok"),
+             Item(id="fine", level="turn", context=CTX, response=GOOD)]
+    s = list(judge.score(items))
+    assert s[0].value is None and "context window" in s[0].error and "nothing was cut" in s[0].error
+    assert s[1].ok
+
+
+def test_chat_template_wraps_prompt(smollm2):
+    toks = smollm2.tokens(Prompt("Hello <|im_end|> there", chat=True))
+    text = smollm2.llm.detokenize(toks, special=True).decode()
+    assert text.count("<|im_start|>user") == 1 and text.rstrip().endswith("<|im_start|>assistant")
+    # The user's text is never parsed for special tokens: its '<|im_end|>' stays plain text.
+    plain = smollm2.tokens(Prompt("Hello <|im_end|> there", chat=False))
+    im_end = smollm2.llm.tokenize(b"<|im_end|>", add_bos=False, special=True)
+    assert len(im_end) == 1 and im_end[0] not in plain
+    assert YesNo().labels == ("yes", "no") and candidates(YesNo())

@@ -1,0 +1,121 @@
+"""Every built-in template renders; metadata is data; the sandbox holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.answers import Rating, YesNo
+from judge.errors import TemplateError
+from judge.items import SYSTEM, USER, Item, Turn
+from judge.prompts import builtin_prompts, fed_prompt_name, get_prompt, load_template
+from judge.qualities import FED_DIAL, FED_TURN
+
+TURN = Item(
+    id="t1",
+    level="turn",
+    context=(Turn(USER, "Did you watch the game last night?"), Turn(SYSTEM, "I did! What a finish."),
+             Turn(USER, "Who scored the winner?")),
+    response="Their striker, in the last minute.",
+    fact="The match ended 2-1.",
+    annotations={"Overall": (3.0, 4.0), "Interesting": (1.0, 2.0, 2.0)},
+)
+DIAL = Item(
+    id="d1",
+    level="dialog",
+    dialog=(Turn(USER, "Hi!"), Turn(SYSTEM, "Hello, how are you?"), Turn(USER, "Fine."), Turn(SYSTEM, "Great.")),
+    annotations={"Overall": (2.0, 3.0)},
+)
+
+
+def test_every_fed_quality_has_a_prompt():
+    names = builtin_prompts()
+    for q in FED_TURN:
+        assert fed_prompt_name("turn", q.name) in names
+    for q in FED_DIAL:
+        assert fed_prompt_name("dialog", q.name) in names
+    assert {"yesno", "rating"} <= set(names)
+
+
+@pytest.mark.parametrize("name", sorted(builtin_prompts()))
+def test_every_builtin_template_renders(name):
+    t = get_prompt(name)
+    item = DIAL if t.level == "dialog" else TURN
+    text = t.render(item, [(item, "1/2" if isinstance(t.answer, Rating) else "Yes")])
+    assert text.rstrip().endswith(("Rating:", "Answer:"))
+    assert "Example" in text
+    if item is TURN:
+        assert "Their striker, in the last minute." in text
+    zero = t.render(item)
+    assert "Example 1" not in zero and "Examples" not in zero
+
+
+def test_fed_turn_prompt_shape():
+    t = get_prompt("fed-turn-interesting")
+    assert t.answer == Rating(0, 2) and t.quality.name == "Interesting"
+    label = t.example_label(TURN, t.quality)
+    assert label == "2/2"  # mean 1.667 rounds to 2
+    text = t.render(TURN, [(TURN, label)])
+    assert "rate how interesting the response is" in text
+    assert "A: Who scored the winner?\nResponse: Their striker, in the last minute.\nRating: 2/2" in text
+    assert text.endswith("Response: Their striker, in the last minute.\nRating:")
+
+
+def test_understandable_scale_is_binary_and_overall_is_0_4():
+    assert get_prompt("fed-turn-understandable").answer == Rating(0, 1)
+    assert get_prompt("fed-dial-consistent").answer == Rating(0, 1)
+    assert get_prompt("fed-dial-overall").answer == Rating(0, 4)
+
+
+def test_yesno_prompt_shape_with_background():
+    t = get_prompt("yesno")
+    assert isinstance(t.answer, YesNo)
+    text = t.render(TURN, [(TURN, "Yes")])
+    assert "Background info: The match ended 2-1." in text
+    assert "Person A: Who scored the winner?\nResponse: Their striker" in text
+    assert text.endswith("Question: Is the above response a good response to the conversation?\nAnswer:")
+    no_fact = Item(id="x", level="turn", context=TURN.context, response="ok")
+    assert "Background info: none" in t.render(no_fact)
+
+
+def test_generic_rating_maps_other_scales():
+    t = get_prompt("rating")
+    fed_overall = FED_TURN[-1]  # 0-4 scale; prompt is 1-5
+    item = Item(id="y", level="turn", context=TURN.context, response="x", annotations={"Overall": (4.0,)})
+    assert t.example_label(item, fed_overall) == "5/5"
+
+
+def test_user_template_with_metadata(tmp_path):
+    p = tmp_path / "mine.j2"
+    p.write_text('{#- judge\nanswer = "rating"\nmin = 1\nmax = 10\n-#}\nRate: {{ item.response }}\nScore:')
+    t = load_template(p)
+    assert t.answer == Rating(1, 10)
+    assert t.render(TURN) == "Rate: Their striker, in the last minute.\nScore:"
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ("{{ item.response ", "syntax error"),
+        ("{{ no_such_variable }}", "undefined"),
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "security"),
+        ("{{ cycler.__init__.__globals__ }}", "security"),
+        ("{{ item.get.__self__ }}", "security"),
+    ],
+)
+def test_bad_and_hostile_templates_fail_clearly(tmp_path, body, needle):
+    p = tmp_path / "bad.j2"
+    p.write_text(body)
+    with pytest.raises(TemplateError) as err:
+        load_template(p).render(TURN)
+    assert needle in str(err.value).lower()
+    assert str(p) in str(err.value)
+
+
+def test_bad_metadata(tmp_path):
+    p = tmp_path / "m.j2"
+    p.write_text('{#- judge\nanswer = "stars"\n-#}\nx')
+    with pytest.raises(TemplateError, match="answer"):
+        load_template(p)
+    p.write_text('{#- judge\nanswer = "rating"\n-#}\nx')
+    with pytest.raises(TemplateError, match="min"):
+        load_template(p)

@@ -1,0 +1,75 @@
+"""The scoring math on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judge.answers import Rating, YesNo, candidates
+from judge.scoring import ScoringError, goodness, label_probs, score_distribution, topk_rating
+
+
+def test_topk_paper_formula_by_hand():
+    # p(0)=.1 p(1)=.2 p(2)=.5 p(3)=.15 p(4)=.05 ; top-3 = 2(.5), 1(.2), 3(.15)
+    probs = {"0": 0.1, "1": 0.2, "2": 0.5, "3": 0.15, "4": 0.05}
+    expected = (2 * 0.5 + 1 * 0.2 + 3 * 0.15) / (0.5 + 0.2 + 0.15)
+    assert topk_rating(probs, 3) == pytest.approx(expected)
+    assert topk_rating(probs, 1) == 2
+    full = sum(int(k) * v for k, v in probs.items()) / sum(probs.values())
+    assert topk_rating(probs, 5) == pytest.approx(full)
+
+
+def test_topk_ties_and_zeros():
+    assert topk_rating({"0": 0.0, "1": 0.3, "2": 0.3}, 1) == 1  # tie: lower rating first, deterministic
+    assert topk_rating({"0": 0.0, "1": 0.0, "2": 0.4}, 3) == 2  # zero-probability labels ignored
+    with pytest.raises(ScoringError):
+        topk_rating({"0": 0.0, "1": 0.0}, 3)
+    with pytest.raises(ValueError):
+        topk_rating({"1": 1.0}, 0)
+
+
+def test_goodness():
+    assert goodness(0.3, 0.1) == pytest.approx(0.75)
+    assert goodness(0.0, 0.2) == 0.0
+    with pytest.raises(ScoringError):
+        goodness(0.0, 0.0)
+
+
+def test_label_variants_are_summed():
+    lp = {"Yes": math.log(0.2), " yes": math.log(0.1), "no": math.log(0.05), " No": math.log(0.15)}
+    probs = label_probs(lp, YesNo())
+    assert probs["yes"] == pytest.approx(0.3)
+    assert probs["no"] == pytest.approx(0.2)
+    value, _ = score_distribution(lp, YesNo())
+    assert value == pytest.approx(0.3 / 0.5)
+
+
+def test_rating_leading_space_variants_map_to_rating():
+    lp = {"2": math.log(0.2), " 2": math.log(0.3), "0": math.log(0.5)}
+    probs = label_probs(lp, Rating(0, 2))
+    assert probs == pytest.approx({"0": 0.5, "1": 0.0, "2": 0.5})
+    value, _ = score_distribution(lp, Rating(0, 2), top_k=3)
+    assert value == pytest.approx(1.0)
+
+
+def test_missing_candidates_contribute_nothing():
+    # A top-N-only backend may see only one label: the score uses what it saw.
+    value, probs = score_distribution({" Yes": math.log(0.4)}, YesNo())
+    assert value == 1.0 and probs["no"] == 0.0
+    with pytest.raises(ScoringError):
+        score_distribution({"maybe": -0.1}, YesNo())
+
+
+def test_candidates_and_example_labels():
+    assert candidates(Rating(1, 3)) == ["1", " 1", "2", " 2", "3", " 3"]
+    c = candidates(YesNo())
+    assert {"yes", "Yes", " yes", " Yes", "no", "No", " no", " No"} <= set(c)
+    r = Rating(0, 4)
+    assert r.format_label(2.5) == "3/4"  # ties round up
+    assert r.format_label(2.49) == "2/4"
+    assert r.format_label(9) == "4/4"
+    yn = YesNo()
+    assert yn.format_label(3.0, 1, 5) == "Yes"  # exactly half way up the scale counts as good
+    assert yn.format_label(2.99, 1, 5) == "No"
+    assert YesNo(threshold=0.75).format_label(3.5, 1, 5) == "No"
