@@ -451,6 +451,7 @@ E_CASES = [
     ([json.dumps(turn_record(fact=["x"]))], 1, "fact", "expected string"),
     ([json.dumps(turn_record(group=" "))], 1, "group", "empty group"),
     ([json.dumps(turn_record(next_user=1))], 1, "next_user", "expected string"),
+    (['{"id": "a", "context": [{"speaker": "user", "text": "\\ud800"}], "response": "x"}'], 1, "context[0].text", "lone surrogate"),
 ]
 
 
@@ -491,8 +492,13 @@ def test_jsonl_in_json_file_is_detected(tmp_path: Path) -> None:
 
 # --- property-based: arbitrary text loads or raises InputError -----------------------------------
 
-_text = st.text(max_size=40)
-_speaker = st.one_of(st.sampled_from(KNOWN_SPEAKERS), _text)
+# Any code point, lone surrogates included (json.dumps escapes them as "\\udXXX"), plus tricky
+# separators (U+2028, NEL, CR, tab, NUL) that line splitting or stripping could trip over.
+_text = st.text(
+    alphabet=st.one_of(st.characters(codec=None, exclude_categories=()), st.sampled_from("\u2028\x85\r\n\t\x00 ")),
+    max_size=40,
+)
+_speaker = st.one_of(st.sampled_from(KNOWN_SPEAKERS), st.sampled_from(KNOWN_SPEAKERS).map(str.upper), _text)
 _turns = st.lists(st.fixed_dictionaries({"speaker": _speaker, "text": _text}), max_size=4)
 _json_value = st.recursive(
     st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | _text,
@@ -501,24 +507,31 @@ _json_value = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     item_id=_text,
     context=_turns,
     response=_text,
     reference=st.one_of(_text, st.lists(_text, max_size=3)),
     fact=_text,
-    score=_json_value,
+    score=st.one_of(
+        st.integers(1, 5), st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=3), _json_value
+    ),
     dialog=st.booleans(),
+    ascii_only=st.booleans(),
 )
-def test_jsonl_arbitrary_text_loads_or_input_error(item_id, context, response, reference, fact, score, dialog) -> None:
+def test_jsonl_arbitrary_text_loads_or_input_error(
+    item_id, context, response, reference, fact, score, dialog, ascii_only
+) -> None:
     if dialog:
         record = {"id": item_id, "dialog": context, "fact": fact, "scores": {"overall": score}}
     else:
         record = {"id": item_id, "context": context, "response": response, "reference": reference, "fact": fact, "scores": {"q": score}}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "p.jsonl"
-        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        # ensure_ascii=False writes raw characters (a lone surrogate becomes invalid UTF-8).
+        line = json.dumps(record, ensure_ascii=ascii_only) + "\n"
+        path.write_bytes(line.encode("utf-8", "surrogatepass"))
         try:
             items = load_items(path)
         except InputError as e:
@@ -527,7 +540,8 @@ def test_jsonl_arbitrary_text_loads_or_input_error(item_id, context, response, r
     assert len(items) == 1 and items[0].id == item_id.strip()
 
 
-@settings(max_examples=300, deadline=None)
+
+@settings(max_examples=300, deadline=None, database=None)
 @given(st.binary(max_size=200) | st.text(max_size=200).map(lambda s: s.encode("utf-8", "surrogatepass")))
 def test_jsonl_arbitrary_bytes_loads_or_input_error(content: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -535,6 +549,35 @@ def test_jsonl_arbitrary_bytes_loads_or_input_error(content: bytes) -> None:
         path.write_bytes(content)
         try:
             load_items(path)
+        except InputError:
+            pass
+
+
+_bench_value = st.one_of(
+    _text,
+    _json_value,
+    _turns,
+    st.dictionaries(_text, st.lists(st.integers(0, 5) | _json_value, max_size=3), max_size=2),
+    st.lists(st.fixed_dictionaries({"response": _text, "model": _text}, optional={"Overall": _json_value}), max_size=2),
+)
+_bench_record = st.fixed_dictionaries(
+    {},
+    optional={
+        k: _bench_value
+        for k in ("dialogue_id", "context", "response", "reference", "fact", "model", "model_name", "annotations", "dialog", "system", "responses")
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(records=st.lists(_bench_record | _json_value, max_size=3), fmt=st.sampled_from(["dstc10", "fed", "usr"]))
+def test_benchmark_loaders_arbitrary_records(records, fmt: str) -> None:
+    """Malformed benchmark records raise InputError, never KeyError/TypeError/AttributeError."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "b.json"
+        path.write_text(json.dumps(records), encoding="utf-8")
+        try:
+            load_items(path, format=fmt)
         except InputError:
             pass
 

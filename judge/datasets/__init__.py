@@ -91,15 +91,13 @@ def load_items(path: str | Path, *, format: str | None = None, dataset: str | No
     file = str(path)
     name = dataset or dataset_name(path)
     text = read_text(path)
-    parsed: Any = None
     if format is None:
         format = detect_format(path, text)
     if format == "jsonl":
         return jsonl.from_text(text, file, name)
     if format == "gupta":
         return gupta.from_text(text, file, name)
-    parsed = parse_json(text, file)
-    return _FROM_JSON[format](parsed, file, name)
+    return _FROM_JSON[format](parse_json(text, file), file, name)
 
 
 def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:

@@ -84,6 +84,18 @@ def find_bad_unicode(value: Any, path: str = "") -> str | None:
     return None
 
 
+def check_unicode(record: Any, *, file: str, rec: str | int) -> None:
+    """InputError naming the field when ``record`` holds a lone surrogate (see find_bad_unicode)."""
+    bad = find_bad_unicode(record)
+    if bad is not None:
+        raise InputError(
+            "invalid Unicode: a lone surrogate escape such as \\ud800 (text must be valid UTF-8)",
+            file=file,
+            record=rec,
+            field=bad.encode("utf-8", "backslashreplace").decode("utf-8") or None,
+        )
+
+
 def _has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -95,7 +107,8 @@ def _has_surrogate(text: str) -> bool:
 def record_label(index: int, record: Any, id_key: str = "dialogue_id") -> str:
     """How errors name a record of a JSON array: ``#index`` plus its id when it has one."""
     if isinstance(record, Mapping) and isinstance(record.get(id_key), str):
-        return f"#{index} ({record[id_key]})"
+        shown = record[id_key].encode("utf-8", "backslashreplace").decode("utf-8")
+        return f"#{index} ({shown})"
     return f"#{index}"
 
 

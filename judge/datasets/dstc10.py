@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..items import Item
 from ._common import (
     assign_groups,
+    check_unicode,
     check_unique_ids,
     clean_fact,
     context_turns,
@@ -40,6 +41,7 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
         rec = record_label(index, record)
         if not isinstance(record, dict):
             raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        check_unicode(record, file=file, rec=rec)
         if "dialog" in record:
             items.append(_dialog_item(record, file, rec, dataset))
         else:

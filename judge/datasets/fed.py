@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..items import Item
 from ._common import (
     assign_groups,
+    check_unicode,
     dataset_name,
     get_field,
     non_blank,
@@ -40,6 +41,7 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
         rec = f"#{index}"
         if not isinstance(record, dict):
             raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        check_unicode(record, file=file, rec=rec)
         context = get_field(record, "context", str, file=file, rec=rec)
         turns = prefixed_turns(split_lines(context), file=file, rec=rec, field="context")
         system = non_blank(get_field(record, "system", str, file=file, rec=rec, required=False))
@@ -75,6 +77,12 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
                 )
             )
             n_dial += 1
-    # Turns and the dialog they were cut from end up in one group (see assign_groups).
+    # Groups (see assign_groups): FED cuts 3 turn items from each of its 125 conversations, and a
+    # later turn's context extends an earlier one's, so "one context is a prefix of the other"
+    # joins them; each dialog record (the whole conversation) joins its own turns too. We do not
+    # key on the first two turns: many Mitsuku conversations open with the same canned
+    # "Hi!" / "Hi there." exchange, which would merge 29 conversations (87 turn items) into one
+    # group. Result: 123 groups of 3 turns, plus one of 6 where two Mitsuku conversations share
+    # an identical 3-turn context (identical context = same group, as for USR).
     assign_groups(items)
     return items

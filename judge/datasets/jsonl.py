@@ -17,7 +17,7 @@ from ._common import (
     assign_groups,
     check_unique_ids,
     dataset_name,
-    find_bad_unicode,
+    check_unicode,
     get_field,
     parse_json,
     parse_turns,
@@ -64,14 +64,7 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
 def _item(record: Any, file: str, line: int, dataset: str) -> tuple[Item, bool]:
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object per line, got {type_name(record)}", file=file, record=line)
-    bad = find_bad_unicode(record)
-    if bad is not None:
-        raise InputError(
-            "invalid Unicode: a lone surrogate escape such as \\ud800 (text must be valid UTF-8)",
-            file=file,
-            record=line,
-            field=bad.encode("utf-8", "backslashreplace").decode("utf-8"),
-        )
+    check_unicode(record, file=file, rec=line)
     unknown = [k for k in record if k not in ALLOWED_KEYS]
     if unknown:
         close = difflib.get_close_matches(unknown[0], ALLOWED_KEYS, n=1)

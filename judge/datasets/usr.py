@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..items import Item
 from ._common import (
     assign_groups,
+    check_unicode,
     clean_fact,
     context_turns,
     dataset_name,
@@ -53,6 +54,7 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
         rec = f"#{ci}"
         if not isinstance(record, dict):
             raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        check_unicode(record, file=file, rec=rec)
         context = context_turns(get_field(record, "context", str, file=file, rec=rec), file=file, rec=rec)
         fact = clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False))
         responses = get_field(record, "responses", list, file=file, rec=rec)
