@@ -10,9 +10,21 @@ from pathlib import Path
 from typing import Any
 
 
+#: Characters that str.splitlines() (and JavaScript) treat as line breaks but JSON leaves unescaped.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def dumps(obj: Any) -> str:
-    """Compact, key-order-stable JSON (one line, UTF-8 kept readable)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    """Compact, key-order-stable JSON on exactly one line (UTF-8 kept readable).
+
+    Besides the control characters JSON always escapes, U+0085, U+2028 and U+2029 are escaped
+    too, so a JSONL row stays one line for every line splitter (they only occur inside strings).
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    for char, escape in _LINE_BREAKS.items():
+        if char in text:
+            text = text.replace(char, escape)
+    return text
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
