@@ -370,3 +370,15 @@ def test_dialog_longer_than_any_context_window(tmp_path):
     assert got[1]["score"] is None and "context window" in got[1]["error"] and "nothing was cut" in got[1]["error"]
     for r in (got[0], got[2]):
         assert "error" not in r and 0.0 <= r["score"] <= 1.0
+
+
+@pytest.mark.parametrize("kind", ["missing-file", "not-a-gguf", "unknown-id"])
+def test_bad_model(tmp_path, capsys, kind):
+    """Model errors surface at the model load (the real one here) as one clear line, exit 2."""
+    model = {"missing-file": str(tmp_path / "none.gguf"), "not-a-gguf": str(tmp_path / "fake.gguf"),
+             "unknown-id": "someone/some-model"}[kind]
+    (tmp_path / "fake.gguf").write_text("not a model")
+    out = tmp_path / "out.jsonl"
+    rc = main(["score", str(EXAMPLES), "--model", model, "-o", str(out)])
+    assert_clear(rc, capsys.readouterr().err, model)
+    assert not out.exists()
