@@ -230,3 +230,70 @@ def test_score_row_json_round_trips_on_one_line(item_id, value, probs, error, to
     assert dumps(json.loads(line)) == line  # stable: re-serialising gives the same bytes
     if value is not None:
         assert row["score"] == round(value, 6)
+
+
+# --- benchmark formats: a real record with one value replaced or removed --------------------------
+
+BENCH_FILES = {
+    "dstc10": "dstc10_track5/fed-turn_eval.json",
+    "dstc10-dial": "dstc10_track5/fed-dial_eval.json",
+    "fed": "fed/fed_data.json",
+    "usr": "usr/tc_usr_data.json",
+}
+_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _paths(value: object, prefix: tuple = (), depth: int = 3) -> list[tuple]:
+    """Every key path into a JSON value, up to ``depth`` levels (the root excluded)."""
+    out = []
+    if depth and isinstance(value, dict):
+        for k, v in value.items():
+            out += [prefix + (k,)] + _paths(v, prefix + (k,), depth - 1)
+    elif depth and isinstance(value, list):
+        for i, v in enumerate(value[:3]):
+            out += [prefix + (i,)] + _paths(v, prefix + (i,), depth - 1)
+    return out
+
+
+_RECORDS = {
+    fmt: json.loads((_DATA_DIR / rel).read_text(encoding="utf-8"))[:2] for fmt, rel in BENCH_FILES.items()
+    if (_DATA_DIR / rel).is_file()
+}
+
+
+@SLOWER
+@given(fmt=st.sampled_from(sorted(BENCH_FILES)), data=st.data(), value=JSON_VALUE, delete=st.booleans())
+def test_benchmark_records_with_any_value_load_or_are_an_input_error(fmt, data, value, delete):
+    assert fmt in _RECORDS, f"benchmark data missing under {_DATA_DIR}"
+    records = json.loads(json.dumps(_RECORDS[fmt]))
+    path = data.draw(st.sampled_from(_paths(records[0])))
+    parent = records[0]
+    for key in path[:-1]:
+        parent = parent[key]
+    if delete:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    raw = json.dumps(records).encode("utf-8", "surrogatepass")
+    with tempfile.TemporaryDirectory() as d:
+        file = Path(d) / "bench.json"
+        file.write_bytes(raw)
+        try:
+            judge.load_items(file, format=fmt)
+        except InputError as exc:
+            assert exc.file == str(file)
+
+
+@SLOWER
+@given(cell=JSON_SCALAR.map(str), column=st.integers(0, 6), row=st.integers(1, 2))
+def test_gupta_csv_with_any_cell_loads_or_is_an_input_error(cell, column, row):
+    import csv
+    import io
+
+    lines = (_DATA_DIR / "dailydialog_gupta" / "mturk_rating_processed_output.csv").read_text(
+        encoding="utf-8").splitlines(keepends=True)[:3]
+    rows = list(csv.reader(io.StringIO("".join(lines))))
+    rows[row][column] = cell
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    _load_or_input_error(buf.getvalue().encode("utf-8", "surrogatepass"), ".csv")
