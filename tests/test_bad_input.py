@@ -239,6 +239,8 @@ def test_fed_prompt_without_quality(cli, tmp_path):
     path.write_text(line(scores=...) + "\n")
     rc, err = cli("score", path, "--prompt", "fed")
     assert_clear(rc, err, "--prompt fed needs --quality", "field 'quality'")
+    rc, err = cli("score", path, "--k", "2")
+    assert_clear(rc, err, "field '--quality'", "in-context examples")
 
 
 BENCH_CASES = [

@@ -98,6 +98,8 @@ def build_judge(
     level = items[0].level if items else "turn"
     prompt = resolve_prompt(args, level, quality)
     selector = get_selector(args.selector, seed=args.seed)
+    if args.k > 0 and (quality or prompt.quality) is None:
+        raise InputError("in-context examples show their human rating: give --quality", field="--quality")
     # Render every item once before the model loads: a template error (undefined variable, sandbox)
     # is bad input and must surface now, not after minutes of scoring.
     for item in items:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -24,10 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _registered_qualities(items: list) -> tuple:
-    """The qualities of the benchmark set the items come from (empty for users' own data)."""
+def _registered_qualities(path: str, items: list) -> tuple:
+    """The qualities of the benchmark set the items come from (empty for users' own JSONL data)."""
+    if Path(path).suffix.lower() == ".jsonl" or not items or not items[0].dataset:
+        return ()
     try:
-        return tuple(dataset_info(items[0].dataset).qualities) if items and items[0].dataset else ()
+        return tuple(dataset_info(items[0].dataset).qualities)
     except UnknownNameError:
         return ()
 
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     qname = args.quality
     if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
         qname = "overall"  # report the human overall rating next to each score when the data has one
-    quality = resolve_quality(qname, items, _registered_qualities(items))
+    quality = resolve_quality(qname, items, _registered_qualities(args.input, items))
     if quality is not None and (args.quality is not None or args.k > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
