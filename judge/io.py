@@ -10,9 +10,21 @@ from pathlib import Path
 from typing import Any
 
 
+#: Characters that str.splitlines() (and JavaScript) treat as line breaks but JSON leaves unescaped.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def dumps(obj: Any) -> str:
-    """Compact, key-order-stable JSON (one line, UTF-8 kept readable)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    """Compact, key-order-stable JSON on exactly one line (UTF-8 kept readable).
+
+    Besides the control characters JSON always escapes, U+0085, U+2028 and U+2029 are escaped
+    too, so a JSONL row stays one line for every line splitter (they only occur inside strings).
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    for char, escape in _LINE_BREAKS.items():
+        if char in text:
+            text = text.replace(char, escape)
+    return text
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -36,3 +48,24 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
     atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+
+
+def check_output_path(path: str | Path, flag: str = "--output") -> None:
+    """Refuse an output path that cannot be written, before any work is done (InputError naming it)."""
+    from .errors import InputError
+
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise InputError("is a directory, expected a file name", file=str(path), field=flag)
+        parent = next((p for p in [path.parent, *path.parent.parents] if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise InputError(f"'{parent}' is not a directory", file=str(path), field=flag)
+        if parent == path.parent:
+            # Probe with the same kind of temp file the atomic write will use (permissions, name
+            # length, read-only file systems): a run must not score for minutes and then fail to save.
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as exc:
+        raise InputError(f"cannot write here: {exc.strerror or exc}", file=str(path), field=flag) from None

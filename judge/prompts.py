@@ -18,6 +18,7 @@ turns are ``{"speaker": "user"|"system", "text": ...}``.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -26,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from .answers import AnswerType, Rating, YesNo
 from .errors import TemplateError, UnknownNameError
 from .items import Item
 from .qualities import Quality, find_quality
+from .sandbox import StrictSandbox, render_error
 
 _FRONT = re.compile(r"\A\s*\{#-?\s*judge\s*\n(?P<toml>.*?)-?#\}\s*", re.S)
 
@@ -65,14 +66,11 @@ class PromptTemplate:
             "quality": _quality_view(q),
             "answer": _answer_view(self.answer),
         }
+        template = _compile(self.path, self.source)
         try:
-            return _compile(self.path, self.source).render(ctx)
-        except SecurityError as exc:
-            raise TemplateError(f"{self.path}: template blocked by the sandbox (security error): {exc}") from None
-        except jinja2.UndefinedError as exc:
-            raise TemplateError(f"{self.path}: undefined variable in template: {exc.message}") from None
-        except jinja2.TemplateError as exc:
-            raise TemplateError(f"{self.path}: template error while rendering: {exc}") from None
+            return template.render(ctx)
+        except Exception as exc:  # the template is untrusted code: whatever it raises is its own fault
+            raise TemplateError(f"{self.path}: {render_error(exc)}") from None
 
     def example_label(self, example: Item, quality: Quality) -> str:
         """The label an in-context example shows, from its human mean for ``quality``."""
@@ -130,7 +128,7 @@ class _Loader(jinja2.BaseLoader):
 
 @lru_cache(maxsize=256)
 def _compile(path: Path, source: str) -> jinja2.Template:
-    env = ImmutableSandboxedEnvironment(
+    env = StrictSandbox(
         loader=_Loader(path.parent),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
@@ -160,6 +158,10 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         source = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise TemplateError(f"{path}: template file not found") from None
+    except IsADirectoryError:
+        raise TemplateError(f"{path}: is a directory, expected a template file") from None
+    except OSError as exc:
+        raise TemplateError(f"{path}: cannot read template: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
@@ -167,6 +169,15 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+    for key in ("min", "max", "threshold"):
+        if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (int, float))
+                             or not math.isfinite(meta[key])):
+            raise TemplateError(f"{path}: metadata '{key}' must be a finite number, not {meta[key]!r}")
+    for key in ("answer", "quality", "level", "description"):
+        if key in meta and not isinstance(meta[key], str):
+            raise TemplateError(f"{path}: metadata '{key}' must be a string, not {meta[key]!r}")
+    if not 0 < meta.get("threshold", 0.5) < 1:
+        raise TemplateError(f"{path}: metadata 'threshold' must be between 0 and 1, not {meta['threshold']!r}")
     level = meta.get("level")
     if level not in (None, "turn", "dialog"):
         raise TemplateError(f"{path}: metadata 'level' must be 'turn' or 'dialog', not {level!r}")

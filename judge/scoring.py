@@ -21,11 +21,21 @@ class ScoringError(ValueError):
     """The distribution carries no probability on any label (reported per item, never hidden)."""
 
 
+#: Largest log-probability accepted (exactly 0 can come out as a hair above after rounding).
+_LOGPROB_SLACK = 1e-6
+
+
 def label_probs(logprobs: Mapping[str, float | None], answer: AnswerType) -> dict[str, float]:
     """Probability of each label of ``answer``: the sum of exp(logprob) over its readable spellings."""
     out: dict[str, float] = {}
     for label, forms in answer.variants().items():
-        out[label] = math.fsum(math.exp(lp) for f in forms if (lp := logprobs.get(f)) is not None)
+        readable = [(f, lp) for f in forms if (lp := logprobs.get(f)) is not None]
+        for form, lp in readable:
+            # A log-probability is <= 0 (a little slack for rounding); NaN or a positive value means a
+            # broken backend answer: fail the item with the reason rather than score it (or overflow).
+            if not lp <= _LOGPROB_SLACK:
+                raise ScoringError(f"invalid log-probability {lp!r} for {form!r}")
+        out[label] = math.fsum(math.exp(lp) for _, lp in readable)
     return out
 
 

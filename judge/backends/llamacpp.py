@@ -68,7 +68,7 @@ class LlamaCppBackend:
         if template:
             bos = self._piece(self.llm.token_bos())
             eos = self._piece(self.llm.token_eos())
-            before, after = chat_parts(template, bos, eos)
+            before, after = chat_parts(template, bos, eos, name=f"chat template of {self.path.name}")
             self._chat = (self._tok(before, special=True), self._tok(after, special=True))
         self.capabilities = Capabilities(
             full_vocab=True,

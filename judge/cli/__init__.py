@@ -37,6 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JudgeError as exc:
         print(f"judge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        # A file the run reads or writes (output folder, cache, template include) is unusable.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"judge: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("judge: interrupted", file=sys.stderr)
         return 130

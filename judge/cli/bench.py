@@ -6,11 +6,13 @@ import argparse
 import random
 import sys
 import time
+from pathlib import Path
 
 from tqdm import tqdm
 
-from ..datasets import load_benchmark
-from ..io import atomic_write_jsonl
+from ..datasets import check_scale, load_benchmark
+from ..errors import InputError
+from ..io import atomic_write_jsonl, check_output_path
 from ..qualities import dataset_info
 from ..stats import correlations
 from . import EXIT_FAILED_ITEMS, EXIT_OK
@@ -38,10 +40,15 @@ def subset(items: list, limit: int | None, seed: int) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
+    if args.output:
+        check_output_path(args.output)
     info = dataset_info(args.dataset)
     qname = args.quality or info.overall
     quality = info.quality(qname)
     all_items = load_benchmark(info.name, args.data_dir)
+    check_scale(all_items, quality, file=str(Path(args.data_dir) / info.path))
     rated = [it for it in all_items if it.human(quality.name) is not None]
     unrated = len(all_items) - len(rated)
     items = subset(rated, args.limit, args.limit_seed)

@@ -42,6 +42,9 @@ def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Qua
     for q in known:
         if q.name.lower() == name.lower():
             return q
+    if name.lower() == "overall" and not known:
+        # Users' own data: the generic 1-5 overall, not FED's 0-4 one (it would refuse a 5).
+        return GENERIC_OVERALL
     level = items[0].level if items else None
     q = find_quality(name, level)
     if q is not None:
@@ -76,6 +79,14 @@ def generate_config(args: argparse.Namespace) -> GenerateConfig:
     )
 
 
+def check_judge_options(args: argparse.Namespace) -> None:
+    """Refuse out-of-range numeric options (InputError naming the flag) before anything is loaded."""
+    for flag, minimum in (("k", 0), ("top_k", 1), ("batch_size", 1), ("threads", 1), ("n_ctx", 1)):
+        value = getattr(args, flag, None)
+        if value is not None and value < minimum:
+            raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))
+
+
 def build_judge(
     args: argparse.Namespace,
     items: Sequence[Item],
@@ -83,9 +94,16 @@ def build_judge(
     pool: Sequence[Item] | None = None,
 ) -> LLMJudge:
     """Validate names first (cheap), then load the model (expensive)."""
+    check_judge_options(args)
     level = items[0].level if items else "turn"
     prompt = resolve_prompt(args, level, quality)
     selector = get_selector(args.selector, seed=args.seed)
+    if args.k > 0 and (quality or prompt.quality) is None:
+        raise InputError("in-context examples show their human rating: give --quality", field="--quality")
+    # Render every item once before the model loads: a template error (undefined variable, sandbox)
+    # is bad input and must surface now, not after minutes of scoring.
+    for item in items:
+        prompt.render(item, [], quality or prompt.quality)
     config = generate_config(args)
     backend = create_backend(args.backend, args.model, config)
     return LLMJudge(

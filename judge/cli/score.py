@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
-from ..datasets import load_items
-from ..io import atomic_write_jsonl, dumps
+from ..datasets import check_scale, load_items
+from ..errors import InputError, UnknownNameError
+from ..io import atomic_write_jsonl, check_output_path, dumps
+from ..qualities import dataset_info
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_judge_options, build_judge, resolve_quality
 
@@ -22,14 +25,32 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+def _registered_qualities(path: str, items: list) -> tuple:
+    """The qualities of the benchmark set the items come from (empty for users' own JSONL data)."""
+    if Path(path).suffix.lower() == ".jsonl" or not items or not items[0].dataset:
+        return ()
+    try:
+        return tuple(dataset_info(items[0].dataset).qualities)
+    except UnknownNameError:
+        return ()
+
+
 def run(args: argparse.Namespace) -> int:
+    # Cheap checks first: options, output path, the file, names, scales, the template; the model last.
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
+    if args.output:
+        check_output_path(args.output)
     items = load_items(args.input)
     if args.limit is not None:
         items = items[: args.limit]
     qname = args.quality
     if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
         qname = "overall"  # report the human overall rating next to each score when the data has one
-    quality = resolve_quality(qname, items)
+    quality = resolve_quality(qname, items, _registered_qualities(args.input, items))
+    if quality is not None and (args.quality is not None or args.k > 0):
+        # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
+        check_scale(items, quality, file=args.input)
     judge = build_judge(args, items, quality)
     meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name}
     qname = judge.quality.name if judge.quality else None
