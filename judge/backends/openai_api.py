@@ -16,6 +16,7 @@ import email.utils
 import json
 import math
 import os
+import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -242,13 +243,13 @@ class OpenAIBackend:
         """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
         import tenacity
 
-        backoff = tenacity.wait_exponential_jitter(initial=self.backoff, max=self.max_backoff, jitter=self.backoff)
-
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
             if isinstance(exc, _Retryable) and exc.retry_after is not None:
                 return min(exc.retry_after, MAX_RETRY_AFTER)
-            return backoff(state)
+            # exponential backoff with jitter on top: base * 2^(n-1), capped, + U(0, base)
+            exp = min(self.max_backoff, self.backoff * 2 ** (state.attempt_number - 1))
+            return exp + random.uniform(0, self.backoff)
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
@@ -380,8 +381,8 @@ class OpenAIBackend:
 
     def settings(self) -> dict[str, object]:
         # No key here: settings feed cache keys and provenance.
-        return {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint, "sampling_fallback": self.sampling_fallback,
-                "top_n": self.capabilities.top_n}
+        return {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
+                "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
