@@ -8,7 +8,7 @@ scripts deterministic under concurrent clients. Actions:
 
 ``ok`` · ``429`` · ``429:SECONDS`` (with ``Retry-After``) · ``500`` / ``502`` / ``503`` (any status) ·
 ``timeout`` (sleep ``sleep_s`` before answering) · ``reset`` (TCP reset, no response) ·
-``malformed`` (200 with invalid JSON) · ``truncated`` (body shorter than its Content-Length) ·
+``malformed`` (200 with invalid JSON) · ``badlogprobs`` (valid JSON, broken logprobs block) · ``truncated`` (body shorter than its Content-Length) ·
 ``nologprobs`` (a valid answer without logprobs) · ``echo401`` (401 whose message repeats the key) · ``die`` (stop serving: refuse every later request).
 
 ``latency`` adds a fixed delay to every request (the ``api`` benchmark); ``logprobs=False`` makes
@@ -207,7 +207,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         with_lp = srv.logprobs and action != "nologprobs"
-        self._send(200, self._answer(prompt, body, chat, with_lp))
+        answer = self._answer(prompt, body, chat, with_lp)
+        if action == "badlogprobs":  # valid JSON, but the logprobs block lacks its fields
+            answer["choices"][0]["logprobs"] = {"content": [{"top_logprobs": [{"t": 1}]}]} if chat else \
+                {"top_logprobs": [["Yes", -0.1]]}
+        self._send(200, answer)
 
     def _answer(self, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
         srv = self.owner

@@ -27,7 +27,7 @@ pytest.importorskip("tenacity")
 ROOT = Path(__file__).resolve().parents[1]
 CTX = (Turn(USER, "Can you recommend a book for a long flight?"), Turn(SYSTEM, "Sure, what genres do you like?"),
        Turn(USER, "Mostly science fiction."))
-RETRIED = ["429", "500", "502", "503", "timeout", "reset", "malformed", "truncated"]
+RETRIED = ["429", "500", "502", "503", "timeout", "reset", "malformed", "truncated", "badlogprobs"]
 
 
 def item(i: int | str, marker: str = "") -> Item:
@@ -64,7 +64,9 @@ def test_each_transient_fault_is_retried_and_the_item_scored(chat):
         path = "/v1/chat/completions" if chat else "/v1/completions"
         assert {r.path for r in srv.requests} == {path}
         assert judge.backend.usage.retries == len(RETRIED)
-        assert judge.backend.usage.requests == len(items)  # successful answers counted for token usage
+        # answers that came back as JSON count for token usage: every item once, plus the broken-logprobs
+        # answer that was retried (a server bills it too)
+        assert judge.backend.usage.requests == len(items) + 1
         assert judge.backend.usage.prompt_tokens > 0
         judge.backend.close()
 

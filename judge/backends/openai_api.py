@@ -271,8 +271,9 @@ class OpenAIBackend:
         try:
             chat = self._use_chat(prompt)
             try:
-                data = self._call(self._post, prompt, chat, **self._logprob_params(chat, top_n))
-                return _read_logprobs(data, chat, candidates, top_n)
+                params = self._logprob_params(chat, top_n)
+                # reading the logprobs is inside the retried call: a malformed logprobs block is retried
+                return self._call(lambda: _read_logprobs(self._post(prompt, chat, **params), chat, candidates, top_n))
             except _NoLogprobs:
                 if not self.sampling_fallback:
                     return Failure("the server returned no logprobs (enable the sampling fallback: "
