@@ -241,3 +241,17 @@ def test_missing_key_variable_is_a_clear_error(monkeypatch):
     with pytest.raises(BackendError, match="model name"):
         monkeypatch.delenv("OPENAI_MODEL", raising=False)
         create_backend("openai", None, GenerateConfig(), base_url="http://127.0.0.1:9/v1")
+
+
+@pytest.mark.slow
+def test_cli_sampling_fallback_output_is_marked_estimated(tmp_path):
+    data = write_items(tmp_path / "items.jsonl", 3, set(), "")
+    with FaultServer(logprobs=False) as srv:
+        base = ["score", str(data), "--backend", "openai", "--base-url", srv.base_url, "--model", "fault-model",
+                "--no-cache"]
+        res = run_cli([*base, "--sampling-fallback", "4"])
+        off = run_cli(base)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert len(rows) == 3 and all(r["estimated"] is True and r["score"] == 0.75 for r in rows)
+    assert off.returncode == 3 and "no logprobs" in off.stdout

@@ -130,7 +130,7 @@ def report_backend(backend: Backend, file: TextIO | None = None) -> None:
     usage = getattr(backend, "usage", None)
     if usage is not None and hasattr(usage, "as_dict"):
         u = usage.as_dict()
-        print(f"judge: API usage: {u['requests']} requests, {u['prompt_tokens']} prompt tokens, "
+        print(f"judge: API usage: {u['requests']} requests answered, {u['prompt_tokens']} prompt tokens, "
               f"{u['completion_tokens']} completion tokens, {u['retries']} retries", file=file)
 
 
