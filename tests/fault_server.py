@@ -61,6 +61,8 @@ class FaultServer:
     latency: float = 0.0
     sleep_s: float = 2.0
     logprobs: bool = True
+    #: Completions answer in the chat "content" logprobs format, as llama.cpp's own server does.
+    content_format: bool = False
     port: int = 0
     requests: list[Request] = field(default_factory=list)
 
@@ -234,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
             if with_lp:
                 want = body.get("top_logprobs") if chat else body.get("logprobs")
                 items = sorted(tops.items(), key=lambda t: -t[1])[: int(want or 0) or len(tops)]
-                if chat:
+                if chat or srv.content_format:
                     choice["logprobs"] = {"content": [{
                         "token": text, "logprob": tops[text], "bytes": list(text.encode()),
                         "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in items],

@@ -72,6 +72,17 @@ def test_each_transient_fault_is_retried_and_the_item_scored(chat):
         judge.backend.close()
 
 
+def test_completions_in_chat_logprobs_format_are_read():
+    with FaultServer(content_format=True) as srv:
+        judge = api_judge(srv)
+        judge.chat = False
+        it = item("fmt")
+        s = next(judge.score([it]))
+        assert s.ok and s.value == pytest.approx(expected(judge, it), abs=1e-9)
+        assert srv.requests[0].path == "/v1/completions"
+        judge.backend.close()
+
+
 def test_persistent_faults_end_as_failures_with_reasons_and_nothing_is_dropped():
     with FaultServer() as srv:
         many = 10

@@ -273,7 +273,7 @@ class OpenAIBackend:
             try:
                 params = self._logprob_params(chat, top_n)
                 # reading the logprobs is inside the retried call: a malformed logprobs block is retried
-                return self._call(lambda: _read_logprobs(self._post(prompt, chat, **params), chat, candidates, top_n))
+                return self._call(lambda: _read_logprobs(self._post(prompt, chat, **params), candidates, top_n))
             except _NoLogprobs:
                 if not self.sampling_fallback:
                     return Failure("the server returned no logprobs (enable the sampling fallback: "
@@ -415,24 +415,25 @@ def _choice_text(choice: dict[str, Any], chat: bool) -> str:
     return str(choice.get("text") or "")
 
 
-def _read_logprobs(data: dict[str, Any], chat: bool, candidates: Sequence[str], top_n: int) -> LabelDist:
-    """Top-N tokens of the first answer position, from either response format."""
+def _read_logprobs(data: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist:
+    """Top-N tokens of the first answer position, from either response format: the chat format
+    (``logprobs.content[0].top_logprobs``, which llama.cpp's own server also uses for completions) or
+    the legacy completions format (``logprobs.top_logprobs[0]`` as a token -> logprob map)."""
     choice = data["choices"][0]
-    lp = choice.get("logprobs")
+    lp = choice.get("logprobs") or {}
     table: dict[str, float] = {}
     try:
-        if chat:
-            content = (lp or {}).get("content") or []
-            if content:
-                for entry in content[0].get("top_logprobs") or []:
-                    _keep(table, entry["token"], entry["logprob"])
-                _keep(table, content[0].get("token"), content[0].get("logprob"))
+        if lp.get("content"):
+            first = lp["content"][0]
+            for entry in first.get("top_logprobs") or []:
+                _keep(table, entry["token"], entry["logprob"])
+            _keep(table, first.get("token"), first.get("logprob"))
         else:
-            tops = (lp or {}).get("top_logprobs") or []
+            tops = lp.get("top_logprobs") or []
             if tops and tops[0]:
                 for tok, val in tops[0].items():
                     _keep(table, tok, val)
-            toks, vals = (lp or {}).get("tokens") or [], (lp or {}).get("token_logprobs") or []
+            toks, vals = lp.get("tokens") or [], lp.get("token_logprobs") or []
             if toks and vals:
                 _keep(table, toks[0], vals[0])
     except (KeyError, TypeError, AttributeError, IndexError, ValueError):
