@@ -267,3 +267,21 @@ def test_cli_sampling_fallback_output_is_marked_estimated(tmp_path):
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(rows) == 3 and all(r["estimated"] is True and r["score"] == 0.75 for r in rows)
     assert off.returncode == 3 and "no logprobs" in off.stdout
+
+
+def test_retry_after_header_forms_and_settings_hold_no_credentials():
+    import email.utils
+
+    from judge.backends.openai_api import parse_retry_after
+
+    assert parse_retry_after({"retry-after": "3"}) == 3.0
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    date = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= parse_retry_after({"retry-after": date}) <= 31
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+    backend = create_backend("openai", "m", GenerateConfig(), base_url="http://user:pw-SECRET@127.0.0.1:9/v1",
+                             api_key="sk-judge-test-SECRET-1234")
+    assert "SECRET" not in json.dumps(backend.settings())
+    assert backend.settings()["base_url"] == "http://127.0.0.1:9/v1"
+    backend.close()

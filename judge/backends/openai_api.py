@@ -345,7 +345,7 @@ class OpenAIBackend:
                 self._tokenizer = self._probe_tokenizer()
         if self._tokenizer == "estimate":
             if self._tokenize_mode == "server":
-                raise BackendError(f"the server at {self.base_url} has no tokenize endpoint")
+                raise BackendError(f"the server at {_without_userinfo(self.base_url)} has no tokenize endpoint")
             return None
         try:
             return self._tokenize(self._tokenizer, text)
