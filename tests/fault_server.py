@@ -8,8 +8,10 @@ scripts deterministic under concurrent clients. Actions:
 
 ``ok`` · ``429`` · ``429:SECONDS`` (with ``Retry-After``) · ``500`` / ``502`` / ``503`` (any status) ·
 ``timeout`` (sleep ``sleep_s`` before answering) · ``reset`` (TCP reset, no response) ·
-``malformed`` (200 with invalid JSON) · ``badlogprobs`` (valid JSON, broken logprobs block) · ``truncated`` (body shorter than its Content-Length) ·
-``nologprobs`` (a valid answer without logprobs) · ``echo401`` (401 whose message repeats the key) · ``die`` (stop serving: refuse every later request).
+``malformed`` (200 with invalid JSON) · ``badlogprobs`` (valid JSON, broken logprobs block) ·
+``truncated`` (body shorter than its Content-Length) · ``nologprobs`` (a valid answer without
+logprobs) · ``echo401`` (401 whose message repeats the key) · ``die`` (stop serving: refuse every
+later request).
 
 ``latency`` adds a fixed delay to every request (the ``api`` benchmark); ``logprobs=False`` makes
 every answer come without logprobs, sampled answers cycling Yes, Yes, Yes, No per prompt (the
