@@ -18,6 +18,7 @@ import argparse
 import platform
 import resource
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -114,6 +115,13 @@ def llama_server_part(args: argparse.Namespace) -> None:
                 rows.append(run(f"{url}/v1", "smollm2", tagged, c))
         print(table(f"llama_cpp.server (SmolLM2-135M Q4_1, --n_threads {args.threads}), {len(items)} "
                     "FED-style yes/no items", rows))
+        by_c: dict[int, list[float]] = {}
+        for r in rows:
+            by_c.setdefault(r["concurrency"], []).append(r["items_per_s"])
+        mean = {c: statistics.mean(v) for c, v in by_c.items()}
+        med = {c: statistics.median(v) for c, v in by_c.items()}
+        print(f"summary: items/s mean c=1 {mean[1]:.2f}, c=8 {mean[8]:.2f} (ratio {mean[8] / mean[1]:.2f}x); "
+              f"median c=1 {med[1]:.2f}, c=8 {med[8]:.2f} (ratio {med[8] / med[1]:.2f}x); n={len(by_c[1])} runs each")
         print()
     finally:
         proc.terminate()
