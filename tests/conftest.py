@@ -26,3 +26,63 @@ def smollm2():
     backend = create_backend("llamacpp", None, GenerateConfig(threads=2))
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory):
+    """Keep the suite's scoring runs (CLI subprocesses included) out of the user's ~/.cache/judge."""
+    import os
+
+    old = os.environ.get("JUDGE_CACHE")
+    os.environ["JUDGE_CACHE"] = str(tmp_path_factory.mktemp("judge-cache") / "cache.sqlite")
+    yield
+    if old is None:
+        os.environ.pop("JUDGE_CACHE", None)
+    else:
+        os.environ["JUDGE_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """A real OpenAI-compatible server, ``python -m llama_cpp.server``, serving the packaged SmolLM2 on a
+    free loopback port; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it afterwards."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from judge.models import resolve_model_path
+
+    pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model_path(None)),
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited ({proc.returncode}): {log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/v1/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not become ready in 180 s: {log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield f"{base}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

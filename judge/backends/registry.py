@@ -42,3 +42,10 @@ def _llamacpp(model: str | None, config: GenerateConfig, **options: Any) -> Back
     from .llamacpp import LlamaCppBackend
 
     return LlamaCppBackend(model, config, **options)
+
+
+@register_backend("openai")
+def _openai(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+    from .openai_api import OpenAIBackend
+
+    return OpenAIBackend(model, config, **options)

@@ -16,7 +16,7 @@ from ..io import atomic_write_jsonl, check_output_path
 from ..qualities import dataset_info
 from ..stats import correlations
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, resolve_quality
+from .options import add_judge_options, build_judge, report_backend, resolve_quality
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -76,5 +76,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{mark(sp)}")
     print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{mark(pe)}")
     print(f"time      {elapsed:.1f} s, {elapsed / max(len(items), 1):.3f} s/item")
+    report_backend(judge.backend)
     judge.backend.close()
     return EXIT_FAILED_ITEMS if failed else EXIT_OK

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from typing import TextIO
 
-from ..backends import backend_names, create_backend
+from ..backends import Backend, backend_names, create_backend
 from ..config import GenerateConfig
 from ..errors import InputError
 from ..items import Item
@@ -29,6 +31,25 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
     g.add_argument("--n-ctx", type=int, default=None, help="context window (default: the model's)")
     g.add_argument("--batch-size", type=int, default=16)
+    a = p.add_argument_group("hosted API (--backend openai)")
+    a.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 "
+                   "(default: $OPENAI_BASE_URL, else api.openai.com)")
+    a.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+                   help="environment variable holding the API key (default OPENAI_API_KEY); keys are never "
+                   "taken as flags or from files")
+    a.add_argument("--endpoint", choices=("auto", "completions", "chat"), default="auto",
+                   help="auto: chat completions for chat prompts, completions otherwise")
+    a.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (default 4)")
+    a.add_argument("--max-retries", type=int, default=6, help="retries of a failing request (default 6)")
+    a.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    a.add_argument("--sampling-fallback", type=int, default=0, metavar="N",
+                   help="when the server returns no logprobs, estimate them from N sampled answers "
+                   "(scores marked estimated); default off")
+    c = p.add_argument_group("cache")
+    c.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
+                   help="reuse label distributions from the persistent cache (default on; --no-cache)")
+    c.add_argument("--cache-path", default=None, metavar="PATH",
+                   help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none", help="in-context example selector (default: none = zero-shot)")
     s.add_argument("--k", type=int, default=0, help="number of in-context examples")
@@ -76,6 +97,12 @@ def generate_config(args: argparse.Namespace) -> GenerateConfig:
         max_context=args.n_ctx,
         threads=args.threads,
         batch_size=args.batch_size,
+        concurrency=getattr(args, "concurrency", 4),
+        max_retries=getattr(args, "max_retries", 6),
+        timeout=getattr(args, "timeout", 60.0),
+        cache=getattr(args, "cache", True),
+        cache_path=getattr(args, "cache_path", None),
+        seed=getattr(args, "seed", 0),
     )
 
 
@@ -85,6 +112,37 @@ def check_judge_options(args: argparse.Namespace) -> None:
         value = getattr(args, flag, None)
         if value is not None and value < minimum:
             raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, object]:
+    """Backend-specific keyword options from the flags (only the ones the chosen backend takes)."""
+    if args.backend == "openai":
+        return {"base_url": args.base_url, "api_key_env": args.api_key_env, "endpoint": args.endpoint,
+                "sampling_fallback": args.sampling_fallback}
+    return {}
+
+
+def wrap_cache(backend: Backend, config: GenerateConfig) -> Backend:
+    """The backend behind the persistent cache when caching is on."""
+    if not config.cache:
+        return backend
+    from ..cache import Cache, CachedBackend
+
+    return CachedBackend(backend, Cache(config.cache_path))
+
+
+def report_backend(backend: Backend, file: TextIO | None = None) -> None:
+    """One stderr line each for cache hits/misses and API token usage (when the backend has them)."""
+    file = file or sys.stderr
+    stats = getattr(backend, "stats", None)
+    if callable(stats):
+        st = stats()
+        print(f"judge: cache: {st['hits']} hits, {st['misses']} misses ({st['path']})", file=file)
+    usage = getattr(backend, "usage", None)
+    if usage is not None and hasattr(usage, "as_dict"):
+        u = usage.as_dict()
+        print(f"judge: API usage: {u['requests']} requests answered, {u['prompt_tokens']} prompt tokens, "
+              f"{u['completion_tokens']} completion tokens, {u['retries']} retries", file=file)
 
 
 def build_judge(
@@ -105,7 +163,7 @@ def build_judge(
     for item in items:
         prompt.render(item, [], quality or prompt.quality)
     config = generate_config(args)
-    backend = create_backend(args.backend, args.model, config)
+    backend = wrap_cache(create_backend(args.backend, args.model, config, **backend_options(args)), config)
     return LLMJudge(
         prompt,
         backend,

@@ -13,7 +13,7 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_write_jsonl, check_output_path, dumps
 from ..qualities import dataset_info
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, resolve_quality
+from .options import add_judge_options, build_judge, report_backend, resolve_quality
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             print(dumps(row), flush=True)
     if args.output:
         atomic_write_jsonl(args.output, rows)
+    report_backend(judge.backend)
     judge.backend.close()
     if failed:
         print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)

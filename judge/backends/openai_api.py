@@ -1,0 +1,456 @@
+"""OpenAI-compatible hosted APIs (OpenAI, vLLM server, llama.cpp server, ...): top-N log-probabilities.
+
+One request per prompt, ``max_tokens=1``: the completions endpoint with ``logprobs=N`` for plain
+prompts, chat completions with ``logprobs=True, top_logprobs=N`` for chat prompts (the server applies
+the model's chat template). Requests run ``concurrency`` at a time in threads; transient faults (429,
+5xx, timeouts, connection errors, malformed responses) are retried with exponential backoff and
+jitter (``tenacity``), honouring ``Retry-After``. What still fails becomes a per-item ``Failure``.
+
+The API key is read from the environment (or handed in by the caller), kept only inside the HTTP
+client, and scrubbed from every message this module produces; it is never part of ``settings()``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..config import GenerateConfig
+from ..errors import BackendError, MissingExtraError
+from .base import Capabilities, Failure, LabelDist, Prompt
+
+#: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
+NO_KEY = "no-key"
+ENDPOINTS = ("auto", "completions", "chat")
+#: Characters per token of the documented estimate used when the server cannot tokenize.
+CHARS_PER_TOKEN = 4
+#: Tokens added for the chat template's markup when counting a chat prompt (server tokenizers see text only).
+CHAT_OVERHEAD = 32
+#: Longest wait a ``Retry-After`` header may impose on one retry (seconds).
+MAX_RETRY_AFTER = 120.0
+
+
+class _Retryable(Exception):
+    """A transient fault worth retrying (HTTP status, timeout, connection, malformed body)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class _Permanent(Exception):
+    """A fault that retrying will not fix (HTTP 400/401/404, prompt too long, ...)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _NoLogprobs(Exception):
+    """The server answered but gave no log-probabilities (some chat and reasoning models)."""
+
+
+@dataclass
+class Usage:
+    """Token usage reported by the server, summed over all requests (thread-safe)."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def add(self, usage: dict[str, Any] | None) -> None:
+        with self._lock:
+            self.requests += 1
+            if usage:
+                self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+                self.completion_tokens += int(usage.get("completion_tokens") or 0)
+
+    def add_retry(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+    def as_dict(self) -> dict[str, int]:
+        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "retries": self.retries}
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), else None."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _server_root(base_url: str) -> str:
+    """``http://host:port/v1`` -> ``http://host:port`` (where llama.cpp serves /tokenize)."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible server reached over HTTP; top-N log-probabilities only."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str | None,
+        config: GenerateConfig,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        endpoint: str = "auto",
+        sampling_fallback: int = 0,
+        tokenize: str = "auto",
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        max_context: int | None = None,
+    ) -> None:
+        try:
+            import openai
+            import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
+        except ImportError as exc:
+            raise MissingExtraError("the OpenAI-compatible API backend", "openai", "openai, tenacity") from exc
+        if endpoint not in ENDPOINTS:
+            raise BackendError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
+        if tokenize not in ("auto", "server", "estimate"):
+            raise BackendError(f"tokenize must be auto, server or estimate, got {tokenize!r}")
+        if sampling_fallback < 0:
+            raise BackendError(f"sampling_fallback must be >= 0, got {sampling_fallback}")
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        model = model or os.environ.get("OPENAI_MODEL")
+        if not model:
+            raise BackendError("the openai backend needs a model name: --model NAME (or OPENAI_MODEL)")
+        if api_key is None:
+            api_key = os.environ.get(api_key_env)
+            if api_key is None and api_key_env != "OPENAI_API_KEY":
+                raise BackendError(f"environment variable {api_key_env} (named by --api-key-env) is not set")
+        self._secret = api_key or ""
+        self._openai = openai
+        self.model_id = model
+        self.base_url = base_url or "https://api.openai.com/v1"
+        self.config = config
+        self.endpoint = endpoint
+        self.sampling_fallback = sampling_fallback
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_retries = max(0, config.max_retries)
+        self.concurrency = max(1, config.concurrency)
+        # The SDK's own retries are off: tenacity does them, so they are counted and bounded here.
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or NO_KEY, max_retries=0,
+                                     timeout=config.timeout)
+        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge-api")
+        self.usage = Usage()
+        self._tokenize_mode = tokenize
+        self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
+        self._tok_lock = threading.Lock()
+        self._tok_cache: dict[tuple[str, bool], int] = {}
+        self.capabilities = Capabilities(
+            full_vocab=False,
+            top_n=config.top_n,
+            chat_template=endpoint != "completions",
+            max_context=max_context or config.max_context or 4096,
+            batching=True,
+        )
+
+    # -- secrets ----------------------------------------------------------------------------------
+    def _scrub(self, text: str) -> str:
+        """Remove the key from any text that leaves this module (error bodies may echo headers)."""
+        if self._secret and len(self._secret) >= 4:
+            text = text.replace(self._secret, "***")
+        return text
+
+    # -- one request ------------------------------------------------------------------------------
+    def _use_chat(self, prompt: Prompt) -> bool:
+        if self.endpoint == "chat":
+            return True
+        if self.endpoint == "completions":
+            if prompt.chat:
+                raise _Permanent("chat prompt but endpoint=completions (use --no-chat or --endpoint chat)")
+            return False
+        return prompt.chat
+
+    def _post(self, prompt: Prompt, chat: bool, **params: Any) -> dict[str, Any]:
+        """One HTTP request; returns the parsed JSON body or raises _Retryable / _Permanent."""
+        openai = self._openai
+        try:
+            if chat:
+                raw = self._client.chat.completions.with_raw_response.create(
+                    model=self.model_id, messages=[{"role": "user", "content": prompt.text}], **params)
+            else:
+                raw = self._client.completions.with_raw_response.create(
+                    model=self.model_id, prompt=prompt.text, **params)
+            body = raw.http_response.content
+        except openai.APITimeoutError:
+            raise _Retryable(f"timeout after {self.config.timeout:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise _Retryable(f"connection error ({type(exc.__cause__ or exc).__name__})") from None
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            reason = f"HTTP {code}"
+            detail = _error_detail(exc)
+            if detail:
+                reason += f": {self._scrub(detail)[:160]}"
+            if code in (408, 409, 429) or code >= 500:
+                raise _Retryable(reason, parse_retry_after(exc.response.headers)) from None
+            raise _Permanent(reason) from None
+        try:
+            data = json.loads(body)
+            if not isinstance(data, dict) or not data.get("choices"):
+                raise ValueError("no choices")
+        except (ValueError, UnicodeDecodeError):
+            raise _Retryable("malformed JSON response") from None
+        self.usage.add(data.get("usage"))
+        return data
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
+        import tenacity
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, _Retryable) and exc.retry_after is not None:
+                return min(exc.retry_after, MAX_RETRY_AFTER)
+            # exponential backoff with jitter on top: base * 2^(n-1), capped, + U(0, base)
+            exp = min(self.max_backoff, self.backoff * 2 ** (state.attempt_number - 1))
+            return exp + random.uniform(0, self.backoff)
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            stop=tenacity.stop_after_attempt(self.max_retries + 1),
+            wait=wait,
+            before_sleep=lambda _s: self.usage.add_retry(),
+            reraise=True,
+        )
+        return retrying(fn, *args, **kwargs)
+
+    def _logprob_params(self, chat: bool, top_n: int) -> dict[str, Any]:
+        if chat:
+            return {"max_tokens": 1, "temperature": 0, "logprobs": True, "top_logprobs": top_n}
+        return {"max_tokens": 1, "temperature": 0, "logprobs": top_n}
+
+    def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
+        """Score one prompt; every exception becomes a short Failure reason (never the key)."""
+        attempts = self.max_retries + 1
+        try:
+            chat = self._use_chat(prompt)
+            try:
+                params = self._logprob_params(chat, top_n)
+                # reading the logprobs is inside the retried call: a malformed logprobs block is retried
+                return self._call(lambda: _read_logprobs(self._post(prompt, chat, **params), candidates, top_n))
+            except _NoLogprobs:
+                if not self.sampling_fallback:
+                    return Failure("the server returned no logprobs (enable the sampling fallback: "
+                                   "--sampling-fallback N)")
+                return self._estimate(prompt, chat, candidates)
+        except _Retryable as exc:
+            return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc.reason}"))
+        except _Permanent as exc:
+            return Failure(self._scrub(f"API request failed: {exc.reason}"))
+        except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
+            return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
+
+    def _estimate(self, prompt: Prompt, chat: bool, candidates: Sequence[str]) -> LabelDist | Failure:
+        """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
+        want = self.sampling_fallback
+        answers: list[str] = []
+        prompt_tokens = 0
+        while len(answers) < want:
+            n = want - len(answers)
+            params = {"max_tokens": 1, "temperature": 1.0, "n": n, "seed": self.config.seed + len(answers)}
+            data = self._call(self._post, prompt, chat, **params)
+            got = [_choice_text(c, chat) for c in data["choices"]][:n]
+            if not got:
+                raise _Retryable("no answers in the response")
+            answers += got
+            prompt_tokens = int((data.get("usage") or {}).get("prompt_tokens") or prompt_tokens)
+        counts: dict[str, int] = {}
+        for a in answers:
+            counts[a] = counts.get(a, 0) + 1
+        logprobs = {c: math.log(counts[c] / want) for c in candidates if counts.get(c)}
+        top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
+        return LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
+                         estimated=True, complete=False)
+
+    # -- the contract -----------------------------------------------------------------------------
+    def iter_label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> Iterator[tuple[int, LabelDist | Failure]]:
+        """(index, result) pairs in completion order, ``concurrency`` requests in flight."""
+        top_n = min(top_n, self.capabilities.top_n or top_n)
+        futures = {self._pool.submit(self._one, p, tuple(candidates), top_n): i for i, p in enumerate(prompts)}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+
+    def label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[LabelDist | Failure]:
+        out: list[LabelDist | Failure | None] = [None] * len(prompts)
+        for i, res in self.iter_label_logprobs(prompts, candidates, top_n):
+            out[i] = res
+        return out  # type: ignore[return-value]
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        """Server tokenizer when it has one (llama.cpp /tokenize, llama-cpp-python /extras/tokenize),
+        else the estimate len(text) / 4; chat prompts add CHAT_OVERHEAD for the template's markup."""
+        key = (prompt.text, prompt.chat)
+        if key not in self._tok_cache:
+            n = self._server_count(prompt.text)
+            if n is None:
+                n = -(-len(prompt.text) // CHARS_PER_TOKEN)
+            self._tok_cache[key] = n + (CHAT_OVERHEAD if prompt.chat else 0)
+        return self._tok_cache[key]
+
+    def _server_count(self, text: str) -> int | None:
+        if self._tokenize_mode == "estimate":
+            return None
+        with self._tok_lock:
+            if self._tokenizer is None:
+                self._tokenizer = self._probe_tokenizer()
+        if self._tokenizer == "estimate":
+            if self._tokenize_mode == "server":
+                raise BackendError(f"the server at {_without_userinfo(self.base_url)} has no tokenize endpoint")
+            return None
+        try:
+            return self._tokenize(self._tokenizer, text)
+        except Exception:
+            return None  # a flaky tokenize call must not fail scoring: fall back to the estimate
+
+    def _tokenize(self, kind: str, text: str) -> int:
+        root = _server_root(self.base_url)
+        if kind == "llama.cpp":
+            resp = self._client.post(f"{root}/tokenize", cast_to=object, body={"content": text})
+        else:
+            resp = self._client.post(f"{root}/extras/tokenize", cast_to=object,
+                                     body={"input": text, "model": self.model_id})
+        return len(resp["tokens"])  # type: ignore[index]
+
+    def _probe_tokenizer(self) -> str:
+        for kind in ("llama.cpp", "llama-cpp-python"):
+            try:
+                self._tokenize(kind, "hello")
+                return kind
+            except Exception:
+                continue
+        return "estimate"
+
+    @property
+    def tokenizer(self) -> str:
+        """How count_tokens counts: 'llama.cpp' / 'llama-cpp-python' (server endpoint) or 'estimate'."""
+        if self._tokenize_mode == "estimate":
+            return "estimate"
+        with self._tok_lock:
+            if self._tokenizer is None:
+                self._tokenizer = self._probe_tokenizer()
+        return self._tokenizer
+
+    def settings(self) -> dict[str, object]:
+        # No key here: settings feed cache keys and provenance.
+        return {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
+                "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._client.close()
+
+
+def _without_userinfo(url: str) -> str:
+    """A base URL with any ``user:password@`` removed (it must not reach caches or outputs)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
+
+
+def _error_detail(exc: Any) -> str:
+    """The server's error message, if the body has one (OpenAI: {"error": {"message": ...}})."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error")
+        msg = inner.get("message") if isinstance(inner, dict) else body.get("message")
+        if msg:
+            return " ".join(str(msg).split())
+    return ""
+
+
+def _choice_text(choice: dict[str, Any], chat: bool) -> str:
+    if chat:
+        return str(((choice.get("message") or {}).get("content")) or "")
+    return str(choice.get("text") or "")
+
+
+def _read_logprobs(data: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist:
+    """Top-N tokens of the first answer position, from either response format: the chat format
+    (``logprobs.content[0].top_logprobs``, which llama.cpp's own server also uses for completions) or
+    the legacy completions format (``logprobs.top_logprobs[0]`` as a token -> logprob map)."""
+    choice = data["choices"][0]
+    lp = choice.get("logprobs") or {}
+    table: dict[str, float] = {}
+    try:
+        if lp.get("content"):
+            first = lp["content"][0]
+            for entry in first.get("top_logprobs") or []:
+                _keep(table, entry["token"], entry["logprob"])
+            _keep(table, first.get("token"), first.get("logprob"))
+        else:
+            tops = lp.get("top_logprobs") or []
+            if tops and tops[0]:
+                for tok, val in tops[0].items():
+                    _keep(table, tok, val)
+            toks, vals = lp.get("tokens") or [], lp.get("token_logprobs") or []
+            if toks and vals:
+                _keep(table, toks[0], vals[0])
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        raise _Retryable("malformed logprobs in the response") from None
+    if not table:
+        raise _NoLogprobs()
+    top = sorted(table.items(), key=lambda t: -t[1])[:top_n]
+    n_prompt = int((data.get("usage") or {}).get("prompt_tokens") or 0)
+    cached = int(((data.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    return LabelDist({c: table[c] for c in candidates if c in table}, top, n_prompt_tokens=n_prompt,
+                     n_evaluated_tokens=max(0, n_prompt - cached), complete=False)
+
+
+def _keep(table: dict[str, float], token: Any, logprob: Any) -> None:
+    """Different token ids can decode to the same text: keep the most probable one."""
+    if token is None or logprob is None:
+        return
+    val = float(logprob)
+    if math.isfinite(val) and (token not in table or val > table[token]):
+        table[str(token)] = val

@@ -1,0 +1,216 @@
+"""A persistent SQLite cache of label distributions, and a backend wrapper that uses it.
+
+Keyed by a hash of (backend name, model id, exact prompt text and chat flag, candidates, top_n,
+backend settings); the value is the returned ``LabelDist`` as JSON. Failures are never stored, so a
+rerun retries exactly what failed. WAL mode and a busy timeout let several processes share one
+file; every result is committed as it arrives, so a run killed half-way keeps what it finished.
+Nothing secret goes in: backends keep API keys out of ``settings()``, and the key is not an input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt
+
+SCHEMA_VERSION = 1
+
+
+def default_cache_path() -> Path:
+    """``$JUDGE_CACHE`` if set, else ``~/.cache/judge/cache.sqlite``."""
+    env = os.environ.get("JUDGE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "judge" / "cache.sqlite"
+
+
+def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int) -> str:
+    """sha256 over everything that can change the returned distribution."""
+    material = [SCHEMA_VERSION, backend.name, backend.model_id, prompt.text, bool(prompt.chat), list(candidates),
+                int(top_n), backend.settings()]
+    blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def dist_to_json(dist: LabelDist) -> str:
+    return json.dumps({
+        "logprobs": dist.logprobs,
+        "top": [[t, lp] for t, lp in dist.top],
+        "n_prompt_tokens": dist.n_prompt_tokens,
+        "n_evaluated_tokens": dist.n_evaluated_tokens,
+        "estimated": dist.estimated,
+        "complete": dist.complete,
+    }, ensure_ascii=False, allow_nan=False)
+
+
+def dist_from_json(text: str) -> LabelDist:
+    """A cached distribution; ``n_evaluated_tokens`` is 0 because nothing ran through a model for it."""
+    d = json.loads(text)
+    return LabelDist(
+        {str(k): float(v) for k, v in d["logprobs"].items()},
+        [(str(t), float(lp)) for t, lp in d["top"]],
+        n_prompt_tokens=int(d["n_prompt_tokens"]),
+        n_evaluated_tokens=0,
+        estimated=bool(d["estimated"]),
+        complete=bool(d["complete"]),
+    )
+
+
+class Cache:
+    """The SQLite file. Thread-safe within a process; WAL + busy timeout across processes."""
+
+    def __init__(self, path: str | Path | None = None, *, busy_timeout: float = 60.0) -> None:
+        self.path = Path(path).expanduser() if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        # isolation_level=None: autocommit; each put is its own short transaction (durable on kill).
+        self._db = sqlite3.connect(str(self.path), timeout=busy_timeout, isolation_level=None,
+                                   check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._retry_locked(lambda: self._db.execute(
+            "CREATE TABLE IF NOT EXISTS dists (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, "
+            "value TEXT NOT NULL, created REAL NOT NULL)"))
+
+    @staticmethod
+    def _retry_locked(fn, tries: int = 50):  # type: ignore[no-untyped-def]
+        # Switching to WAL needs a moment of exclusive access; another process opening the file at the
+        # same instant can make it fail with "database is locked" despite the busy timeout.
+        for i in range(tries):
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or i == tries - 1:
+                    raise
+                time.sleep(0.05 * (i + 1))
+        return None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, LabelDist]:
+        out: dict[str, LabelDist] = {}
+        uniq = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(uniq), 500):
+                chunk = uniq[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(f"SELECT key, value FROM dists WHERE key IN ({marks})", chunk).fetchall()
+                for key, value in rows:
+                    out[key] = dist_from_json(value)
+        return out
+
+    def put(self, key: str, backend: str, model: str, dist: LabelDist) -> None:
+        value = dist_to_json(dist)
+        with self._lock:
+            self._retry_locked(lambda: self._db.execute(
+                "INSERT OR REPLACE INTO dists (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
+                (key, backend, model, value, time.time())))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM dists").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedBackend:
+    """Any backend behind the cache: hits are served without model calls, misses go to the inner
+    backend in one batch and are stored as they arrive. Failures are returned, never stored."""
+
+    def __init__(self, inner: Backend, cache: Cache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+        #: Calls made to the inner backend (0 when a batch was served entirely from the cache).
+        self.calls = 0
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def model_id(self) -> str:  # type: ignore[override]
+        return self.inner.model_id
+
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        return self.inner.capabilities
+
+    def __getattr__(self, attr: str) -> object:
+        # Backend-specific extras (usage counters, tokens(), ...) stay reachable through the wrapper.
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    def iter_label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> Iterator[tuple[int, LabelDist | Failure]]:
+        keys = [cache_key(self.inner, p, candidates, top_n) for p in prompts]
+        found = self.cache.get_many(keys)
+        todo: dict[str, list[int]] = {}
+        for i, key in enumerate(keys):
+            if key in found:
+                self.hits += 1
+                yield i, found[key]
+            else:
+                self.misses += 1
+                todo.setdefault(key, []).append(i)
+        if not todo:
+            return
+        order = list(todo)
+        miss_prompts = [prompts[todo[k][0]] for k in order]
+        self.calls += 1
+        for j, res in _iter_inner(self.inner, miss_prompts, candidates, top_n):
+            key = order[j]
+            if isinstance(res, LabelDist):
+                self.cache.put(key, self.inner.name, self.inner.model_id, res)
+            for i in todo[key]:
+                yield i, res
+
+    def label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[LabelDist | Failure]:
+        out: list[LabelDist | Failure | None] = [None] * len(prompts)
+        for i, res in self.iter_label_logprobs(prompts, candidates, top_n):
+            out[i] = res
+        return out  # type: ignore[return-value]
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return self.inner.count_tokens(prompt)
+
+    def settings(self) -> dict[str, object]:
+        return self.inner.settings()
+
+    def stats(self) -> dict[str, object]:
+        return {"hits": self.hits, "misses": self.misses, "path": str(self.cache.path)}
+
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            self.cache.close()
+
+
+def _iter_inner(
+    backend: Backend, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int
+) -> Iterator[tuple[int, LabelDist | Failure]]:
+    """Results as they arrive when the backend can stream them, else per prompt for local backends
+    (so a kill loses at most the prompt in progress) — one batch call when the backend batches."""
+    it = getattr(backend, "iter_label_logprobs", None)
+    if it is not None:
+        yield from it(prompts, candidates, top_n)
+        return
+    if backend.capabilities.batching:
+        yield from enumerate(backend.label_logprobs(prompts, candidates, top_n))
+        return
+    for i, p in enumerate(prompts):
+        yield i, backend.label_logprobs([p], candidates, top_n)[0]

@@ -1,0 +1,76 @@
+"""The OpenAI-compatible backend end to end against a real server: ``python -m llama_cpp.server``
+serving the packaged SmolLM2 on 127.0.0.1 (the ``llama_server`` fixture), compared with the embedded
+llama.cpp backend on the same prompts."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge.backends import Prompt, create_backend
+from judge.config import GenerateConfig
+from judge.items import SYSTEM, USER, Item, Turn
+from judge.llm_judge import LLMJudge
+from judge.prompts import get_prompt
+
+pytest.importorskip("openai")
+
+#: Measured gap between the API backend (llama_cpp.server, top-20 logprobs) and the embedded llama.cpp
+#: backend (full vocabulary) on the goodness of the prompts below: max |diff| 8.0e-5 (chat) and
+#: 1.3e-4 (completions) over 4 prompts on 2026-11-21. It comes from (a) the server evaluating with logits for every
+#: position (logits_all) in different batch splits, which moves llama.cpp's float results slightly, and
+#: (b) label spellings outside the top 20 that the API cannot read. The test allows 2e-3.
+TOLERANCE = 2e-3
+
+CTX = (Turn(USER, "Hi, I'm planning a trip to Japan next spring."), Turn(SYSTEM, "Nice! Which cities?"),
+       Turn(USER, "Tokyo and Kyoto. Any tips for seeing the cherry blossoms?"))
+RESPONSES = [
+    "Go in early April and visit Maruyama Park in Kyoto; book hotels early because spring is busy.",
+    "My cat is made of purple spaghetti and the moon tastes like Tuesday.",
+    "I don't know.",
+    "Kyoto's Philosopher's Path is lovely at dawn, and Tokyo's Shinjuku Gyoen opens at 9.",
+]
+
+
+def items() -> list[Item]:
+    return [Item(id=f"r{i}", level="turn", context=CTX, response=r) for i, r in enumerate(RESPONSES)]
+
+
+@pytest.fixture(scope="module")
+def api(llama_server):
+    backend = create_backend("openai", "smollm2", GenerateConfig(concurrency=2, max_retries=2, timeout=120),
+                             base_url=llama_server)
+    yield backend
+    backend.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chat", [True, False], ids=["chat", "completions"])
+def test_api_goodness_matches_llamacpp_backend(api, smollm2, chat):
+    local = list(LLMJudge(get_prompt("yesno"), smollm2, chat=chat).score(items()))
+    remote = list(LLMJudge(get_prompt("yesno"), api, chat=chat).score(items()))
+    assert all(s.ok for s in local + remote), [s.error for s in local + remote]
+    gaps = [abs(a.value - b.value) for a, b in zip(local, remote)]
+    print(f"API vs llama.cpp goodness gap (chat={chat}): max {max(gaps):.2e}, values {[r.value for r in remote]}")
+    assert max(gaps) <= TOLERANCE
+    # same ranking of the good and the nonsense answer, and the same prompt length
+    assert remote[0].value > remote[1].value
+    assert [a.n_prompt_tokens for a in local] == [b.n_prompt_tokens for b in remote]
+    assert not remote[0].estimated
+
+
+@pytest.mark.slow
+def test_capabilities_usage_and_server_tokenizer(api, smollm2):
+    assert api.capabilities.full_vocab is False and api.capabilities.top_n == 20
+    assert api.tokenizer == "llama-cpp-python"  # POST /extras/tokenize
+    p = Prompt("The capital of France is")
+    assert api.count_tokens(p) == smollm2.count_tokens(p)
+    before = api.usage.as_dict()
+    dist = api.label_logprobs([p], [" Paris", " Rome", " Berlin"], top_n=5)[0]
+    assert dist.complete is False and len(dist.top) == 5
+    assert " Paris" in dist.logprobs and dist.top[0][0] == " Paris"
+    ref = smollm2.label_logprobs([p], [" Paris"])[0]
+    assert dist.logprobs[" Paris"] == pytest.approx(ref.logprobs[" Paris"], abs=TOLERANCE)
+    after = api.usage.as_dict()
+    assert after["requests"] == before["requests"] + 1
+    assert after["prompt_tokens"] - before["prompt_tokens"] == dist.n_prompt_tokens == ref.n_prompt_tokens
+    assert after["completion_tokens"] - before["completion_tokens"] == 1
