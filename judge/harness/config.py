@@ -253,6 +253,14 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 generate=gen, top_k=m.get("top_k", 3), chat=m.get("chat"), group_guard=m.get("group_guard", True),
                 paper=m.get("paper"),
             ))
+    from ..report.paper import paper_labels
+
+    for m in methods:
+        if m.paper is not None and m.paper not in paper_labels():
+            close = difflib.get_close_matches(m.paper, paper_labels(), n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise _err(path, f"methods[{m.index}].paper",
+                       f"unknown paper row '{m.paper}'{hint} Known rows: {', '.join(paper_labels())}")
     seen: dict[str, int] = {}
     for m in methods:
         if m.id in seen:

@@ -177,6 +177,7 @@ def run_experiment(
     exp: Experiment,
     *,
     progress: bool = True,
+    plots: bool = True,
     load: Callable[[str], list[Item]] | None = None,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
 ) -> dict[str, Any]:
@@ -226,7 +227,7 @@ def run_experiment(
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, p, *_ in todo}, wall_s=wall)
     from ..report import render_all
 
-    render_all(out, summary)
+    render_all(out, summary, plots=plots)
     return summary
 
 
