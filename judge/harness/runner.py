@@ -209,6 +209,8 @@ def run_experiment(
             bar.set_postfix_str(f"{cell.method.id} {dataset_info(cell.dataset).abbrev} {cell.quality.name}"
                                 f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
             remaining = cell.items[len(rows):]
+            if not cell.items and not path.exists():
+                path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
             if remaining:
                 writer = CellWriter(path, nbytes)
                 try:
