@@ -129,3 +129,20 @@ def test_cli_run_unknown_selector_is_named_at_run_time(tmp_path, data_dir):
     assert r.returncode == 2
     assert "methods[0]" in r.stderr and "unknown selector 'bm25-contxt'" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_quality_nobody_rated_gives_an_empty_finished_cell(tmp_path):
+    from judge.harness import parse_experiment
+    from judge.items import SYSTEM, USER, Item, Turn
+
+    items = [Item(id=f"d{i}", level="dialog", dialog=(Turn(USER, "hi"), Turn(SYSTEM, "hello " * i)),
+                  system="s", annotations={"Overall": (float(i % 5), float((i + 1) % 5))}) for i in range(6)]
+    exp = parse_experiment({"datasets": [{"name": "fed-dial", "qualities": ["Overall", "Error recovery"]}],
+                            "methods": [{"type": "classic", "scorer": "length"}], "output": str(tmp_path / "o")})
+    summary = run_experiment(exp, progress=False, plots=False, load=lambda name: items, log=lambda m: None)
+    empty = tmp_path / "o/items/length/fed-dial/Error_recovery/seed0.jsonl"
+    assert empty.exists() and empty.read_bytes() == b""
+    res = {r["quality"]: r for r in summary["results"]}
+    assert res["Error recovery"]["n"] == 0 and res["Error recovery"]["spearman"] is None
+    assert res["Overall"]["n"] == 6
+    assert summary["ceiling"]["fed-dial"]["Overall"]["n_units"] == 6
