@@ -147,7 +147,9 @@ class ScorerFactory:
 
 def _meta(cell: Cell, exp: Experiment) -> dict[str, Any]:
     return {
-        "method": cell.method.id, "spec": cell.method.describe(), "dataset": cell.dataset,
+        # The paper row only labels the report; changing it must not block a resume.
+        "method": cell.method.id, "spec": {k: v for k, v in cell.method.describe().items() if k != "paper"},
+        "dataset": cell.dataset,
         "quality": cell.quality.name, "seed": cell.seed, "limit": exp.limit, "limit_seed": exp.limit_seed,
         "items": [it.id for it in cell.items],
     }
