@@ -13,6 +13,9 @@ from ..errors import JudgeError
 COMMANDS = {
     "score": "score",
     "bench": "bench",
+    "run": "run",
+    "report": "report",
+    "data": "data",
 }
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.

@@ -1,0 +1,51 @@
+"""``judge run CONFIG``: run (or resume) an experiment grid and write its results folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import EXIT_FAILED_ITEMS, EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help="run an experiment config (datasets x qualities x methods); resumable")
+    p.add_argument("config", help="experiment TOML file (see docs/harness.md)")
+    p.add_argument("--limit", type=int, default=None, help="score a seeded subset of N items per set")
+    p.add_argument("--data-dir", default=None, help="folder holding the benchmark files (overrides data_dir)")
+    p.add_argument("-o", "--output", default=None, help="results folder (overrides output)")
+    p.add_argument("--backend", default=None, help="run every LLM method on this backend")
+    p.add_argument("--model", default=None, help="run every LLM method with this model")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--check", action="store_true", help="validate the config and list the cells; run nothing")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..harness import load_experiment, plan, run_experiment
+    from ..harness.runner import check_names
+
+    if args.limit is not None and args.limit < 1:
+        from ..errors import InputError
+
+        raise InputError("--limit must be >= 1", field="limit")
+    exp = load_experiment(args.config).with_overrides(
+        limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
+        threads=args.threads)
+    if args.check:
+        check_names(exp)
+        cells = plan(exp)
+        for c in cells:
+            print(f"{c.method.id}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items")
+        print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings", file=sys.stderr)
+        return EXIT_OK
+    summary = run_experiment(exp, progress=not args.no_progress)
+    failed = sum(r["n_failed"] for r in summary["results"])
+    print(f"results: {exp.output}/leaderboard.md ({len(summary['cells'])} cells, {failed} failed items, "
+          f"{summary['wall_s']:.0f} s)", file=sys.stderr)
+    if failed:
+        print(f"judge: {failed} items failed (see 'error' in {exp.output}/items/); rerun to retry them",
+              file=sys.stderr)
+        return EXIT_FAILED_ITEMS
+    return EXIT_OK

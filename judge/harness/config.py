@@ -1,0 +1,312 @@
+"""Experiment configs (TOML): datasets x qualities x methods, validated with errors that name the bad key.
+
+A method is an LLM judge (prompt, selector, k, seeds, backend, model) or a classic scorer. Names of
+prompts, selectors, backends and scorers are checked later, at run time, through their registries,
+so a name added by another module works as soon as that module is installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..qualities import dataset_info
+
+TOP_KEYS = {
+    "name": str, "description": str, "data_dir": str, "output": str, "limit": int, "limit_seed": int,
+    "datasets": list, "qualities": (list, str), "methods": list, "defaults": dict, "bootstrap": int,
+    "seed": int, "compare": list, "retry_failed": bool,
+}
+DATASET_KEYS = {"name": str, "qualities": (list, str)}
+LLM_KEYS = {
+    "type": str, "name": str, "prompt": str, "selector": str, "k": (int, list), "seeds": (int, list),
+    "backend": str, "model": str, "options": dict, "selector_options": dict, "generate": dict,
+    "top_k": int, "chat": bool, "paper": str, "group_guard": bool,
+}
+CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str}
+GENERATE_KEYS = {"top_n", "chat", "max_context", "threads", "batch_size", "concurrency", "max_retries",
+                 "timeout", "cache", "cache_path", "seed"}
+_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
+
+
+def _err(path: str, where: str, msg: str) -> InputError:
+    return InputError(f"{where}: {msg}", file=path)
+
+
+def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str, Any]) -> None:
+    for key, value in table.items():
+        if key not in allowed:
+            close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(allowed))}"
+            raise _err(path, f"{where}{'.' if where else ''}{key}", f"unknown key{hint}")
+        want = allowed[key]
+        types = want if isinstance(want, tuple) else (want,)
+        # bool is an int in Python; keep them apart so `k = true` is refused.
+        ok = any(isinstance(value, t) and not (t is int and isinstance(value, bool)) for t in types)
+        if not ok:
+            names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+            raise _err(path, f"{where}{'.' if where else ''}{key}", f"must be {names}, got {type(value).__name__}")
+
+
+def slug(text: str) -> str:
+    """A file-system-safe name: letters, digits, '.', '-' and '_' kept, anything else -> '_'."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_")
+    return s or "_"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One concrete method: a single k and the seeds it runs (expanded from a config entry)."""
+
+    id: str
+    type: str  # "llm" or "classic"
+    index: int  # position of its entry in `methods` (for error messages)
+    prompt: str = "yesno"
+    selector: str = "none"
+    k: int = 0
+    seeds: tuple[int, ...] = (0,)
+    backend: str = "llamacpp"
+    model: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    selector_options: dict[str, Any] = field(default_factory=dict)
+    generate: dict[str, Any] = field(default_factory=dict)
+    top_k: int = 3
+    chat: bool | None = None
+    group_guard: bool = True
+    scorer: str | None = None
+    paper: str | None = None
+
+    @property
+    def seeded(self) -> bool:
+        """Whether seeds change the result (random selection); other methods run their first seed only."""
+        return self.type == "llm" and self.selector == "random" and self.k > 0
+
+    def run_seeds(self) -> tuple[int, ...]:
+        return self.seeds if self.seeded else self.seeds[:1]
+
+    def describe(self) -> dict[str, Any]:
+        if self.type == "classic":
+            return {"type": "classic", "scorer": self.scorer, "options": self.options, "paper": self.paper}
+        return {
+            "type": "llm", "prompt": self.prompt, "selector": self.selector, "k": self.k,
+            "seeds": list(self.run_seeds()), "backend": self.backend, "model": self.model,
+            "options": self.options, "selector_options": self.selector_options, "generate": self.generate,
+            "top_k": self.top_k, "chat": self.chat, "group_guard": self.group_guard, "paper": self.paper,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str  # canonical registry name
+    qualities: tuple[str, ...]  # canonical quality names of that set
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment: what to run and where to write it."""
+
+    path: str
+    name: str
+    data_dir: str
+    output: str
+    limit: int | None
+    limit_seed: int
+    datasets: tuple[DatasetSpec, ...]
+    methods: tuple[MethodSpec, ...]
+    bootstrap: int = 1000
+    seed: int = 0
+    compare: tuple[tuple[str, str], ...] = ()
+    retry_failed: bool = True
+    description: str = ""
+
+    def with_overrides(
+        self,
+        *,
+        limit: int | None = None,
+        data_dir: str | None = None,
+        output: str | None = None,
+        backend: str | None = None,
+        model: str | None = None,
+        threads: int | None = None,
+    ) -> Experiment:
+        """The experiment with command-line overrides applied (backend/model/threads: every LLM method)."""
+        methods = []
+        for m in self.methods:
+            if m.type == "llm":
+                gen = dict(m.generate)
+                if threads is not None:
+                    gen["threads"] = threads
+                m = replace(m, backend=backend or m.backend,
+                            model=model if model is not None else (None if backend else m.model), generate=gen)
+            methods.append(m)
+        return replace(
+            self,
+            limit=limit if limit is not None else self.limit,
+            data_dir=data_dir or self.data_dir,
+            output=output or self.output,
+            methods=tuple(methods),
+        )
+
+
+def _qualities_for(path: str, where: str, ds: str, wanted: list[str] | str) -> tuple[str, ...]:
+    info = dataset_info(ds)
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    out: list[str] = []
+    for q in wanted:
+        if not isinstance(q, str):
+            raise _err(path, where, f"quality names must be strings, got {q!r}")
+        if q.lower() == "all":
+            names = [x.name for x in info.qualities]
+        elif q.lower() == "overall":
+            names = [info.overall]
+        else:
+            try:
+                names = [info.quality(q).name]
+            except Exception as exc:
+                raise _err(path, where, str(exc)) from None
+        out.extend(n for n in names if n not in out)
+    return tuple(out)
+
+
+def _as_int_list(path: str, where: str, value: Any, minimum: int) -> list[int]:
+    vals = value if isinstance(value, list) else [value]
+    if not vals:
+        raise _err(path, where, "must not be empty")
+    for v in vals:
+        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+            raise _err(path, where, f"must hold integers >= {minimum}, got {v!r}")
+    return vals
+
+
+def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:
+    """Validate a parsed TOML document and expand it into concrete methods."""
+    _check_keys(path, "", data, TOP_KEYS)
+    if "methods" not in data or not data["methods"]:
+        raise _err(path, "methods", "at least one [[methods]] entry is required")
+    if "datasets" not in data or not data["datasets"]:
+        raise _err(path, "datasets", "at least one dataset is required")
+    default_q = data.get("qualities", ["overall"])
+    datasets: list[DatasetSpec] = []
+    for i, d in enumerate(data["datasets"]):
+        where = f"datasets[{i}]"
+        if isinstance(d, str):
+            name, qs = d, default_q
+        elif isinstance(d, dict):
+            _check_keys(path, where, d, DATASET_KEYS)
+            if "name" not in d:
+                raise _err(path, f"{where}.name", "missing")
+            name, qs = d["name"], d.get("qualities", default_q)
+        else:
+            raise _err(path, where, "must be a set name or a table {name, qualities}")
+        try:
+            info = dataset_info(name)
+        except Exception as exc:
+            raise _err(path, where, str(exc)) from None
+        if any(x.name == info.name for x in datasets):
+            raise _err(path, where, f"dataset '{info.name}' is listed twice")
+        datasets.append(DatasetSpec(info.name, _qualities_for(path, where, info.name, qs)))
+
+    defaults = data.get("defaults", {})
+    _check_keys(path, "defaults", defaults, LLM_KEYS)
+    methods: list[MethodSpec] = []
+    for i, raw in enumerate(data["methods"]):
+        where = f"methods[{i}]"
+        if not isinstance(raw, dict):
+            raise _err(path, where, "must be a table")
+        mtype = raw.get("type", "llm" if "scorer" not in raw else "classic")
+        if mtype not in ("llm", "classic"):
+            raise _err(path, f"{where}.type", f"must be 'llm' or 'classic', got {mtype!r}")
+        if mtype == "classic":
+            _check_keys(path, where, raw, CLASSIC_KEYS)
+            if "scorer" not in raw:
+                raise _err(path, f"{where}.scorer", "missing (the classic scorer's name, e.g. 'length')")
+            mid = raw.get("name", raw["scorer"])
+            methods.append(MethodSpec(id=mid, type="classic", index=i, scorer=raw["scorer"],
+                                      options=dict(raw.get("options", {})), paper=raw.get("paper")))
+            continue
+        _check_keys(path, where, raw, LLM_KEYS)
+        m = {**defaults, **raw}
+        gen = {**defaults.get("generate", {}), **raw.get("generate", {})}
+        for key in gen:
+            if key not in GENERATE_KEYS:
+                close = difflib.get_close_matches(key, sorted(GENERATE_KEYS), n=1, cutoff=0.6)
+                hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(GENERATE_KEYS))}"
+                raise _err(path, f"{where}.generate.{key}", f"unknown key{hint}")
+        ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
+        seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
+        selector = m.get("selector", "none")
+        if any(k > 0 for k in ks) and selector == "none":
+            raise _err(path, f"{where}.selector", "k > 0 needs a selector (e.g. 'random' or 'bm25-context')")
+        base = m.get("name") or f"{m.get('prompt', 'yesno')}-{selector}"
+        for k in ks:
+            mid = m["name"] if (len(ks) == 1 and m.get("name")) else f"{base}-k{k}"
+            methods.append(MethodSpec(
+                id=mid, type="llm", index=i, prompt=m.get("prompt", "yesno"), selector=selector if k else "none",
+                k=k, seeds=tuple(seeds), backend=m.get("backend", "llamacpp"), model=m.get("model") or None,
+                options=dict(m.get("options", {})), selector_options=dict(m.get("selector_options", {})),
+                generate=gen, top_k=m.get("top_k", 3), chat=m.get("chat"), group_guard=m.get("group_guard", True),
+                paper=m.get("paper"),
+            ))
+    from ..report.paper import paper_labels
+
+    for m in methods:
+        if m.paper is not None and m.paper not in paper_labels():
+            close = difflib.get_close_matches(m.paper, paper_labels(), n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise _err(path, f"methods[{m.index}].paper",
+                       f"unknown paper row '{m.paper}'{hint} Known rows: {', '.join(paper_labels())}")
+    seen: dict[str, int] = {}
+    for m in methods:
+        if m.id in seen:
+            raise _err(path, f"methods[{m.index}].name",
+                       f"method name '{m.id}' is already used by methods[{seen[m.id]}]; give each a unique name")
+        seen[m.id] = m.index
+    compare: list[tuple[str, str]] = []
+    for j, pair in enumerate(data.get("compare", [])):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise _err(path, f"compare[{j}]", "must be a pair of method names, e.g. [\"bm25c-k4\", \"zero-shot\"]")
+        for x in pair:
+            if x not in seen:
+                raise _err(path, f"compare[{j}]", f"unknown method '{x}'; methods: {', '.join(seen)}")
+        compare.append((pair[0], pair[1]))
+    limit = data.get("limit")
+    if limit is not None and limit < 1:
+        raise _err(path, "limit", "must be >= 1")
+    stem = Path(path).stem if path != "<config>" else "experiment"
+    return Experiment(
+        path=path,
+        name=data.get("name", stem),
+        description=data.get("description", ""),
+        data_dir=data.get("data_dir", "data"),
+        output=data.get("output", f"results/{slug(data.get('name', stem))}"),
+        limit=limit,
+        limit_seed=data.get("limit_seed", 0),
+        datasets=tuple(datasets),
+        methods=tuple(methods),
+        bootstrap=data.get("bootstrap", 1000),
+        seed=data.get("seed", 0),
+        compare=tuple(compare),
+        retry_failed=data.get("retry_failed", True),
+    )
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment TOML file (errors name the file and the bad key)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the config: {exc.strerror}", file=str(p)) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start})", file=str(p)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"invalid TOML: {exc}", file=str(p)) from None
+    return parse_experiment(data, str(p))

@@ -1,0 +1,139 @@
+"""From saved per-item rows to ``summary.json``: correlations with p-values and CIs, seed means,
+DSTC10 averages, system-level correlations, paired comparisons and the human-agreement ceiling."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .. import stats
+from ..agreement import krippendorff_alpha
+from ..qualities import dataset_info
+from .config import Experiment
+
+SCHEMA = 1
+
+
+def _f(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(float(x), 6)
+
+
+def _corr(c: stats.Correlation) -> dict[str, Any]:
+    p = None if c.p_value is None or not math.isfinite(c.p_value) else float(f"{c.p_value:.6g}")
+    return {"value": _f(c.value), "p": p, "n": c.n}
+
+
+def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any]:
+    """Correlations of one cell's scores with the human means, plus its bootstrap CI and failures."""
+    pred = [r["score"] for r in rows]
+    human = [r["human"] for r in rows]
+    ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed)
+    out: dict[str, Any] = {m: _corr(c) for m, c in stats.correlations(pred, human).items()}
+    out["ci"] = {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": n_boot, "seed": seed}
+    out["n_items"] = len(rows)
+    out["n_failed"] = sum(1 for r in rows if r.get("error"))
+    systems = [r.get("system") for r in rows]
+    if sum(1 for s in set(systems) if s is not None) >= 3:
+        out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
+    return out
+
+
+def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None:
+    """Krippendorff's alpha of the raters on these items (None when fewer than two raters per item)."""
+    units = [list(it.annotations.get(quality, ())) for it in items]
+    if not any(len(u) >= 2 for u in units):
+        return None
+    return {
+        "interval": _f(krippendorff_alpha(units, "interval")),
+        "ordinal": _f(krippendorff_alpha(units, "ordinal")),
+        "n_units": sum(1 for u in units if len(u) >= 2),
+    }
+
+
+def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
+              wall_s: float | None = None) -> dict[str, Any]:
+    """Everything the reports need, computed once from the per-item rows."""
+    out_cells = []
+    for c in cells:
+        st = cell_stats(rows[c.key], exp.bootstrap, exp.seed)
+        out_cells.append({"method": c.method.id, "dataset": c.dataset, "quality": c.quality.name,
+                          "seed": c.seed, **st})
+    # Mean +- sd over seeds per (method, set, quality).
+    results: list[dict[str, Any]] = []
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for c in out_cells:
+        groups.setdefault((c["method"], c["dataset"], c["quality"]), []).append(c)
+    for (m, ds, q), cs in groups.items():
+        vals = [x["spearman"]["value"] for x in cs]
+        mean, sd = stats.mean_sd([v for v in vals if v is not None])
+        one = cs[0]
+        results.append({
+            "method": m, "dataset": ds, "quality": q, "seeds": [x["seed"] for x in cs],
+            "spearman": _f(mean), "sd": _f(sd) if len(cs) > 1 else None,
+            # p-value and CI are those of a single run; with several seeds they belong to the first.
+            "p": one["spearman"]["p"], "ci": one["ci"], "n": one["spearman"]["n"],
+            "pearson": one["pearson"], "kendall": one["kendall"],
+            "system_spearman": one.get("system_spearman"),
+            "n_failed": sum(x["n_failed"] for x in cs),
+        })
+    # DSTC10 averaging per method: per (set, quality) -> mean within set -> mean across sets.
+    averages: dict[str, Any] = {}
+    for m in dict.fromkeys(r["method"] for r in results):
+        per_q = {(r["dataset"], r["quality"]): (r["spearman"] if r["spearman"] is not None else float("nan"))
+                 for r in results if r["method"] == m}
+        per_set, overall = stats.dstc10_average(per_q)
+        averages[m] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall)}
+    comparisons = _comparisons(exp, cells, rows)
+    ceiling = {}
+    seen = set()
+    for c in cells:
+        if (c.dataset, c.quality.name) in seen:
+            continue
+        seen.add((c.dataset, c.quality.name))
+        agree = human_agreement(c.items, c.quality.name)
+        if agree is not None:
+            ceiling.setdefault(c.dataset, {})[c.quality.name] = agree
+    return {
+        "schema": SCHEMA,
+        "experiment": {
+            "name": exp.name, "description": exp.description, "config": exp.path, "data_dir": exp.data_dir,
+            "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
+        },
+        "methods": {m.id: m.describe() for m in exp.methods},
+        "datasets": [{"name": d.name, "abbrev": dataset_info(d.name).abbrev, "level": dataset_info(d.name).level,
+                      "qualities": list(d.qualities)} for d in exp.datasets],
+        "cells": out_cells,
+        "results": results,
+        "averages": averages,
+        "comparisons": comparisons,
+        "ceiling": ceiling,
+        "wall_s": None if wall_s is None else round(wall_s, 1),
+    }
+
+
+def _comparisons(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]]) -> list[dict]:
+    """Paired bootstrap (and Williams' test) for each configured pair, per (set, quality), first seeds."""
+    out = []
+    first: dict[tuple[str, str, str], tuple] = {}
+    for c in cells:
+        first.setdefault((c.method.id, c.dataset, c.quality.name), c.key)
+    for a, b in exp.compare:
+        for (m, ds, q), key_a in first.items():
+            if m != a or (b, ds, q) not in first:
+                continue
+            ra = {r["id"]: r for r in rows[key_a]}
+            rb = {r["id"]: r for r in rows[first[(b, ds, q)]]}
+            ids = [i for i in ra if i in rb]
+            pa = [ra[i]["score"] for i in ids]
+            pb = [rb[i]["score"] for i in ids]
+            h = [ra[i]["human"] for i in ids]
+            t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=max(exp.bootstrap, 1000), seed=exp.seed)
+            keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
+            r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")
+            w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n) if all(map(math.isfinite, (t.r_a, t.r_b, r_ab)))
+                        else (float("nan"), float("nan")))
+            out.append({"a": a, "b": b, "dataset": ds, "quality": q, "n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b),
+                        "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
+                        "williams_t": _f(w_t), "williams_p": _f(w_p)})
+    return out

@@ -1,0 +1,74 @@
+"""Reports of a results folder: Markdown and HTML leaderboards, a CSV and PNG plots.
+
+``render_all`` writes them all from ``summary.json`` and the per-item files, without recomputing any
+score; ``judge report RESULTS_DIR`` calls it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..io import atomic_write_text
+from .csv_table import render_csv
+from .html import render_html
+from .markdown import render_markdown
+
+__all__ = ["load_summary", "render_all", "render_csv", "render_html", "render_markdown"]
+
+
+def load_summary(results_dir: str | Path) -> dict[str, Any]:
+    path = Path(results_dir) / "summary.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no summary.json here; is this a folder written by 'judge run'?", file=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc}", file=str(path)) from None
+
+
+def _cell_rows(results_dir: Path, summary: dict[str, Any]) -> dict[tuple[str, str, str], list[dict]]:
+    """Per-item rows of each (method, set, quality), first seed, for the scatter plots."""
+    from ..harness.cells import cell_path, read_rows
+
+    out = {}
+    for c in summary["cells"]:
+        key = (c["method"], c["dataset"], c["quality"])
+        if key in out:
+            continue
+        p = cell_path(results_dir, c["method"], c["dataset"], c["quality"], c["seed"])
+        if p.exists():
+            out[key] = read_rows(p)
+    return out
+
+
+def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *, plots: bool = True) -> list[Path]:
+    """Write summary.json (when given), leaderboard.md/.html, results.csv and plots/*.png; returns the paths."""
+    root = Path(results_dir)
+    written = []
+    if summary is None:
+        summary = load_summary(root)
+    else:
+        atomic_write_text(root / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+        written.append(root / "summary.json")
+    for name, text in (("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary)),
+                       ("results.csv", render_csv(summary))):
+        atomic_write_text(root / name, text)
+        written.append(root / name)
+    if plots:
+        from . import plots as pl
+
+        pdir = root / "plots"
+        pdir.mkdir(parents=True, exist_ok=True)
+        written.append(pl.heatmap(summary, pdir / "heatmap.png"))
+        rows = _cell_rows(root, summary)
+        from ..harness.config import slug
+
+        for m in summary["methods"]:
+            written.append(pl.scatter(summary, rows, m, pdir / f"scatter_{slug(m)}.png"))
+        k = pl.k_curve(summary, pdir / "k_curve.png")
+        if k:
+            written.append(k)
+    return written

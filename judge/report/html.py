@@ -1,0 +1,57 @@
+"""A self-contained HTML leaderboard (no scripts, inline CSS), the same table as the Markdown one."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from .table import build, fmt
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table.leaderboard{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}td.best{font-weight:bold;background:#e8f5e9}
+td.ns{color:#888}tr.paper td{color:#555;font-style:italic}tr.ceiling td{background:#f5f5f5}
+.ci{color:#666;font-size:85%}"""
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    board = build(summary)
+    exp = summary["experiment"]
+    h = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+         f"<title>{escape(board.title)}</title><style>{_CSS}</style></head><body>",
+         f"<h1>{escape(board.title)}</h1>",
+         "<p>Spearman with the mean human rating; brackets: 95% bootstrap CI; * = not significant (p &ge; 0.05); "
+         f"bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set.</p>",
+         '<table class="leaderboard"><thead><tr><th>method</th>']
+    h += [f"<th>{escape(c.label)}</th>" for c in board.columns]
+    h.append("</tr></thead><tbody>")
+    for r in board.rows:
+        h.append(f'<tr><td class="method">{escape(r.method)}</td>')
+        for c in r.cells:
+            cls = []
+            if c.best:
+                cls.append("best")
+            if c.value is not None and not c.is_average and not c.significant:
+                cls.append("ns")
+            text = "–" if c.value is None else fmt(c.value)
+            if c.sd is not None:
+                text += f" ± {fmt(c.sd)}"
+            if c.value is not None and not c.is_average and not c.significant:
+                text += "*"
+            ci = f' <span class="ci">[{fmt(c.low, 2)}, {fmt(c.high, 2)}]</span>' if c.low is not None else ""
+            h.append(f'<td class="{" ".join(cls)}" data-value="{"" if c.value is None else c.value}">'
+                     f"{escape(text)}{ci}</td>")
+        h.append("</tr>")
+        if r.paper_label and any(c.paper for c in r.cells):
+            h.append(f'<tr class="paper"><td>paper: {escape(r.paper_label)}</td>'
+                     + "".join(f"<td>{escape(c.paper.text()) if c.paper else ''}</td>" for c in r.cells) + "</tr>")
+    if any(x is not None for x in board.ceiling):
+        h.append('<tr class="ceiling"><td>human agreement (Krippendorff &alpha;)</td>'
+                 + "".join(f"<td>{fmt(x)}</td>" for x in board.ceiling) + "</tr>")
+    h.append('<tr class="n"><td>n (items)</td>' + "".join(
+        f"<td>{'' if c.n is None else c.n}</td>" for c in board.columns) + "</tr>")
+    h.append("</tbody></table>")
+    for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
+        h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
+    h.append("</body></html>")
+    return "\n".join(h) + "\n"

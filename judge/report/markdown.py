@@ -1,0 +1,91 @@
+"""The Markdown leaderboard: Spearman with 95% CI per method and set, best bold, `*` = not significant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .table import CellValue, Leaderboard, build, fmt
+
+
+def cell_text(c: CellValue, *, ci: bool = True) -> str:
+    if c.value is None:
+        return "–"
+    s = fmt(c.value)
+    if c.sd is not None:
+        s += f" ± {fmt(c.sd)}"
+    if not c.is_average and not c.significant:
+        s += "\\*"  # escaped: a bare * next to ** would be read as emphasis
+    if c.best:
+        s = f"**{s}**"
+    if ci and c.low is not None:
+        s += f" [{fmt(c.low, 2)}, {fmt(c.high, 2)}]"
+    if c.n_failed:
+        s += f" ({c.n_failed} failed)"
+    return s
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
+
+
+def leaderboard_md(board: Leaderboard) -> list[str]:
+    head = ["method"] + [c.label for c in board.columns]
+    lines = [_md_row(head), _md_row(["---"] + ["---:"] * len(board.columns))]
+    for r in board.rows:
+        lines.append(_md_row([r.method] + [cell_text(c) for c in r.cells]))
+        if r.paper_label and any(c.paper for c in r.cells):
+            lines.append(_md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
+    if any(x is not None for x in board.ceiling):
+        lines.append(_md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
+    lines.append(_md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
+    return lines
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    """The whole report: leaderboard, comparisons, system-level correlations, provenance."""
+    board = build(summary)
+    exp = summary["experiment"]
+    out = [f"# {board.title}", ""]
+    if exp.get("description"):
+        out += [exp["description"], ""]
+    limit = f"seeded subset of {exp['limit']} items per set (limit_seed {exp['limit_seed']})" if exp["limit"] else "all items"
+    out += [
+        f"Spearman correlation with the mean human rating; {limit}. "
+        f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples of items, seed {exp['seed']}). "
+        "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
+        "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
+        "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison.",
+        "",
+    ]
+    out += leaderboard_md(board)
+    comps = summary.get("comparisons") or []
+    if comps:
+        out += ["", "## Paired comparisons (same items)", "",
+                _md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
+                         "p (Williams)"]),
+                _md_row(["---"] * 4 + ["---:"] * 6)]
+        for c in comps:
+            out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
+                                f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", _p(c["p"]),
+                                _p(c["williams_p"])]))
+    sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
+    if sys_rows:
+        out += ["", "## System-level Spearman (scores averaged per generating system)", "",
+                _md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
+                _md_row(["---"] * 3 + ["---:"] * 3)]
+        for r in sys_rows:
+            s = r["system_spearman"]
+            out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), _p(s["p"])]))
+    out += ["", "## Methods", ""]
+    for m, spec in summary["methods"].items():
+        desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
+        out.append(f"- `{m}`: {desc}")
+    failed = sum(r["n_failed"] for r in summary["results"])
+    out += ["", f"Failed items: {failed} (recorded with their error in the per-item files)."]
+    if summary.get("wall_s") is not None:
+        out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
+    return "\n".join(out) + "\n"
+
+
+def _p(p: float | None) -> str:
+    return "–" if p is None else f"{p:.3g}"

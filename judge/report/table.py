@@ -1,0 +1,107 @@
+"""The leaderboard as data (methods x columns), shared by the Markdown, HTML and CSV renderers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .paper import PaperValue, paper_value
+
+
+@dataclass
+class Column:
+    key: tuple[str, str | None]  # (dataset, quality); quality None = the set's average; ("*", None) = all sets
+    label: str
+    n: int | None = None
+
+
+@dataclass
+class CellValue:
+    value: float | None
+    sd: float | None = None
+    p: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    n_failed: int = 0
+    best: bool = False
+    paper: PaperValue | None = None
+
+    @property
+    def significant(self) -> bool:
+        return self.p is not None and math.isfinite(self.p) and self.p < 0.05
+
+    @property
+    def is_average(self) -> bool:
+        return self.p is None and self.low is None
+
+
+@dataclass
+class Row:
+    method: str
+    paper_label: str | None
+    cells: list[CellValue] = field(default_factory=list)
+
+
+@dataclass
+class Leaderboard:
+    title: str
+    columns: list[Column]
+    rows: list[Row]
+    ceiling: list[float | None]
+    meta: dict[str, Any]
+
+
+def build(summary: dict[str, Any]) -> Leaderboard:
+    """Methods x (set, quality) columns, plus per-set and overall DSTC10 averages where they add information."""
+    datasets = summary["datasets"]
+    columns: list[Column] = []
+    n_by: dict[tuple[str, str], int] = {}
+    for r in summary["results"]:
+        n_by.setdefault((r["dataset"], r["quality"]), r["n"])
+    for d in datasets:
+        multi = len(d["qualities"]) > 1
+        for q in d["qualities"]:
+            columns.append(Column((d["name"], q), f"{d['abbrev']} {q}" if multi else d["abbrev"], n_by.get((d["name"], q))))
+        if multi and len(datasets) > 1:
+            columns.append(Column((d["name"], None), f"{d['abbrev']} avg"))
+    if len(datasets) > 1:
+        columns.append(Column(("*", None), "avg"))
+    res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
+    rows = []
+    for m, spec in summary["methods"].items():
+        row = Row(m, spec.get("paper"))
+        for col in columns:
+            ds, q = col.key
+            if q is not None:
+                r = res.get((m, ds, q))
+                if r is None:
+                    row.cells.append(CellValue(None))
+                    continue
+                row.cells.append(CellValue(
+                    r["spearman"], r["sd"], r["p"], r["ci"]["low"], r["ci"]["high"], r["n"], r["n_failed"],
+                    paper=paper_value(row.paper_label, ds, q) if row.paper_label else None))
+            else:
+                avg = summary["averages"].get(m, {})
+                v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
+                row.cells.append(CellValue(v))
+        rows.append(row)
+    for j in range(len(columns)):
+        vals = [r.cells[j].value for r in rows if r.cells[j].value is not None]
+        if len(vals) > 1:
+            top = max(vals)
+            for r in rows:
+                if r.cells[j].value == top:
+                    r.cells[j].best = True
+    ceiling: list[float | None] = []
+    for col in columns:
+        ds, q = col.key
+        a = summary.get("ceiling", {}).get(ds, {}).get(q) if q else None
+        ceiling.append(a["interval"] if a else None)
+    exp = summary["experiment"]
+    return Leaderboard(f"Leaderboard: {exp['name']}", columns, rows, ceiling, exp)
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"

@@ -1,0 +1,85 @@
+"""`judge data`: sources and checksums of the benchmark files; download against a local HTTP server."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from judge.cli import main
+from judge.data_sources import DATA_FILES, verify
+
+
+@pytest.fixture()
+def server():
+    """A real HTTP server on 127.0.0.1 serving a folder chosen by the test."""
+    state = {}
+
+    def start(root: Path) -> str:
+        handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+        handler.log_message = lambda *a, **k: None
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        state["srv"] = srv
+        return f"http://127.0.0.1:{srv.server_address[1]}"
+
+    yield start
+    if "srv" in state:
+        state["srv"].shutdown()
+        state["srv"].server_close()
+
+
+def test_sources_are_pinned_raw_github_urls():
+    assert len(DATA_FILES) == 12
+    for f in DATA_FILES:
+        assert f.url.startswith("https://raw.githubusercontent.com/") and f.commit in f.url
+        assert len(f.sha256) == 64
+    urls = {f.path: f.url for f in DATA_FILES}
+    assert urls["fed/fed_data.json"].endswith("DSincerity/FED_Replication/f0a9a675ffcd134e9cb606c46afc8e0c7ad31ba4/fed_data.json")
+
+
+def test_verify_shared_copy(data_dir, capsys):
+    assert all(status == "ok" for _, status in verify(data_dir))
+    assert main(["data", "verify", "--data-dir", str(data_dir)]) == 0
+    assert main(["data", "list"]) == 0
+    assert "Jeiyoon/dstc10/ca5ec03881c6ee35bba7d4511064417d723eea14/dev_dataset/fed-turn_eval.json" in capsys.readouterr().out
+
+
+def test_download_from_local_server_then_verify(data_dir, server, tmp_path, capsys):
+    base = server(data_dir)
+    dest = tmp_path / "data"
+    assert main(["data", "download", "--data-dir", str(dest), "--base-url", base]) == 0
+    for f in DATA_FILES:
+        assert (dest / f.path).read_bytes() == (data_dir / f.path).read_bytes()
+    assert main(["data", "verify", "--data-dir", str(dest)]) == 0
+    assert not list(dest.rglob("*.part"))
+    # Already present and valid: nothing fetched again.
+    assert main(["data", "download", "--data-dir", str(dest), "--base-url", base]) == 0
+    assert "fetched" not in capsys.readouterr().out.split("present", 1)[1]
+
+
+def test_download_refuses_checksum_mismatch(data_dir, server, tmp_path, capsys):
+    mirror = tmp_path / "mirror"
+    shutil.copytree(data_dir, mirror)
+    bad = mirror / "dstc10_track5" / "fed-turn_eval.json"
+    bad.chmod(0o644)
+    bad.write_bytes(bad.read_bytes().replace(b"Meena", b"Meeno", 1))
+    base = server(mirror)
+    dest = tmp_path / "data"
+    assert main(["data", "download", "--data-dir", str(dest), "--base-url", base]) == 2
+    err = capsys.readouterr().err
+    assert "fed-turn_eval.json" in err and "does not match" in err
+    assert not (dest / "dstc10_track5" / "fed-turn_eval.json").exists()
+    assert not list(dest.rglob("*.part"))
+    assert (dest / "dstc10_track5" / "fed-dial_eval.json").exists()  # the others were fetched
+    assert main(["data", "verify", "--data-dir", str(dest)]) == 2
+
+
+def test_download_unreachable_server(tmp_path, capsys):
+    assert main(["data", "download", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9"]) == 2
+    assert "download of http://127.0.0.1:9/" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("*.json"))
