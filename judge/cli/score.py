@@ -10,7 +10,7 @@ from tqdm import tqdm
 from ..datasets import load_items
 from ..io import atomic_write_jsonl, dumps
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, resolve_quality
+from .options import add_judge_options, build_judge, resolve_quality, selection_settings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
         qname = "overall"  # report the human overall rating next to each score when the data has one
     quality = resolve_quality(qname, items)
     judge = build_judge(args, items, quality)
-    meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name}
+    meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name,
+            "selection": selection_settings(judge)}
     qname = judge.quality.name if judge.quality else None
     by_id = {it.id: it for it in items}
     rows, failed = [], 0
