@@ -279,18 +279,19 @@ def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
     from judge.llm_judge import LLMJudge
     from judge.qualities import dataset_info
 
-    info = dataset_info("topical-usr")
-    usr = load_benchmark("topical-usr", data_dir)
-    q = info.quality("Overall")
-    judge = LLMJudge(get_prompt("yesno"), smollm2, quality=q, selector=get_selector("bm25-context"), k=4, pool=usr)
-    item = usr[7]
+    # DailyDialog-Zhao: a DSTC10 set with short contexts (a cheap 4-shot prompt), ~9 responses per context.
+    info = dataset_info("dailydialog-zhao")
+    dz = load_benchmark("dailydialog-zhao", data_dir)
+    q = info.quality("appropriateness")
+    judge = LLMJudge(get_prompt("yesno"), smollm2, quality=q, selector=get_selector("bm25-context"), k=4, pool=dz)
+    item = dz[7]
     prompt, shown = judge.build_prompt(item)
-    expected = get_selector("bm25-context").select(item, usr, 4)
+    expected = get_selector("bm25-context").select(item, dz, 4)
     assert shown == expected and len(shown) == 4
     assert prompt.text.count("Answer: Yes") + prompt.text.count("Answer: No") == 4
     for ex in shown:
         assert ex.response in prompt.text
-        assert f"Answer: {'Yes' if (ex.human('Overall') - 1) / 4 >= 0.5 else 'No'}" in prompt.text
+        assert f"Answer: {'Yes' if (ex.human('appropriateness') - 1) / 4 >= 0.5 else 'No'}" in prompt.text
     assert prompt.text.rindex(shown[-1].response) < prompt.text.rindex(item.response)
     score = next(judge.score([item]))
     assert score.ok, score.error
@@ -301,7 +302,7 @@ def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
     fq = next(q for q in FED_TURN if q.name == "Overall")
     manual = LLMJudge(get_prompt("fed-turn-overall"), smollm2, quality=fq,
                       selector=get_selector("manual", quality="Overall"), k=3, pool=fed)
-    item = fed[100]
+    item = fed[30]  # a short context: a cheap prompt
     prompt, shown = manual.build_prompt(item)
     ids = load_manual_set("fed").entry("turn", "Overall").examples
     assert [e.id for e in shown] == list(ids)
@@ -314,39 +315,39 @@ def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
 
 
 @pytest.fixture(scope="module")
-def usr_fit(data_dir, smollm2):
+def dz_fit(data_dir, smollm2):
     """A judge on the real model, and the context size that fits exactly the 2 most relevant of 4 examples."""
     from judge.datasets import load_benchmark
     from judge.llm_judge import LLMJudge
     from judge.qualities import dataset_info
 
-    usr = load_benchmark("topical-usr", data_dir)
-    q = dataset_info("topical-usr").quality("Overall")
-    full = LLMJudge(get_prompt("yesno"), smollm2, quality=q, selector=get_selector("bm25-context"), k=4, pool=usr)
-    item = usr[40]
-    ranked = full.selector.rank(item, usr, 4)
+    dz = load_benchmark("dailydialog-zhao", data_dir)
+    q = dataset_info("dailydialog-zhao").quality("appropriateness")
+    full = LLMJudge(get_prompt("yesno"), smollm2, quality=q, selector=get_selector("bm25-context"), k=4, pool=dz)
+    item = dz[40]
+    ranked = full.selector.rank(item, dz, 4)
     size = []
     for n in range(5):
         shown = ranked[:n][::-1]
         text = full.prompt.render(item, [(e, full.prompt.example_label(e, q)) for e in shown], q)
         size.append(smollm2.count_tokens(__import__("judge").Prompt(text, chat=full.chat)))
     assert size == sorted(size) and size[2] < size[3]
-    return usr, q, item, ranked, size
+    return dz, q, item, ranked, size
 
 
-def test_window_fitting_drops_least_relevant_first_with_real_model(usr_fit):
+def test_window_fitting_drops_least_relevant_first_with_real_model(dz_fit):
     from judge.backends import create_backend
     from judge.config import GenerateConfig
     from judge.llm_judge import LLMJudge
 
-    usr, q, item, ranked, size = usr_fit
+    dz, q, item, ranked, size = dz_fit
     n_ctx = size[2] + 2  # room for the 2 most relevant examples plus the answer token, not 3
     small = create_backend("llamacpp", None, GenerateConfig(threads=2, max_context=n_ctx))
     try:
         assert small.capabilities.max_context == n_ctx
         for order, expect in (("ascending", ranked[:2][::-1]), ("descending", ranked[:2])):
             judge = LLMJudge(get_prompt("yesno"), small, quality=q, selector=get_selector("bm25-context", order=order),
-                             k=4, pool=usr)
+                             k=4, pool=dz)
             prompt, shown = judge.build_prompt(item)
             assert shown == expect
             assert small.count_tokens(prompt) <= n_ctx - 1
