@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     guard = "on" if sel.get("group_guard", True) else "OFF"
     print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, prompt {judge.prompt.name}, "
           f"model {judge.backend.model_id}, selector {judge.selector.name}, k {judge.k}, "
-          f"order {sel.get('order')}, group guard {guard}" + (f", seeds {','.join(map(str, seeds))}" if judge.k else ""))
+          f"order {sel.get('order')}, group guard {guard}" + (f", seeds {','.join(map(str, seeds))}" if judge.k and (len(seeds) > 1 or judge.selector.name == "random") else ""))
     print(f"items     {len(items)} scored of {len(rated)} rated ({unrated} without a rating skipped), "
           f"{failed_any} failed" + (f" (over {len(seeds)} runs)" if len(seeds) > 1 else ""))
     for seed, corr, failed, elapsed, sel_s, used in runs:
