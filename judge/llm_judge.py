@@ -69,20 +69,38 @@ class LLMJudge:
     def build_prompt(self, item: Item, pool: Sequence[Item] | None = None) -> tuple[Prompt, list[Item]]:
         """The prompt for ``item`` and the examples it shows, fitted to the context window.
 
-        When examples do not fit, the least relevant (first in prompt order) are dropped first; the
-        test item itself is never cut (a prompt too long without examples fails the item).
+        When examples do not fit, the least relevant are dropped first, whatever the display order
+        (selectors with ``rank``/``arrange`` say which those are; for others, the first in prompt
+        order); the test item itself is never cut (a prompt too long without examples fails the
+        item). The examples returned are those actually shown, so ``len`` of them is the count used.
         """
         pool = self.pool if pool is None else pool
-        examples = self.selector.select(item, pool or [], self.k) if self.k else []
-        if examples and self.quality is None:
+        rank = getattr(self.selector, "rank", None)
+        arrange = getattr(self.selector, "arrange", None)
+        if not (callable(rank) and callable(arrange)):
+            # A plain Selector: its prompt order is taken as least relevant first.
+            def rank(it: Item, p: Sequence[Item], k: int) -> list[Item]:
+                return self.selector.select(it, p, k)[::-1]
+
+            def arrange(ranked: Sequence[Item]) -> list[Item]:
+                return list(ranked)[::-1]
+
+        ranked = rank(item, pool or [], self.k) if self.k else []
+        if ranked and self.quality is None:
             raise ValueError("in-context examples need a quality to read their human labels from")
-        shown = [(ex, self.prompt.example_label(ex, self.quality)) for ex in examples]
-        prompt = Prompt(self.prompt.render(item, shown, self.quality), chat=self.chat)
+        labels = {ex.id: self.prompt.example_label(ex, self.quality) for ex in ranked}
+
+        def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
+            shown = arrange(kept)
+            text = self.prompt.render(item, [(ex, labels[ex.id]) for ex in shown], self.quality)
+            return Prompt(text, chat=self.chat), shown
+
+        prompt, shown = render(ranked)
         limit = self.backend.capabilities.max_context - 1
-        while shown and self.backend.count_tokens(prompt) > limit:
-            shown = shown[1:]
-            prompt = Prompt(self.prompt.render(item, shown, self.quality), chat=self.chat)
-        return prompt, [ex for ex, _ in shown]
+        while ranked and self.backend.count_tokens(prompt) > limit:
+            ranked = ranked[:-1]
+            prompt, shown = render(ranked)
+        return prompt, shown
 
     # -- scoring ------------------------------------------------------------------------------------
     def score(self, items: Iterable[Item]) -> Iterator[Score]:

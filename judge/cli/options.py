@@ -14,7 +14,7 @@ from ..items import Item
 from ..llm_judge import LLMJudge
 from ..prompts import PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
 from ..qualities import GENERIC_OVERALL, Quality, find_quality
-from ..selectors import get_selector
+from ..selectors import ORDERS, SELECTOR_NAMES, Selector, get_selector
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
@@ -51,9 +51,20 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--cache-path", default=None, metavar="PATH",
                    help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
     s = p.add_argument_group("examples")
-    s.add_argument("--selector", default="none", help="in-context example selector (default: none = zero-shot)")
+    s.add_argument("--selector", default="none",
+                   help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
     s.add_argument("--k", type=int, default=0, help="number of in-context examples")
-    s.add_argument("--seed", type=int, default=0, help="seed for random selection")
+    s.add_argument("--seed", type=int, default=None, help="seed for random selection (default 0)")
+    s.add_argument("--pool", default=None, help="labelled file to draw examples from (default: the scored data, "
+                   "leave-group-out)")
+    s.add_argument("--no-group-guard", dest="group_guard", action="store_false", default=True,
+                   help="allow examples from the test item's own context/dialog (never the item itself); "
+                        "mirrors a paper setup, recorded in the output")
+    s.add_argument("--example-order", default="ascending", choices=ORDERS,
+                   help="ascending: most relevant example last, nearest the test item (default); descending; "
+                        "as-selected")
+    s.add_argument("--manual-set", default=None, help="manual selector: a shipped set name (fed) or your own "
+                   "TOML/JSONL file (default: the shipped set for the dataset)")
 
 
 def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Quality] = ()) -> Quality | None:
@@ -145,6 +156,41 @@ def report_backend(backend: Backend, file: TextIO | None = None) -> None:
               f"{u['completion_tokens']} completion tokens, {u['retries']} retries", file=file)
 
 
+def make_selector(args: argparse.Namespace, quality: Quality | None, seed: int | None = None) -> Selector:
+    """The selector the example options name (``seed`` overrides --seed, for multi-seed runs)."""
+    if args.k < 0:
+        raise InputError(f"--k must be >= 0, got {args.k}", field="k")
+    if args.k > 0 and args.selector in (None, "none", "zero-shot"):
+        raise InputError(f"--k {args.k} needs an example selector (--selector {', '.join(SELECTOR_NAMES[1:])})",
+                         field="selector")
+    seed = seed if seed is not None else (args.seed if args.seed is not None else 0)
+    return get_selector(args.selector, seed=seed, group_guard=args.group_guard, manual_set=args.manual_set,
+                        order=args.example_order, quality=quality)
+
+
+def selection_settings(judge: LLMJudge) -> dict[str, object]:
+    """What an output line records about example selection: selector settings, k and the guard."""
+    return {**judge.selector.describe(), "k": judge.k}
+
+
+def load_pool(args: argparse.Namespace, items: Sequence[Item], quality: Quality | None) -> list[Item]:
+    """Candidate examples: --pool's items, or ``items``; only those with a human label for the quality."""
+    if args.k <= 0:
+        return list(items)
+    if args.pool:
+        from ..datasets import load_items
+
+        items = load_items(args.pool)
+    if quality is None:
+        raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
+                         field="quality")
+    pool = [it for it in items if it.human(quality.name) is not None]
+    if not pool and args.selector != "manual":
+        raise InputError(f"no item in the example pool has a human rating for '{quality.name}'",
+                         file=args.pool, field="scores")
+    return pool
+
+
 def build_judge(
     args: argparse.Namespace,
     items: Sequence[Item],
@@ -155,22 +201,26 @@ def build_judge(
     check_judge_options(args)
     level = items[0].level if items else "turn"
     prompt = resolve_prompt(args, level, quality)
-    selector = get_selector(args.selector, seed=args.seed)
-    if args.k > 0 and (quality or prompt.quality) is None:
-        raise InputError("in-context examples show their human rating: give --quality", field="--quality")
+    quality = quality or prompt.quality
+    selector = make_selector(args, quality)
     # Render every item once before the model loads: a template error (undefined variable, sandbox)
     # is bad input and must surface now, not after minutes of scoring.
     for item in items:
-        prompt.render(item, [], quality or prompt.quality)
+        prompt.render(item, [], quality)
+    pool = load_pool(args, pool if pool is not None else items, quality)
+    if args.k > 0 and hasattr(selector, "resolve"):
+        # A manual set's ids are checked against the data now, before the model loads.
+        for level in dict.fromkeys(it.level for it in items):
+            selector.resolve(next(it for it in items if it.level == level), pool)
     config = generate_config(args)
     backend = wrap_cache(create_backend(args.backend, args.model, config, **backend_options(args)), config)
     return LLMJudge(
         prompt,
         backend,
-        quality=quality or prompt.quality,
+        quality=quality,
         selector=selector,
         k=args.k,
-        pool=pool if pool is not None else items,
+        pool=pool,
         top_k=args.top_k,
         chat=args.chat,
         batch_size=args.batch_size,

@@ -13,7 +13,7 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_write_jsonl, check_output_path, dumps
 from ..qualities import dataset_info
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, report_backend, resolve_quality
+from .options import add_judge_options, build_judge, report_backend, resolve_quality, selection_settings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
     judge = build_judge(args, items, quality)
-    meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name}
+    meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name,
+            "selection": selection_settings(judge)}
     qname = judge.quality.name if judge.quality else None
     by_id = {it.id: it for it in items}
     rows, failed = [], 0

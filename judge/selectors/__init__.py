@@ -1,14 +1,21 @@
 """In-context example selectors: given a test item, a labelled pool and k, return k examples.
 
-Examples come back in prompt order. Selectors never return the test item itself.
+Examples come back in prompt order. Selectors never return the test item itself and, with the
+group guard on (the default), never an item of the same group (context / conversation).
+
+Built-in names: ``none`` (zero-shot), ``manual``, ``random``, ``bm25-context``, ``bm25-response``,
+``bm25-context-response``. See docs/selectors.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from ..items import Item
+from ..qualities import Quality
+from .base import ORDERS, RankingSelector, check_order
 
 
 @runtime_checkable
@@ -26,25 +33,49 @@ class Selector(Protocol):
         ...
 
 
-class ZeroShot:
+class ZeroShot(RankingSelector):
     """No examples."""
 
     name = "none"
 
-    def select(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
         return []
 
-    def describe(self) -> dict[str, object]:
-        return {"selector": self.name}
+
+SELECTOR_NAMES = ("none", "manual", "random", "bm25-context", "bm25-response", "bm25-context-response")
 
 
-def get_selector(name: str | None, **options: object) -> Selector:
-    """A selector by name ("none" for zero-shot)."""
+def get_selector(
+    name: str | None,
+    *,
+    seed: int = 0,
+    group_guard: bool = True,
+    manual_set: str | Path | None = None,
+    order: str = "ascending",
+    quality: str | Quality | None = None,
+) -> Selector:
+    """A selector by name ("none" for zero-shot). Every selector takes the same options and ignores
+    those it does not use: ``seed`` (random), ``group_guard``, ``manual_set`` and ``quality``
+    (manual), ``order`` ("ascending": most relevant last, the default; "descending"; "as-selected")."""
+    check_order(order)
+    common = {"seed": seed, "group_guard": group_guard, "order": order}
     if name in (None, "none", "zero-shot"):
-        return ZeroShot()
+        return ZeroShot(**common)
+    if name == "random":
+        from .random import RandomSelector
+
+        return RandomSelector(**common)
+    if name == "manual":
+        from .manual import ManualSelector
+
+        return ManualSelector(manual_set=manual_set, quality=quality, **common)
+    from .bm25 import FIELDS, BM25Selector
+
+    if name in FIELDS:
+        return BM25Selector(name, **common)
     from ..errors import UnknownNameError
 
-    raise UnknownNameError("selector", str(name), ["none"])
+    raise UnknownNameError("selector", str(name), SELECTOR_NAMES)
 
 
-__all__ = ["Selector", "ZeroShot", "get_selector"]
+__all__ = ["ORDERS", "SELECTOR_NAMES", "RankingSelector", "Selector", "ZeroShot", "get_selector"]

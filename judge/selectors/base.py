@@ -1,0 +1,62 @@
+"""What every built-in selector shares: the leakage guard, example order and provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import UnknownNameError
+from ..items import Item
+
+#: Example orders. The selector ranks candidates most relevant first; the order puts them in the prompt:
+#: "ascending" (default): relevance grows towards the test item, the most relevant example is last;
+#: "descending": the most relevant example comes first;
+#: "as-selected": the selector's own order (rank order for BM25 and random, file order for manual sets).
+ORDERS = ("ascending", "descending", "as-selected")
+
+
+def check_order(order: str) -> str:
+    if order not in ORDERS:
+        raise UnknownNameError("example order", str(order), ORDERS)
+    return order
+
+
+class RankingSelector:
+    """Base of the built-in selectors: ``rank`` picks up to k examples, most relevant first;
+    ``arrange`` puts a ranked list (possibly shortened to fit the context window) into prompt order.
+
+    ``LLMJudge.build_prompt`` uses the pair to drop the least relevant examples first whatever the
+    display order; ``select`` is ``arrange(rank(...))``.
+    """
+
+    name = "base"
+
+    def __init__(self, *, seed: int = 0, group_guard: bool = True, order: str = "ascending") -> None:
+        self.seed = int(seed)
+        self.group_guard = bool(group_guard)
+        self.order = check_order(order)
+
+    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+        """Up to k allowed examples for ``item``, most relevant first."""
+        raise NotImplementedError
+
+    def native_order(self, ranked: list[Item]) -> list[Item]:
+        """The selector's own display order of a ranked list ("as-selected"): rank order by default."""
+        return list(ranked)
+
+    def arrange(self, ranked: Sequence[Item]) -> list[Item]:
+        """Prompt order of a ranked (most relevant first) list, per ``self.order``."""
+        ranked = list(ranked)
+        if self.order == "ascending":
+            return ranked[::-1]
+        if self.order == "descending":
+            return ranked
+        return self.native_order(ranked)
+
+    def select(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+        """k examples (fewer if the pool is smaller) in prompt order."""
+        if k <= 0:
+            return []
+        return self.arrange(self.rank(item, pool, k))
+
+    def describe(self) -> dict[str, object]:
+        return {"selector": self.name, "seed": self.seed, "group_guard": self.group_guard, "order": self.order}
