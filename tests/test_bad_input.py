@@ -181,7 +181,7 @@ def test_in_scale_scores_pass_validation_and_reach_the_model(cli, tmp_path):
     with pytest.raises(ModelLoaded):
         cli("score", path, "--quality", "overall", "-o", tmp_path / "out.jsonl")
     with pytest.raises(ModelLoaded):
-        cli("score", ROOT / "examples" / "dialogues.jsonl", "--k", "2")
+        cli("score", ROOT / "examples" / "dialogues.jsonl", "--k", "2", "--selector", "random")
 
 
 def test_bench_checks_the_scale(cli, tmp_path, data_dir):
@@ -239,8 +239,10 @@ def test_fed_prompt_without_quality(cli, tmp_path):
     path.write_text(line(scores=...) + "\n")
     rc, err = cli("score", path, "--prompt", "fed")
     assert_clear(rc, err, "--prompt fed needs --quality", "field 'quality'")
+    rc, err = cli("score", path, "--k", "2", "--selector", "random")
+    assert_clear(rc, err, "field 'quality'", "in-context examples")
     rc, err = cli("score", path, "--k", "2")
-    assert_clear(rc, err, "field '--quality'", "in-context examples")
+    assert_clear(rc, err, "field 'selector'", "needs an example selector")
 
 
 BENCH_CASES = [
