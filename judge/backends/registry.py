@@ -42,3 +42,20 @@ def _llamacpp(model: str | None, config: GenerateConfig, **options: Any) -> Back
     from .llamacpp import LlamaCppBackend
 
     return LlamaCppBackend(model, config, **options)
+
+
+@register_backend("transformers")
+def _transformers(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+    from .hf import TransformersBackend
+
+    return TransformersBackend(model, config, **options)
+
+
+register_backend("hf")(_transformers)
+
+
+@register_backend("vllm")
+def _vllm(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+    from .vllm import VLLMBackend
+
+    return VLLMBackend(model, config, **options)

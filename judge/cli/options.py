@@ -29,6 +29,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
     g.add_argument("--n-ctx", type=int, default=None, help="context window (default: the model's)")
     g.add_argument("--batch-size", type=int, default=16)
+    g.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend-specific option, repeatable; VALUE is read as JSON when it parses "
+                   "(e.g. dtype=bfloat16, device=cuda, gguf_cache=true, tensor_parallel_size=2)")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none", help="in-context example selector (default: none = zero-shot)")
     s.add_argument("--k", type=int, default=0, help="number of in-context examples")
@@ -67,6 +70,22 @@ def resolve_prompt(args: argparse.Namespace, level: str, quality: Quality | None
     return get_prompt(name)
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, object]:
+    """``--backend-option KEY=VALUE`` pairs as keyword arguments (JSON values: 2, true, "x"; else text)."""
+    import json
+
+    out: dict[str, object] = {}
+    for raw in getattr(args, "backend_option", None) or []:
+        key, sep, value = raw.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise InputError(f"expected KEY=VALUE, got {raw!r}", field="backend-option")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def generate_config(args: argparse.Namespace) -> GenerateConfig:
     return GenerateConfig(
         chat=args.chat,
@@ -87,7 +106,7 @@ def build_judge(
     prompt = resolve_prompt(args, level, quality)
     selector = get_selector(args.selector, seed=args.seed)
     config = generate_config(args)
-    backend = create_backend(args.backend, args.model, config)
+    backend = create_backend(args.backend, args.model, config, **backend_options(args))
     return LLMJudge(
         prompt,
         backend,
