@@ -33,10 +33,10 @@ pytestmark = [
 ]
 
 #: vLLM and transformers run the same fp32 weights (the GGUF dequantised by transformers and re-saved):
-#: measured |goodness gap| on the 12 example dialogues: max 2e-6 reading candidate token ids. With the
-#: top-20 list only, candidates outside the list ("yes", " yes", ...) are missing: max 1.6e-4.
+#: measured |goodness gap| on the 12 example dialogues: max 3.9e-6 reading candidate token ids. With the
+#: top-20 list only, candidates outside the list ("yes", " yes", ...) are missing: max 1.5e-4.
 SAME_WEIGHTS_TOLERANCE = 1e-4
-TOPN_TOLERANCE = 1e-3
+TOPN_TOLERANCE = 5e-4
 #: llama.cpp runs the Q4_1 weights in its quantised kernels: see GOODNESS_TOLERANCE in test_hf_backend.py.
 LLAMACPP_TOLERANCE = 0.02
 
