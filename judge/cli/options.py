@@ -50,6 +50,11 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="reuse label distributions from the persistent cache (default on; --no-cache)")
     c.add_argument("--cache-path", default=None, metavar="PATH",
                    help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
+
+
+    g.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend-specific option, repeatable; VALUE is read as JSON when it parses "
+                   "(e.g. dtype=bfloat16, device=cuda, gguf_cache=true, tensor_parallel_size=2)")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none",
                    help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
@@ -102,6 +107,26 @@ def resolve_prompt(args: argparse.Namespace, level: str, quality: Quality | None
     return get_prompt(name)
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, object]:
+    """Backend keyword options: the API flags (--backend openai) plus ``--backend-option KEY=VALUE`` pairs
+    (JSON values: 2, true, "x"; else text)."""
+    import json
+
+    out: dict[str, object] = {}
+    if args.backend == "openai":
+        out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
+                   sampling_fallback=args.sampling_fallback)
+    for raw in getattr(args, "backend_option", None) or []:
+        key, sep, value = raw.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise InputError(f"expected KEY=VALUE, got {raw!r}", field="backend-option")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def generate_config(args: argparse.Namespace) -> GenerateConfig:
     return GenerateConfig(
         chat=args.chat,
@@ -123,14 +148,6 @@ def check_judge_options(args: argparse.Namespace) -> None:
         value = getattr(args, flag, None)
         if value is not None and value < minimum:
             raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))
-
-
-def backend_options(args: argparse.Namespace) -> dict[str, object]:
-    """Backend-specific keyword options from the flags (only the ones the chosen backend takes)."""
-    if args.backend == "openai":
-        return {"base_url": args.base_url, "api_key_env": args.api_key_env, "endpoint": args.endpoint,
-                "sampling_fallback": args.sampling_fallback}
-    return {}
 
 
 def wrap_cache(backend: Backend, config: GenerateConfig) -> Backend:
