@@ -44,7 +44,8 @@ class LikelihoodScorer(ClassicScorer):
     requires = ("response",)
 
     def __init__(self, name: str, model: str, *, statistic: str, context: str = "full", separator: str = "\n",
-                 batch_size: int = 8, max_tokens: int = 1024, normalize: bool = False) -> None:
+                 batch_size: int = 8, max_tokens: int = 1024, normalize: bool = False,
+                 threads: int | None = None) -> None:
         if statistic not in ("prob", "maxprob"):
             raise InputError(f"statistic must be prob or maxprob, not {statistic!r}", field="statistic")
         if context not in ("full", "pair"):
@@ -55,6 +56,7 @@ class LikelihoodScorer(ClassicScorer):
         self.model = model
         self.statistic, self.context, self.separator = statistic, context, separator
         self.batch_size, self.max_tokens, self.normalize = batch_size, max_tokens, normalize
+        hf.set_threads(threads)
 
     def check(self, items: Sequence[Item]) -> None:
         super().check([it for it in items if it.level == "turn"])
