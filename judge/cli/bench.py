@@ -14,7 +14,7 @@ from ..io import atomic_write_jsonl
 from ..qualities import dataset_info
 from ..stats import correlations
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, resolve_quality
+from .options import add_judge_options, build_classic, build_judge, resolve_quality
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -45,9 +45,18 @@ def run(args: argparse.Namespace) -> int:
     rated = [it for it in all_items if it.human(quality.name) is not None]
     unrated = len(all_items) - len(rated)
     items = subset(rated, args.limit, args.limit_seed)
-    judge = build_judge(args, items, quality, pool=rated)
+    if args.scorer:
+        scorer = build_classic(args, quality)
+        model = str(scorer.describe().get("model"))
+        method = f"scorer {args.scorer}, model {model}"
+        close = lambda: None  # noqa: E731
+    else:
+        scorer = judge = build_judge(args, items, quality, pool=rated)
+        model = judge.backend.model_id
+        method = (f"prompt {judge.prompt.name}, model {model}, selector {judge.selector.name}, k {judge.k}")
+        close = judge.backend.close
     t0 = time.perf_counter()
-    scores = list(tqdm(judge.score(items), total=len(items), desc=info.name, unit="item", file=sys.stderr,
+    scores = list(tqdm(scorer.score(items), total=len(items), desc=info.name, unit="item", file=sys.stderr,
                        disable=None, leave=False))
     elapsed = time.perf_counter() - t0
     human = [it.human(quality.name) for it in items]
@@ -56,18 +65,18 @@ def run(args: argparse.Namespace) -> int:
     failed = sum(not s.ok for s in scores)
     if args.output:
         atomic_write_jsonl(args.output, [
-            {**s.to_json(), "human": round(h, 6), "prompt": judge.prompt.name, "model": judge.backend.model_id}
+            {**s.to_json(), "human": round(h, 6), **({"scorer": args.scorer} if args.scorer
+                                                     else {"prompt": judge.prompt.name}), "model": model}
             for s, h in zip(scores, human)
         ])
     sp, pe = corr["spearman"], corr["pearson"]
     mark = lambda c: "" if c.significant else " (not significant, p >= 0.05)"  # noqa: E731
-    print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, prompt {judge.prompt.name}, "
-          f"model {judge.backend.model_id}, selector {judge.selector.name}, k {judge.k}")
+    print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, {method}")
     print(f"items     {len(items)} scored of {len(rated)} rated ({unrated} without a rating skipped), "
           f"{failed} failed")
     print(f"n         {sp.n}")
     print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{mark(sp)}")
     print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{mark(pe)}")
     print(f"time      {elapsed:.1f} s, {elapsed / max(len(items), 1):.3f} s/item")
-    judge.backend.close()
+    close()
     return EXIT_FAILED_ITEMS if failed else EXIT_OK

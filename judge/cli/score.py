@@ -10,7 +10,7 @@ from tqdm import tqdm
 from ..datasets import load_items
 from ..io import atomic_write_jsonl, dumps
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, resolve_quality
+from .options import add_judge_options, build_classic, build_judge, resolve_quality
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -30,12 +30,19 @@ def run(args: argparse.Namespace) -> int:
     if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
         qname = "overall"  # report the human overall rating next to each score when the data has one
     quality = resolve_quality(qname, items)
-    judge = build_judge(args, items, quality)
-    meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name}
-    qname = judge.quality.name if judge.quality else None
+    if args.scorer:
+        scorer = build_classic(args, quality)
+        meta = {"scorer": args.scorer, "model": scorer.describe().get("model")}
+        qname = quality.name if quality else None
+        scores, close = scorer.score(items), (lambda: None)
+    else:
+        judge = build_judge(args, items, quality)
+        meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name}
+        qname = judge.quality.name if judge.quality else None
+        scores, close = judge.score(items), judge.backend.close
     by_id = {it.id: it for it in items}
     rows, failed = [], 0
-    bar = tqdm(judge.score(items), total=len(items), desc="scoring", unit="item", file=sys.stderr,
+    bar = tqdm(scores, total=len(items), desc="scoring", unit="item", file=sys.stderr,
                disable=None, leave=False)
     for s in bar:
         row = s.to_json()
@@ -52,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             print(dumps(row), flush=True)
     if args.output:
         atomic_write_jsonl(args.output, rows)
-    judge.backend.close()
+    close()
     if failed:
         print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
