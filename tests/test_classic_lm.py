@@ -110,16 +110,23 @@ def test_fed_metric_is_negative_minus_positive_loss(lm, loss: str) -> None:
     assert scorer.describe()["loss"] == loss
 
 
-def test_fed_metric_overall_is_mean_of_qualities_and_turn_level() -> None:
+def test_fed_metric_overall_is_mean_of_qualities_and_turn_level(lm) -> None:
+    from judge.classic.fed_metric import followup_losses, quality_score
     from judge.qualities import FED_TURN
 
+    tok, net = lm
+    eos = tok.eos_token
     item = ITEMS[0]
-    per_q = [next(iter(create_classic("fed-metric", model=MODEL, quality=q).score([item]))).value
-             for q in followups()["turn"]]
     overall = next(iter(create_classic("fed-metric", model=MODEL, quality=FED_TURN[-1]).score([item]))).value
-    assert overall == pytest.approx(np.mean(per_q), abs=1e-6)
-    # Relevant has no positive follow-ups: its score is minus... plus the negatives' mean loss (positive term 0).
-    assert per_q[list(followups()["turn"]).index("relevant")] > 0
+    # Recomputed from the per-text losses (checked against the model's own loss above), quality by quality.
+    table = followups()["turn"]
+    texts = sorted({u for q in table.values() for side in q.values() for u in side})
+    conv = conversation_text([t.text for t in item.turns], eos)
+    losses = dict(zip(texts, followup_losses(tok, net, conv, [f" {eos} {u}" for u in texts])))
+    per_q = {q: quality_score(utts, losses) for q, utts in table.items()}
+    assert overall == pytest.approx(np.mean(list(per_q.values())), abs=1e-6)
+    # "relevant" has no positive follow-ups: its score is the negatives' mean loss (positive term 0).
+    assert per_q["relevant"] == pytest.approx(np.mean([losses[u] for u in table["relevant"]["negative"]]))
 
 
 def test_fed_metric_quality_errors() -> None:
