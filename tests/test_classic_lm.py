@@ -141,3 +141,12 @@ def test_fed_followups_file_matches_the_paper_counts() -> None:
     assert len(table["turn"]) == 8 and len(table["dialog"]) == 10
     assert table["dialog"]["likeable"]["positive"][0] == "I like you!"
     assert table["turn"]["relevant"]["positive"] == []
+
+
+def test_fed_metric_quality_object_without_followups_means_overall() -> None:
+    from judge.qualities import ZHAO
+
+    scorer = create_classic("fed-metric", model=MODEL, quality=ZHAO[-1])  # "appropriateness"
+    assert scorer.describe()["quality"] == "overall"
+    with pytest.raises(UnknownNameError):
+        create_classic("fed-metric", model=MODEL, quality="appropriateness")

@@ -167,5 +167,12 @@ def _plain_loss(tok: Any, net: Any, text: str, n_conv: int, loss: str, limit: in
 
 @register_classic("fed-metric")
 def _fed_metric(model: str | None = None, quality: Any = None, **options: Any) -> FedMetric:
+    """``quality``: a FED quality name (strict: typos are errors), or the harness's Quality object of the
+    rated set; a rated quality the FED metric has no follow-ups for (DailyDialog's "appropriateness",
+    USR's "Overall" 1-5 ...) is scored with the FED Overall, as the generic quality score."""
     name = getattr(quality, "name", quality)
+    if not isinstance(quality, str) and name is not None:
+        known = {q for level in followups().values() for q in level}
+        if name.lower() not in known:
+            name = "overall"
     return FedMetric(model or "microsoft/DialoGPT-large", quality=name, **options)
