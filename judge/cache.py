@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt
+from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
 
 SCHEMA_VERSION = 1
 
@@ -179,10 +179,7 @@ class CachedBackend:
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
     ) -> list[LabelDist | Failure]:
-        out: list[LabelDist | Failure | None] = [None] * len(prompts)
-        for i, res in self.iter_label_logprobs(prompts, candidates, top_n):
-            out[i] = res
-        return out  # type: ignore[return-value]
+        return gather(self.iter_label_logprobs(prompts, candidates, top_n), len(prompts))
 
     def count_tokens(self, prompt: Prompt) -> int:
         return self.inner.count_tokens(prompt)

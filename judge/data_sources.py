@@ -11,6 +11,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from .models import sha256_file
 from .errors import JudgeError
 
 _RAW = "https://raw.githubusercontent.com"
@@ -66,12 +67,7 @@ class ChecksumError(JudgeError):
     """A downloaded or local file does not have the published sha256."""
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+sha256_of = sha256_file
 
 
 def verify(data_dir: str | Path) -> list[tuple[DataFile, str]]:

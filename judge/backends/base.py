@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -83,3 +83,14 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release the model / connections."""
         ...
+
+
+def gather(results: Iterable[tuple[int, LabelDist | Failure]], n: int) -> list[LabelDist | Failure]:
+    """Put (index, result) pairs that arrive in any order back into prompt order."""
+    out: list[LabelDist | Failure | None] = [None] * n
+    for i, res in results:
+        out[i] = res
+    missing = [i for i, r in enumerate(out) if r is None]
+    if missing:
+        raise RuntimeError(f"backend returned no result for prompts {missing[:5]}")
+    return out  # type: ignore[return-value]

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
-from .base import Capabilities, Failure, LabelDist, Prompt
+from .base import Capabilities, Failure, LabelDist, Prompt, gather
 
 #: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
 NO_KEY = "no-key"
@@ -321,10 +321,7 @@ class OpenAIBackend:
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
     ) -> list[LabelDist | Failure]:
-        out: list[LabelDist | Failure | None] = [None] * len(prompts)
-        for i, res in self.iter_label_logprobs(prompts, candidates, top_n):
-            out[i] = res
-        return out  # type: ignore[return-value]
+        return gather(self.iter_label_logprobs(prompts, candidates, top_n), len(prompts))
 
     def count_tokens(self, prompt: Prompt) -> int:
         """Server tokenizer when it has one (llama.cpp /tokenize, llama-cpp-python /extras/tokenize),
