@@ -143,7 +143,7 @@ def generate_config(args: argparse.Namespace) -> GenerateConfig:
         timeout=getattr(args, "timeout", 60.0),
         cache=getattr(args, "cache", True),
         cache_path=getattr(args, "cache_path", None),
-        seed=getattr(args, "seed", 0),
+        seed=getattr(args, "seed", None) or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
     )
 
 
