@@ -14,6 +14,7 @@ after, so drift in the machine's load hits both sides alike. Every ratio is with
 
     python benchmarks/speed.py --limit 20
     python benchmarks/speed.py --limit 20 --repeat 2 --profile   # ABBA + cProfile of one judge pass
+    python benchmarks/speed.py --tokens-only 2 3 20 100    # tokens evaluated per item, no model run
 """
 
 from __future__ import annotations
@@ -122,6 +123,25 @@ def raw_pass(backend, items: list[Item], judges: list[LLMJudge], n: int) -> dict
     return {"wall": wall, "tokens": len(toks), "tps": len(toks) / wall}
 
 
+def token_counts(judges: list[LLMJudge], pool: list[Item], sizes: list[int]) -> None:
+    """Prompt and evaluated tokens per item for several ``--limit`` values, without running the model:
+    the judge's window order (prompts sorted by text per quality) and the backend's common-prefix rule."""
+    backend = judges[0].backend
+    print(f"{'items':>5} {'prompt tok/item':>15} {'evaluated tok/item':>18} {'token ratio (naive / judge)':>27}")
+    for n in sizes:
+        items, prev, n_eval, n_prompt = pool[:n], [], 0, 0
+        for j in judges:
+            for p in sorted((j.build_prompt(it)[0] for it in items), key=lambda p: (p.chat, p.text)):
+                toks = backend.tokens(p)
+                m = min(len(toks), len(prev))
+                diff = np.nonzero(np.asarray(prev[:m]) != np.asarray(toks[:m]))[0]
+                keep = min(int(diff[0]) if len(diff) else m, len(toks) - 1)
+                n_eval += len(toks) - keep
+                n_prompt += len(toks)
+                prev = toks
+        print(f"{n:>5} {n_prompt / n:>15.0f} {n_eval / n:>18.0f} {n_prompt / n_eval:>26.2f}x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=20, help="FED-Turn items (first N; default 20)")
@@ -130,6 +150,8 @@ def main() -> int:
     ap.add_argument("--raw-tokens", type=int, default=2048)
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--tokens-only", type=int, nargs="+", metavar="N", default=None,
+                    help="only count prompt/evaluated tokens per item for these --limit values (no model run)")
     ap.add_argument("--profile", action="store_true", help="cProfile one extra judge pass, print the top entries")
     args = ap.parse_args()
 
@@ -137,6 +159,9 @@ def main() -> int:
     items = pool[: args.limit]
     backend = create_backend("llamacpp", None, GenerateConfig(threads=args.threads, cache=False))
     judges = make_judges(backend, pool, args.k)
+    if args.tokens_only:
+        token_counts(judges, pool, args.tokens_only)
+        return 0
     load = os.getloadavg()
 
     raws = [raw_pass(backend, items, judges, args.raw_tokens)]
