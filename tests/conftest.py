@@ -86,3 +86,18 @@ def llama_server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def hf_smollm2(tmp_path_factory):
+    """The same SmolLM2 GGUF loaded by the transformers backend (dequantised to fp32; slow, once per
+    session) and saved as safetensors under a temporary cache (``.gguf_copy``) for fast reloads and vLLM."""
+    pytest.importorskip("torch", reason="the transformers backend needs the [hf] extra (torch)")
+    pytest.importorskip("transformers", reason="the transformers backend needs the [hf] extra")
+    from judge.backends import create_backend
+    from judge.config import GenerateConfig
+
+    cache = tmp_path_factory.mktemp("gguf-cache")
+    backend = create_backend("transformers", None, GenerateConfig(threads=2, batch_size=8), gguf_cache=str(cache))
+    yield backend
+    backend.close()

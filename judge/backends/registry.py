@@ -49,3 +49,20 @@ def _openai(model: str | None, config: GenerateConfig, **options: Any) -> Backen
     from .openai_api import OpenAIBackend
 
     return OpenAIBackend(model, config, **options)
+
+
+@register_backend("transformers")
+def _transformers(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+    from .hf import TransformersBackend
+
+    return TransformersBackend(model, config, **options)
+
+
+register_backend("hf")(_transformers)
+
+
+@register_backend("vllm")
+def _vllm(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+    from .vllm import VLLMBackend
+
+    return VLLMBackend(model, config, **options)

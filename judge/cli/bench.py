@@ -17,7 +17,7 @@ from ..io import atomic_write_jsonl, check_output_path
 from ..qualities import dataset_info
 from ..stats import correlations
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, make_selector, report_backend, selection_settings
+from .options import add_judge_options, build_classic, build_judge, make_selector, report_backend, selection_settings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     rated = [it for it in all_items if it.human(quality.name) is not None]
     unrated = len(all_items) - len(rated)
     items = subset(rated, args.limit, args.limit_seed)
+    if args.scorer:
+        return run_classic(args, info, quality, items, rated, unrated)
     judge = build_judge(args, items, quality, pool=rated)
     human = [it.human(quality.name) for it in items]
     mark = lambda c: "" if c.significant else " (not significant, p >= 0.05)"  # noqa: E731
@@ -138,3 +140,31 @@ def run(args: argparse.Namespace) -> int:
     report_backend(judge.backend)
     judge.backend.close()
     return EXIT_FAILED_ITEMS if failed_any else EXIT_OK
+
+
+def run_classic(args: argparse.Namespace, info, quality, items: list, rated: list, unrated: int) -> int:
+    """``judge bench --scorer NAME``: a classic scorer instead of an LLM judge (no model for the LLM loads)."""
+    scorer = build_classic(args, quality)
+    model = str(scorer.describe().get("model"))
+    t0 = time.perf_counter()
+    scores = list(tqdm(scorer.score(items), total=len(items), desc=info.name, unit="item", file=sys.stderr,
+                       disable=None, leave=False))
+    elapsed = time.perf_counter() - t0
+    human = [it.human(quality.name) for it in items]
+    corr = correlations([s.value for s in scores], human)
+    failed = sum(not s.ok for s in scores)
+    if args.output:
+        atomic_write_jsonl(args.output, [
+            {**s.to_json(), "human": round(h, 6), "scorer": args.scorer, "model": model}
+            for s, h in zip(scores, human)
+        ])
+    sp, pe = corr["spearman"], corr["pearson"]
+    mark = lambda c: "" if c.significant else " (not significant, p >= 0.05)"  # noqa: E731
+    print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, scorer {args.scorer}, model {model}")
+    print(f"items     {len(items)} scored of {len(rated)} rated ({unrated} without a rating skipped), "
+          f"{failed} failed")
+    print(f"n         {sp.n}")
+    print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{mark(sp)}")
+    print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{mark(pe)}")
+    print(f"time      {elapsed:.1f} s, {elapsed / max(len(items), 1):.3f} s/item")
+    return EXIT_FAILED_ITEMS if failed else EXIT_OK

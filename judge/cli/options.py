@@ -15,6 +15,7 @@ from ..llm_judge import LLMJudge
 from ..prompts import PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
 from ..qualities import GENERIC_OVERALL, Quality, find_quality
 from ..selectors import ORDERS, SELECTOR_NAMES, Selector, get_selector
+from ..scorer import Scorer
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
@@ -50,6 +51,15 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="reuse label distributions from the persistent cache (default on; --no-cache)")
     c.add_argument("--cache-path", default=None, metavar="PATH",
                    help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
+    g.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend-specific option, repeatable; VALUE is read as JSON when it parses "
+                   "(e.g. dtype=bfloat16, device=cuda, gguf_cache=true, tensor_parallel_size=2)")
+    c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
+    c.add_argument("--scorer", default=None, help="run this classic scorer instead of an LLM judge "
+                   "(length, bleu4, rouge-l, meteor, fed-metric, ...; `judge score --scorer ?` lists them)")
+    c.add_argument("--scorer-model", default=None, help="model id/path for a model-based classic scorer")
+    c.add_argument("--scorer-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="option of the classic scorer (repeatable), e.g. loss=followup")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none",
                    help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
@@ -102,6 +112,26 @@ def resolve_prompt(args: argparse.Namespace, level: str, quality: Quality | None
     return get_prompt(name)
 
 
+def backend_options(args: argparse.Namespace) -> dict[str, object]:
+    """Backend keyword options: the API flags (--backend openai) plus ``--backend-option KEY=VALUE`` pairs
+    (JSON values: 2, true, "x"; else text)."""
+    import json
+
+    out: dict[str, object] = {}
+    if args.backend == "openai":
+        out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
+                   sampling_fallback=args.sampling_fallback)
+    for raw in getattr(args, "backend_option", None) or []:
+        key, sep, value = raw.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise InputError(f"expected KEY=VALUE, got {raw!r}", field="backend-option")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def generate_config(args: argparse.Namespace) -> GenerateConfig:
     return GenerateConfig(
         chat=args.chat,
@@ -123,14 +153,6 @@ def check_judge_options(args: argparse.Namespace) -> None:
         value = getattr(args, flag, None)
         if value is not None and value < minimum:
             raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))
-
-
-def backend_options(args: argparse.Namespace) -> dict[str, object]:
-    """Backend-specific keyword options from the flags (only the ones the chosen backend takes)."""
-    if args.backend == "openai":
-        return {"base_url": args.base_url, "api_key_env": args.api_key_env, "endpoint": args.endpoint,
-                "sampling_fallback": args.sampling_fallback}
-    return {}
 
 
 def wrap_cache(backend: Backend, config: GenerateConfig) -> Backend:
@@ -225,3 +247,32 @@ def build_judge(
         chat=args.chat,
         batch_size=args.batch_size,
     )
+
+
+def _option_value(text: str) -> object:
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text  # a bare word: a string
+
+
+def build_classic(args: argparse.Namespace, quality: Quality | None) -> Scorer:
+    """The classic scorer named by --scorer (no LLM is loaded)."""
+    from ..classic import create_classic
+
+    options: dict[str, object] = {}
+    for opt in args.scorer_option:
+        key, sep, value = opt.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--scorer-option expects KEY=VALUE, got {opt!r}", field="scorer-option")
+        options[key.strip().replace("-", "_")] = _option_value(value.strip())
+    if args.threads is not None and args.scorer not in _NO_THREADS:
+        options.setdefault("threads", args.threads)
+    return create_classic(args.scorer, quality=quality, model=args.scorer_model, **options)
+
+
+#: Scorers without a torch model (they take no ``threads`` option).
+_NO_THREADS = {"length", "bleu4", "rouge-l", "meteor", "next-user-sentiment", "embedding-cosine",
+               "embedding-reference", "glue-proxy"}

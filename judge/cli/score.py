@@ -14,7 +14,7 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, check_output_path, dumps
 from ..qualities import dataset_info
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_judge, report_backend, resolve_quality, selection_settings
+from .options import add_judge_options, build_classic, build_judge, report_backend, resolve_quality, selection_settings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -52,16 +52,24 @@ def run(args: argparse.Namespace) -> int:
     if quality is not None and (args.quality is not None or args.k > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
-    judge = build_judge(args, items, quality)
-    meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name,
-            "selection": selection_settings(judge)}
-    qname = judge.quality.name if judge.quality else None
+    backend = None
+    if args.scorer:
+        scorer = build_classic(args, quality)
+        meta = {"scorer": args.scorer, "model": scorer.describe().get("model")}
+        qname = quality.name if quality else None
+        scores = scorer.score(items)
+    else:
+        judge = build_judge(args, items, quality)
+        meta = {"prompt": judge.prompt.name, "model": judge.backend.model_id, "backend": judge.backend.name,
+                "selection": selection_settings(judge)}
+        qname = judge.quality.name if judge.quality else None
+        scores, backend = judge.score(items), judge.backend
     by_id = {it.id: it for it in items}
     failed = 0
     # -o: rows stream into a temp file beside the target, renamed over it only when every item is
     # done (memory stays flat; a failed run leaves no file at the target path).
     with atomic_jsonl_writer(args.output) if args.output else contextlib.nullcontext() as write:
-        bar = tqdm(judge.score(items), total=len(items), desc="scoring", unit="item", file=sys.stderr,
+        bar = tqdm(scores, total=len(items), desc="scoring", unit="item", file=sys.stderr,
                    disable=None, leave=False)
         for s in bar:
             row = s.to_json()
@@ -76,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
                 write(row)
             else:
                 print(dumps(row), flush=True)
-    report_backend(judge.backend)
-    judge.backend.close()
+    if backend is not None:
+        report_backend(backend)
+        backend.close()
     if failed:
         print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS

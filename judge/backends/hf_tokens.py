@@ -1,0 +1,83 @@
+"""Prompt tokenization shared by the backends that use a Hugging Face tokenizer (transformers, vLLM).
+
+Kept free of torch so that vLLM (which brings its own tokenizer object) can use it too. The rules
+match the llama.cpp backend: the user's text is tokenized apart from the chat template's markup and
+never parsed for special tokens, so a conversation that contains ``<|im_end|>`` cannot end the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import BackendError
+from .base import Prompt
+from .chat import SENTINEL
+
+
+class HFPromptTokenizer:
+    """Token ids of a :class:`Prompt` and of candidate answers for one Hugging Face tokenizer."""
+
+    def __init__(self, tokenizer: Any, model_id: str) -> None:
+        self.tok = tokenizer
+        self.model_id = model_id
+        self._cand_cache: dict[str, int | None] = {}
+        self._chat: tuple[list[int], list[int]] | None = None
+        if getattr(tokenizer, "chat_template", None):
+            # The tokenizer's own template engine renders the markup around a sentinel; the markup is
+            # tokenized with special tokens parsed, the user's text later without.
+            rendered = tokenizer.apply_chat_template(
+                [{"role": "user", "content": SENTINEL}], tokenize=False, add_generation_prompt=True
+            )
+            if rendered.count(SENTINEL) != 1:
+                raise BackendError(f"{model_id}: chat template did not place the user message exactly once")
+            before, after = rendered.split(SENTINEL)
+            self._chat = (self._encode(before, special=True), self._encode(after, special=True))
+        # Whether this tokenizer adds special tokens (BOS, or T5's trailing </s>) to plain text.
+        empty = list(tokenizer("", add_special_tokens=True)["input_ids"])
+        self._bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None and tokenizer.bos_token_id in empty else []
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self._chat is not None
+
+    def _encode(self, text: str, special: bool = False, add_special_tokens: bool = False) -> list[int]:
+        if not text:
+            return list(self.tok("", add_special_tokens=add_special_tokens)["input_ids"]) if add_special_tokens else []
+        return list(
+            self.tok(text, add_special_tokens=add_special_tokens, split_special_tokens=not special)["input_ids"]
+        )
+
+    def tokens(self, prompt: Prompt) -> list[int]:
+        """Token ids of a prompt as the model sees it (BOS / EOS and chat template included)."""
+        if prompt.chat:
+            if self._chat is None:
+                raise BackendError(f"model {self.model_id} has no chat template; use chat=False")
+            before, after = self._chat
+            toks = before + self._encode(prompt.text) + after
+            if self._bos and (not toks or toks[0] != self._bos[0]):
+                toks = self._bos + toks
+            return toks
+        return self._encode(prompt.text, add_special_tokens=True)
+
+    def candidate_ids(self, candidates: Sequence[str]) -> dict[str, int]:
+        """Candidates that are exactly one token, mapped to that token.
+
+        Two spellings that tokenize to the same token (SentencePiece vocabularies turn "yes" and
+        " yes" into the same piece) would count that token twice; only the first spelling is kept.
+        """
+        out: dict[str, int] = {}
+        seen: set[int] = set()
+        for cand in candidates:
+            if cand not in self._cand_cache:
+                ids = self._encode(cand)
+                self._cand_cache[cand] = ids[0] if len(ids) == 1 else None
+            tid = self._cand_cache[cand]
+            if tid is not None and tid not in seen:
+                out[cand] = tid
+                seen.add(tid)
+        return out
+
+    def piece(self, token_id: int) -> str:
+        """Display text of one token (special tokens included)."""
+        return self.tok.decode([token_id], skip_special_tokens=False)

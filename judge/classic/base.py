@@ -1,0 +1,50 @@
+"""Common shape of the classic scorers: input checks before any computation, per-item failures kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from ..errors import InputError
+from ..items import Item
+from ..scorer import Score
+from . import check_inputs
+
+
+class ClassicScorer:
+    """Subclasses set ``name``, ``requires``, ``levels`` and implement ``compute(items) -> list[Score]``."""
+
+    name = "classic"
+    requires: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ("turn", "dialog")
+
+    def __init__(self, **settings: Any) -> None:
+        #: What describe() reports: every option that changes the numbers.
+        self.settings = settings
+
+    def check(self, items: Sequence[Item]) -> None:
+        check_inputs(self.name, items, self.requires, self.levels)
+
+    def score(self, items: Iterable[Item]) -> Iterator[Score]:
+        items = list(items)
+        self.check(items)
+        yield from self.compute(items)
+
+    def compute(self, items: Sequence[Item]) -> list[Score]:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, object]:
+        return {"method": "classic", "scorer": self.name, **self.settings}
+
+
+def no_model(name: str, model: str | None) -> None:
+    """Scorers without a model refuse ``--scorer-model`` rather than silently ignoring it."""
+    if model is not None:
+        raise InputError(f"scorer '{name}' uses no model, but model '{model}' was given", field="model")
+
+
+def system_turn_indices(item: Item) -> list[int]:
+    """Positions of the system's turns in a dialog (the side being evaluated)."""
+    from ..items import SYSTEM
+
+    return [i for i, t in enumerate(item.dialog) if t.speaker == SYSTEM]

@@ -1,0 +1,48 @@
+"""``--backend-option KEY=VALUE``: how backend-specific settings reach create_backend from the CLI."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from judge.backends import backend_names
+from judge.cli.options import add_judge_options, backend_options
+from judge.errors import InputError
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    add_judge_options(p)
+    return p.parse_args(list(argv))
+
+
+def test_values_are_json_when_they_parse_else_text():
+    args = _parse("--backend", "vllm", "--backend-option", "tensor_parallel_size=2",
+                  "--backend-option", "distributed_executor_backend=ray", "--backend-option", "gguf_cache=true",
+                  "--backend-option", "dtype=bfloat16", "--backend-option", 'revision="123"')
+    assert backend_options(args) == {"tensor_parallel_size": 2, "distributed_executor_backend": "ray",
+                                     "gguf_cache": True, "dtype": "bfloat16", "revision": "123"}
+    assert backend_options(_parse()) == {}
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=3", "not a name=1"])
+def test_malformed_option_is_a_clear_error(bad):
+    with pytest.raises(InputError, match="KEY=VALUE"):
+        backend_options(_parse("--backend-option", bad))
+
+
+def test_local_backends_are_registered():
+    assert {"llamacpp", "transformers", "hf", "vllm"} <= set(backend_names())
+
+
+def test_missing_vllm_names_the_extra():
+    import importlib.util
+
+    from judge.backends import create_backend
+    from judge.errors import MissingExtraError
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed in this environment")
+    with pytest.raises(MissingExtraError, match=r"judge\[vllm\]"):
+        create_backend("vllm", "some/model")

