@@ -110,16 +110,20 @@ class LLMJudge:
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         """Score items, yielding Scores in input order; failures become error Scores.
 
-        Items are taken ``window`` at a time; their prompts go to the backend sorted by text,
-        ``batch_size`` per call, so prompts that share a prefix (instruction, examples) run one after
-        another and a prefix-reusing backend (llama.cpp) evaluates only what follows the shared part.
+        Items are taken ``window`` at a time, ``batch_size`` prompts per backend call. For a backend
+        that reuses the KV cache of the previous prompt (``reuse_prefix``: llama.cpp) the window's
+        prompts are sent sorted by text, so prompts that share a prefix (instruction, examples) run
+        one after another and only what follows the shared part is evaluated; other backends get
+        them in input order.
         Scores are yielded as soon as every earlier item of the window is done, so memory stays
         bounded by the window however many items stream through.
         """
         it = iter(items)
         while chunk := list(islice(it, self.window)):
             built = [self.build_prompt(item) for item in chunk]
-            order = sorted(range(len(chunk)), key=lambda i: (built[i][0].chat, built[i][0].text))
+            order = list(range(len(chunk)))
+            if getattr(self.backend, "reuse_prefix", False):  # only a prefix-reusing backend gains from it
+                order.sort(key=lambda i: (built[i][0].chat, built[i][0].text))
             done: list[Score | None] = [None] * len(chunk)
             nxt = 0
             for start in range(0, len(order), self.batch_size):
