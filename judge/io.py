@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,32 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+    """Stream ``rows`` (one JSON line each) into ``path`` atomically, holding one row at a time."""
+    with atomic_jsonl_writer(path) as write:
+        for row in rows:
+            write(row)
+
+
+@contextmanager
+def atomic_jsonl_writer(path: str | Path) -> Iterator[Any]:
+    """Yield ``write(row)``; rows stream to a temp file beside ``path`` that is fsynced and renamed over
+    ``path`` only when the block ends normally. On any exception the temp file is removed and
+    ``path`` is left as it was (absent, or the previous complete file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yield lambda row: f.write(dumps(row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def check_output_path(path: str | Path, flag: str = "--output") -> None:

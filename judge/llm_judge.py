@@ -36,6 +36,7 @@ class LLMJudge:
         chat: bool | None = None,
         top_n: int = 20,
         batch_size: int = 16,
+        window: int | None = None,
     ) -> None:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -49,6 +50,9 @@ class LLMJudge:
         self.chat = backend.capabilities.chat_template if chat is None else chat
         self.top_n = top_n
         self.batch_size = batch_size
+        # Items whose prompts are built and reordered together (memory is bounded by it). batch_size 1
+        # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
+        self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
         self.candidates = candidates(prompt.answer)
         self.name = f"{prompt.name}|{self.selector.name}|k={k}|{backend.name}:{backend.model_id}"
 
@@ -104,13 +108,33 @@ class LLMJudge:
 
     # -- scoring ------------------------------------------------------------------------------------
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
-        """Score items in order, ``batch_size`` prompts per backend call; failures become error Scores."""
+        """Score items, yielding Scores in input order; failures become error Scores.
+
+        Items are taken ``window`` at a time, ``batch_size`` prompts per backend call. For a backend
+        that reuses the KV cache of the previous prompt (``reuse_prefix``: llama.cpp) the window's
+        prompts are sent sorted by text, so prompts that share a prefix (instruction, examples) run
+        one after another and only what follows the shared part is evaluated; other backends get
+        them in input order.
+        Scores are yielded as soon as every earlier item of the window is done, so memory stays
+        bounded by the window however many items stream through.
+        """
         it = iter(items)
-        while batch := list(islice(it, self.batch_size)):
-            built = [self.build_prompt(item) for item in batch]
-            dists = self.backend.label_logprobs([p for p, _ in built], self.candidates, self.top_n)
-            for item, (_, examples), dist in zip(batch, built, dists, strict=True):
-                yield self._to_score(item, examples, dist)
+        while chunk := list(islice(it, self.window)):
+            built = [self.build_prompt(item) for item in chunk]
+            order = list(range(len(chunk)))
+            if getattr(self.backend, "reuse_prefix", False):  # only a prefix-reusing backend gains from it
+                order.sort(key=lambda i: (built[i][0].chat, built[i][0].text))
+            done: list[Score | None] = [None] * len(chunk)
+            nxt = 0
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start:start + self.batch_size]
+                dists = self.backend.label_logprobs([built[i][0] for i in idx], self.candidates, self.top_n)
+                for i, dist in zip(idx, dists, strict=True):
+                    done[i] = self._to_score(chunk[i], built[i][1], dist)
+                while nxt < len(chunk) and done[nxt] is not None:
+                    yield done[nxt]  # type: ignore[misc]
+                    done[nxt] = None
+                    nxt += 1
 
     def _to_score(self, item: Item, examples: list[Item], dist: object) -> Score:
         ids = [ex.id for ex in examples]

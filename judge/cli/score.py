@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from tqdm import tqdm
 
 from ..datasets import check_scale, load_items
 from ..errors import InputError, UnknownNameError
-from ..io import atomic_write_jsonl, check_output_path, dumps
+from ..io import atomic_jsonl_writer, check_output_path, dumps
 from ..qualities import dataset_info
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_judge_options, build_classic, build_judge, report_backend, resolve_quality, selection_settings
@@ -64,24 +65,25 @@ def run(args: argparse.Namespace) -> int:
         qname = judge.quality.name if judge.quality else None
         scores, backend = judge.score(items), judge.backend
     by_id = {it.id: it for it in items}
-    rows, failed = [], 0
-    bar = tqdm(scores, total=len(items), desc="scoring", unit="item", file=sys.stderr,
-               disable=None, leave=False)
-    for s in bar:
-        row = s.to_json()
-        row.update(meta)
-        row["quality"] = qname
-        if qname is not None:
-            human = by_id[s.item_id].human(qname)
-            if human is not None:
-                row["human"] = round(human, 6)
-        failed += not s.ok
-        if args.output:
-            rows.append(row)
-        else:
-            print(dumps(row), flush=True)
-    if args.output:
-        atomic_write_jsonl(args.output, rows)
+    failed = 0
+    # -o: rows stream into a temp file beside the target, renamed over it only when every item is
+    # done (memory stays flat; a failed run leaves no file at the target path).
+    with atomic_jsonl_writer(args.output) if args.output else contextlib.nullcontext() as write:
+        bar = tqdm(scores, total=len(items), desc="scoring", unit="item", file=sys.stderr,
+                   disable=None, leave=False)
+        for s in bar:
+            row = s.to_json()
+            row.update(meta)
+            row["quality"] = qname
+            if qname is not None:
+                human = by_id[s.item_id].human(qname)
+                if human is not None:
+                    row["human"] = round(human, 6)
+            failed += not s.ok
+            if write is not None:
+                write(row)
+            else:
+                print(dumps(row), flush=True)
     if backend is not None:
         report_backend(backend)
         backend.close()

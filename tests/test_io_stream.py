@@ -1,0 +1,38 @@
+"""Streaming atomic JSONL output: rows go to a temp file beside the target, renamed only on success."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge.io import atomic_jsonl_writer, atomic_write_jsonl
+
+
+def test_rows_stream_to_a_temp_file_and_appear_only_at_the_end(tmp_path):
+    out = tmp_path / "scores.jsonl"
+    with atomic_jsonl_writer(out) as write:
+        write({"id": "a", "score": 0.5})
+        assert not out.exists()  # nothing at the target path while the run is going
+        temps = [p for p in tmp_path.iterdir() if p.name.startswith(".scores.jsonl.")]
+        assert len(temps) == 1
+        write({"id": "b", "score": 1.0})
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a", "b"]
+    assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]  # the temp file was renamed, none left
+
+
+def test_a_failed_run_leaves_no_file_and_keeps_an_old_one(tmp_path):
+    out = tmp_path / "scores.jsonl"
+
+    def rows():
+        yield {"id": "a"}
+        raise RuntimeError("model crashed")
+
+    with pytest.raises(RuntimeError):
+        atomic_write_jsonl(out, rows())
+    assert list(tmp_path.iterdir()) == []
+    out.write_text('{"id": "old"}\n')
+    with pytest.raises(RuntimeError):
+        atomic_write_jsonl(out, rows())
+    assert out.read_text() == '{"id": "old"}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]
