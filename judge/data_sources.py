@@ -4,13 +4,12 @@ verifying / downloading a local copy. The files themselves are never shipped wit
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from .io import atomic_file
 from .models import sha256_file
 from .errors import JudgeError
 
@@ -96,26 +95,15 @@ def download(f: DataFile, data_dir: str | Path, base_url: str | None = None, tim
     dest.parent.mkdir(parents=True, exist_ok=True)
     url = source_url(f, base_url)
     h = hashlib.sha256()
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            try:
-                with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - fixed https/mirror URL
-                    while chunk := resp.read(1 << 16):
-                        h.update(chunk)
-                        out.write(chunk)
-            except (urllib.error.URLError, OSError) as exc:
-                raise JudgeError(f"download of {url} failed: {exc}") from None
-            out.flush()
-            os.fsync(out.fileno())
+    with atomic_file(dest, "wb", suffix=".part") as out:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - fixed https/mirror URL
+                while chunk := resp.read(1 << 16):
+                    h.update(chunk)
+                    out.write(chunk)
+        except (urllib.error.URLError, OSError) as exc:
+            raise JudgeError(f"download of {url} failed: {exc}") from None
         if h.hexdigest() != f.sha256:
             raise ChecksumError(f"{url}: sha256 {h.hexdigest()} does not match the published {f.sha256}; "
                                 f"the file was not saved")
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
     return dest

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 #: Characters that str.splitlines() (and JavaScript) treat as line breaks but JSON leaves unescaped.
@@ -28,14 +28,16 @@ def dumps(obj: Any) -> str:
     return text
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temp file next to ``path``, fsync it, then rename it over ``path``."""
+@contextmanager
+def atomic_file(path: str | Path, mode: str = "w", suffix: str = ".tmp") -> Iterator[IO[Any]]:
+    """Yield a temp file beside ``path``; when the block ends normally it is fsynced and renamed over
+    ``path``. On any exception the temp file is removed and ``path`` is left as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -45,6 +47,12 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file, fsync, rename)."""
+    with atomic_file(path) as f:
+        f.write(text)
 
 
 def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
@@ -56,24 +64,10 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None
 
 @contextmanager
 def atomic_jsonl_writer(path: str | Path) -> Iterator[Any]:
-    """Yield ``write(row)``; rows stream to a temp file beside ``path`` that is fsynced and renamed over
-    ``path`` only when the block ends normally. On any exception the temp file is removed and
-    ``path`` is left as it was (absent, or the previous complete file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yield lambda row: f.write(dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Yield ``write(row)``; rows stream to a temp file that replaces ``path`` only when the block ends
+    normally (see ``atomic_file``)."""
+    with atomic_file(path) as f:
+        yield lambda row: f.write(dumps(row) + "\n")
 
 
 def check_output_path(path: str | Path, flag: str = "--output") -> None:
