@@ -146,3 +146,21 @@ def test_quality_nobody_rated_gives_an_empty_finished_cell(tmp_path):
     assert res["Error recovery"]["n"] == 0 and res["Error recovery"]["spearman"] is None
     assert res["Overall"]["n"] == 6
     assert summary["ceiling"]["fed-dial"]["Overall"]["n_units"] == 6
+
+
+def test_classic_scorer_lacking_an_input_is_skipped_not_fatal(tmp_path, data_dir):
+    """A grid runs every applicable (scorer, set) pair; BLEU on a set without references is listed as not
+    run, with the reason, and the rest of the grid completes."""
+    cfg = tmp_path / "classic.toml"
+    cfg.write_text(
+        'name = "skip"\nlimit = 6\ndatasets = ["DZ", "DGR"]\nqualities = ["overall"]\n'
+        '[[methods]]\ntype = "classic"\nscorer = "length"\n'
+        '[[methods]]\ntype = "classic"\nscorer = "bleu4"\n'
+    )
+    summary = _run(cfg, data_dir, tmp_path / "out")
+    skipped = {(s["method"], s["dataset"]) for s in summary["skipped"]}
+    assert skipped == {("bleu4", "dailydialog-grade")}
+    assert "needs 'reference'" in summary["skipped"][0]["reason"]
+    ran = {(r["method"], r["dataset"]) for r in summary["results"]}
+    assert {("length", "dailydialog-grade"), ("bleu4", "dailydialog-zhao")} <= ran
+    assert "Not run (`–`): `bleu4` on dailydialog-grade" in (tmp_path / "out" / "leaderboard.md").read_text()

@@ -169,6 +169,28 @@ def _check_meta(path: Path, meta: dict[str, Any]) -> None:
         atomic_write_text(mpath, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
 
 
+def _applicable(cells: list[Cell]) -> tuple[list[Cell], list[tuple[Cell, str]]]:
+    """Split off classic-scorer cells whose set lacks an input the scorer needs (BLEU without
+    references, next-user sentiment without next turns): a grid runs every applicable pair and lists
+    the others as skipped, with the reason, before anything is computed."""
+    from ..classic import create_classic
+
+    keep: list[Cell] = []
+    skipped: list[tuple[Cell, str]] = []
+    for cell in cells:
+        if cell.method.type == "classic" and cell.items:
+            scorer = create_classic(str(cell.method.scorer), quality=cell.quality, **cell.method.options)
+            check = getattr(scorer, "check", None)
+            if check is not None:
+                try:
+                    check(cell.items)
+                except InputError as exc:
+                    skipped.append((cell, exc.reason))
+                    continue
+        keep.append(cell)
+    return keep, skipped
+
+
 def _score_one_by_one(scorer: Scorer, items: Sequence[Item]) -> Iterator[tuple[Item, Score]]:
     by_id = {it.id: it for it in items}
     for s in scorer.score(items):
@@ -190,7 +212,9 @@ def run_experiment(
 
     check_names(exp)
     out = Path(exp.output)
-    cells = plan(exp, load)
+    cells, skipped = _applicable(plan(exp, load))
+    for cell, reason in skipped:
+        log(f"skipped: {cell.method.id} on {cell.dataset} {cell.quality.name}: {reason}")
     todo: list[tuple[Cell, Path, list[dict[str, Any]], int]] = []
     for cell in cells:
         path = cell_path(out, *cell.key)
@@ -229,6 +253,8 @@ def run_experiment(
         factory.close()
     wall = time.perf_counter() - t0
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, p, *_ in todo}, wall_s=wall)
+    summary["skipped"] = [{"method": c.method.id, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
+                          for c, r in skipped]
     from ..report import render_all
 
     render_all(out, summary, plots=plots)

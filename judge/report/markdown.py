@@ -82,6 +82,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         out.append(f"- `{m}`: {desc}")
     failed = sum(r["n_failed"] for r in summary["results"])
     out += ["", f"Failed items: {failed} (recorded with their error in the per-item files)."]
+    for sk in summary.get("skipped", []):
+        out.append(f"Not run (`–`): `{sk['method']}` on {sk['dataset']} {sk['quality']}: {sk['reason']}.")
     if summary.get("wall_s") is not None:
         out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
     return "\n".join(out) + "\n"
