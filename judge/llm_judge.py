@@ -111,7 +111,7 @@ class LLMJudge:
         """Score items, yielding Scores in input order; failures become error Scores.
 
         Items are taken ``window`` at a time, ``batch_size`` prompts per backend call. For a backend
-        that reuses the KV cache of the previous prompt (``reuse_prefix``: llama.cpp) the window's
+        that reuses the KV cache of the previous prompt (``capabilities.prefix_reuse``: llama.cpp) the window's
         prompts are sent sorted by text, so prompts that share a prefix (instruction, examples) run
         one after another and only what follows the shared part is evaluated; other backends get
         them in input order.
@@ -122,7 +122,8 @@ class LLMJudge:
         while chunk := list(islice(it, self.window)):
             built = [self.build_prompt(item) for item in chunk]
             order = list(range(len(chunk)))
-            if getattr(self.backend, "reuse_prefix", False):  # only a prefix-reusing backend gains from it
+            # Declared as a capability so it survives wrappers (the cache forwards its inner backend's).
+            if self.backend.capabilities.prefix_reuse:
                 order.sort(key=lambda i: (built[i][0].chat, built[i][0].text))
             done: list[Score | None] = [None] * len(chunk)
             nxt = 0

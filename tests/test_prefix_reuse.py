@@ -88,3 +88,17 @@ def test_window_sorts_interleaved_prompts_and_yields_in_input_order(smollm2, scr
     _same(in_order, fresh)
     # Grouping the two conversations saves evaluating each one's context again after the other.
     assert sum(s.n_evaluated_tokens for s in sorted_run) < sum(s.n_evaluated_tokens for s in in_order)
+
+
+def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_path):
+    """The judge sorts a window only when the backend declares prefix reuse; the CLI wraps every backend
+    in the cache, which must forward the declaration or the reordering would silently stop."""
+    from judge.cache import Cache, CachedBackend
+
+    assert smollm2.capabilities.prefix_reuse
+    assert CachedBackend(smollm2, Cache(str(tmp_path / "c.sqlite"))).capabilities.prefix_reuse
+    plain = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False)
+    try:
+        assert not plain.capabilities.prefix_reuse
+    finally:
+        plain.close()

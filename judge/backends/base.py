@@ -30,6 +30,8 @@ class Capabilities:
     max_context: int = 2048
     #: The backend benefits from being handed many prompts at once.
     batching: bool = False
+    #: Consecutive prompts reuse the previous prompt's shared prefix (so sending them sorted pays).
+    prefix_reuse: bool = False
 
 
 @dataclass

@@ -76,6 +76,7 @@ class LlamaCppBackend:
             chat_template=self._chat is not None,
             max_context=self.llm.n_ctx(),
             batching=False,
+            prefix_reuse=reuse_prefix,
         )
 
     # -- tokenization -------------------------------------------------------------------------
