@@ -84,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
         return run_classic(args, info, quality, items, rated, unrated)
     judge = build_judge(args, items, quality, pool=rated)
     human = [it.human(quality.name) for it in items]
-    mark = lambda c: "" if c.significant else " (not significant, p >= 0.05)"  # noqa: E731
     rows: list[dict] = []
     runs = []
     failed_any = 0
@@ -116,12 +115,10 @@ def run(args: argparse.Namespace) -> int:
         sp, pe = corr["spearman"], corr["pearson"]
         prefix = f"seed {seed:<4} " if len(seeds) > 1 else ""
         if prefix:
-            print(f"{prefix}n {sp.n}, spearman {sp.value:.3f} (p={sp.p_value:.3g}){mark(sp)}, "
-                  f"pearson {pe.value:.3f} (p={pe.p_value:.3g}){mark(pe)}")
+            print(f"{prefix}n {sp.n}, spearman {sp.value:.3f} (p={sp.p_value:.3g}){_mark(sp)}, "
+                  f"pearson {pe.value:.3f} (p={pe.p_value:.3g}){_mark(pe)}")
         else:
-            print(f"n         {sp.n}")
-            print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{mark(sp)}")
-            print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{mark(pe)}")
+            print_correlations(corr)
     if len(runs) > 1:
         for key in ("spearman", "pearson"):
             vals = [r[1][key].value for r in runs]
@@ -142,6 +139,18 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FAILED_ITEMS if failed_any else EXIT_OK
 
 
+def print_correlations(corr: dict) -> None:
+    """The n / Spearman / Pearson lines of one run, non-significant values marked."""
+    sp, pe = corr["spearman"], corr["pearson"]
+    print(f"n         {sp.n}")
+    print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{_mark(sp)}")
+    print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{_mark(pe)}")
+
+
+def _mark(c) -> str:
+    return "" if c.significant else " (not significant, p >= 0.05)"
+
+
 def run_classic(args: argparse.Namespace, info, quality, items: list, rated: list, unrated: int) -> int:
     """``judge bench --scorer NAME``: a classic scorer instead of an LLM judge (no model for the LLM loads)."""
     scorer = build_classic(args, quality)
@@ -158,13 +167,9 @@ def run_classic(args: argparse.Namespace, info, quality, items: list, rated: lis
             {**s.to_json(), "human": round(h, 6), "scorer": args.scorer, "model": model}
             for s, h in zip(scores, human)
         ])
-    sp, pe = corr["spearman"], corr["pearson"]
-    mark = lambda c: "" if c.significant else " (not significant, p >= 0.05)"  # noqa: E731
     print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, scorer {args.scorer}, model {model}")
     print(f"items     {len(items)} scored of {len(rated)} rated ({unrated} without a rating skipped), "
           f"{failed} failed")
-    print(f"n         {sp.n}")
-    print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{mark(sp)}")
-    print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{mark(pe)}")
+    print_correlations(corr)
     print(f"time      {elapsed:.1f} s, {elapsed / max(len(items), 1):.3f} s/item")
     return EXIT_FAILED_ITEMS if failed else EXIT_OK
