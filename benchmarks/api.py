@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.backends import create_backend  # noqa: E402
 from judge.config import GenerateConfig  # noqa: E402
+from judge.engine import MethodSpec, build_scorer  # noqa: E402
 from judge.datasets import load_items  # noqa: E402
 from judge.items import USER, Item, Turn  # noqa: E402
-from judge.llm_judge import LLMJudge  # noqa: E402
+from judge.scorers.llm import LLMJudge  # noqa: E402
 from judge.prompts import get_prompt  # noqa: E402
 from tests.fault_server import FaultServer  # noqa: E402
 
@@ -42,14 +42,15 @@ def peak_rss_mb() -> float:
 
 
 def run(base_url: str, model: str, items: list[Item], concurrency: int, chat: bool | None = None) -> dict:
-    cfg = GenerateConfig(concurrency=concurrency, max_retries=2, timeout=300)
-    backend = create_backend("openai", model, cfg, base_url=base_url)
     # One batch holds every item, so `concurrency` requests stay in flight (batches would add barriers).
-    judge = LLMJudge(get_prompt("yesno"), backend, chat=chat, batch_size=len(items))
+    cfg = GenerateConfig(concurrency=concurrency, max_retries=2, timeout=300, chat=chat, batch_size=len(items),
+                         cache=False)
+    spec = MethodSpec(prompt="yesno", backend="openai", model=model, options={"base_url": base_url}, generate=cfg)
+    judge = build_scorer(spec, items)
     t0 = time.perf_counter()
     scores = list(judge.score(items))
     wall = time.perf_counter() - t0
-    backend.close()
+    judge.backend.close()  # type: ignore[attr-defined]
     failed = sum(not s.ok for s in scores)
     return {"concurrency": concurrency, "items": len(items), "failed": failed, "wall_s": wall,
             "items_per_s": len(items) / wall, "peak_rss_mb": peak_rss_mb(),

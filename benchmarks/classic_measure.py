@@ -2,7 +2,7 @@
 `judge bench --limit N` (seed 0). Usage: python benchmarks/classic_measure.py DATA_DIR OUT.jsonl '[["length", {}, null], ["lm-maxprob", {"model": "smollm2", "threads": 1}, 20]]'
 """
 import json, sys, time
-from judge.classic import create_classic
+from judge.scorers.classic import create_classic
 from judge.datasets import load_benchmark
 from judge.errors import InputError
 from judge.qualities import DSTC10_SETS, dataset_info

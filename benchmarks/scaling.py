@@ -29,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.backends import create_backend  # noqa: E402
 from judge.config import GenerateConfig  # noqa: E402
+from judge.engine import BackendPool, MethodSpec, build_scorer  # noqa: E402
 from judge.datasets import load_benchmark  # noqa: E402
 from judge.items import Item  # noqa: E402
-from judge.llm_judge import LLMJudge  # noqa: E402
+from judge.scorers.llm import LLMJudge  # noqa: E402
 from judge.prompts import get_prompt  # noqa: E402
 from judge.qualities import dataset_info  # noqa: E402
 from judge.selectors import get_selector  # noqa: E402
@@ -43,12 +43,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def k_curve(backend, items: list[Item], pool: list[Item], quality, ks: list[int]) -> list[dict]:
+def k_curve(backends: BackendPool, threads: int | None, items: list[Item], pool: list[Item], quality,
+            ks: list[int]) -> list[dict]:
     rows = []
     for k in ks:
-        sel = get_selector("bm25-context" if k else "none", quality=quality, seed=0)
-        judge = LLMJudge(get_prompt("yesno"), backend, quality=quality, selector=sel, k=k, pool=pool)
-        backend.llm.reset()  # each k starts from an empty KV cache
+        spec = MethodSpec(prompt="yesno", selector="bm25-context" if k else "none", k=k,
+                          generate=GenerateConfig(threads=threads, cache=False))
+        judge = build_scorer(spec, items, quality, pool=pool, backends=backends)
+        assert isinstance(judge, LLMJudge)
+        judge.backend.llm.reset()  # type: ignore[attr-defined]  # each k starts from an empty KV cache  # each k starts from an empty KV cache
         t0 = time.perf_counter()
         scores = list(judge.score(items))
         wall = time.perf_counter() - t0
@@ -75,7 +78,7 @@ def pool_curve(base: list[Item], queries: list[Item], sizes: list[int], quality,
     rows = []
     for n in sizes:
         pool = grow_pool(base, n)
-        sel = get_selector("bm25-context", quality=quality, seed=0)
+        sel = get_selector("bm25-context", seed=0)
         t0 = time.perf_counter()
         sel.index(pool)
         build = time.perf_counter() - t0
@@ -104,9 +107,9 @@ def main() -> int:
     rated = [it for it in data if it.human(quality.name) is not None]
     items = rated[: args.n]
     load = os.getloadavg()
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=args.threads, cache=False))
-    krows = k_curve(backend, items, rated, quality, args.ks)
-    backend.close()
+    backends = BackendPool()
+    krows = k_curve(backends, args.threads, items, rated, quality, args.ks)
+    backends.close()
     prows = pool_curve(rated, rated[: args.queries], args.pools, quality, 4)
     load_end = os.getloadavg()
 

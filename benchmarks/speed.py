@@ -37,28 +37,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.answers import candidates  # noqa: E402
-from judge.backends import create_backend  # noqa: E402
 from judge.config import GenerateConfig  # noqa: E402
 from judge.datasets import load_benchmark  # noqa: E402
+from judge.engine import BackendPool, MethodSpec, build_scorer  # noqa: E402
 from judge.items import Item  # noqa: E402
-from judge.llm_judge import LLMJudge  # noqa: E402
-from judge.prompts import fed_prompt_name, get_prompt  # noqa: E402
+from judge.scorers.llm import LLMJudge  # noqa: E402
 from judge.qualities import dataset_info  # noqa: E402
-from judge.scoring import ScoringError, score_distribution  # noqa: E402
-from judge.selectors import get_selector  # noqa: E402
+from judge.scorers.rules import ScoringError, score_distribution  # noqa: E402
 
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def make_judges(backend, pool: list[Item], k: int) -> list[LLMJudge]:
-    """One judge per FED turn quality, as ``judge score --prompt fed --selector manual --k 3`` builds it."""
+def make_judges(backends: BackendPool, items: list[Item], pool: list[Item], k: int, threads: int) -> list[LLMJudge]:
+    """One judge per FED turn quality, built by the engine from the spec of
+    ``judge score --prompt fed --selector manual --k 3 --no-cache``."""
+    spec = MethodSpec(prompt="fed", selector="manual", k=k, generate=GenerateConfig(threads=threads, cache=False))
     judges = []
     for q in dataset_info("fed-turn").qualities:
-        rated = [it for it in pool if it.human(q.name) is not None]  # cli.options.load_pool's rule
-        judges.append(LLMJudge(get_prompt(fed_prompt_name("turn", q.name)), backend, quality=q,
-                               selector=get_selector("manual", quality=q, seed=0), k=k, pool=rated))
+        judge = build_scorer(spec, items, q, pool=pool, backends=backends)
+        assert isinstance(judge, LLMJudge)
+        judges.append(judge)
     return judges
 
 
@@ -157,8 +157,9 @@ def main() -> int:
 
     pool = load_benchmark("fed-turn", args.data_dir)
     items = pool[: args.limit]
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=args.threads, cache=False))
-    judges = make_judges(backend, pool, args.k)
+    backends = BackendPool()
+    judges = make_judges(backends, items, pool, args.k, args.threads)
+    backend = judges[0].backend
     if args.tokens_only:
         token_counts(judges, pool, args.tokens_only)
         return 0

@@ -18,12 +18,13 @@ from typing import Any
 from .backends import Prompt, backend_names, create_backend
 from .config import GenerateConfig
 from .datasets import load_benchmark, load_items
+from .engine import BackendPool, MethodSpec, build, build_scorer, prepare
 from .errors import InputError, JudgeError, TemplateError, UnknownNameError
 from .items import Item, Turn
-from .llm_judge import LLMJudge
 from .prompts import PromptTemplate, builtin_prompts, get_prompt, load_template
 from .qualities import DATASETS, Quality, dataset_info
-from .scorer import Score, Scorer
+from .scorers.base import Score, Scorer
+from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector
 from .stats import correlate, correlations
 
@@ -31,29 +32,33 @@ __version__ = "0.1.0"
 
 
 def make_judge(
-    prompt: str | PromptTemplate = "yesno",
+    prompt: str = "yesno",
     *,
     backend: str = "llamacpp",
     model: str | None = None,
-    selector: str | Selector | None = None,
+    selector: str = "none",
     k: int = 0,
     pool: Sequence[Item] | None = None,
     quality: Quality | None = None,
     config: GenerateConfig | None = None,
     top_k: int = 3,
+    rule: str = "topk",
     seed: int = 0,
+    group_guard: bool = True,
+    order: str = "ascending",
+    manual_set: str | None = None,
     **backend_options: Any,
 ) -> LLMJudge:
-    """Build an LLM judge from names: a built-in prompt (or a template path), a backend and a selector."""
-    if isinstance(prompt, str):
-        tmpl = load_template(prompt) if prompt.endswith(".j2") else get_prompt(prompt)
-    else:
-        tmpl = prompt
-    sel = get_selector(selector, seed=seed) if not hasattr(selector, "select") else selector
-    config = config or GenerateConfig()
-    be = create_backend(backend, model, config, **backend_options)
-    return LLMJudge(tmpl, be, quality=quality, selector=sel, k=k, pool=pool, top_k=top_k,
-                    chat=config.chat, top_n=config.top_n, batch_size=config.batch_size)
+    """An LLM judge from names: a built-in prompt (``fed`` with a FED quality, or a template path), a
+    selector and a backend. With ``k`` > 0 and no ``pool``, examples come from the rated items of each
+    ``score`` call (each item's own conversation kept out). This is a :class:`MethodSpec` built
+    through the same builder as every command."""
+    spec = MethodSpec(prompt=prompt, selector=selector, k=k, seeds=(seed,), group_guard=group_guard, order=order,
+                      manual_set=manual_set, backend=backend, model=model, options=backend_options,
+                      generate=config or GenerateConfig(), top_k=top_k, rule=rule)
+    judge = build(prepare(spec, None, quality, pool=pool, level=quality.level if quality else "turn"), BackendPool())
+    assert isinstance(judge, LLMJudge)
+    return judge
 
 
 __all__ = [
@@ -63,6 +68,7 @@ __all__ = [
     "Item",
     "JudgeError",
     "LLMJudge",
+    "MethodSpec",
     "Prompt",
     "PromptTemplate",
     "Quality",
@@ -73,6 +79,7 @@ __all__ = [
     "Turn",
     "UnknownNameError",
     "backend_names",
+    "build_scorer",
     "builtin_prompts",
     "correlate",
     "correlations",

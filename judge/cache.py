@@ -121,7 +121,7 @@ class Cache:
             self._db.close()
 
 
-class CachedBackend:
+class CachedBackend(Backend):
     """Any backend behind the cache: hits are served without model calls, misses go to the inner
     backend in one batch and are stored as they arrive. Failures are returned, never stored."""
 
@@ -145,12 +145,6 @@ class CachedBackend:
     def capabilities(self) -> Capabilities:  # type: ignore[override]
         return self.inner.capabilities
 
-    def __getattr__(self, attr: str) -> object:
-        # Backend-specific extras (usage counters, tokens(), ...) stay reachable through the wrapper.
-        if attr == "inner":
-            raise AttributeError(attr)
-        return getattr(self.inner, attr)
-
     def iter_label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
     ) -> Iterator[tuple[int, LabelDist | Failure]]:
@@ -169,7 +163,7 @@ class CachedBackend:
         order = list(todo)
         miss_prompts = [prompts[todo[k][0]] for k in order]
         self.calls += 1
-        for j, res in _iter_inner(self.inner, miss_prompts, candidates, top_n):
+        for j, res in self.inner.iter_label_logprobs(miss_prompts, candidates, top_n):
             key = order[j]
             if isinstance(res, LabelDist):
                 self.cache.put(key, self.inner.name, self.inner.model_id, res)
@@ -187,8 +181,8 @@ class CachedBackend:
     def settings(self) -> dict[str, object]:
         return self.inner.settings()
 
-    def stats(self) -> dict[str, object]:
-        return {"hits": self.hits, "misses": self.misses, "path": str(self.cache.path)}
+    def counters(self) -> dict[str, int]:
+        return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}
 
     def close(self) -> None:
         try:
@@ -196,18 +190,3 @@ class CachedBackend:
         finally:
             self.cache.close()
 
-
-def _iter_inner(
-    backend: Backend, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int
-) -> Iterator[tuple[int, LabelDist | Failure]]:
-    """Results as they arrive when the backend can stream them, else per prompt for local backends
-    (so a kill loses at most the prompt in progress) — one batch call when the backend batches."""
-    it = getattr(backend, "iter_label_logprobs", None)
-    if it is not None:
-        yield from it(prompts, candidates, top_n)
-        return
-    if backend.capabilities.batching:
-        yield from enumerate(backend.label_logprobs(prompts, candidates, top_n))
-        return
-    for i, p in enumerate(prompts):
-        yield i, backend.label_logprobs([p], candidates, top_n)[0]

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from judge.engine.rows import item_row
+
 from judge.backends import create_backend
 from judge.config import GenerateConfig
 from judge.items import SYSTEM, USER, Item, Turn
-from judge.llm_judge import LLMJudge
+from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
 
 from tests.fault_server import FaultServer, expected_goodness
@@ -156,7 +158,7 @@ def test_sampling_fallback_marks_scores_estimated():
         # the server's sampled answers cycle Yes, Yes, Yes, No for each prompt: 6 of 8 say yes
         assert all(s.ok and s.estimated for s in scores)
         assert all(s.value == pytest.approx(0.75) for s in scores)
-        assert scores[0].to_json()["estimated"] is True
+        assert item_row(item(0), scores[0], "api", None)["estimated"] is True
         assert all(r.body["temperature"] == 1.0 for r in srv.requests if "n" in r.body)
         judge.backend.close()
         plain = api_judge(srv)

@@ -202,7 +202,7 @@ def test_two_processes_share_one_cache(tmp_path):
     assert _cache_rows(cache) == 90
     assert 90 <= requests <= 120  # overlapping items are computed at most twice, never more
     # every score is the one the server answers for that prompt (no mix-up between processes)
-    from judge.llm_judge import LLMJudge
+    from judge.scorers.llm import LLMJudge
     from judge.datasets import load_items
     from judge.prompts import get_prompt
 

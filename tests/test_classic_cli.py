@@ -55,7 +55,7 @@ def test_missing_extra_names_the_extra() -> None:
            "        if name.split('.')[0] in ('torch', 'sentence_transformers'):\n"
            "            raise ImportError(name)\n"
            "sys.meta_path.insert(0, Block())\n"
-           "from judge.classic import create_classic\n"
+           "from judge.scorers.classic import create_classic\n"
            "from judge.errors import MissingExtraError\n"
            "from judge.items import Item, Turn\n"
            "import judge; assert 'transformers' not in sys.modules\n"
@@ -72,8 +72,8 @@ def test_missing_extra_names_the_extra() -> None:
 
 
 def test_import_judge_does_not_import_heavy_deps() -> None:
-    pre = ("import sys, judge, judge.classic, judge.cli\n"
-           "judge.classic.classic_names()\n"
+    pre = ("import sys, judge, judge.scorers.classic, judge.cli\n"
+           "judge.scorers.classic.classic_names()\n"
            "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'nltk', 'sacrebleu') "
            "if m in sys.modules]\n"
            "print(heavy)")

@@ -1,4 +1,4 @@
-"""Causal-LM scorers on the packaged SmolLM2 (real model; loaded once per session through judge.classic.hf's
+"""Causal-LM scorers on the packaged SmolLM2 (real model; loaded once per session through judge.scorers.classic.hf's
 cache, from a safetensors copy of the GGUF made once per machine): each score is recomputed here
 independently, one unpadded sequence at a time, from the model's own logits or loss."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judge.classic import create_classic, hf
-from judge.classic.fed_metric import conversation_text, followups
+from judge.scorers.classic import create_classic, hf
+from judge.scorers.classic.fed_metric import conversation_text, followups
 from judge.errors import InputError, UnknownNameError
 from judge.items import SYSTEM, USER, Item, Turn
 
@@ -111,7 +111,7 @@ def test_fed_metric_is_negative_minus_positive_loss(lm, loss: str) -> None:
 
 
 def test_fed_metric_overall_is_mean_of_qualities_and_turn_level(lm) -> None:
-    from judge.classic.fed_metric import followup_losses, quality_score
+    from judge.scorers.classic.fed_metric import followup_losses, quality_score
     from judge.qualities import FED_TURN
 
     tok, net = lm

@@ -8,8 +8,8 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from judge.classic import create_classic
-from judge.classic.overlap import bleu, meteor, rouge_l, tokenize
+from judge.scorers.classic import create_classic
+from judge.scorers.classic.overlap import bleu, meteor, rouge_l, tokenize
 from judge.errors import InputError
 from judge.items import Item, Turn
 

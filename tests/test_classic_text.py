@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judge.classic import classic_names, create_classic
+from judge.scorers.classic import classic_names, create_classic
 from judge.errors import InputError, UnknownNameError
 from judge.items import SYSTEM, USER, Item, Turn
 

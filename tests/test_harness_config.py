@@ -59,7 +59,7 @@ def test_expansion_of_k_and_seeds():
         {"name": "zero", "k": 0},
         {"type": "classic", "scorer": "length"},
     ])
-    ids = [m.id for m in exp.methods]
+    ids = [m.name for m in exp.methods]
     assert ids == ["rand-k4", "rand-k8", "bm25", "zero", "length"]
     assert exp.methods[0].run_seeds() == (0, 1, 2)  # random selection runs every seed
     assert exp.methods[2].run_seeds() == (0,)  # deterministic selection runs once
@@ -76,7 +76,7 @@ def test_overrides_apply_to_llm_methods_only():
     exp = _exp(methods=[{"name": "a", "backend": "vllm", "model": "m"}, {"type": "classic", "scorer": "length"}])
     o = exp.with_overrides(backend="llamacpp", limit=5, threads=2)
     assert o.methods[0].backend == "llamacpp" and o.methods[0].model is None
-    assert o.methods[0].generate == {"threads": 2} and o.limit == 5
+    assert o.methods[0].generate.threads == 2 and o.limit == 5
     assert o.methods[1].type == "classic"
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from judge.engine import ROW_KEYS
 from judge.errors import InputError
 from judge.harness import load_experiment, run_experiment
 
@@ -54,8 +55,8 @@ def test_run_writes_results_folder(config, data_dir, tmp_path):
     assert len(files) == 2 * 4  # 2 methods x (DGR, FT Overall, FT Interesting, FD)
     rows = [json.loads(x) for x in files["items/length/dailydialog-grade/relevance/seed0.jsonl"].splitlines()]
     assert len(rows) == 30
-    assert list(rows[0]) == ["id", "human", "score", "label_probs", "examples", "error", "system", "group",
-                             "n_prompt_tokens"]
+    assert tuple(rows[0]) == ROW_KEYS  # the one row schema of score, bench and run
+    assert rows[0]["method"] == "length" and rows[0]["seed"] is None and rows[0]["quality"] == "relevance"
     assert all(r["error"] is None and r["score"] >= 0 for r in rows)
     res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
     r = res[("length", "dailydialog-grade", "relevance")]

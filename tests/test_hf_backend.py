@@ -15,7 +15,7 @@ from judge.backends import Failure, Prompt, create_backend
 from judge.config import GenerateConfig
 from judge.datasets import load_items
 from judge.errors import BackendError
-from judge.llm_judge import LLMJudge
+from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the [hf] extra (torch)")

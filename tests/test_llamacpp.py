@@ -10,7 +10,7 @@ from judge.answers import YesNo, candidates
 from judge.backends import Prompt
 from judge.errors import BackendError
 from judge.items import SYSTEM, USER, Item, Turn
-from judge.llm_judge import LLMJudge
+from judge.scorers.llm import LLMJudge
 from judge.models import SMOLLM2, resolve_model_path, sha256_file
 from judge.prompts import get_prompt
 

@@ -9,7 +9,7 @@ import pytest
 from judge.backends import Prompt, create_backend
 from judge.config import GenerateConfig
 from judge.items import SYSTEM, USER, Item, Turn
-from judge.llm_judge import LLMJudge
+from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
 
 pytest.importorskip("openai")

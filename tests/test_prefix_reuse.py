@@ -13,7 +13,7 @@ from judge.backends import create_backend
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
 from judge.items import USER, SYSTEM, Item, Turn
-from judge.llm_judge import LLMJudge
+from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
 from judge.qualities import find_quality
 from judge.selectors import get_selector
@@ -54,7 +54,7 @@ def test_reuse_and_reordering_match_from_scratch(smollm2, scratch, fed, prompt, 
     items = fed[:3]
 
     def judge(backend):
-        return LLMJudge(get_prompt(prompt), backend, quality=q, selector=get_selector(selector, quality=q, seed=0),
+        return LLMJudge(get_prompt(prompt), backend, quality=q, selector=get_selector(selector, seed=0),
                         k=k, pool=pool, batch_size=4)
 
     smollm2.llm.reset()

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from judge.answers import Rating, YesNo, candidates
-from judge.scoring import ScoringError, goodness, label_probs, score_distribution, topk_rating
+from judge.scorers.rules import ScoringError, goodness, label_probs, score_distribution, topk_rating
 
 
 def test_topk_paper_formula_by_hand():

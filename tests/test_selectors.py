@@ -15,7 +15,7 @@ from rank_bm25 import BM25Okapi
 from judge.errors import InputError, UnknownNameError
 from judge.items import SYSTEM, USER, Item, Turn
 from judge.prompts import get_prompt
-from judge.qualities import FED_DIAL, FED_TURN, GENERIC_OVERALL
+from judge.qualities import FED_DIAL, FED_TURN, GENERIC_OVERALL, Quality
 from judge.selectors import ORDERS, SELECTOR_NAMES, Selector, get_selector
 from judge.selectors.bm25 import field_text, tokenize
 from judge.selectors.manual import load_manual_set, shipped_sets
@@ -39,6 +39,7 @@ POOL = [
     mk("dup1", "tell me about football", "I like football", 2, "g6"),
     mk("dup2", "tell me about football", "I like football", 2, "g7"),
 ]
+OVERALL = Quality("overall", "turn", 1, 5)
 TEST = mk("t", "do you like jazz music", "I like jazz music a lot", 4, "g1")
 
 
@@ -179,29 +180,31 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_manual_user_toml_with_alternates(tmp_path):
     path = write(tmp_path, "mine.toml", 'examples = ["b", "c", "a"]\nalternates = [["d"], [], ["f", "e"]]\n')
-    sel = get_selector("manual", manual_set=str(path), quality="overall")
+    sel = get_selector("manual", manual_set=str(path))
     far = mk("z", "something else", "fine", 3, "gz")
-    assert [x.id for x in sel.select(far, POOL, 3)] == ["b", "c", "a"]  # file order is prompt order
-    assert [x.id for x in get_selector("manual", manual_set=str(path), quality="overall",
-                                       order="descending").select(far, POOL, 3)] == ["a", "c", "b"]
-    assert [x.id for x in sel.select(far, POOL, 2)] == ["b", "c"]
+    assert [x.id for x in sel.select(far, POOL, 3, OVERALL)] == ["b", "c", "a"]  # file order is prompt order
+    assert [x.id for x in get_selector("manual", manual_set=str(path),
+                                       order="descending").select(far, POOL, 3, OVERALL)] == ["a", "c", "b"]
+    assert [x.id for x in sel.select(far, POOL, 2, OVERALL)] == ["b", "c"]
     # TEST shares group g1 with a and b: their alternates stand in (b has d; a has f).
-    assert [x.id for x in sel.select(TEST, POOL, 3)] == ["d", "c", "f"]
+    assert [x.id for x in sel.select(TEST, POOL, 3, OVERALL)] == ["d", "c", "f"]
     # Without the group guard only the item itself is replaced.
-    free = get_selector("manual", manual_set=str(path), quality="overall", group_guard=False)
-    assert [x.id for x in free.select(POOL[2], POOL, 3)] == ["b", "a"]  # c is the test item, no alternate
+    free = get_selector("manual", manual_set=str(path), group_guard=False)
+    assert [x.id for x in free.select(POOL[2], POOL, 3, OVERALL)] == ["b", "a"]  # c is the test item, no alternate
 
 
 def test_manual_missing_ids_are_listed(tmp_path):
     path = write(tmp_path, "mine.toml", '[turn."overall"]\nexamples = ["a", "nope1", "nope2"]\n')
-    sel = get_selector("manual", manual_set=str(path), quality="overall")
+    sel = get_selector("manual", manual_set=str(path))
     with pytest.raises(InputError, match="nope1, nope2") as err:
-        sel.select(TEST, POOL, 3)
+        sel.select(TEST, POOL, 3, OVERALL)
     assert str(path) in str(err.value)
     with pytest.raises(InputError, match="no examples for quality 'fluent'"):
-        get_selector("manual", manual_set=str(path), quality="fluent").select(TEST, POOL, 3)
+        get_selector("manual", manual_set=str(path)).select(TEST, POOL, 3, Quality("fluent", "turn", 0, 2))
     with pytest.raises(UnknownNameError, match="fed"):
-        get_selector("manual", manual_set="fedd", quality="overall").select(TEST, POOL, 3)
+        get_selector("manual", manual_set="fedd").select(TEST, POOL, 3, OVERALL)
+    with pytest.raises(InputError, match="needs a quality"):
+        sel.select(TEST, POOL, 3)
 
 
 def test_manual_inline_jsonl_examples(tmp_path):
@@ -211,8 +214,8 @@ def test_manual_inline_jsonl_examples(tmp_path):
          "scores": {"overall": 5}},
     ]
     path = write(tmp_path, "mine.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
-    sel = get_selector("manual", manual_set=str(path), quality="overall")
-    got = sel.select(TEST, [], 3)  # inline examples need no pool
+    sel = get_selector("manual", manual_set=str(path))
+    got = sel.select(TEST, [], 3, OVERALL)  # inline examples need no pool
     assert [x.id for x in got] == ["ex1", "ex2"] and got[1].human("overall") == 5
 
 
@@ -224,10 +227,10 @@ def test_shipped_fed_set_resolves_for_every_quality(data_dir):
         items = load_benchmark(dataset, data_dir)
         by_id = {it.id: it for it in items}
         for q in qualities:
-            sel = get_selector("manual", quality=q.name)
+            sel = get_selector("manual")
             outsider = Item(id="x", level=level, context=(Turn(USER, "hi"),), response="hey",
                             dialog=(Turn(USER, "hi"), Turn(SYSTEM, "hey")), group="x", dataset=dataset)
-            ex = sel.select(outsider, items, 3)
+            ex = sel.select(outsider, items, 3, q)
             assert len(ex) == 3 and len({e.group for e in ex}) == 3
             labels = [e.human(q.name) for e in ex]
             assert labels == sorted(labels) and labels[0] < labels[-1]  # low, middle, high
@@ -236,11 +239,12 @@ def test_shipped_fed_set_resolves_for_every_quality(data_dir):
             assert labels[0] == min(rated) and labels[-1] == max(rated)
             # Each example as a test item: 3 examples still, never itself or its conversation.
             for e in ex:
-                got = sel.select(by_id[e.id], items, 3)
+                got = sel.select(by_id[e.id], items, 3, q)
                 assert len(got) == 3 and all(g.group != e.group and g.id != e.id for g in got)
     # The original release numbers items the same way: the set resolves there too.
     fed = load_benchmark("fed", data_dir)
-    assert len(get_selector("manual", quality="Overall").select(fed[5], fed, 3)) == 3
+    fed_overall = next(q for q in FED_TURN if q.name == "Overall")
+    assert len(get_selector("manual").select(fed[5], fed, 3, fed_overall)) == 3
 
 
 def test_shipped_fed_set_is_what_the_documented_rule_gives(data_dir):
@@ -276,7 +280,7 @@ def test_example_labels_rating_and_yesno_threshold():
 
 def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
     from judge.datasets import load_benchmark
-    from judge.llm_judge import LLMJudge
+    from judge.scorers.llm import LLMJudge
     from judge.qualities import dataset_info
 
     # DailyDialog-Zhao: a DSTC10 set with short contexts (a cheap 4-shot prompt), ~9 responses per context.
@@ -302,7 +306,7 @@ def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
     fed = load_benchmark("fed-turn", data_dir)
     fq = next(q for q in FED_TURN if q.name == "Overall")
     manual = LLMJudge(get_prompt("fed-turn-overall"), smollm2, quality=fq,
-                      selector=get_selector("manual", quality="Overall"), k=3, pool=fed)
+                      selector=get_selector("manual"), k=3, pool=fed)
     item = fed[30]  # a short context: a cheap prompt
     prompt, shown = manual.build_prompt(item)
     # fed[30] shares its conversation with a set example: that example's first alternate from
@@ -334,7 +338,7 @@ def small_ctx():
 def test_window_fitting_drops_least_relevant_first_with_real_model(data_dir, small_ctx):
     from judge import Prompt
     from judge.datasets import load_benchmark
-    from judge.llm_judge import LLMJudge
+    from judge.scorers.llm import LLMJudge
     from judge.qualities import dataset_info
 
     dz = load_benchmark("dailydialog-zhao", data_dir)
@@ -395,10 +399,10 @@ def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
     assert res.returncode == 0, res.stderr
     assert "group guard OFF" in res.stdout and "seeds 0,1,2" in res.stdout
     assert sum(line.startswith("seed ") for line in res.stdout.splitlines()) == 3
-    assert "spearman  mean" in res.stdout and "selection" in res.stdout
+    assert "spearman  mean" in res.stdout and "examples  1.00 shown per item" in res.stdout
     rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(rows) == 9 and {r["selection"]["seed"] for r in rows} == {0, 1, 2}
-    assert all(r["selection"]["group_guard"] is False and len(r["examples"]) == 1 for r in rows)
+    assert len(rows) == 9 and [r["seed"] for r in rows] == [0] * 3 + [1] * 3 + [2] * 3
+    assert all(len(r["examples"]) == 1 for r in rows)
 
     items = tmp_path / "mine.jsonl"
     recs = [{"id": f"i{n}", "context": [{"speaker": "user", "text": t}], "response": r, "scores": {"overall": s}}
@@ -407,10 +411,12 @@ def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
     items.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     res = subprocess.run(
         [sys.executable, "-m", "judge", "score", str(items), "--selector", "bm25-context", "--k", "2",
-         "--threads", "2", "--example-order", "descending"],
+         "--threads", "2", "--example-order", "descending", "-o", str(tmp_path / "s.jsonl")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
-    rows = [json.loads(x) for x in res.stdout.splitlines()]
+    rows = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert [r["examples"] for r in rows] == [["i2"], ["i2"], ["i0", "i1"]]  # i0/i1 share a context: guarded
-    assert all(r["selection"] == {"selector": "bm25-context", "seed": 0, "group_guard": True,
-                                  "order": "descending", "field": "context", "k": 2} for r in rows)
+    meta = json.loads((tmp_path / "s.meta.json").read_text())
+    assert meta["scorer"] | {} and {k: meta["scorer"][k] for k in ("selector", "seed", "group_guard", "order",
+                                                                   "field", "k")} == {
+        "selector": "bm25-context", "seed": 0, "group_guard": True, "order": "descending", "field": "context", "k": 2}

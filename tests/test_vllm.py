@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from judge.datasets import load_items
-from judge.llm_judge import LLMJudge
+from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ def main() -> None:
     from judge.backends import Prompt, create_backend
     from judge.config import GenerateConfig
     from judge.datasets import load_items
-    from judge.llm_judge import LLMJudge
+    from judge.scorers.llm import LLMJudge
     from judge.prompts import get_prompt
 
     items = load_items(args.data)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -55,14 +55,26 @@ class LabelDist:
 
 @dataclass
 class Failure:
-    """A prompt the backend could not answer; recorded per item, never dropped."""
+    """A prompt the backend could not answer; recorded per item, never dropped. ``flag`` names a
+    property of the item behind the failure (``too_long``) that output rows carry in ``flags``."""
 
     reason: str
+    flag: str | None = None
+
+
+def too_long(n_tokens: int, window: int) -> Failure:
+    """The failure of a prompt that does not fit the context window (nothing is ever cut)."""
+    return Failure(f"prompt is {n_tokens} tokens; the context window holds {window} (nothing was cut)", "too_long")
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible)."""
+    """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
+
+    Four methods are required. Two are optional and have defaults here, so a backend that subclasses
+    ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
+    caching and streaming) and ``counters`` (usage figures for the run's report).
+    """
 
     name: str
     model_id: str
@@ -85,6 +97,21 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release the model / connections."""
         ...
+
+    def iter_label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> Iterator[tuple[int, LabelDist | Failure]]:
+        """(index, result) pairs as results arrive, in any order. Default: one batch call when the
+        backend batches, else one prompt per call, so a kill loses at most the prompt in progress."""
+        if self.capabilities.batching:
+            yield from enumerate(self.label_logprobs(prompts, candidates, top_n))
+            return
+        for i, p in enumerate(prompts):
+            yield i, self.label_logprobs([p], candidates, top_n)[0]
+
+    def counters(self) -> dict[str, int]:
+        """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""
+        return {}
 
 
 def gather(results: Iterable[tuple[int, LabelDist | Failure]], n: int) -> list[LabelDist | Failure]:

@@ -24,7 +24,7 @@ from typing import Any
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
-from .base import Capabilities, Failure, LabelDist, Prompt
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .hf_tokens import HFPromptTokenizer
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -108,7 +108,7 @@ def gguf_to_safetensors(model: str | None, cache_dir: str | os.PathLike[str] | N
     return save_safetensors(model_obj, tok, out)
 
 
-class TransformersBackend:
+class TransformersBackend(Backend):
     """A Hugging Face model (causal or encoder-decoder) run in-process with PyTorch."""
 
     name = "transformers"
@@ -286,7 +286,7 @@ class TransformersBackend:
                 out[i] = Failure(str(exc))
                 toks = []
             if out[i] is None and len(toks) >= ctx:
-                out[i] = Failure(f"prompt is {len(toks)} tokens; the context window holds {ctx} (nothing was cut)")
+                out[i] = too_long(len(toks), ctx)
             seqs.append(toks)
         todo = sorted((i for i in range(len(prompts)) if out[i] is None), key=lambda i: len(seqs[i]))
         lengths = [len(s) for s in seqs]

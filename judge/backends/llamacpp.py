@@ -16,11 +16,11 @@ import numpy as np
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, resolve_model_path
-from .base import Capabilities, Failure, LabelDist, Prompt
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .chat import chat_parts
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(Backend):
     """A GGUF model run in-process by llama-cpp-python."""
 
     name = "llamacpp"
@@ -143,7 +143,7 @@ class LlamaCppBackend:
         for prompt in prompts:
             toks = self.tokens(prompt)
             if len(toks) >= ctx:
-                out.append(Failure(f"prompt is {len(toks)} tokens; the context window holds {ctx} (nothing was cut)"))
+                out.append(too_long(len(toks), ctx))
                 continue
             logits, n_eval = self._eval(toks)
             self.tokens_evaluated += n_eval

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
-from .base import Capabilities, Failure, LabelDist, Prompt, gather
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
 
 #: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
 NO_KEY = "no-key"
@@ -122,7 +122,7 @@ def _server_root(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """An OpenAI-compatible server reached over HTTP; top-N log-probabilities only."""
 
     name = "openai"
@@ -381,6 +381,9 @@ class OpenAIBackend:
         # No key here: settings feed cache keys and provenance.
         return {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
                 "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
+
+    def counters(self) -> dict[str, int]:
+        return self.usage.as_dict()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

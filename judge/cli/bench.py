@@ -1,23 +1,28 @@
-"""``judge bench``: one prompt on one benchmark file; prints n, Spearman and Pearson with p-values."""
+"""``judge bench``: one method on one benchmark set, as a one-cell run of the ``judge run`` engine.
+
+It prints n, Spearman / Pearson / Kendall with p-values and the 95% bootstrap CI, failures and
+seconds per item; ``-o`` writes the per-item rows, byte for byte what ``judge run`` writes in the
+cell file of the same settings.
+"""
 
 from __future__ import annotations
 
 import argparse
-import random
+import shutil
 import statistics
-import sys
-import time
+import tempfile
 from pathlib import Path
-
-from tqdm import tqdm
+from typing import Any
 
 from ..datasets import check_scale, load_benchmark
 from ..errors import InputError
-from ..io import atomic_write_jsonl, check_output_path
+from ..harness.config import DatasetSpec, Experiment
+from ..harness.runner import run_experiment
+from ..io import atomic_file, check_output_path
 from ..qualities import dataset_info
-from ..stats import correlations
+from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, build_classic, build_judge, make_selector, report_backend, selection_settings
+from .options import add_judge_options, report_counters, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -28,17 +33,21 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="score a seeded random subset of N items (file order kept; --limit-seed)")
     p.add_argument("--limit-seed", type=int, default=0)
     p.add_argument("-o", "--output", default=None, help="also write per-item JSONL here")
+    p.add_argument("--results", default=None, metavar="DIR",
+                   help="keep the run's results folder here (resumable, as `judge run` writes it); default: a "
+                        "temporary folder")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CI (default 1000)")
     p.add_argument("--seeds", default=None, help="comma-separated selection seeds, one run each, e.g. 0,1,2 "
                    "(default for --selector random: 3 seeds from --seed, else --seed); prints mean and sd")
     add_judge_options(p)
     return p
 
 
-def parse_seeds(args: argparse.Namespace) -> list[int]:
+def parse_seeds(args: argparse.Namespace) -> tuple[int, ...]:
     """Seeds to run: --seeds, else 3 consecutive seeds for random selection, else --seed."""
     if args.seeds:
         try:
-            seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+            seeds = tuple(int(x) for x in args.seeds.split(",") if x.strip())
         except ValueError:
             raise InputError(f"--seeds must be comma-separated integers, got {args.seeds!r}", field="seeds") from None
         if not seeds:
@@ -46,130 +55,104 @@ def parse_seeds(args: argparse.Namespace) -> list[int]:
         return seeds
     base = args.seed if args.seed is not None else 0
     if args.selector == "random" and args.k > 0 and args.seed is None:
-        return [base, base + 1, base + 2]
-    return [base]
-
-
-def selection_time(selector, items: list, pool: list, k: int) -> float:
-    """Seconds per item spent choosing examples alone (a fresh selector: index building included)."""
-    t0 = time.perf_counter()
-    for it in items:
-        selector.select(it, pool, k)
-    return (time.perf_counter() - t0) / max(len(items), 1)
-
-
-def subset(items: list, limit: int | None, seed: int) -> list:
-    """A seeded random subset of ``limit`` items, in file order (first-N would take one system only)."""
-    if limit is None or limit >= len(items):
-        return items
-    keep = set(random.Random(seed).sample(range(len(items)), limit))
-    return [it for i, it in enumerate(items) if i in keep]
+        return (base, base + 1, base + 2)
+    return (base,)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
+    if args.bootstrap < 1:
+        raise InputError(f"must be >= 1, got {args.bootstrap}", field="--bootstrap")
     if args.output:
         check_output_path(args.output)
+    spec = spec_from_args(args, parse_seeds(args))
     info = dataset_info(args.dataset)
-    qname = args.quality or info.overall
-    quality = info.quality(qname)
-    seeds = parse_seeds(args)
-    all_items = load_benchmark(info.name, args.data_dir)
-    check_scale(all_items, quality, file=str(Path(args.data_dir) / info.path))
-    rated = [it for it in all_items if it.human(quality.name) is not None]
-    unrated = len(all_items) - len(rated)
-    items = subset(rated, args.limit, args.limit_seed)
-    if args.scorer:
-        return run_classic(args, info, quality, items, rated, unrated)
-    judge = build_judge(args, items, quality, pool=rated)
-    human = [it.human(quality.name) for it in items]
-    rows: list[dict] = []
-    runs = []
-    failed_any = 0
-    for seed in seeds:
-        judge.selector = make_selector(args, judge.quality, seed)
-        sel_s = selection_time(make_selector(args, judge.quality, seed), items, judge.pool, judge.k) if judge.k else 0.0
-        t0 = time.perf_counter()
-        scores = list(tqdm(judge.score(items), total=len(items), desc=info.name, unit="item", file=sys.stderr,
-                           disable=None, leave=False))
-        elapsed = time.perf_counter() - t0
-        corr = correlations([s.value for s in scores], human)
-        failed = sum(not s.ok for s in scores)
-        failed_any += failed
-        used = [len(s.examples) for s in scores]
-        settings = selection_settings(judge)
-        runs.append((seed, corr, failed, elapsed, sel_s, used))
-        rows.extend({**s.to_json(), "human": round(h, 6), "prompt": judge.prompt.name,
-                     "model": judge.backend.model_id, "selection": settings} for s, h in zip(scores, human))
-    if args.output:
-        atomic_write_jsonl(args.output, rows)
-    sel = judge.selector.describe()
-    guard = "on" if sel.get("group_guard", True) else "OFF"
-    print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, prompt {judge.prompt.name}, "
-          f"model {judge.backend.model_id}, selector {judge.selector.name}, k {judge.k}, "
-          f"order {sel.get('order')}, group guard {guard}" + (f", seeds {','.join(map(str, seeds))}" if judge.k and (len(seeds) > 1 or judge.selector.name == "random") else ""))
-    print(f"items     {len(items)} scored of {len(rated)} rated ({unrated} without a rating skipped), "
-          f"{failed_any} failed" + (f" (over {len(seeds)} runs)" if len(seeds) > 1 else ""))
-    for seed, corr, failed, elapsed, sel_s, used in runs:
-        sp, pe = corr["spearman"], corr["pearson"]
-        prefix = f"seed {seed:<4} " if len(seeds) > 1 else ""
-        if prefix:
-            print(f"{prefix}n {sp.n}, spearman {sp.value:.3f} (p={sp.p_value:.3g}){_mark(sp)}, "
-                  f"pearson {pe.value:.3f} (p={pe.p_value:.3g}){_mark(pe)}")
-        else:
-            print_correlations(corr)
-    if len(runs) > 1:
-        for key in ("spearman", "pearson"):
-            vals = [r[1][key].value for r in runs]
-            print(f"{key:<9} mean {statistics.fmean(vals):.3f} ± {statistics.stdev(vals):.3f} (sample sd over "
-                  f"{len(vals)} seeds)")
-    all_used = [u for r in runs for u in r[5]]
-    if judge.k:
-        short = sum(u < judge.k for u in all_used)
-        print(f"examples  {statistics.fmean(all_used):.2f} used per item on average (k {judge.k}); "
-              f"{short} item-runs had fewer (context window or small pool)")
-        print(f"selection {1000 * statistics.fmean(r[4] for r in runs):.2f} ms/item (choosing examples alone, "
-              f"index building included)")
-    total = sum(r[3] for r in runs)
-    n_scored = len(items) * len(runs)
-    print(f"time      {total:.1f} s, {total / max(n_scored, 1):.3f} s/item")
-    report_backend(judge.backend)
-    judge.backend.close()
-    return EXIT_FAILED_ITEMS if failed_any else EXIT_OK
+    quality = info.quality(args.quality or info.overall)
+    items = load_benchmark(info.name, args.data_dir)
+    check_scale(items, quality, file=str(Path(args.data_dir) / info.path))
+    with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
+        exp = Experiment(
+            path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir, output=args.results or tmp,
+            limit=args.limit, limit_seed=args.limit_seed, datasets=(DatasetSpec(info.name, (quality.name,)),),
+            methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False,
+        )
+        summary = run_experiment(exp, plots=False, load=lambda _name: items)
+        rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
+        if args.output:
+            _copy_rows(exp, args.output)
+    rated = sum(it.human(quality.name) is not None for it in items)
+    print_summary(summary, info.abbrev, len(items) - rated, rated)
+    if spec.type == "llm" and spec.k:
+        used = [len(r["examples"]) for r in rows]
+        print(f"examples  {statistics.fmean(used):.2f} shown per item on average (k {spec.k}); "
+              f"{sum(u < spec.k for u in used)} item-runs had fewer (context window or small pool)")
+    report_counters(summary.get("counters", {}))
+    return EXIT_FAILED_ITEMS if any(c["n_failed"] for c in summary["cells"]) else EXIT_OK
 
 
-def print_correlations(corr: dict) -> None:
-    """The n / Spearman / Pearson lines of one run, non-significant values marked."""
-    sp, pe = corr["spearman"], corr["pearson"]
-    print(f"n         {sp.n}")
-    print(f"spearman  {sp.value:.3f}  p={sp.p_value:.3g}{_mark(sp)}")
-    print(f"pearson   {pe.value:.3f}  p={pe.p_value:.3g}{_mark(pe)}")
+def _cell(exp: Experiment, seed: int) -> Path:
+    method, ds = exp.methods[0], exp.datasets[0]
+    return cell_path(Path(exp.output), method.name, ds.name, ds.qualities[0], seed)
 
 
-def _mark(c) -> str:
-    return "" if c.significant else " (not significant, p >= 0.05)"
+def _copy_rows(exp: Experiment, output: str) -> None:
+    """The cell files of every seed, concatenated in seed order, written atomically to ``output``."""
+    with atomic_file(output, "wb") as out:
+        for seed in exp.methods[0].run_seeds():
+            with open(_cell(exp, seed), "rb") as f:
+                shutil.copyfileobj(f, out)
 
 
-def run_classic(args: argparse.Namespace, info, quality, items: list, rated: list, unrated: int) -> int:
-    """``judge bench --scorer NAME``: a classic scorer instead of an LLM judge (no model for the LLM loads)."""
-    scorer = build_classic(args, quality)
-    model = str(scorer.describe().get("model"))
-    t0 = time.perf_counter()
-    scores = list(tqdm(scorer.score(items), total=len(items), desc=info.name, unit="item", file=sys.stderr,
-                       disable=None, leave=False))
-    elapsed = time.perf_counter() - t0
-    human = [it.human(quality.name) for it in items]
-    corr = correlations([s.value for s in scores], human)
-    failed = sum(not s.ok for s in scores)
-    if args.output:
-        atomic_write_jsonl(args.output, [
-            {**s.to_json(), "human": round(h, 6), "scorer": args.scorer, "model": model}
-            for s, h in zip(scores, human)
-        ])
-    print(f"dataset   {info.name} ({info.abbrev}), quality {quality.name}, scorer {args.scorer}, model {model}")
-    print(f"items     {len(items)} scored of {len(rated)} rated ({unrated} without a rating skipped), "
-          f"{failed} failed")
-    print_correlations(corr)
-    print(f"time      {elapsed:.1f} s, {elapsed / max(len(items), 1):.3f} s/item")
-    return EXIT_FAILED_ITEMS if failed else EXIT_OK
+def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int) -> None:
+    """The bench report: settings, counts, correlations with p and CI per seed, seed mean ± sd, timing."""
+    name, spec = next(iter(summary["methods"].items()))
+    cells = summary["cells"]
+    first = cells[0]
+    if spec["type"] == "classic":
+        how = f"scorer {spec['scorer']}"
+    else:
+        guard = "on" if spec["group_guard"] else "OFF"
+        how = (f"prompt {spec['prompt']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']}), "
+               f"selector {spec['selector']}, k {spec['k']}, order {spec['order']}, group guard {guard}")
+        if len(cells) > 1 or spec["selector"] == "random":
+            how += f", seeds {','.join(str(c['seed']) for c in cells)}"
+    failed = sum(c["n_failed"] for c in cells)
+    print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
+    print(f"items     {first['n_items']} scored of {rated} rated ({unrated} without a rating skipped), "
+          f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else ""))
+    for c in cells:
+        if len(cells) > 1:
+            print(f"seed {c['seed']}")
+        print_correlations(c)
+    if len(cells) > 1:
+        for key in ("spearman", "pearson", "kendall"):
+            vals = [c[key]["value"] for c in cells if c[key]["value"] is not None]
+            if len(vals) > 1:
+                print(f"{key:<9} mean {statistics.fmean(vals):.3f} ± {statistics.stdev(vals):.3f} (sample sd over "
+                      f"{len(vals)} seeds)")
+    n_scored = sum(c["n_items"] for c in cells)
+    wall = summary.get("wall_s") or 0.0
+    print(f"time      {wall:.1f} s, {wall / max(n_scored, 1):.3f} s/item")
+
+
+def print_correlations(cell: dict[str, Any]) -> None:
+    """The n / Spearman (with its CI) / Pearson / Kendall lines of one cell, non-significant values marked."""
+    ci = cell["ci"]
+    print(f"n         {cell['spearman']['n']}")
+    for key in ("spearman", "pearson", "kendall"):
+        c = cell[key]
+        line = f"{key:<9} {_fmt(c['value'])}  p={_fmt_p(c['p'])}"
+        if key == "spearman":
+            line += f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples)"
+        if c["p"] is None or c["p"] >= 0.05:
+            line += " (not significant, p >= 0.05)"
+        print(line)
+
+
+def _fmt(x: float | None) -> str:
+    return "nan" if x is None else f"{x:.3f}"
+
+
+def _fmt_p(p: float | None) -> str:
+    return "nan" if p is None else f"{p:.3g}"

@@ -7,15 +7,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..backends import Backend, backend_names, create_backend
+from ..backends import backend_names
 from ..config import GenerateConfig
+from ..engine import MethodSpec
 from ..errors import InputError
 from ..items import Item
-from ..llm_judge import LLMJudge
-from ..prompts import PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
+from ..prompts import builtin_prompts
 from ..qualities import GENERIC_OVERALL, Quality, find_quality
-from ..selectors import ORDERS, SELECTOR_NAMES, Selector, get_selector
-from ..scorer import Scorer
+from ..selectors import ORDERS, SELECTOR_NAMES
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
@@ -27,6 +26,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", default="llamacpp", help=f"backend name ({', '.join(backend_names())})")
     g.add_argument("--model", default=None, help="model id or path (default: the embedded SmolLM2-135M-Instruct)")
     g.add_argument("--top-k", type=int, default=3, help="top-K rating weighting (default 3)")
+    g.add_argument("--rule", default="topk", help="scoring rule of rating prompts: topk (the paper's top-K "
+                   "weighting, default) or expected (probability-weighted mean over every rating label)")
+    g.add_argument("--name", default=None, help="method name written in each output row (default: "
+                   "<prompt>-<selector>-k<k>, or the scorer's name)")
     g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
                    help="wrap prompts in the model's chat template (default: when the model has one)")
     g.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
@@ -101,17 +104,6 @@ def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Qua
     raise UnknownNameError("quality", name, valid)
 
 
-def resolve_prompt(args: argparse.Namespace, level: str, quality: Quality | None) -> PromptTemplate:
-    if args.template:
-        return load_template(args.template, quality=quality)
-    name = args.prompt or "yesno"
-    if name == "fed":
-        if quality is None:
-            raise InputError("--prompt fed needs --quality", field="quality")
-        name = fed_prompt_name(level, quality.name)
-    return get_prompt(name)
-
-
 def backend_options(args: argparse.Namespace) -> dict[str, object]:
     """Backend keyword options: the API flags (--backend openai) plus ``--backend-option KEY=VALUE`` pairs
     (JSON values: 2, true, "x"; else text)."""
@@ -121,7 +113,7 @@ def backend_options(args: argparse.Namespace) -> dict[str, object]:
     if args.backend == "openai":
         out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
                    sampling_fallback=args.sampling_fallback)
-    for raw in getattr(args, "backend_option", None) or []:
+    for raw in args.backend_option:
         key, sep, value = raw.partition("=")
         if not sep or not key.strip().isidentifier():
             raise InputError(f"expected KEY=VALUE, got {raw!r}", field="backend-option")
@@ -138,114 +130,42 @@ def generate_config(args: argparse.Namespace) -> GenerateConfig:
         max_context=args.n_ctx,
         threads=args.threads,
         batch_size=args.batch_size,
-        concurrency=getattr(args, "concurrency", 4),
-        max_retries=getattr(args, "max_retries", 6),
-        timeout=getattr(args, "timeout", 60.0),
-        cache=getattr(args, "cache", True),
-        cache_path=getattr(args, "cache_path", None),
-        seed=getattr(args, "seed", None) or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
+        concurrency=args.concurrency,
+        max_retries=args.max_retries,
+        timeout=args.timeout,
+        cache=args.cache,
+        cache_path=args.cache_path,
+        seed=args.seed or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
     )
 
 
-def check_judge_options(args: argparse.Namespace) -> None:
-    """Refuse out-of-range numeric options (InputError naming the flag) before anything is loaded."""
-    for flag, minimum in (("k", 0), ("top_k", 1), ("batch_size", 1), ("threads", 1), ("n_ctx", 1)):
+def report_counters(counters: dict[str, int], file: TextIO | None = None) -> None:
+    """One stderr line each for cache hits/misses and API token usage (when there were any)."""
+    file = file or sys.stderr
+    if "cache_hits" in counters:
+        print(f"judge: cache: {counters['cache_hits']} hits, {counters['cache_misses']} misses", file=file)
+    if "requests" in counters:
+        print(f"judge: API usage: {counters['requests']} requests answered, {counters['prompt_tokens']} prompt "
+              f"tokens, {counters['completion_tokens']} completion tokens, {counters['retries']} retries", file=file)
+
+
+def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
+    """The method the command-line flags describe (a classic scorer with --scorer, else an LLM judge)."""
+    if args.scorer:
+        return MethodSpec(name=args.name or "", type="classic", scorer=args.scorer, options=scorer_options(args))
+    for flag, minimum in (("threads", 1), ("n_ctx", 1), ("batch_size", 1)):
         value = getattr(args, flag, None)
         if value is not None and value < minimum:
             raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))
-
-
-def wrap_cache(backend: Backend, config: GenerateConfig) -> Backend:
-    """The backend behind the persistent cache when caching is on."""
-    if not config.cache:
-        return backend
-    from ..cache import Cache, CachedBackend
-
-    return CachedBackend(backend, Cache(config.cache_path))
-
-
-def report_backend(backend: Backend, file: TextIO | None = None) -> None:
-    """One stderr line each for cache hits/misses and API token usage (when the backend has them)."""
-    file = file or sys.stderr
-    stats = getattr(backend, "stats", None)
-    if callable(stats):
-        st = stats()
-        print(f"judge: cache: {st['hits']} hits, {st['misses']} misses ({st['path']})", file=file)
-    usage = getattr(backend, "usage", None)
-    if usage is not None and hasattr(usage, "as_dict"):
-        u = usage.as_dict()
-        print(f"judge: API usage: {u['requests']} requests answered, {u['prompt_tokens']} prompt tokens, "
-              f"{u['completion_tokens']} completion tokens, {u['retries']} retries", file=file)
-
-
-def make_selector(args: argparse.Namespace, quality: Quality | None, seed: int | None = None) -> Selector:
-    """The selector the example options name (``seed`` overrides --seed, for multi-seed runs)."""
-    if args.k < 0:
-        raise InputError(f"--k must be >= 0, got {args.k}", field="k")
     if args.k > 0 and args.selector in (None, "none", "zero-shot"):
         raise InputError(f"--k {args.k} needs an example selector (--selector {', '.join(SELECTOR_NAMES[1:])})",
                          field="selector")
-    seed = seed if seed is not None else (args.seed if args.seed is not None else 0)
-    return get_selector(args.selector, seed=seed, group_guard=args.group_guard, manual_set=args.manual_set,
-                        order=args.example_order, quality=quality)
-
-
-def selection_settings(judge: LLMJudge) -> dict[str, object]:
-    """What an output line records about example selection: selector settings, k and the guard."""
-    return {**judge.selector.describe(), "k": judge.k}
-
-
-def load_pool(args: argparse.Namespace, items: Sequence[Item], quality: Quality | None) -> list[Item]:
-    """Candidate examples: --pool's items, or ``items``; only those with a human label for the quality."""
-    if args.k <= 0:
-        return list(items)
-    if args.pool:
-        from ..datasets import load_items
-
-        items = load_items(args.pool)
-    if quality is None:
-        raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
-                         field="quality")
-    pool = [it for it in items if it.human(quality.name) is not None]
-    if not pool and args.selector != "manual":
-        raise InputError(f"no item in the example pool has a human rating for '{quality.name}'",
-                         file=args.pool, field="scores")
-    return pool
-
-
-def build_judge(
-    args: argparse.Namespace,
-    items: Sequence[Item],
-    quality: Quality | None,
-    pool: Sequence[Item] | None = None,
-) -> LLMJudge:
-    """Validate names first (cheap), then load the model (expensive)."""
-    check_judge_options(args)
-    level = items[0].level if items else "turn"
-    prompt = resolve_prompt(args, level, quality)
-    quality = quality or prompt.quality
-    selector = make_selector(args, quality)
-    # Render every item once before the model loads: a template error (undefined variable, sandbox)
-    # is bad input and must surface now, not after minutes of scoring.
-    for item in items:
-        prompt.render(item, [], quality)
-    pool = load_pool(args, pool if pool is not None else items, quality)
-    if args.k > 0 and hasattr(selector, "resolve"):
-        # A manual set's ids are checked against the data now, before the model loads.
-        for level in dict.fromkeys(it.level for it in items):
-            selector.resolve(next(it for it in items if it.level == level), pool)
-    config = generate_config(args)
-    backend = wrap_cache(create_backend(args.backend, args.model, config, **backend_options(args)), config)
-    return LLMJudge(
-        prompt,
-        backend,
-        quality=quality,
-        selector=selector,
-        k=args.k,
-        pool=pool,
-        top_k=args.top_k,
-        chat=args.chat,
-        batch_size=args.batch_size,
+    base = args.seed if args.seed is not None else 0
+    return MethodSpec(
+        name=args.name or "", prompt=args.template or args.prompt or "yesno", selector=args.selector or "none",
+        k=args.k, seeds=seeds or (base,), group_guard=args.group_guard, order=args.example_order,
+        manual_set=args.manual_set, pool=args.pool, backend=args.backend, model=args.model,
+        options=backend_options(args), generate=generate_config(args), top_k=args.top_k, rule=args.rule,
     )
 
 
@@ -258,19 +178,19 @@ def _option_value(text: str) -> object:
         return text  # a bare word: a string
 
 
-def build_classic(args: argparse.Namespace, quality: Quality | None) -> Scorer:
-    """The classic scorer named by --scorer (no LLM is loaded)."""
-    from ..classic import create_classic
-
+def scorer_options(args: argparse.Namespace) -> dict[str, object]:
+    """Options of the classic scorer named by --scorer: --scorer-option pairs, --scorer-model, --threads."""
     options: dict[str, object] = {}
     for opt in args.scorer_option:
         key, sep, value = opt.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--scorer-option expects KEY=VALUE, got {opt!r}", field="scorer-option")
         options[key.strip().replace("-", "_")] = _option_value(value.strip())
+    if args.scorer_model is not None:
+        options["model"] = args.scorer_model
     if args.threads is not None and args.scorer not in _NO_THREADS:
         options.setdefault("threads", args.threads)
-    return create_classic(args.scorer, quality=quality, model=args.scorer_model, **options)
+    return options
 
 
 #: Scorers without a torch model (they take no ``threads`` option).

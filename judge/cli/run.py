@@ -18,13 +18,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="run every LLM method with this model")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--check", action="store_true", help="validate the config and list the cells; run nothing")
+    p.add_argument("--check", action="store_true", help="validate the config and every cell against its data "
+                   "(templates, manual sets, scales) and list the cells; load no model")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     from ..harness import load_experiment, plan, run_experiment
-    from ..harness.runner import check_names
+    from ..harness.runner import applicable, check_names
 
     if args.limit is not None and args.limit < 1:
         from ..errors import InputError
@@ -35,9 +36,13 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads)
     if args.check:
         check_names(exp)
-        cells = plan(exp)
+        # Templates, manual sets, scales: everything short of loading a model.
+        prepared, skipped = applicable(plan(exp), exp)
+        cells = [c for c, _ in prepared]
         for c in cells:
-            print(f"{c.method.id}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items")
+            print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items")
+        for c, reason in skipped:
+            print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
         print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings", file=sys.stderr)
         return EXIT_OK
     summary = run_experiment(exp, progress=not args.no_progress)

@@ -8,44 +8,13 @@ whose ids match the expected item order, truncates anything after it, and contin
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_text, dumps
-from ..items import Item
-from ..scorer import Score
-from .config import slug
-
-DIGITS = 6
-
-
-def cell_path(root: Path, method: str, dataset: str, quality: str, seed: int) -> Path:
-    """Where a cell's per-item JSONL lives inside a results folder."""
-    return root / "items" / slug(method) / slug(dataset) / slug(quality) / f"seed{seed}.jsonl"
-
-
-def _r(x: float | None) -> float | None:
-    if x is None or not math.isfinite(x):
-        return None
-    return round(float(x), DIGITS)
-
-
-def item_row(item: Item, quality: str, score: Score) -> dict[str, Any]:
-    """One per-item record, with fixed key order and float rounding (byte-stable across runs)."""
-    return {
-        "id": item.id,
-        "human": _r(item.human(quality)),
-        "score": _r(score.value) if score.error is None else None,
-        "label_probs": None if score.label_probs is None else {k: _r(v) for k, v in score.label_probs.items()},
-        "examples": list(score.examples),
-        "error": score.error,
-        "system": item.system,
-        "group": item.group if item.group is None or not item.group.startswith("ctx:") else None,
-        "n_prompt_tokens": score.n_prompt_tokens,
-    }
+from ..results import cell_path, read_rows
 
 
 def line(row: dict[str, Any]) -> bytes:
@@ -98,13 +67,3 @@ class CellWriter:
 def rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """Replace a cell file atomically (used after re-scoring failed items)."""
     atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """All complete rows of a finished cell file."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for ln in f:
-            if ln.endswith("\n"):
-                rows.append(json.loads(ln))
-    return rows

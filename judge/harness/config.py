@@ -10,12 +10,15 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..config import GenerateConfig
+from ..engine.spec import MethodSpec
 from ..errors import InputError
 from ..qualities import dataset_info
+from ..results import slug
 
 TOP_KEYS = {
     "name": str, "description": str, "data_dir": str, "output": str, "limit": int, "limit_seed": int,
@@ -26,11 +29,11 @@ DATASET_KEYS = {"name": str, "qualities": (list, str)}
 LLM_KEYS = {
     "type": str, "name": str, "prompt": str, "selector": str, "k": (int, list), "seeds": (int, list),
     "backend": str, "model": str, "options": dict, "selector_options": dict, "generate": dict,
-    "top_k": int, "chat": bool, "paper": str, "group_guard": bool,
+    "top_k": int, "rule": str, "chat": bool, "paper": str, "group_guard": bool, "pool": str,
 }
+SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
 CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str}
-GENERATE_KEYS = {"top_n", "chat", "max_context", "threads", "batch_size", "concurrency", "max_retries",
-                 "timeout", "cache", "cache_path", "seed"}
+GENERATE_KEYS = {f.name for f in fields(GenerateConfig)}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
 
@@ -53,51 +56,6 @@ def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str,
             raise _err(path, f"{where}{'.' if where else ''}{key}", f"must be {names}, got {type(value).__name__}")
 
 
-def slug(text: str) -> str:
-    """A file-system-safe name: letters, digits, '.', '-' and '_' kept, anything else -> '_'."""
-    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_")
-    return s or "_"
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One concrete method: a single k and the seeds it runs (expanded from a config entry)."""
-
-    id: str
-    type: str  # "llm" or "classic"
-    index: int  # position of its entry in `methods` (for error messages)
-    prompt: str = "yesno"
-    selector: str = "none"
-    k: int = 0
-    seeds: tuple[int, ...] = (0,)
-    backend: str = "llamacpp"
-    model: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    selector_options: dict[str, Any] = field(default_factory=dict)
-    generate: dict[str, Any] = field(default_factory=dict)
-    top_k: int = 3
-    chat: bool | None = None
-    group_guard: bool = True
-    scorer: str | None = None
-    paper: str | None = None
-
-    @property
-    def seeded(self) -> bool:
-        """Whether seeds change the result (random selection); other methods run their first seed only."""
-        return self.type == "llm" and self.selector == "random" and self.k > 0
-
-    def run_seeds(self) -> tuple[int, ...]:
-        return self.seeds if self.seeded else self.seeds[:1]
-
-    def describe(self) -> dict[str, Any]:
-        if self.type == "classic":
-            return {"type": "classic", "scorer": self.scorer, "options": self.options, "paper": self.paper}
-        return {
-            "type": "llm", "prompt": self.prompt, "selector": self.selector, "k": self.k,
-            "seeds": list(self.run_seeds()), "backend": self.backend, "model": self.model,
-            "options": self.options, "selector_options": self.selector_options, "generate": self.generate,
-            "top_k": self.top_k, "chat": self.chat, "group_guard": self.group_guard, "paper": self.paper,
-        }
 
 
 @dataclass(frozen=True)
@@ -138,9 +96,7 @@ class Experiment:
         methods = []
         for m in self.methods:
             if m.type == "llm":
-                gen = dict(m.generate)
-                if threads is not None:
-                    gen["threads"] = threads
+                gen = replace(m.generate, threads=threads) if threads is not None else m.generate
                 m = replace(m, backend=backend or m.backend,
                             model=model if model is not None else (None if backend else m.model), generate=gen)
             methods.append(m)
@@ -182,6 +138,14 @@ def _as_int_list(path: str, where: str, value: Any, minimum: int) -> list[int]:
         if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
             raise _err(path, where, f"must hold integers >= {minimum}, got {v!r}")
     return vals
+
+
+def _spec(path: str, where: str, **values: Any) -> MethodSpec:
+    """A MethodSpec, its own validation errors (secrets in options, k without a selector) named by entry."""
+    try:
+        return MethodSpec(**values)
+    except InputError as exc:
+        raise _err(path, f"{where}.{exc.field or 'options'}", exc.reason) from None
 
 
 def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:
@@ -227,8 +191,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             if "scorer" not in raw:
                 raise _err(path, f"{where}.scorer", "missing (the classic scorer's name, e.g. 'length')")
             mid = raw.get("name", raw["scorer"])
-            methods.append(MethodSpec(id=mid, type="classic", index=i, scorer=raw["scorer"],
-                                      options=dict(raw.get("options", {})), paper=raw.get("paper")))
+            methods.append(_spec(path, where, name=mid, type="classic", index=i, scorer=raw["scorer"],
+                                 options=dict(raw.get("options", {})), paper=raw.get("paper")))
             continue
         _check_keys(path, where, raw, LLM_KEYS)
         m = {**defaults, **raw}
@@ -238,6 +202,14 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 close = difflib.get_close_matches(key, sorted(GENERATE_KEYS), n=1, cutoff=0.6)
                 hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(GENERATE_KEYS))}"
                 raise _err(path, f"{where}.generate.{key}", f"unknown key{hint}")
+        sel_opts = {**defaults.get("selector_options", {}), **raw.get("selector_options", {})}
+        _check_keys(path, f"{where}.selector_options", sel_opts, SELECTOR_OPTION_KEYS)
+        if "chat" in m:
+            gen.setdefault("chat", m["chat"])
+        try:
+            generate = GenerateConfig(**gen)
+        except (TypeError, ValueError, InputError) as exc:
+            raise _err(path, f"{where}.generate", str(exc)) from None
         ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
         seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
         selector = m.get("selector", "none")
@@ -246,11 +218,12 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         base = m.get("name") or f"{m.get('prompt', 'yesno')}-{selector}"
         for k in ks:
             mid = m["name"] if (len(ks) == 1 and m.get("name")) else f"{base}-k{k}"
-            methods.append(MethodSpec(
-                id=mid, type="llm", index=i, prompt=m.get("prompt", "yesno"), selector=selector if k else "none",
-                k=k, seeds=tuple(seeds), backend=m.get("backend", "llamacpp"), model=m.get("model") or None,
-                options=dict(m.get("options", {})), selector_options=dict(m.get("selector_options", {})),
-                generate=gen, top_k=m.get("top_k", 3), chat=m.get("chat"), group_guard=m.get("group_guard", True),
+            methods.append(_spec(
+                path, where, name=mid, type="llm", index=i, prompt=m.get("prompt", "yesno"),
+                selector=selector if k else "none", k=k, seeds=tuple(seeds), backend=m.get("backend", "llamacpp"),
+                model=m.get("model") or None, options=dict(m.get("options", {})), order=sel_opts.get("order", "ascending"),
+                manual_set=sel_opts.get("manual_set"), pool=m.get("pool"), generate=generate,
+                top_k=m.get("top_k", 3), rule=m.get("rule", "topk"), group_guard=m.get("group_guard", True),
                 paper=m.get("paper"),
             ))
     from ..report.paper import paper_labels
@@ -263,10 +236,10 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                        f"unknown paper row '{m.paper}'{hint} Known rows: {', '.join(paper_labels())}")
     seen: dict[str, int] = {}
     for m in methods:
-        if m.id in seen:
+        if m.name in seen:
             raise _err(path, f"methods[{m.index}].name",
-                       f"method name '{m.id}' is already used by methods[{seen[m.id]}]; give each a unique name")
-        seen[m.id] = m.index
+                       f"method name '{m.name}' is already used by methods[{seen[m.name]}]; give each a unique name")
+        seen[m.name] = m.index
     compare: list[tuple[str, str]] = []
     for j, pair in enumerate(data.get("compare", [])):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):

@@ -10,9 +10,9 @@ from typing import Any
 from .. import stats
 from ..agreement import krippendorff_alpha
 from ..qualities import dataset_info
+from ..results import SCHEMA
 from .config import Experiment
 
-SCHEMA = 1
 
 
 def _f(x: float) -> float | None:
@@ -33,6 +33,9 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     out["ci"] = {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": n_boot, "seed": seed}
     out["n_items"] = len(rows)
     out["n_failed"] = sum(1 for r in rows if r.get("error"))
+    # Scores read from sampled answers, or from a top-N list that may miss label spellings: reports mark them.
+    out["n_estimated"] = sum(1 for r in rows if r.get("estimated"))
+    out["n_incomplete"] = sum(1 for r in rows if not r.get("complete", True) and not r.get("error"))
     systems = [r.get("system") for r in rows]
     if sum(1 for s in set(systems) if s is not None) >= 3:
         out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
@@ -57,7 +60,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
     out_cells = []
     for c in cells:
         st = cell_stats(rows[c.key], exp.bootstrap, exp.seed)
-        out_cells.append({"method": c.method.id, "dataset": c.dataset, "quality": c.quality.name,
+        out_cells.append({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                           "seed": c.seed, **st})
     # Mean +- sd over seeds per (method, set, quality).
     results: list[dict[str, Any]] = []
@@ -76,6 +79,8 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "pearson": one["pearson"], "kendall": one["kendall"],
             "system_spearman": one.get("system_spearman"),
             "n_failed": sum(x["n_failed"] for x in cs),
+            "n_estimated": sum(x["n_estimated"] for x in cs),
+            "n_incomplete": sum(x["n_incomplete"] for x in cs),
         })
     # DSTC10 averaging per method: per (set, quality) -> mean within set -> mean across sets.
     averages: dict[str, Any] = {}
@@ -100,7 +105,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "name": exp.name, "description": exp.description, "config": exp.path, "data_dir": exp.data_dir,
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
         },
-        "methods": {m.id: m.describe() for m in exp.methods},
+        "methods": {m.name: m.describe() for m in exp.methods},
         "datasets": [{"name": d.name, "abbrev": dataset_info(d.name).abbrev, "level": dataset_info(d.name).level,
                       "qualities": list(d.qualities)} for d in exp.datasets],
         "cells": out_cells,
@@ -117,7 +122,7 @@ def _comparisons(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[d
     out = []
     first: dict[tuple[str, str, str], tuple] = {}
     for c in cells:
-        first.setdefault((c.method.id, c.dataset, c.quality.name), c.key)
+        first.setdefault((c.method.name, c.dataset, c.quality.name), c.key)
     for a, b in exp.compare:
         for (m, ds, q), key_a in first.items():
             if m != a or (b, ds, q) not in first:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..io import atomic_write_text
+from ..results import cell_path, read_rows, slug
 from .csv_table import render_csv
 from .html import render_html
 from .markdown import render_markdown
@@ -31,7 +32,6 @@ def load_summary(results_dir: str | Path) -> dict[str, Any]:
 
 def _cell_rows(results_dir: Path, summary: dict[str, Any]) -> dict[tuple[str, str, str], list[dict]]:
     """Per-item rows of each (method, set, quality), first seed, for the scatter plots."""
-    from ..harness.cells import cell_path, read_rows
 
     out = {}
     for c in summary["cells"]:
@@ -64,8 +64,6 @@ def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *
         pdir.mkdir(parents=True, exist_ok=True)
         written.append(pl.heatmap(summary, pdir / "heatmap.png"))
         rows = _cell_rows(root, summary)
-        from ..harness.config import slug
-
         for m in summary["methods"]:
             written.append(pl.scatter(summary, rows, m, pdir / f"scatter_{slug(m)}.png"))
         k = pl.k_curve(summary, pdir / "k_curve.png")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .table import build, fmt
+from .table import build, cell_label, fmt
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table.leaderboard{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
@@ -21,7 +21,7 @@ def render_html(summary: dict[str, Any]) -> str:
          f"<title>{escape(board.title)}</title><style>{_CSS}</style></head><body>",
          f"<h1>{escape(board.title)}</h1>",
          "<p>Spearman with the mean human rating; brackets: 95% bootstrap CI; * = not significant (p &ge; 0.05); "
-         f"bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set.</p>",
+         f"&dagger; = some scores estimated from sampled answers; &Dagger; = some read from a top-N list; bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set.</p>",
          '<table class="leaderboard"><thead><tr><th>method</th>']
     h += [f"<th>{escape(c.label)}</th>" for c in board.columns]
     h.append("</tr></thead><tbody>")
@@ -33,14 +33,11 @@ def render_html(summary: dict[str, Any]) -> str:
                 cls.append("best")
             if c.value is not None and not c.is_average and not c.significant:
                 cls.append("ns")
-            text = "–" if c.value is None else fmt(c.value)
-            if c.sd is not None:
-                text += f" ± {fmt(c.sd)}"
-            if c.value is not None and not c.is_average and not c.significant:
-                text += "*"
+            text = cell_label(c)
             ci = f' <span class="ci">[{fmt(c.low, 2)}, {fmt(c.high, 2)}]</span>' if c.low is not None else ""
+            failed = f" ({c.n_failed} failed)" if c.n_failed and c.value is not None else ""
             h.append(f'<td class="{" ".join(cls)}" data-value="{"" if c.value is None else c.value}">'
-                     f"{escape(text)}{ci}</td>")
+                     f"{escape(text)}{ci}{escape(failed)}</td>")
         h.append("</tr>")
         if r.paper_label and any(c.paper for c in r.cells):
             h.append(f'<tr class="paper"><td>paper: {escape(r.paper_label)}</td>'

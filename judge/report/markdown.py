@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .table import CellValue, Leaderboard, build, fmt
+from .table import CellValue, Leaderboard, build, cell_label, fmt
 
 
 def cell_text(c: CellValue, *, ci: bool = True) -> str:
     if c.value is None:
-        return "–"
-    s = fmt(c.value)
-    if c.sd is not None:
-        s += f" ± {fmt(c.sd)}"
-    if not c.is_average and not c.significant:
-        s += "\\*"  # escaped: a bare * next to ** would be read as emphasis
+        return cell_label(c)
+    s = cell_label(c, star="\\*")  # escaped: a bare * next to ** would be read as emphasis
     if c.best:
         s = f"**{s}**"
     if ci and c.low is not None:
@@ -54,6 +50,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples of items, seed {exp['seed']}). "
         "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
         "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
+        "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
+        "a top-N token list that may miss label spellings. "
         "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison.",
         "",
     ]

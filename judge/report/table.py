@@ -25,6 +25,8 @@ class CellValue:
     high: float | None = None
     n: int | None = None
     n_failed: int = 0
+    n_estimated: int = 0
+    n_incomplete: int = 0
     best: bool = False
     paper: PaperValue | None = None
 
@@ -81,6 +83,7 @@ def build(summary: dict[str, Any]) -> Leaderboard:
                     continue
                 row.cells.append(CellValue(
                     r["spearman"], r["sd"], r["p"], r["ci"]["low"], r["ci"]["high"], r["n"], r["n_failed"],
+                    r.get("n_estimated", 0), r.get("n_incomplete", 0),
                     paper=paper_value(row.paper_label, ds, q) if row.paper_label else None))
             else:
                 avg = summary["averages"].get(m, {})
@@ -101,6 +104,25 @@ def build(summary: dict[str, Any]) -> Leaderboard:
         ceiling.append(a["interval"] if a else None)
     exp = summary["experiment"]
     return Leaderboard(f"Leaderboard: {exp['name']}", columns, rows, ceiling, exp)
+
+
+def quality_marks(c: CellValue) -> str:
+    """Markers for scores that are not plain log-probability readings: ``†`` some were estimated from
+    sampled answers; ``‡`` some came from a top-N list that may miss label spellings."""
+    return ("†" if c.n_estimated else "") + ("‡" if c.n_incomplete else "")
+
+
+def cell_label(c: CellValue, star: str = "*") -> str:
+    """The text of a leaderboard cell without its CI: value, ``± sd``, ``*`` when not significant, the
+    quality marks, and the failed count (a cell with no value says why)."""
+    if c.value is None:
+        return "–" + (f" ({c.n_failed} failed)" if c.n_failed else "")
+    s = fmt(c.value)
+    if c.sd is not None:
+        s += f" ± {fmt(c.sd)}"
+    if not c.is_average and not c.significant:
+        s += star
+    return s + quality_marks(c)
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

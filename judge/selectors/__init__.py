@@ -4,45 +4,44 @@ Examples come back in prompt order. Selectors never return the test item itself 
 group guard on (the default), never an item of the same group (context / conversation).
 
 Built-in names: ``none`` (zero-shot), ``manual``, ``random``, ``bm25-context``, ``bm25-response``,
-``bm25-context-response``. See docs/selectors.md.
+``bm25-context-response``. Others register through :data:`SELECTORS`. See docs/selectors.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from ..items import Item
 from ..qualities import Quality
-from .base import ORDERS, RankingSelector, check_order
+from ..registry import Registry
+from .base import ORDERS, Selector, check_order
 
 
-@runtime_checkable
-class Selector(Protocol):
-    """Chooses in-context examples for a test item from a pool of labelled candidates."""
-
-    name: str
-
-    def select(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
-        """k examples (fewer if the pool is smaller) in the order they appear in the prompt."""
-        ...
-
-    def describe(self) -> dict[str, object]:
-        """Settings that identify this selection (name, seed, guard, ...) for provenance."""
-        ...
-
-
-class ZeroShot(RankingSelector):
+class ZeroShot(Selector):
     """No examples."""
 
     name = "none"
 
-    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+    def rank(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
         return []
 
 
+#: ``factory(name, *, seed, group_guard, order, manual_set) -> Selector``; options a selector does
+#: not use are ignored, so every name takes the same keyword options.
+SelectorFactory = Callable[..., Selector]
+SELECTORS: Registry[SelectorFactory] = Registry("selector", "judge.selectors")
+SELECTORS.register("none", aliases=("zero-shot",))(lambda name, **opts: ZeroShot(**_common(opts)))
+SELECTORS.register_lazy("random", "judge.selectors.random:create")
+SELECTORS.register_lazy("manual", "judge.selectors.manual:create")
+for _field in ("bm25-context", "bm25-response", "bm25-context-response"):
+    SELECTORS.register_lazy(_field, "judge.selectors.bm25:create")
+
 SELECTOR_NAMES = ("none", "manual", "random", "bm25-context", "bm25-response", "bm25-context-response")
+
+
+def _common(opts: dict[str, object]) -> dict[str, object]:
+    return {k: opts[k] for k in ("seed", "group_guard", "order") if k in opts}
 
 
 def get_selector(
@@ -52,30 +51,14 @@ def get_selector(
     group_guard: bool = True,
     manual_set: str | Path | None = None,
     order: str = "ascending",
-    quality: str | Quality | None = None,
 ) -> Selector:
     """A selector by name ("none" for zero-shot). Every selector takes the same options and ignores
-    those it does not use: ``seed`` (random), ``group_guard``, ``manual_set`` and ``quality``
-    (manual), ``order`` ("ascending": most relevant last, the default; "descending"; "as-selected")."""
+    those it does not use: ``seed`` (random), ``group_guard``, ``manual_set`` (manual), ``order``
+    ("ascending": most relevant last, the default; "descending"; "as-selected")."""
     check_order(order)
-    common = {"seed": seed, "group_guard": group_guard, "order": order}
-    if name in (None, "none", "zero-shot"):
-        return ZeroShot(**common)
-    if name == "random":
-        from .random import RandomSelector
-
-        return RandomSelector(**common)
-    if name == "manual":
-        from .manual import ManualSelector
-
-        return ManualSelector(manual_set=manual_set, quality=quality, **common)
-    from .bm25 import FIELDS, BM25Selector
-
-    if name in FIELDS:
-        return BM25Selector(name, **common)
-    from ..errors import UnknownNameError
-
-    raise UnknownNameError("selector", str(name), SELECTOR_NAMES)
+    canonical = SELECTORS.canonical(name or "none")
+    return SELECTORS.get(canonical)(canonical, seed=seed, group_guard=group_guard, order=order,
+                                    manual_set=manual_set)
 
 
-__all__ = ["ORDERS", "SELECTOR_NAMES", "RankingSelector", "Selector", "ZeroShot", "get_selector"]
+__all__ = ["ORDERS", "SELECTORS", "SELECTOR_NAMES", "Selector", "ZeroShot", "get_selector"]

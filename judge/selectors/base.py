@@ -1,11 +1,14 @@
-"""What every built-in selector shares: the leakage guard, example order and provenance."""
+"""The selector contract, and what every built-in selector shares: the leakage guard, example order
+and provenance."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from ..errors import UnknownNameError
 from ..items import Item
+from ..qualities import Quality
 
 #: Example orders. The selector ranks candidates most relevant first; the order puts them in the prompt:
 #: "ascending" (default): relevance grows towards the test item, the most relevant example is last;
@@ -20,12 +23,13 @@ def check_order(order: str) -> str:
     return order
 
 
-class RankingSelector:
-    """Base of the built-in selectors: ``rank`` picks up to k examples, most relevant first;
-    ``arrange`` puts a ranked list (possibly shortened to fit the context window) into prompt order.
+class Selector(ABC):
+    """Chooses in-context examples for a test item from a pool of labelled candidates.
 
-    ``LLMJudge.build_prompt`` uses the pair to drop the least relevant examples first whatever the
-    display order; ``select`` is ``arrange(rank(...))``.
+    ``rank`` is the one method to implement: up to k allowed examples, most relevant first. The judge
+    uses ``rank`` and ``arrange`` together so that, when examples do not fit the context window, the
+    least relevant are dropped first whatever the display order; ``select`` is ``arrange(rank(...))``.
+    ``check`` validates a run's items and pool before any model loads (default: nothing to check).
     """
 
     name = "base"
@@ -35,9 +39,12 @@ class RankingSelector:
         self.group_guard = bool(group_guard)
         self.order = check_order(order)
 
-    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
-        """Up to k allowed examples for ``item``, most relevant first."""
-        raise NotImplementedError
+    @abstractmethod
+    def rank(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
+        """Up to k allowed examples for ``item``, most relevant first (``quality``: what is rated)."""
+
+    def check(self, items: Sequence[Item], pool: Sequence[Item], quality: Quality | None) -> None:
+        """Raise InputError now if scoring ``items`` with examples from ``pool`` cannot work."""
 
     def native_order(self, ranked: list[Item]) -> list[Item]:
         """The selector's own display order of a ranked list ("as-selected"): rank order by default."""
@@ -52,11 +59,12 @@ class RankingSelector:
             return ranked
         return self.native_order(ranked)
 
-    def select(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+    def select(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
         """k examples (fewer if the pool is smaller) in prompt order."""
         if k <= 0:
             return []
-        return self.arrange(self.rank(item, pool, k))
+        return self.arrange(self.rank(item, pool, k, quality))
 
     def describe(self) -> dict[str, object]:
+        """Settings that identify this selection (name, seed, guard, order) for provenance."""
         return {"selector": self.name, "seed": self.seed, "group_guard": self.group_guard, "order": self.order}

@@ -15,7 +15,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from ..items import Item
-from .base import RankingSelector
+from ..qualities import Quality
+from .base import Selector
 from .guard import allowed
 
 FIELDS = {"bm25-context": "context", "bm25-response": "response", "bm25-context-response": "context-response"}
@@ -55,11 +56,11 @@ class _Index:
         return [float(s) for s in self.bm25.get_scores(query)]
 
 
-class BM25Selector(RankingSelector):
+class BM25Selector(Selector):
     """Top-k allowed pool items by BM25 score of the test item's field text against theirs."""
 
-    def __init__(self, name: str, **options: object) -> None:
-        super().__init__(**options)  # type: ignore[arg-type]
+    def __init__(self, name: str, *, seed: int = 0, group_guard: bool = True, order: str = "ascending") -> None:
+        super().__init__(seed=seed, group_guard=group_guard, order=order)
         self.name = name
         self.field = FIELDS[name]
         # Indexes by pool identity (the ids, in order): a handful of pools per run at most.
@@ -80,7 +81,7 @@ class BM25Selector(RankingSelector):
         """BM25 score of every pool item against ``item`` (pool order)."""
         return self.index(pool).scores(tokenize(field_text(item, self.field)))
 
-    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+    def rank(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
         if k <= 0 or not pool:
             return []
         scores = self.scores(item, pool)
@@ -92,3 +93,9 @@ class BM25Selector(RankingSelector):
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "field": self.field}
+
+
+def create(name: str, *, seed: int = 0, group_guard: bool = True, order: str = "ascending",
+           **_unused: object) -> BM25Selector:
+    """Registry factory (one per field: ``bm25-context``, ``bm25-response``, ``bm25-context-response``)."""
+    return BM25Selector(name, seed=seed, group_guard=group_guard, order=order)

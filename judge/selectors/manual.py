@@ -28,7 +28,7 @@ from pathlib import Path
 from ..errors import InputError, UnknownNameError
 from ..items import Item
 from ..qualities import Quality
-from .base import RankingSelector
+from .base import Selector
 from .guard import allowed
 
 _ANY = "*"
@@ -141,16 +141,15 @@ def _entry(body: dict, path: Path, where: str) -> Entry:
     return Entry(tuple(ex), tuple(tuple(a) for a in alts))
 
 
-class ManualSelector(RankingSelector):
-    """The set's examples for the selector's quality and the test item's level (leakage-guarded)."""
+class ManualSelector(Selector):
+    """The set's examples for the rated quality and the test item's level (leakage-guarded)."""
 
     name = "manual"
 
-    def __init__(self, *, manual_set: str | Path | None = None, quality: str | Quality | None = None,
-                 **options: object) -> None:
-        super().__init__(**options)  # type: ignore[arg-type]
+    def __init__(self, *, manual_set: str | Path | None = None, seed: int = 0, group_guard: bool = True,
+                 order: str = "ascending") -> None:
+        super().__init__(seed=seed, group_guard=group_guard, order=order)
         self.manual_set = manual_set
-        self.quality = quality.name if isinstance(quality, Quality) else quality
         self._sets: dict[str, ManualSet] = {}
         self._pools: dict[tuple[str, ...], dict[str, Item]] = {}
 
@@ -178,28 +177,33 @@ class ManualSelector(RankingSelector):
             self._pools = {key: {it.id: it for it in pool}}  # one pool at a time is the common case
         return self._pools[key]
 
-    def resolve(self, item: Item, pool: Sequence[Item]) -> list[list[Item]]:
+    def resolve(self, item: Item, pool: Sequence[Item], quality: Quality | None) -> list[list[Item]]:
         """Per example of the entry: the example item then its alternates, resolved against the pool."""
-        if self.quality is None:
+        if quality is None:
             raise InputError("the manual selector needs a quality (--quality) to pick its examples", field="quality")
         ms = self.set_for(item)
-        entry = ms.entry(item.level, self.quality)
+        entry = ms.entry(item.level, quality.name)
         by_id = {**self._by_id(pool), **ms.inline}
         missing = [i for i in entry.ids() if i not in by_id]
         if missing:
             raise InputError(
-                f"manual set '{ms.name}' ({self.quality}, {item.level} level) refers to items the data does not "
+                f"manual set '{ms.name}' ({quality.name}, {item.level} level) refers to items the data does not "
                 f"contain: {', '.join(missing)}"
                 + (f". The set is made for {', '.join(ms.datasets)}; use that data as the pool" if ms.datasets else ""),
                 file=str(ms.path),
             )
         return [[by_id[i] for i in slot] for slot in entry.slots()]
 
-    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+    def check(self, items: Sequence[Item], pool: Sequence[Item], quality: Quality | None) -> None:
+        """Every level's entry resolves against the pool (ids the data lacks are named now)."""
+        for level in dict.fromkeys(it.level for it in items):
+            self.resolve(next(it for it in items if it.level == level), pool, quality)
+
+    def rank(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
         if k <= 0:
             return []
         chosen: list[Item] = []
-        for slot in self.resolve(item, pool)[:k]:
+        for slot in self.resolve(item, pool, quality)[:k]:
             for cand in slot:
                 if allowed(item, cand, self.group_guard) and all(c.id != cand.id for c in chosen):
                     chosen.append(cand)
@@ -211,9 +215,15 @@ class ManualSelector(RankingSelector):
         return ranked[::-1]
 
     def describe(self) -> dict[str, object]:
-        out = {**super().describe(), "quality": self.quality}
+        out = super().describe()
         out["manual_set"] = str(self.manual_set) if self.manual_set is not None else "(shipped, by dataset)"
         return out
+
+
+def create(name: str, *, manual_set: str | Path | None = None, seed: int = 0, group_guard: bool = True,
+           order: str = "ascending", **_unused: object) -> ManualSelector:
+    """Registry factory."""
+    return ManualSelector(manual_set=manual_set, seed=seed, group_guard=group_guard, order=order)
 
 
 # -- choosing a spanning set (how the shipped FED set was made) -------------------------------------

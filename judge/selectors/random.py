@@ -11,18 +11,25 @@ import random as _random
 from collections.abc import Sequence
 
 from ..items import Item
-from .base import RankingSelector
+from ..qualities import Quality
+from .base import Selector
 from .guard import eligible
 
 
-class RandomSelector(RankingSelector):
+class RandomSelector(Selector):
     """k examples sampled without replacement; the draw order counts as the relevance rank."""
 
     name = "random"
 
-    def rank(self, item: Item, pool: Sequence[Item], k: int) -> list[Item]:
+    def rank(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
         if k <= 0:
             return []
         allowed = eligible(item, pool, self.group_guard)
         rng = _random.Random(f"{self.seed}:{item.id}")
         return [pool[i] for i in rng.sample(allowed, min(k, len(allowed)))]
+
+
+def create(name: str, *, seed: int = 0, group_guard: bool = True, order: str = "ascending",
+           **_unused: object) -> RandomSelector:
+    """Registry factory."""
+    return RandomSelector(seed=seed, group_guard=group_guard, order=order)

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import Item
+from ..base import Score
 from . import hf, register_classic
 from .lm import join_turns, resolve_separator, token_stats
 from .lm_likelihood import LikelihoodScorer, utterance_requests

@@ -6,20 +6,20 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from .answers import candidates
-from .backends.base import Backend, Failure, Prompt
-from .items import SYSTEM, USER, Item, Turn
-from .prompts import PromptTemplate
-from .qualities import Quality
-from .scorer import Score
-from .scoring import ScoringError, score_distribution
-from .selectors import Selector, ZeroShot
+from ..answers import candidates
+from ..backends.base import Backend, Failure, Prompt
+from ..items import SYSTEM, USER, Item, Turn
+from ..prompts import PromptTemplate
+from ..qualities import Quality
+from ..selectors import Selector, ZeroShot
+from .base import Score, Scorer
+from .rules import ScoringError, score_distribution
 
 
-class LLMJudge:
+class LLMJudge(Scorer):
     """Scores items by reading the backend's next-token distribution over the prompt's answer labels.
 
-    ``pool`` is where in-context examples come from (default: the items being scored, with the
+    ``pool`` is where in-context examples come from (default: the rated items being scored, with the
     selector's leakage guard keeping each item's own conversation out of its examples).
     """
 
@@ -33,6 +33,7 @@ class LLMJudge:
         k: int = 0,
         pool: Sequence[Item] | None = None,
         top_k: int = 3,
+        rule: str = "topk",
         chat: bool | None = None,
         top_n: int = 20,
         batch_size: int = 16,
@@ -47,6 +48,7 @@ class LLMJudge:
         self.k = k
         self.pool = pool
         self.top_k = top_k
+        self.rule = rule
         self.chat = backend.capabilities.chat_template if chat is None else chat
         self.top_n = top_n
         self.batch_size = batch_size
@@ -63,39 +65,34 @@ class LLMJudge:
             "quality": self.quality.name if self.quality else None,
             "k": self.k,
             "top_k": self.top_k,
+            "rule": self.rule,
             "chat": self.chat,
             "backend": self.backend.name,
             "model": self.backend.model_id,
             **self.selector.describe(),
         }
 
+    def check(self, items: Sequence[Item]) -> None:
+        """Render every item once (no examples): template errors are bad input, found before scoring."""
+        for item in items:
+            self.prompt.render(item, [], self.quality)
+
     # -- prompts ------------------------------------------------------------------------------------
     def build_prompt(self, item: Item, pool: Sequence[Item] | None = None) -> tuple[Prompt, list[Item]]:
         """The prompt for ``item`` and the examples it shows, fitted to the context window.
 
-        When examples do not fit, the least relevant are dropped first, whatever the display order
-        (selectors with ``rank``/``arrange`` say which those are; for others, the first in prompt
-        order); the test item itself is never cut (a prompt too long without examples fails the
-        item). The examples returned are those actually shown, so ``len`` of them is the count used.
+        When examples do not fit, the least relevant are dropped first whatever the display order
+        (the selector's ``rank`` says which those are); the test item itself is never cut (a prompt
+        too long without examples fails the item). The examples returned are those actually shown.
         """
         pool = self.pool if pool is None else pool
-        rank = getattr(self.selector, "rank", None)
-        arrange = getattr(self.selector, "arrange", None)
-        if not (callable(rank) and callable(arrange)):
-            # A plain Selector: its prompt order is taken as least relevant first.
-            def rank(it: Item, p: Sequence[Item], k: int) -> list[Item]:
-                return self.selector.select(it, p, k)[::-1]
-
-            def arrange(ranked: Sequence[Item]) -> list[Item]:
-                return list(ranked)[::-1]
-
-        ranked = rank(item, pool or [], self.k) if self.k else []
+        ranked = self.selector.rank(item, pool or [], self.k, self.quality) if self.k else []
         if ranked and self.quality is None:
             raise ValueError("in-context examples need a quality to read their human labels from")
-        labels = {ex.id: self.prompt.example_label(ex, self.quality) for ex in ranked}
+        labels = {ex.id: self.prompt.example_label(ex, self.quality) for ex in ranked}  # type: ignore[arg-type]
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
-            shown = arrange(kept)
+            shown = self.selector.arrange(kept)
             text = self.prompt.render(item, [(ex, labels[ex.id]) for ex in shown], self.quality)
             return Prompt(text, chat=self.chat), shown
 
@@ -118,6 +115,10 @@ class LLMJudge:
         Scores are yielded as soon as every earlier item of the window is done, so memory stays
         bounded by the window however many items stream through.
         """
+        if self.k and self.pool is None:
+            # The documented default pool: the rated items being scored (needs them all up front).
+            items = list(items)
+            self.pool = [it for it in items if self.quality and it.human(self.quality.name) is not None]
         it = iter(items)
         while chunk := list(islice(it, self.window)):
             built = [self.build_prompt(item) for item in chunk]
@@ -140,10 +141,10 @@ class LLMJudge:
     def _to_score(self, item: Item, examples: list[Item], dist: object) -> Score:
         ids = [ex.id for ex in examples]
         if isinstance(dist, Failure):
-            return Score(item.id, None, examples=ids, error=dist.reason)
+            return Score(item.id, None, examples=ids, error=dist.reason, flags=(dist.flag,) if dist.flag else ())
         top = [(tok, round(math.exp(lp), 6)) for tok, lp in dist.top[:5]]
         try:
-            value, probs = score_distribution(dist.logprobs, self.prompt.answer, self.top_k)
+            value, probs = score_distribution(dist.logprobs, self.prompt.answer, self.top_k, self.rule)
         except ScoringError as exc:
             return Score(item.id, None, examples=ids, error=f"unparsable output: {exc}", top=top,
                          n_prompt_tokens=dist.n_prompt_tokens)
@@ -153,6 +154,7 @@ class LLMJudge:
             label_probs=probs,
             examples=ids,
             estimated=dist.estimated,
+            complete=dist.complete,
             n_prompt_tokens=dist.n_prompt_tokens,
             n_evaluated_tokens=dist.n_evaluated_tokens,
             top=top,

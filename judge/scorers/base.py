@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .items import Item
+from ..items import Item
 
 
 @dataclass
@@ -22,6 +22,10 @@ class Score:
     error: str | None = None
     #: The distribution was estimated from sampled answers, not read from log-probabilities.
     estimated: bool = False
+    #: False when the backend returned only its top-N tokens, so some label spellings may be missing.
+    complete: bool = True
+    #: Properties of the item behind this result (``too_long``: the prompt exceeds the window).
+    flags: tuple[str, ...] = ()
     n_prompt_tokens: int = 0
     n_evaluated_tokens: int = 0
     #: Most probable next tokens (token, probability), for inspecting odd outputs.
@@ -30,23 +34,6 @@ class Score:
     @property
     def ok(self) -> bool:
         return self.error is None and self.value is not None
-
-    def to_json(self, digits: int = 6) -> dict[str, Any]:
-        """A JSON-ready dict with fixed float rounding (byte-identical output across identical runs)."""
-
-        def r(x: float | None) -> float | None:
-            return None if x is None else round(float(x), digits)
-
-        out: dict[str, Any] = {"id": self.item_id, "score": r(self.value)}
-        if self.label_probs is not None:
-            out["label_probs"] = {k: r(v) for k, v in self.label_probs.items()}
-        out["examples"] = list(self.examples)
-        if self.estimated:
-            out["estimated"] = True
-        if self.error is not None:
-            out["error"] = self.error
-        out["n_prompt_tokens"] = self.n_prompt_tokens
-        return out
 
 
 @runtime_checkable
@@ -60,4 +47,9 @@ class Scorer(Protocol):
         ...
 
     def describe(self) -> dict[str, object]:
+        """Settings that identify the method (for provenance and reports)."""
         ...
+
+    def check(self, items: Sequence[Item]) -> None:
+        """Raise InputError before any model work when ``items`` cannot be scored by this method
+        (a missing input, a template that does not render). Default: nothing to check."""

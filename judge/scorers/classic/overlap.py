@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import Item
+from ..base import Score
 from . import register_classic
 from .base import ClassicScorer, no_model
 from .hf import require

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import Item
+from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer, system_turn_indices
 from .lm import TokenStats, join_turns, resolve_separator, token_stats

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import Item
+from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer
 from .regression import FitHook, cross_validated_predictions

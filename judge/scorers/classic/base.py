@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import Item
+from ..base import Score, Scorer
 from . import check_inputs
 
 
-class ClassicScorer:
+class ClassicScorer(Scorer):
     """Subclasses set ``name``, ``requires``, ``levels`` and implement ``compute(items) -> list[Score]``."""
 
     name = "classic"
@@ -45,6 +45,6 @@ def no_model(name: str, model: str | None) -> None:
 
 def system_turn_indices(item: Item) -> list[int]:
     """Positions of the system's turns in a dialog (the side being evaluated)."""
-    from ..items import SYSTEM
+    from ...items import SYSTEM
 
     return [i for i, t in enumerate(item.dialog) if t.speaker == SYSTEM]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .answers import AnswerType, Rating, YesNo
+from ..answers import AnswerType, Rating, YesNo
 
 
 class ScoringError(ValueError):
@@ -60,9 +60,13 @@ def goodness(p_yes: float, p_no: float) -> float:
 
 
 def score_distribution(
-    logprobs: Mapping[str, float | None], answer: AnswerType, top_k: int = 3
+    logprobs: Mapping[str, float | None], answer: AnswerType, top_k: int = 3, rule: str = "topk"
 ) -> tuple[float, dict[str, float]]:
     """Score one distribution: returns (score, label probabilities). Raises ScoringError if empty."""
+    if rule != "topk":
+        from ..errors import UnknownNameError
+
+        raise UnknownNameError("scoring rule", rule, ["topk"])
     probs = label_probs(logprobs, answer)
     if isinstance(answer, Rating):
         return topk_rating(probs, top_k), probs

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import InputError, UnknownNameError
-from ..items import Item
-from ..scorer import Scorer
+from ...errors import InputError
+from ...registry import Registry
+from ...items import Item
+from ..base import Scorer
 
 ScorerFactory = Callable[..., Scorer]
-_REGISTRY: dict[str, ScorerFactory] = {}
+#: Classic scorers by name; third-party packages add theirs with ``register_classic`` or an entry point
+#: in the group ``judge.scorers``.
+SCORERS: Registry[ScorerFactory] = Registry("scorer", "judge.scorers")
 
 #: Inputs a scorer may require, and how to tell whether an item has them.
 INPUTS: dict[str, Callable[[Item], bool]] = {
@@ -31,24 +34,18 @@ INPUTS: dict[str, Callable[[Item], bool]] = {
 def register_classic(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
     """Decorator: register ``factory(**options) -> Scorer`` under ``name``."""
 
-    def deco(factory: ScorerFactory) -> ScorerFactory:
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
+    return SCORERS.register(name)
 
 
 def classic_names() -> list[str]:
     _load_builtins()
-    return sorted(_REGISTRY)
+    return SCORERS.names()
 
 
 def create_classic(name: str, **options: Any) -> Scorer:
     """A classic scorer by name, e.g. ``create_classic("length")``."""
     _load_builtins()
-    if name not in _REGISTRY:
-        raise UnknownNameError("scorer", name, _REGISTRY)
-    return _REGISTRY[name](**options)
+    return SCORERS.get(name)(**options)
 
 
 def check_inputs(scorer_name: str, items: Sequence[Item], requires: Sequence[str], levels: Sequence[str]) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..items import USER, Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import USER, Item
+from ..base import Score
 from . import register_classic
 from .base import ClassicScorer, no_model, system_turn_indices
 from .hf import require

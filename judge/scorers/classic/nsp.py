@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError
+from ...items import Item
+from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer, system_turn_indices
 

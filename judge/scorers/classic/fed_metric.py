@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, UnknownNameError
-from ..items import Item
-from ..scorer import Score
+from ...errors import InputError, UnknownNameError
+from ...items import Item
+from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer
 

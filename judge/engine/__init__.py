@@ -1,0 +1,12 @@
+"""The one library layer that builds and runs a judge: a typed method spec, the builder that turns it
+into a scorer, the per-item row schema, and the loop that streams rows. Every entry point (CLI,
+harness, ``judge serve``, ``make_judge``, benchmark scripts) translates its input into a
+:class:`MethodSpec` and comes through here."""
+
+from .build import BackendPool, Prepared, build, build_scorer, check_names, prepare, resolve_prompt
+from .rows import ROW_KEYS, item_row
+from .run import run_rows, score_rows
+from .spec import MethodSpec
+
+__all__ = ["ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
+           "item_row", "prepare", "resolve_prompt", "run_rows", "score_rows"]

@@ -1,0 +1,200 @@
+"""The one place a method spec becomes a ready scorer.
+
+Two steps, so that every mistake a user can make surfaces before a model loads:
+
+* :func:`prepare` resolves names through the registries and checks the spec against the data: the
+  prompt (built-in name, ``fed`` or a ``.j2`` path), the selector with its quality, the example pool
+  (by default the rated items being scored), every item rendered once, manual-set ids resolved,
+  scales checked. Nothing expensive happens here.
+* :func:`build` attaches a backend (kept alive by a :class:`BackendPool` while consecutive methods
+  share it, behind the SQLite cache unless it is turned off) and returns the scorer.
+
+The CLI, the harness, ``judge serve``, ``make_judge`` and the benchmark scripts all come through here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..backends import Backend, create_backend
+from ..backends.registry import BACKENDS
+from ..errors import InputError, UnknownNameError
+from ..items import Item
+from ..prompts import PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
+from ..qualities import Quality
+from ..scorers.base import Scorer
+from ..scorers.llm import LLMJudge
+from ..selectors import SELECTORS, Selector, get_selector
+from .spec import MethodSpec
+
+
+def check_names(spec: MethodSpec) -> None:
+    """Resolve the spec's names (prompt, selector, backend, classic scorer) without touching data."""
+    if spec.type == "classic":
+        from ..scorers.classic import classic_names
+
+        if spec.scorer not in classic_names():
+            raise UnknownNameError("scorer", str(spec.scorer), classic_names())
+        return
+    BACKENDS.canonical(spec.backend)
+    SELECTORS.canonical(spec.selector)
+    if is_template_path(spec.prompt):
+        if not Path(spec.prompt).is_file():
+            raise InputError("template file not found", file=spec.prompt, field="prompt")
+    elif spec.prompt != "fed" and spec.prompt not in builtin_prompts():
+        raise UnknownNameError("prompt", spec.prompt, [*builtin_prompts(), "fed"])
+
+
+def is_template_path(prompt: str) -> bool:
+    """A prompt given as a file (``.j2``, or any path) rather than a built-in name."""
+    return prompt.endswith(".j2") or "/" in prompt or "\\" in prompt or Path(prompt).is_file()
+
+
+def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> PromptTemplate:
+    """The template a spec names: a template path, ``fed`` (the FED prompt of the quality), or a built-in."""
+    if is_template_path(spec.prompt):
+        return load_template(spec.prompt, quality=quality)
+    if spec.prompt == "fed":
+        if quality is None:
+            raise InputError("prompt 'fed' rates one FED quality: name it (--quality)", field="quality")
+        return get_prompt(fed_prompt_name(level, quality.name))
+    return get_prompt(spec.prompt)
+
+
+@dataclass
+class Prepared:
+    """A spec checked against its data, ready to meet a backend (nothing loaded yet)."""
+
+    spec: MethodSpec
+    quality: Quality | None
+    seed: int
+    prompt: PromptTemplate | None = None
+    selector: Selector | None = None
+    pool: list[Item] | None = None
+    classic: Scorer | None = None
+
+
+def prepare(
+    spec: MethodSpec,
+    items: Sequence[Item] | None,
+    quality: Quality | None = None,
+    *,
+    pool: Sequence[Item] | None = None,
+    seed: int | None = None,
+    level: str = "turn",
+) -> Prepared:
+    """Validate ``spec`` against ``items`` (the items to score) before any model loads.
+
+    ``pool`` is where examples come from; by default ``items`` themselves (their rated ones), each
+    item's own conversation kept out by the selector's guard. With ``items`` None (a judge built before
+    its data is known, as ``make_judge`` does) the checks that need the data wait for it and the pool
+    defaults to the rated items of each ``score`` call. ``seed`` overrides the spec's first seed.
+    """
+    check_names(spec)
+    seed = spec.seeds[0] if seed is None else seed
+    if spec.type == "classic":
+        from ..scorers.classic import create_classic
+
+        scorer = create_classic(str(spec.scorer), quality=quality, **dict(spec.options))
+        if items is not None:
+            scorer.check(items)
+        return Prepared(spec, quality, seed, classic=scorer)
+    level = items[0].level if items else level
+    prompt = resolve_prompt(spec, quality, level)
+    quality = quality or prompt.quality
+    selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
+                            manual_set=spec.manual_set, order=spec.order)
+    # A template error (undefined variable, sandbox) is bad input and must surface now, not mid-run.
+    for item in items or ():
+        prompt.render(item, [], quality)
+    if spec.k and quality is None:
+        raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
+                         field="quality")
+    examples = None
+    candidates = pool if pool is not None else items
+    if spec.k and (candidates is not None or spec.pool):
+        examples = example_pool(spec, candidates or (), quality)
+        if items is not None:
+            selector.check(items, examples, quality)
+    return Prepared(spec, quality, seed, prompt, selector, examples)
+
+
+def example_pool(spec: MethodSpec, candidates: Sequence[Item], quality: Quality | None) -> list[Item]:
+    """Items that can be shown as examples: the spec's pool file or ``candidates``, rated for the quality."""
+    if quality is None:
+        raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
+                         field="quality")
+    if spec.pool:
+        from ..datasets import load_items
+
+        candidates = load_items(spec.pool)
+    rated = [it for it in candidates if it.human(quality.name) is not None]
+    if not rated and spec.selector != "manual":
+        raise InputError(f"no item in the example pool has a human rating for '{quality.name}'",
+                         file=spec.pool, field="scores")
+    from ..datasets import check_scale
+
+    check_scale(rated, quality, file=spec.pool)
+    return rated
+
+
+class BackendPool:
+    """Backends by settings: consecutive methods with the same backend, model, options and generation
+    settings share one loaded model. Each is behind the persistent cache unless ``generate.cache`` is off."""
+
+    def __init__(self) -> None:
+        self._key: str | None = None
+        self._backend: Backend | None = None
+        self._closed: dict[str, int] = {}
+
+    def get(self, spec: MethodSpec) -> Backend:
+        key = json.dumps([spec.backend, spec.model, dict(spec.options), asdict(spec.generate)], sort_keys=True,
+                         default=str)
+        if key != self._key or self._backend is None:
+            self.close()
+            backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
+            if spec.generate.cache:
+                from ..cache import Cache, CachedBackend
+
+                backend = CachedBackend(backend, Cache(spec.generate.cache_path))
+            self._backend, self._key = backend, key
+        return self._backend
+
+    def counters(self) -> dict[str, int]:
+        """Usage over every backend this pool has held (cache hits and misses, API usage, ...)."""
+        live = self._backend.counters() if self._backend is not None else {}
+        return {k: self._closed.get(k, 0) + live.get(k, 0) for k in sorted({*self._closed, *live})}
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._closed = self.counters()
+            self._backend.close()
+        self._backend, self._key = None, None
+
+
+def build(prepared: Prepared, backends: BackendPool) -> Scorer:
+    """The scorer of a prepared spec (loads the model on first use)."""
+    if prepared.classic is not None:
+        return prepared.classic
+    spec = prepared.spec
+    assert prepared.prompt is not None and prepared.selector is not None
+    backend = backends.get(spec)
+    return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
+                    pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
+                    top_n=spec.generate.top_n, batch_size=spec.generate.batch_size)
+
+
+def build_scorer(
+    spec: MethodSpec,
+    items: Sequence[Item],
+    quality: Quality | None = None,
+    *,
+    pool: Sequence[Item] | None = None,
+    seed: int | None = None,
+    backends: BackendPool | None = None,
+) -> Scorer:
+    """``prepare`` then ``build``: the scorer for ``items`` (see :func:`prepare` for the pool default)."""
+    return build(prepare(spec, items, quality, pool=pool, seed=seed), backends or BackendPool())

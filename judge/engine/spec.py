@@ -1,0 +1,112 @@
+"""The method spec: everything that defines one method, whatever entry point it came from.
+
+CLI flags (``judge score/bench/serve``), a TOML ``[[methods]]`` table (``judge run``) and
+``make_judge(...)`` keyword arguments all map onto :class:`MethodSpec`; :mod:`judge.engine.build`
+turns a spec into a ready scorer. A spec holds names and numbers only (no loaded objects), so it can
+be validated cheaply, compared, and written into results files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from ..config import GenerateConfig
+from ..errors import InputError
+
+MethodType = Literal["llm", "classic"]
+
+#: Option names that would carry a secret; keys come only from environment variables.
+SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method: an LLM judge (prompt + selector + backend + rule) or a classic scorer.
+
+    ``prompt`` is a built-in name, ``"fed"`` (the FED rating prompt of the quality being scored) or a
+    path to a ``.j2`` template. ``pool`` names a labelled file to draw examples from; None means the
+    rated items of the data being scored (each item's own conversation kept out by the guard).
+    ``seeds`` are selection seeds: random selection runs each, other selectors the first only.
+    """
+
+    name: str = ""
+    type: MethodType = "llm"
+    prompt: str = "yesno"
+    selector: str = "none"
+    k: int = 0
+    seeds: tuple[int, ...] = (0,)
+    group_guard: bool = True
+    order: str = "ascending"
+    manual_set: str | None = None
+    pool: str | None = None
+    backend: str = "llamacpp"
+    model: str | None = None
+    #: Backend options (LLM methods) or scorer options (classic methods).
+    options: Mapping[str, Any] = field(default_factory=dict)
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    top_k: int = 3
+    rule: str = "topk"
+    scorer: str | None = None
+    #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
+    paper: str | None = None
+    #: Position of the config entry it came from (for error messages); 0 elsewhere.
+    index: int = 0
+
+    def __post_init__(self) -> None:
+        check_no_secrets(self.options, "options" if self.type == "classic" else "backend-option")
+        if self.k < 0:
+            raise InputError(f"must be >= 0, got {self.k}", field="k")
+        if self.top_k < 1:
+            raise InputError(f"must be >= 1, got {self.top_k}", field="top-k")
+        if not self.seeds:
+            raise InputError("at least one seed is needed", field="seeds")
+        if self.type == "llm" and self.k > 0 and self.selector in ("none", "zero-shot"):
+            raise InputError(f"k = {self.k} needs an example selector (e.g. 'random' or 'bm25-context')",
+                             field="selector")
+        if self.type == "classic" and not self.scorer:
+            raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
+        if not self.name:
+            object.__setattr__(self, "name", self.default_name())
+
+    def default_name(self) -> str:
+        """The name a method gets when none is given: ``<prompt>-<selector>-k<k>`` or the scorer's."""
+        if self.type == "classic":
+            return str(self.scorer)
+        return f"{self.prompt}-{self.selector}-k{self.k}"
+
+    @property
+    def seeded(self) -> bool:
+        """Whether seeds change the result (random selection); other methods run their first seed only."""
+        return self.type == "llm" and self.selector == "random" and self.k > 0
+
+    def run_seeds(self) -> tuple[int, ...]:
+        return self.seeds if self.seeded else self.seeds[:1]
+
+    def with_changes(self, **changes: Any) -> MethodSpec:
+        """A copy with fields replaced (validated again)."""
+        return replace(self, **changes)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready settings for provenance (results files, ``/v1/info``); holds no secret."""
+        if self.type == "classic":
+            return {"type": "classic", "scorer": self.scorer, "options": dict(self.options), "paper": self.paper}
+        gen = asdict(self.generate)
+        return {
+            "type": "llm", "prompt": self.prompt, "selector": self.selector, "k": self.k,
+            "seeds": list(self.run_seeds()), "group_guard": self.group_guard, "order": self.order,
+            "manual_set": self.manual_set, "pool": self.pool, "backend": self.backend, "model": self.model,
+            "options": dict(self.options), "generate": gen, "top_k": self.top_k, "rule": self.rule,
+            "paper": self.paper,
+        }
+
+
+def check_no_secrets(options: Mapping[str, Any], flag: str) -> None:
+    """Refuse an option that carries a key: secrets come from the environment, never flags or files."""
+    for key in options:
+        if key.lower().replace("-", "_") in SECRET_OPTIONS:
+            raise InputError(
+                f"'{key}' would put a secret on the command line or in a file; keys are read only from "
+                "environment variables: name the variable with --api-key-env NAME (TOML: "
+                "options.api_key_env = \"NAME\")", field=flag)

@@ -1,0 +1,112 @@
+"""The results folder that ``judge run`` (and ``judge bench``) writes, as typed data.
+
+Both the harness (which writes it) and the reports (which read it) import this module and nothing of
+each other. Layout::
+
+    RESULTS/items/<method>/<dataset>/<quality>/seed<N>.jsonl   per-item rows (judge.engine.rows)
+    RESULTS/items/.../seed<N>.meta.json                        the settings the cell was made with
+    RESULTS/summary.json                                       :class:`Summary`
+    RESULTS/leaderboard.md, leaderboard.html, results.csv, plots/*.png
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, TypedDict
+
+#: Version of the summary.json layout.
+SCHEMA = 2
+
+
+def slug(text: str) -> str:
+    """A file-system-safe name: letters, digits, '.', '-' and '_' kept, anything else -> '_'."""
+    s = re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_")
+    return s or "_"
+
+
+def cell_path(root: Path, method: str, dataset: str, quality: str, seed: int) -> Path:
+    """Where a cell's per-item JSONL lives inside a results folder."""
+    return root / "items" / slug(method) / slug(dataset) / slug(quality) / f"seed{seed}.jsonl"
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """All complete rows of a finished cell file."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for ln in f:
+            if ln.endswith("\n"):
+                rows.append(json.loads(ln))
+    return rows
+
+
+class Corr(TypedDict):
+    value: float | None
+    p: float | None
+    n: int
+
+
+class CI(TypedDict, total=False):
+    low: float | None
+    high: float | None
+    level: float
+    n_boot: int
+    seed: int
+    unit: str
+    n_degenerate: int
+
+
+class CellStats(TypedDict, total=False):
+    """One cell (method x set x quality x seed): correlations, CI, counts."""
+
+    method: str
+    dataset: str
+    quality: str
+    seed: int
+    spearman: Corr
+    pearson: Corr
+    kendall: Corr
+    ci: CI
+    n_items: int
+    n_failed: int
+    n_estimated: int
+    n_incomplete: int
+    system_spearman: Corr
+
+
+class Result(TypedDict, total=False):
+    """A (method, set, quality) over its seeds: the leaderboard's cell."""
+
+    method: str
+    dataset: str
+    quality: str
+    seeds: list[int]
+    spearman: float | None
+    sd: float | None
+    p: float | None
+    ci: CI
+    n: int
+    pearson: Corr
+    kendall: Corr
+    system_spearman: Corr | None
+    n_failed: int
+    n_estimated: int
+    n_incomplete: int
+
+
+class Summary(TypedDict, total=False):
+    """``summary.json``: everything the reports need, computed once from the per-item rows."""
+
+    schema: int
+    experiment: dict[str, Any]
+    methods: dict[str, dict[str, Any]]
+    datasets: list[dict[str, Any]]
+    cells: list[CellStats]
+    results: list[Result]
+    averages: dict[str, dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    ceiling: dict[str, dict[str, Any]]
+    skipped: list[dict[str, str]]
+    counters: dict[str, int]
+    wall_s: float | None

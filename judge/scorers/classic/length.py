@@ -1,0 +1,32 @@
+"""Response length in words: the trivial baseline every table should contain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...items import SYSTEM, Item
+from ..base import Score
+from . import register_classic
+from .base import ClassicScorer, no_model
+
+
+class LengthScorer(ClassicScorer):
+    """Number of whitespace-separated words of the response (dialog level: of all system turns)."""
+
+    name = "length"
+
+    def compute(self, items: Sequence[Item]) -> list[Score]:
+        out = []
+        for it in items:
+            if it.level == "turn":
+                text = it.response or ""
+            else:
+                text = " ".join(t.text for t in it.dialog if t.speaker == SYSTEM)
+            out.append(Score(it.id, float(len(text.split()))))
+        return out
+
+
+@register_classic("length")
+def _length(quality: object = None, model: str | None = None, **options: object) -> LengthScorer:
+    no_model("length", model)
+    return LengthScorer()

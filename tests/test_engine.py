@@ -1,0 +1,122 @@
+"""One engine: every entry point builds a judge through ``judge.engine`` and writes the same rows.
+
+Real SmolLM2 (llama.cpp), real data, real SQLite caches under tmp_path, real subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge import GenerateConfig, load_benchmark, make_judge
+from judge.engine import ROW_KEYS, MethodSpec
+from judge.errors import InputError
+from judge.harness import load_experiment, run_experiment
+from judge.qualities import dataset_info
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ}
+    if cache is not None:
+        env["JUDGE_CACHE"] = str(cache)
+    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_make_judge_shows_k_examples_from_the_scored_items_without_a_pool(data_dir):
+    """The documented default pool: the rated items being scored, each item's conversation kept out."""
+    info = dataset_info("dailydialog-zhao")
+    items = load_benchmark(info.name, data_dir)[::50][:12]  # spread over many conversations
+    judge = make_judge("yesno", selector="bm25-context", k=4, quality=info.quality(info.overall),
+                       config=GenerateConfig(threads=2, cache=False))
+    try:
+        scores = list(judge.score(items[:12]))
+    finally:
+        judge.backend.close()
+    groups = {it.id: it.group for it in items}
+    assert [len(s.examples) for s in scores] == [4] * 12
+    for s in scores:
+        assert s.item_id not in s.examples and all(groups[e] != groups[s.item_id] for e in s.examples)
+
+
+def test_examples_without_a_quality_are_refused_before_the_model_loads():
+    with pytest.raises(InputError, match="quality"):
+        make_judge("yesno", selector="bm25-context", k=4, model="/nonexistent.gguf")
+
+
+def test_manual_examples_through_make_judge(data_dir):
+    """`selector="manual"` gets its quality from the builder (it failed with 'needs a quality' before)."""
+    info = dataset_info("fed-turn")
+    items = load_benchmark(info.name, data_dir)
+    q = info.quality("Interesting")
+    judge = make_judge("fed", selector="manual", k=3, quality=q, pool=items,
+                       config=GenerateConfig(threads=2, cache=False))
+    try:
+        s = next(judge.score([items[100]]))
+    finally:
+        judge.backend.close()
+    assert s.ok and len(s.examples) == 3
+
+
+def test_api_key_is_refused_as_an_option(tmp_path):
+    with pytest.raises(InputError, match="--api-key-env"):
+        MethodSpec(backend="openai", options={"api_key": "sk-secret"})
+    proc = _cli("score", "examples/dialogues.jsonl", "--backend", "openai", "--backend-option", "api_key=sk-secret")
+    assert proc.returncode == 2 and "--api-key-env" in proc.stderr and "sk-secret" not in proc.stderr
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('datasets = ["DZ"]\n[[methods]]\nbackend = "openai"\noptions = { api_key = "sk-secret" }\n')
+    proc = _cli("run", str(cfg), "--check", "--data-dir", "../shared/data")
+    assert proc.returncode == 2 and "methods[0]" in proc.stderr and "--api-key-env" in proc.stderr
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "exp.toml"
+    p.write_text(text)
+    return p
+
+
+def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_dir):
+    """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints the bootstrap CI."""
+    cache = tmp_path / "cache.sqlite"
+    bench_out = tmp_path / "bench.jsonl"
+    proc = _cli("bench", "--data-dir", str(data_dir), "--dataset", "DZ", "--limit", "8", "--selector",
+                "bm25-context", "--k", "2", "--threads", "2", "-o", str(bench_out), cache=cache)
+    assert proc.returncode == 0, proc.stderr
+    for word in ("spearman", "pearson", "kendall", "95% CI [", "s/item", "n         8"):
+        assert word in proc.stdout, proc.stdout
+    cfg = _config(tmp_path, 'datasets = ["DZ"]\n[[methods]]\nprompt = "yesno"\nselector = "bm25-context"\nk = 2\n'
+                            'generate = { threads = 2 }\n')
+    run_out = tmp_path / "run"
+    proc = _cli("run", str(cfg), "--data-dir", str(data_dir), "--limit", "8", "-o", str(run_out), "--no-progress",
+                cache=cache)
+    assert proc.returncode == 0, proc.stderr
+    cell = run_out / "items" / "yesno-bm25-context-k2" / "dailydialog-zhao" / "appropriateness" / "seed0.jsonl"
+    assert bench_out.read_bytes() == cell.read_bytes()
+    rows = [json.loads(x) for x in cell.read_text().splitlines()]
+    assert len(rows) == 8 and all(tuple(r) == ROW_KEYS for r in rows)
+    assert all(len(r["examples"]) == 2 and r["estimated"] is False and r["complete"] is True for r in rows)
+
+
+def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
+    """A second `judge run` of the same config into a new folder is served from the SQLite cache."""
+    text = ('datasets = [{ name = "fed-turn", qualities = ["Overall", "Interesting"] }]\n'
+            '[[methods]]\nname = "m3"\nprompt = "fed"\nselector = "manual"\nk = 3\n'
+            f'generate = {{ threads = 2, cache_path = "{tmp_path / "c.sqlite"}" }}\n')
+    exp = load_experiment(_config(tmp_path, text)).with_overrides(data_dir=str(data_dir), limit=4)
+    first = run_experiment(exp.with_overrides(output=str(tmp_path / "a")), progress=False, plots=False,
+                           log=lambda m: None)
+    second = run_experiment(exp.with_overrides(output=str(tmp_path / "b")), progress=False, plots=False,
+                            log=lambda m: None)
+    assert first["counters"]["cache_misses"] == 8
+    assert second["counters"] == {"cache_hits": 8, "cache_misses": 0}
+    a = sorted((tmp_path / "a" / "items").rglob("*.jsonl"))
+    b = sorted((tmp_path / "b" / "items").rglob("*.jsonl"))
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    assert all(r["n_failed"] == 0 and r["spearman"] is not None for r in first["results"])
