@@ -53,11 +53,11 @@ def cli(monkeypatch, capsys):
     def tripwire(*args, **kwargs):
         raise ModelLoaded("the model was loaded before the input was validated")
 
-    from judge.backends import registry
+    from judge.backends.registry import BACKENDS
 
     # Replace each registered factory (not create_backend itself: its name check stays real).
-    for name in list(registry._REGISTRY):
-        monkeypatch.setitem(registry._REGISTRY, name, tripwire)
+    for name in BACKENDS.names():
+        monkeypatch.setitem(BACKENDS._entries, name, tripwire)
 
     def run(*argv: str) -> tuple[int, str]:
         capsys.readouterr()
@@ -372,8 +372,9 @@ def test_dialog_longer_than_any_context_window(tmp_path):
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in got] == ["first", "huge", "last"]
     assert got[1]["score"] is None and "context window" in got[1]["error"] and "nothing was cut" in got[1]["error"]
+    assert got[1]["flags"] == ["too_long"]
     for r in (got[0], got[2]):
-        assert "error" not in r and 0.0 <= r["score"] <= 1.0
+        assert r["error"] is None and r["flags"] == [] and 0.0 <= r["score"] <= 1.0
 
 
 @pytest.mark.parametrize("kind", ["missing-file", "not-a-gguf", "unknown-id"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.backends import Failure, LabelDist, Prompt
+from judge.backends import Backend, Failure, LabelDist, Prompt
 from judge.backends.base import Capabilities
 from judge.cache import Cache, CachedBackend, cache_key, default_cache_path
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CANDS = ["Yes", "No"]
 
 
-class Counting:
+class Counting(Backend):
     """A wrapper around the real llama.cpp backend that counts the prompts it is asked to evaluate."""
 
     def __init__(self, inner) -> None:

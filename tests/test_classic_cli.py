@@ -24,7 +24,7 @@ def test_bench_with_a_classic_scorer(data_dir, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "scorer rouge-l" in r.stdout and "n         40" in r.stdout
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 40 and all(0 <= row["score"] <= 1 and row["scorer"] == "rouge-l" for row in rows)
+    assert len(rows) == 40 and all(0 <= row["score"] <= 1 and row["method"] == "rouge-l" for row in rows)
 
 
 def test_score_with_scorer_option(data_dir) -> None:
@@ -32,7 +32,7 @@ def test_score_with_scorer_option(data_dir) -> None:
             "--scorer", "rouge-l", "--scorer-option", "beta=1.0")
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in r.stdout.splitlines()]
-    assert [row["scorer"] for row in rows] == ["rouge-l"] * 3 and "human" in rows[0]
+    assert [row["method"] for row in rows] == ["rouge-l"] * 3 and "human" in rows[0]
 
 
 def test_missing_input_is_a_clear_error(data_dir) -> None:

@@ -52,11 +52,12 @@ def test_lm_likelihood_equals_manual_computation(lm) -> None:
 def test_maxprob_and_dialog_sum(lm) -> None:
     got = [s.value for s in create_classic("lm-maxprob", model=MODEL).score(ITEMS + [DIALOG])]
     prefix = "".join(t.text + "\n" for t in ITEMS[0].context)
-    assert got[0] == pytest.approx(manual_token_probs(lm, prefix, ITEMS[0].response)[1].mean(), abs=1e-5)
+    # 5e-5: the scorer runs a padded batch, the check one unpadded sequence (fp32 sums in another order).
+    assert got[0] == pytest.approx(manual_token_probs(lm, prefix, ITEMS[0].response)[1].mean(), abs=5e-5)
     # u-avg-d-sum: a dialog is the sum of its system utterances' averages.
     d = [t.text for t in DIALOG.dialog]
     expected = sum(manual_token_probs(lm, "".join(x + "\n" for x in d[:i]), d[i])[1].mean() for i in (1, 3))
-    assert got[2] == pytest.approx(expected, abs=1e-5)
+    assert got[2] == pytest.approx(expected, abs=5e-5)
     assert all(0 < v < 1 for v in got[:2])
 
 

@@ -28,9 +28,10 @@ EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
 #: runtimes do not run the same arithmetic: llama.cpp multiplies with the Q4_1 weights in its quantised
 #: kernels (and quantises activations to 8 bits for those dot products), transformers dequantises the
 #: Q4_1 weights to fp32 once. Measured gap on the 12 example dialogues (yes/no prompt, chat template,
-#: 2 threads): max 0.0180, mean 0.0069 (goodness values 0.09-0.19). The bound sits just above the
-#: measured maximum. (Without the chat template: max 0.0285; the 0-4 rating prompt: max 0.061.)
-GOODNESS_TOLERANCE = 0.02
+#: 2 threads): max 0.0180, mean 0.0069 with llama-cpp-python 0.3.x of early 2026; max 0.0309 with
+#: 0.3.36, whose quantised kernels round differently (goodness values 0.09-0.19). The bound sits just
+#: above the larger maximum. (Without the chat template: max 0.0285; the 0-4 rating prompt: max 0.061.)
+GOODNESS_TOLERANCE = 0.035
 
 CFG = GenerateConfig(threads=2, batch_size=8)
 

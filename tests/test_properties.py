@@ -21,6 +21,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from judge.engine.rows import item_row
+
 import judge
 from judge.answers import Rating, YesNo
 from judge.datasets.jsonl import from_text

@@ -126,7 +126,10 @@ class LlamaCppBackend(Backend):
             n = min(len(prev), len(toks))
             diff = np.nonzero(prev[:n] != np.asarray(toks[:n]))[0]
             keep = int(diff[0]) if len(diff) else n
-            keep = min(keep, len(toks) - 1)  # the last token must run again to produce logits
+            # At least the last two tokens run again: the last one must, to produce logits, and llama.cpp
+            # computes a one-token batch through other kernels whose logits differ from a from-scratch
+            # evaluation (up to 0.9 in a logit with llama-cpp-python 0.3.36); two or more tokens match exactly.
+            keep = max(0, min(keep, len(toks) - 2))
         # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding.
         llm.n_tokens = keep
         new = toks[keep:]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import check_scale, load_benchmark
+from ..engine import prepare
 from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     quality = info.quality(args.quality or info.overall)
     items = load_benchmark(info.name, args.data_dir)
     check_scale(items, quality, file=str(Path(args.data_dir) / info.path))
+    # Every problem (a missing input, a template error, a manual id) is named now, with its record.
+    prepare(spec, [it for it in items if it.human(quality.name) is not None], quality)
     with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
         exp = Experiment(
             path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir, output=args.results or tmp,

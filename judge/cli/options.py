@@ -153,7 +153,7 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
     """The method the command-line flags describe (a classic scorer with --scorer, else an LLM judge)."""
     if args.scorer:
         return MethodSpec(name=args.name or "", type="classic", scorer=args.scorer, options=scorer_options(args))
-    for flag, minimum in (("threads", 1), ("n_ctx", 1), ("batch_size", 1)):
+    for flag, minimum in (("k", 0), ("top_k", 1), ("threads", 1), ("n_ctx", 1), ("batch_size", 1)):
         value = getattr(args, flag, None)
         if value is not None and value < minimum:
             raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))

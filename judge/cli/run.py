@@ -17,6 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--backend", default=None, help="run every LLM method on this backend")
     p.add_argument("--model", default=None, help="run every LLM method with this model")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
+    p.add_argument("--datasets", default=None, metavar="A,B", help="run only these of the config's sets "
+                   "(names or abbreviations, comma-separated)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--check", action="store_true", help="validate the config and every cell against its data "
                    "(templates, manual sets, scales) and list the cells; load no model")
@@ -33,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--limit must be >= 1", field="limit")
     exp = load_experiment(args.config).with_overrides(
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
-        threads=args.threads)
+        threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None)
     if args.check:
         check_names(exp)
         # Templates, manual sets, scales: everything short of loading a model.

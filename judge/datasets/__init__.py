@@ -8,26 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from ..errors import InputError, UnknownNameError
+from ..errors import InputError
 from ..items import Item
 from ..qualities import dataset_info
-from . import dstc10, fed, gupta, jsonl, usr
+from ..registry import Registry
 from ._common import check_scale, dataset_name, parse_json, read_text
 
-__all__ = ["FORMATS", "check_scale", "detect_format", "load_benchmark", "load_items"]
+__all__ = ["FORMATS", "FORMAT_LOADERS", "check_scale", "detect_format", "load_benchmark", "load_items"]
 
-#: Format names accepted by ``load_items(format=...)`` and used in ``qualities.DATASETS``.
+#: ``loader(text, file, dataset_name) -> list[Item]``: one per file format. Third-party formats register
+#: here (or through the ``judge.formats`` entry-point group) and are then accepted by ``format=``.
+FormatLoader = Callable[[str, str, str], list[Item]]
+FORMAT_LOADERS: Registry[FormatLoader] = Registry("format", "judge.formats")
+FORMAT_LOADERS.register_lazy("jsonl", "judge.datasets.jsonl:from_text")
+FORMAT_LOADERS.register_lazy("gupta", "judge.datasets.gupta:from_text")
+# dstc10 handles both turn and dialog records, so the two names share a loader.
+FORMAT_LOADERS.register_lazy("dstc10", "judge.datasets.dstc10:from_text")
+FORMAT_LOADERS.register_lazy("dstc10-dial", "judge.datasets.dstc10:from_text")
+FORMAT_LOADERS.register_lazy("fed", "judge.datasets.fed:from_text")
+FORMAT_LOADERS.register_lazy("usr", "judge.datasets.usr:from_text")
+
+#: The built-in format names (``FORMAT_LOADERS.names()`` adds registered ones).
 FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta")
-
-_FROM_JSON: dict[str, Callable[[Any, str, str], list[Item]]] = {
-    # dstc10 handles both turn and dialog records, so the two names share a loader.
-    "dstc10": dstc10.from_records,
-    "dstc10-dial": dstc10.from_records,
-    "fed": fed.from_records,
-    "usr": usr.from_records,
-}
 
 
 def detect_format(path: str | Path, text: str | None = None) -> str:
@@ -86,18 +89,13 @@ def load_items(path: str | Path, *, format: str | None = None, dataset: str | No
     ``dataset`` sets Item.dataset (default: the file stem without ``_eval``).
     Raises InputError for missing/unreadable/invalid files, UnknownNameError for a bad format name.
     """
-    if format is not None and format not in FORMATS:
-        raise UnknownNameError("format", format, FORMATS)
+    loader = FORMAT_LOADERS.get(format) if format is not None else None
     file = str(path)
     name = dataset or dataset_name(path)
     text = read_text(path)
-    if format is None:
-        format = detect_format(path, text)
-    if format == "jsonl":
-        return jsonl.from_text(text, file, name)
-    if format == "gupta":
-        return gupta.from_text(text, file, name)
-    return _FROM_JSON[format](parse_json(text, file), file, name)
+    if loader is None:
+        loader = FORMAT_LOADERS.get(detect_format(path, text))
+    return loader(text, file, name)
 
 
 def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:

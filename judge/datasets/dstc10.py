@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..items import Item
 from ._common import (
+    parse_json,
     assign_groups,
     check_unicode,
     check_unique_ids,
@@ -93,3 +94,8 @@ def _dialog_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> I
         dataset=dataset,
         annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
     )
+
+
+def from_text(text: str, file: str, name: str) -> list[Item]:
+    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
+    return from_records(parse_json(text, file), file, name)

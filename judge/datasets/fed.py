@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..items import Item
 from ._common import (
+    parse_json,
     assign_groups,
     check_unicode,
     dataset_name,
@@ -86,3 +87,8 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
     # an identical 3-turn context (identical context = same group, as for USR).
     assign_groups(items)
     return items
+
+
+def from_text(text: str, file: str, name: str) -> list[Item]:
+    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
+    return from_records(parse_json(text, file), file, name)

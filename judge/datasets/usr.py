@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import InputError
 from ..items import Item
 from ._common import (
+    parse_json,
     assign_groups,
     check_unicode,
     clean_fact,
@@ -89,3 +90,8 @@ def _response(raw: Any, ri: int, file: str, rec: str) -> tuple[str | None, str, 
     model = non_blank(get_field(raw, "model", str, file=file, rec=rec, required=False, prefix=where + "."))
     scores = {k: v for k, v in raw.items() if k not in _NOT_QUALITIES}
     return model, text, parse_annotations(scores, file=file, rec=rec, field=where)
+
+
+def from_text(text: str, file: str, name: str) -> list[Item]:
+    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
+    return from_records(parse_json(text, file), file, name)

@@ -42,7 +42,7 @@ def check_names(spec: MethodSpec) -> None:
     BACKENDS.canonical(spec.backend)
     SELECTORS.canonical(spec.selector)
     if is_template_path(spec.prompt):
-        if not Path(spec.prompt).is_file():
+        if not Path(spec.prompt).exists():
             raise InputError("template file not found", file=spec.prompt, field="prompt")
     elif spec.prompt != "fed" and spec.prompt not in builtin_prompts():
         raise UnknownNameError("prompt", spec.prompt, [*builtin_prompts(), "fed"])
@@ -59,7 +59,7 @@ def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> Pro
         return load_template(spec.prompt, quality=quality)
     if spec.prompt == "fed":
         if quality is None:
-            raise InputError("prompt 'fed' rates one FED quality: name it (--quality)", field="quality")
+            raise InputError("--prompt fed needs --quality (it rates one FED quality)", field="quality")
         return get_prompt(fed_prompt_name(level, quality.name))
     return get_prompt(spec.prompt)
 

@@ -59,7 +59,7 @@ class MethodSpec:
         if self.k < 0:
             raise InputError(f"must be >= 0, got {self.k}", field="k")
         if self.top_k < 1:
-            raise InputError(f"must be >= 1, got {self.top_k}", field="top-k")
+            raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
         if not self.seeds:
             raise InputError("at least one seed is needed", field="seeds")
         if self.type == "llm" and self.k > 0 and self.selector in ("none", "zero-shot"):

@@ -91,8 +91,10 @@ class Experiment:
         backend: str | None = None,
         model: str | None = None,
         threads: int | None = None,
+        datasets: list[str] | None = None,
     ) -> Experiment:
-        """The experiment with command-line overrides applied (backend/model/threads: every LLM method)."""
+        """The experiment with command-line overrides applied (backend/model/threads: every LLM method;
+        ``datasets``: keep only these of the config's sets, by name or abbreviation)."""
         methods = []
         for m in self.methods:
             if m.type == "llm":
@@ -100,8 +102,17 @@ class Experiment:
                 m = replace(m, backend=backend or m.backend,
                             model=model if model is not None else (None if backend else m.model), generate=gen)
             methods.append(m)
+        kept = self.datasets
+        if datasets is not None:
+            wanted = [dataset_info(d).name for d in datasets]
+            missing = [d for d in wanted if d not in {x.name for x in self.datasets}]
+            if missing:
+                raise InputError(f"not in the config: {', '.join(missing)} (it has "
+                                 f"{', '.join(x.name for x in self.datasets)})", file=self.path, field="--datasets")
+            kept = tuple(x for x in self.datasets if x.name in wanted)
         return replace(
             self,
+            datasets=kept,
             limit=limit if limit is not None else self.limit,
             data_dir=data_dir or self.data_dir,
             output=output or self.output,
