@@ -46,23 +46,23 @@ def render_markdown(summary: dict[str, Any]) -> str:
         out += [exp["description"], ""]
     limit = f"seeded subset of {exp['limit']} items per set (limit_seed {exp['limit_seed']})" if exp["limit"] else "all items"
     out += [
-        f"Spearman correlation with the mean human rating; {limit}. "
-        f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
-        f"seed {exp['seed']}). "
-        "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
-        "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
-        "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
-        "a top-N token list that may miss label spellings. "
-        "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison.",
+        (f"Spearman correlation with the mean human rating; {limit}. "
+         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
+         f"seed {exp['seed']}). "
+         "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
+         "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
+         "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
+         "a top-N token list that may miss label spellings. "
+         "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."),
         "",
     ]
     out += leaderboard_md(board)
     comps = summary.get("comparisons") or []
     if comps:
-        boots = sorted({str(c.get("n_boot", "?")) for c in comps})
+        boots = ", ".join(sorted({str(c.get("n_boot", "?")) for c in comps}))
+        unit = _unit_text({"results": [], "comparisons": comps})
         out += ["", "## Paired comparisons (same items)", "",
-                f"Paired bootstrap: {', '.join(boots)} resamples, {_unit_text({'results': [], 'comparisons': comps})}; "
-                "the same resamples for A and B.", "",
+                f"Paired bootstrap: {boots} resamples, {unit}; the same resamples for A and B.", "",
                 _md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
                          "p (Williams)"]),
                 _md_row(["---"] * 4 + ["---:"] * 6)]
