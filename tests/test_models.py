@@ -224,7 +224,7 @@ def test_qwen05_ranks_the_example_dialogues(qwen05):
     proc = _judge("score", str(EXAMPLES), "--model", "qwen2.5-coder-0.5b", "--threads", "2", "--no-cache")
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert {r["model"] for r in rows} == {"qwen2.5-coder-0.5b"} and {r["prompt"] for r in rows} == {"yesno"}
+    assert {r["method"] for r in rows} == {"yesno-none-k0"} and not any(r["error"] for r in rows)
     items = {json.loads(line)["id"]: json.loads(line) for line in EXAMPLES.read_text().splitlines()}
     score = {r["id"]: r["score"] for r in rows}
     good = [i for i, it in items.items() if it["system"] == "demo-good"]

@@ -120,8 +120,8 @@ def test_fed_turn_conversation_ci_is_wider_than_item_ci(data_dir):
     # FED-Turn cuts three turns from each conversation (124 groups over 375 items). With response
     # length as the score, resampling items calls the Overall correlation significant (CI above 0);
     # resampling conversations, as the items' dependence requires, gives a wider CI that crosses 0.
-    from judge.scorers.classic import create_classic
     from judge.datasets import load_benchmark
+    from judge.scorers.classic import create_classic
 
     items = load_benchmark("FT", data_dir)
     scores = create_classic("length").score(items)
