@@ -94,18 +94,77 @@ def _boot_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
+def _group_members(groups: Sequence[str | None]) -> list[np.ndarray]:
+    """Item indices of each group, groups in first-seen order; an item whose group is None is alone."""
+    members: dict[object, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(("item", i) if g is None else ("group", g), []).append(i)
+    return [np.array(v, dtype=np.intp) for v in members.values()]
+
+
+def _boot_samples(n: int, groups: Sequence[str | None] | None, n_boot: int, seed: int) -> list[np.ndarray]:
+    """Item indices of each bootstrap resample.
+
+    Without groups: n items drawn with replacement. With groups: as many groups as there are drawn
+    with replacement, each bringing all its items (so resamples differ in size). With one item per
+    group, in item order, the two draw exactly the same resamples for the same seed.
+    """
+    if groups is None:
+        return list(_boot_indices(n, n_boot, seed))
+    members = _group_members(groups)
+    draws = np.random.default_rng(seed).integers(0, len(members), size=(n_boot, len(members)))
+    return [np.concatenate([members[g] for g in row]) for row in draws]
+
+
+def _samples_corr(a: np.ndarray, b: np.ndarray, samples: Sequence[np.ndarray], method: str) -> np.ndarray:
+    """The correlation on each resample, vectorised over resamples of equal size."""
+    out = np.empty(len(samples))
+    by_size: dict[int, list[int]] = {}
+    for i, idx in enumerate(samples):
+        by_size.setdefault(len(idx), []).append(i)
+    for rows in by_size.values():
+        out[rows] = _resampled_corr(a, b, np.stack([samples[i] for i in rows]), method)
+    return out
+
+
+def _check_groups(groups: Sequence[str | None] | None, n: int) -> None:
+    if groups is not None and len(groups) != n:
+        raise ValueError(f"{len(groups)} groups vs {n} scores: groups must be aligned with the scores")
+
+
+def _kept_groups(groups: Sequence[str | None] | None, keep: Sequence[int]) -> list[str | None] | None:
+    return None if groups is None else [groups[i] for i in keep]
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A percentile bootstrap confidence interval."""
+    """A percentile bootstrap confidence interval.
+
+    ``unit`` is what was resampled ("item", or "group": whole conversations / context groups) and
+    ``n_units`` how many of them there were; ``n_degenerate`` counts the resamples on which the
+    correlation was undefined (a constant column): they are left out of the percentiles, and reported.
+    """
 
     low: float
     high: float
     level: float
     n_boot: int
     seed: int
+    unit: str = "item"
+    n_units: int = 0
+    n_degenerate: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+def _kept(*cols: Sequence[float | None]) -> list[int]:
+    """Indices where every column has a value and the score columns (all but the last) are finite."""
+    *scores, human = cols
+    return [
+        i for i in range(len(human))
+        if human[i] is not None and all(c[i] is not None and math.isfinite(c[i]) for c in scores)  # type: ignore[arg-type]
+    ]
 
 
 def bootstrap_ci(
@@ -116,27 +175,42 @@ def bootstrap_ci(
     n_boot: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    groups: Sequence[str | None] | None = None,
 ) -> Interval:
-    """Percentile bootstrap CI of the correlation, resampling items with replacement (seeded).
+    """Percentile bootstrap CI of the correlation (seeded).
 
-    Resamples on which the correlation is undefined (a constant column) are left out.
+    With ``groups`` (aligned with the scores: each item's conversation or context group) whole groups
+    are resampled, as items of one conversation are not independent; without, single items. Resamples
+    on which the correlation is undefined are left out and counted in ``n_degenerate``.
     """
-    a, b = _clean(pred, human)
-    nan = Interval(float("nan"), float("nan"), level, n_boot, seed)
-    if len(a) < 3:
-        return nan
-    vals = _resampled_corr(a, b, _boot_indices(len(a), n_boot, seed), method)
-    vals = vals[np.isfinite(vals)]
-    if len(vals) == 0:
-        return nan
+    if len(pred) != len(human):
+        raise ValueError(f"{len(pred)} predictions vs {len(human)} human scores")
+    _check_groups(groups, len(pred))
+    keep = _kept(pred, human)
+    a = np.array([pred[i] for i in keep], dtype=float)
+    b = np.array([human[i] for i in keep], dtype=float)
+    kept_groups = _kept_groups(groups, keep)
+    unit = "item" if groups is None else "group"
+    n_units = len(a) if kept_groups is None else len(_group_members(kept_groups))
+    if len(a) < 3 or n_units < 2:
+        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0)
+    vals = _samples_corr(a, b, _boot_samples(len(a), kept_groups, n_boot, seed), method)
+    finite = vals[np.isfinite(vals)]
+    n_degenerate = int(len(vals) - len(finite))
+    if len(finite) == 0:
+        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
     alpha = (1 - level) / 2
-    lo, hi = np.quantile(vals, [alpha, 1 - alpha])
-    return Interval(float(lo), float(hi), level, n_boot, seed)
+    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+    return Interval(float(lo), float(hi), level, n_boot, seed, unit, n_units, n_degenerate)
 
 
 @dataclass(frozen=True)
 class PairedTest:
-    """Method A vs method B on the same items: the correlation difference r_A - r_B, its CI and p-value."""
+    """Method A vs method B on the same items: the correlation difference r_A - r_B, its CI and p-value.
+
+    ``n_boot`` is the number of resamples drawn; ``n_degenerate`` of them had an undefined
+    difference and were left out. ``unit`` / ``n_units``: what was resampled, as in Interval.
+    """
 
     method: str
     r_a: float
@@ -148,6 +222,9 @@ class PairedTest:
     n: int
     n_boot: int
     seed: int
+    unit: str = "item"
+    n_units: int = 0
+    n_degenerate: int = 0
 
     @property
     def significant(self) -> bool:
@@ -155,17 +232,6 @@ class PairedTest:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def _clean3(a: Sequence[float | None], b: Sequence[float | None], h: Sequence[float | None]):
-    if not (len(a) == len(b) == len(h)):
-        raise ValueError(f"lengths differ: {len(a)}, {len(b)}, {len(h)}")
-    keep = [
-        (x, y, z) for x, y, z in zip(a, b, h)
-        if x is not None and y is not None and z is not None and math.isfinite(x) and math.isfinite(y)
-    ]
-    arr = np.array(keep, dtype=float).reshape(-1, 3)
-    return arr[:, 0], arr[:, 1], arr[:, 2]
 
 
 def paired_bootstrap(
@@ -177,27 +243,42 @@ def paired_bootstrap(
     n_boot: int = 2000,
     seed: int = 0,
     level: float = 0.95,
+    groups: Sequence[str | None] | None = None,
 ) -> PairedTest:
     """Paired bootstrap of corr(A, human) - corr(B, human) over the items both methods scored.
 
-    Each resample draws the same items for A and B, so the test accounts for their dependence.
-    The two-sided p-value is twice the share of resampled differences on the far side of zero
-    (the percentile-interval inversion), floored at 1/n_boot.
+    Each resample draws the same items (or, with ``groups``, the same whole groups) for A and B, so
+    the test accounts for their dependence. The two-sided p-value is twice the share of resampled
+    differences on the far side of zero (the percentile-interval inversion), floored at 1/(number of
+    usable resamples); it is computed with exactly ``n_boot`` resamples, never more.
     """
-    a, b, h = _clean3(pred_a, pred_b, human)
+    if not (len(pred_a) == len(pred_b) == len(human)):
+        raise ValueError(f"lengths differ: {len(pred_a)}, {len(pred_b)}, {len(human)}")
+    _check_groups(groups, len(human))
+    keep = _kept(pred_a, pred_b, human)
+    a = np.array([pred_a[i] for i in keep], dtype=float)
+    b = np.array([pred_b[i] for i in keep], dtype=float)
+    h = np.array([human[i] for i in keep], dtype=float)
+    kept_groups = _kept_groups(groups, keep)
+    unit = "item" if groups is None else "group"
     n = len(h)
+    n_units = n if kept_groups is None else len(_group_members(kept_groups))
     ra = correlate(a.tolist(), h.tolist(), method).value
     rb = correlate(b.tolist(), h.tolist(), method).value
-    if n < 3 or not (math.isfinite(ra) and math.isfinite(rb)):
-        return PairedTest(method, ra, rb, float("nan"), float("nan"), float("nan"), float("nan"), n, n_boot, seed)
-    idx = _boot_indices(n, n_boot, seed)
-    d = _resampled_corr(a, h, idx, method) - _resampled_corr(b, h, idx, method)
-    d = d[np.isfinite(d)]
+    nan = float("nan")
+    if n < 3 or n_units < 2 or not (math.isfinite(ra) and math.isfinite(rb)):
+        return PairedTest(method, ra, rb, nan, nan, nan, nan, n, n_boot, seed, unit, n_units, 0)
+    samples = _boot_samples(n, kept_groups, n_boot, seed)
+    d = _samples_corr(a, h, samples, method) - _samples_corr(b, h, samples, method)
+    finite = d[np.isfinite(d)]
+    n_degenerate = int(len(d) - len(finite))
+    if len(finite) == 0:
+        return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
     alpha = (1 - level) / 2
-    lo, hi = np.quantile(d, [alpha, 1 - alpha])
-    tail = min(np.mean(d <= 0), np.mean(d >= 0))
-    p = float(min(1.0, max(2 * tail, 1.0 / len(d))))
-    return PairedTest(method, ra, rb, ra - rb, float(lo), float(hi), p, n, n_boot, seed)
+    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+    tail = min(np.mean(finite <= 0), np.mean(finite >= 0))
+    p = float(min(1.0, max(2 * tail, 1.0 / len(finite))))
+    return PairedTest(method, ra, rb, ra - rb, float(lo), float(hi), p, n, n_boot, seed, unit, n_units, n_degenerate)
 
 
 def williams_test(r_ah: float, r_bh: float, r_ab: float, n: int) -> tuple[float, float]:

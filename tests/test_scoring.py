@@ -7,7 +7,16 @@ import math
 import pytest
 
 from judge.answers import Rating, YesNo, candidates
-from judge.scorers.rules import ScoringError, goodness, label_probs, score_distribution, topk_rating
+from judge.errors import UnknownNameError
+from judge.scorers.rules import (
+    RULES,
+    ScoringError,
+    expected_rating,
+    goodness,
+    label_probs,
+    score_distribution,
+    topk_rating,
+)
 
 
 def test_topk_paper_formula_by_hand():
@@ -73,3 +82,37 @@ def test_candidates_and_example_labels():
     assert yn.format_label(3.0, 1, 5) == "Yes"  # exactly half way up the scale counts as good
     assert yn.format_label(2.99, 1, 5) == "No"
     assert YesNo(threshold=0.75).format_label(3.5, 1, 5) == "No"
+
+
+def test_expected_rating_by_hand():
+    # p(1)=.4 p(2)=.0 p(3)=.1 p(4)=.1 p(5)=.4: expected = (.4 + .3 + .4 + 2.0) / 1.0 = 3.1,
+    # while top-3 keeps only 1(.4), 5(.4), 3(.1): (.4 + 2.0 + .3) / .9 = 3.0.
+    probs = {"1": 0.4, "2": 0.0, "3": 0.1, "4": 0.1, "5": 0.4}
+    assert expected_rating(probs) == pytest.approx(3.1)
+    assert topk_rating(probs, 3) == pytest.approx(2.7 / 0.9)
+    # Mass missing from the scale (tokens that are not labels) is renormalised away:
+    # p(0)=.1 p(1)=.3 on a 0-2 scale with p(2)=0 -> (0*.1 + 1*.3) / .4 = .75.
+    assert expected_rating({"0": 0.1, "1": 0.3, "2": 0.0}) == pytest.approx(0.75)
+    # A model torn between the ends scores the middle; top-1 picks an end.
+    assert expected_rating({"1": 0.5, "3": 0.0, "5": 0.5}) == pytest.approx(3.0)
+    assert topk_rating({"1": 0.5, "3": 0.0, "5": 0.5}, 1) == 1
+    with pytest.raises(ScoringError):
+        expected_rating({"1": 0.0, "2": 0.0})
+    with pytest.raises(ValueError):
+        expected_rating({"1": -0.1, "2": 0.5})
+
+
+def test_score_distribution_rules():
+    assert set(RULES) == {"topk", "expected"}
+    lp = {"1": math.log(0.4), " 3": math.log(0.1), "4": math.log(0.1), " 5": math.log(0.4)}
+    scale = Rating(1, 5)
+    default, probs = score_distribution(lp, scale, top_k=3)
+    assert default == score_distribution(lp, scale, top_k=3, rule="topk")[0] == pytest.approx(2.7 / 0.9)
+    assert score_distribution(lp, scale, top_k=3, rule="expected")[0] == pytest.approx(3.1)
+    assert probs["2"] == 0.0  # the unreadable label is part of the scale with probability 0
+    # yes/no: both rules give the goodness p(yes) / (p(yes) + p(no)).
+    yn = {"Yes": math.log(0.3), " no": math.log(0.1)}
+    assert score_distribution(yn, YesNo(), rule="expected")[0] == pytest.approx(0.75)
+    assert score_distribution(yn, YesNo(), rule="topk")[0] == pytest.approx(0.75)
+    with pytest.raises(UnknownNameError, match="scoring rule 'mean'.*expected, topk"):
+        score_distribution(lp, scale, rule="mean")

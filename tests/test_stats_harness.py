@@ -65,6 +65,81 @@ def test_paired_test_detects_planted_difference_and_not_null():
     assert ts.diff == pytest.approx(-t.diff)
 
 
+def test_group_bootstrap_with_one_item_per_group_is_the_item_bootstrap():
+    p, h = _data(n=40)
+    item = stats.bootstrap_ci(p, h, n_boot=300, seed=5)
+    grouped = stats.bootstrap_ci(p, h, n_boot=300, seed=5, groups=[f"g{i}" for i in range(40)])
+    assert (grouped.low, grouped.high) == (item.low, item.high)
+    assert (item.unit, item.n_units, grouped.unit, grouped.n_units) == ("item", 40, "group", 40)
+    # None = the item is its own group.
+    assert stats.bootstrap_ci(p, h, n_boot=300, seed=5, groups=[None] * 40) == grouped
+
+
+def test_group_bootstrap_moves_whole_groups():
+    # Each of 30 items tripled, the copies forming one group. Resampling groups of the tripled data
+    # draws the same resamples as resampling the 30 distinct items (tripling every point maps each
+    # rank r to 3r - 1, which leaves Spearman unchanged), so the two CIs are identical. Resampling
+    # the 90 rows as if independent pretends to three times the data: a narrower, dishonest CI.
+    p, h = _data(n=30, seed=4)
+    p3 = [x for x in p for _ in range(3)]
+    h3 = [x for x in h for _ in range(3)]
+    groups = [f"c{i // 3}" for i in range(90)]
+    distinct = stats.bootstrap_ci(p, h, n_boot=400, seed=2)
+    grouped = stats.bootstrap_ci(p3, h3, n_boot=400, seed=2, groups=groups)
+    naive = stats.bootstrap_ci(p3, h3, n_boot=400, seed=2)
+    assert grouped.low == pytest.approx(distinct.low) and grouped.high == pytest.approx(distinct.high)
+    assert grouped.n_units == 30
+    assert naive.high - naive.low < 0.75 * (grouped.high - grouped.low)
+    # The paired test resamples the same way.
+    other = [x + 1.5 * e for x, e in zip(h, np.random.default_rng(9).normal(size=30))]
+    o3 = [x for x in other for _ in range(3)]
+    t_distinct = stats.paired_bootstrap(p, other, h, n_boot=400, seed=2)
+    t_grouped = stats.paired_bootstrap(p3, o3, h3, n_boot=400, seed=2, groups=groups)
+    assert (t_grouped.low, t_grouped.high) == pytest.approx((t_distinct.low, t_distinct.high))
+    assert t_grouped.p_value == pytest.approx(t_distinct.p_value)
+    assert (t_grouped.unit, t_grouped.n_units, t_grouped.n) == ("group", 30, 90)
+    with pytest.raises(ValueError, match="aligned"):
+        stats.bootstrap_ci(p, h, groups=["a"] * 3)
+
+
+def test_degenerate_resamples_are_counted():
+    # Only item 4's score differs from the others: a resample without it has a constant score
+    # column, and one drawing a single item over and over has a constant human column too.
+    pred = [0.0, 0.0, 0.0, 0.0, 1.0]
+    human = [1.0, 2.0, 3.0, 4.0, 5.0]
+    want = sum(1 for row in stats._boot_indices(5, 500, 1) if 4 not in row or len(set(row)) == 1)
+    assert 100 < want < 250  # about (4/5)^5 of 500 = 164 expected
+    ci = stats.bootstrap_ci(pred, human, n_boot=500, seed=1)
+    assert ci.n_degenerate == want and ci.n_boot == 500
+    t = stats.paired_bootstrap(pred, human, human, n_boot=500, seed=1)
+    assert t.n_degenerate == want and t.n_boot == 500  # the n_boot asked for, not raised
+    assert stats.bootstrap_ci(*_data(), n_boot=200).n_degenerate == 0
+
+
+def test_fed_turn_conversation_ci_is_wider_than_item_ci(data_dir):
+    # FED-Turn cuts three turns from each conversation (124 groups over 375 items). With response
+    # length as the score, resampling items calls the Overall correlation significant (CI above 0);
+    # resampling conversations, as the items' dependence requires, gives a wider CI that crosses 0.
+    from judge.datasets import load_benchmark
+    from judge.scorers.classic import create_classic
+
+    items = load_benchmark("FT", data_dir)
+    scores = create_classic("length").score(items)
+    pred = [s.value for s in scores]
+    groups = [it.group for it in items]
+    assert len(set(groups)) == 124
+    for quality in ("Overall", "Engaging", "Interesting", "Relevant"):
+        human = [it.human(quality) for it in items]
+        item = stats.bootstrap_ci(pred, human, n_boot=1000, seed=0)
+        conv = stats.bootstrap_ci(pred, human, n_boot=1000, seed=0, groups=groups)
+        assert (item.unit, conv.unit, conv.n_units, conv.n_degenerate) == ("item", "group", 124, 0)
+        assert conv.high - conv.low > 1.1 * (item.high - item.low), quality
+    human = [it.human("Overall") for it in items]
+    item = stats.bootstrap_ci(pred, human, n_boot=1000, seed=0)
+    conv = stats.bootstrap_ci(pred, human, n_boot=1000, seed=0, groups=groups)
+    assert item.low > 0 > conv.low
+
+
 def test_williams_test():
     t, p = stats.williams_test(0.5, 0.5, 0.3, 100)
     assert t == 0 and p == pytest.approx(1.0)
@@ -131,3 +206,43 @@ def test_krippendorff_alpha_edge_cases():
     assert krippendorff_alpha([[0, 1], [1, 0], [0, 1], [1, 0]]) < 0
     with pytest.raises(ValueError):
         krippendorff_alpha(_KRIPP, "ratio-ish")
+
+
+HARNESS_CONFIG = """
+name = "groups"
+datasets = ["FT"]
+qualities = ["Overall"]
+bootstrap = 200
+compare = [["length", "length-copy"]]
+[[methods]]
+type = "classic"
+scorer = "length"
+[[methods]]
+type = "classic"
+scorer = "length"
+name = "length-copy"
+"""
+
+
+def test_harness_resamples_conversations_and_reports_it(tmp_path, data_dir):
+    # The harness passes each row's conversation group to the bootstrap, uses the configured number
+    # of resamples for the paired test too (it used to raise it to 1000), and the report says so.
+    import json
+
+    from judge.harness import load_experiment, run_experiment
+    from judge.report import render_markdown
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(HARNESS_CONFIG)
+    out = tmp_path / "out"
+    exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir), output=str(out))
+    run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    summary = json.loads((out / "summary.json").read_text())
+    (res,) = [r for r in summary["results"] if r["method"] == "length"]
+    ci = res["ci"]
+    assert (ci["unit"], ci["n_units"], ci["n_degenerate"], ci["n_boot"]) == ("group", 124, 0, 200)
+    (comp,) = summary["comparisons"]
+    assert (comp["n_boot"], comp["unit"], comp["n_units"], comp["n_degenerate"]) == (200, "group", 124, 0)
+    md = render_markdown(summary)
+    assert "200 resamples, resampling conversations" in md
+    assert "Degenerate bootstrap resamples (undefined correlation, left out): 0 over the 2 CIs, 0 over the 1 paired" in md

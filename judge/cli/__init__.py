@@ -16,6 +16,7 @@ COMMANDS = {
     "run": "run",
     "report": "report",
     "data": "data",
+    "models": "models",
 }
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.

@@ -25,12 +25,14 @@ def _corr(c: stats.Correlation) -> dict[str, Any]:
 
 
 def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any]:
-    """Correlations of one cell's scores with the human means, plus its bootstrap CI and failures."""
+    """Correlations of one cell's scores with the human means, plus its bootstrap CI (resampling
+    conversations) and failures."""
     pred = [r["score"] for r in rows]
     human = [r["human"] for r in rows]
-    ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed)
+    ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=_groups(rows))
     out: dict[str, Any] = {m: _corr(c) for m, c in stats.correlations(pred, human).items()}
-    out["ci"] = {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": n_boot, "seed": seed}
+    out["ci"] = {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": n_boot, "seed": seed,
+                 "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate}
     out["n_items"] = len(rows)
     out["n_failed"] = sum(1 for r in rows if r.get("error"))
     # Scores read from sampled answers, or from a top-N list that may miss label spellings: reports mark them.
@@ -40,6 +42,11 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     if sum(1 for s in set(systems) if s is not None) >= 3:
         out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
     return out
+
+
+def _groups(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Each row's conversation group; rows saved without one (``ctx:`` groups) stand alone."""
+    return [r.get("group") or f"id:{r['id']}" for r in rows]
 
 
 def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None:
@@ -133,12 +140,14 @@ def _comparisons(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[d
             pa = [ra[i]["score"] for i in ids]
             pb = [rb[i]["score"] for i in ids]
             h = [ra[i]["human"] for i in ids]
-            t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=max(exp.bootstrap, 1000), seed=exp.seed)
+            t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=exp.bootstrap, seed=exp.seed,
+                                       groups=_groups([ra[i] for i in ids]))
             keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
             r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")
             w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n) if all(map(math.isfinite, (t.r_a, t.r_b, r_ab)))
                         else (float("nan"), float("nan")))
             out.append({"a": a, "b": b, "dataset": ds, "quality": q, "n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b),
                         "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
-                        "williams_t": _f(w_t), "williams_p": _f(w_p)})
+                        "williams_t": _f(w_t), "williams_p": _f(w_p), "n_boot": t.n_boot, "unit": t.unit,
+                        "n_units": t.n_units, "n_degenerate": t.n_degenerate})
     return out

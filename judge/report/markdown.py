@@ -46,19 +46,23 @@ def render_markdown(summary: dict[str, Any]) -> str:
         out += [exp["description"], ""]
     limit = f"seeded subset of {exp['limit']} items per set (limit_seed {exp['limit_seed']})" if exp["limit"] else "all items"
     out += [
-        f"Spearman correlation with the mean human rating; {limit}. "
-        f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples of items, seed {exp['seed']}). "
-        "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
-        "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
-        "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
-        "a top-N token list that may miss label spellings. "
-        "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison.",
+        (f"Spearman correlation with the mean human rating; {limit}. "
+         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
+         f"seed {exp['seed']}). "
+         "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
+         "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
+         "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
+         "a top-N token list that may miss label spellings. "
+         "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."),
         "",
     ]
     out += leaderboard_md(board)
     comps = summary.get("comparisons") or []
     if comps:
+        boots = ", ".join(sorted({str(c.get("n_boot", "?")) for c in comps}))
+        unit = _unit_text({"results": [], "comparisons": comps})
         out += ["", "## Paired comparisons (same items)", "",
+                f"Paired bootstrap: {boots} resamples, {unit}; the same resamples for A and B.", "",
                 _md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
                          "p (Williams)"]),
                 _md_row(["---"] * 4 + ["---:"] * 6)]
@@ -78,6 +82,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     for m, spec in summary["methods"].items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
         out.append(f"- `{m}`: {desc}")
+    out += ["", _degenerate_text(summary)]
     failed = sum(r["n_failed"] for r in summary["results"])
     out += ["", f"Failed items: {failed} (recorded with their error in the per-item files)."]
     for sk in summary.get("skipped", []):
@@ -85,6 +90,31 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if summary.get("wall_s") is not None:
         out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
     return "\n".join(out) + "\n"
+
+
+def _unit_text(summary: dict[str, Any]) -> str:
+    """How the bootstrap resampled: whole conversations (context groups) or, in summaries written
+    before groups were resampled, single items."""
+    units = {(r.get("ci") or {}).get("unit", "item") for r in summary["results"]}
+    units |= {c.get("unit", "item") for c in summary.get("comparisons") or []}
+    if units == {"group"}:
+        return "resampling conversations (each item's context group, all its items together)"
+    if units <= {"item"}:
+        return "resampling items"
+    return "resampling conversations where the rows carry groups, items elsewhere"
+
+
+def _degenerate_text(summary: dict[str, Any]) -> str:
+    """How many resamples had an undefined correlation (a constant column) and were left out."""
+    cis = [r.get("ci") or {} for r in summary["results"]]
+    comps = summary.get("comparisons") or []
+    n_ci = sum(c.get("n_degenerate", 0) for c in cis)
+    n_cmp = sum(c.get("n_degenerate", 0) for c in comps)
+    text = (f"Degenerate bootstrap resamples (undefined correlation, left out): {n_ci} over the "
+            f"{len(cis)} CIs")
+    if comps:
+        text += f", {n_cmp} over the {len(comps)} paired tests"
+    return text + "."
 
 
 def _p(p: float | None) -> str:

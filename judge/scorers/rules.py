@@ -1,8 +1,12 @@
 """Scoring rules: turn a next-token label distribution into a number (pure functions).
 
-* Top-K rating weighting: take the K most probable rating labels r_1..r_K with probabilities
-  p_1..p_K, w_i = p_i / sum_j p_j, score = sum_i r_i * w_i.
-* Goodness: p(yes) / (p(yes) + p(no)).
+* Top-K rating weighting (rule ``topk``, the paper's): take the K most probable rating labels
+  r_1..r_K with probabilities p_1..p_K, w_i = p_i / sum_j p_j, score = sum_i r_i * w_i.
+* Expected rating (rule ``expected``, as in G-EVAL): the same weighting over ALL labels of the
+  scale, score = sum_r r * p_r / sum_r p_r. Unlike top-K it keeps the mass of unlikely labels, so a
+  model torn between 1 and 5 scores 3, not the more likely of the two.
+* Goodness: p(yes) / (p(yes) + p(no)). For a yes/no answer both rules give it (it is the expected
+  value of yes = 1, no = 0).
 
 A label's probability is the sum over its single-token spellings ("2" and " 2"; "Yes", "yes",
 " yes", ...) that the backend could read. Spellings it could not read (multi-token, or outside a
@@ -12,9 +16,10 @@ top-N list) are absent from the input and contribute nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..answers import AnswerType, Rating, YesNo
+from ..errors import UnknownNameError
 
 
 class ScoringError(ValueError):
@@ -50,6 +55,28 @@ def topk_rating(probs: Mapping[str, float], k: int = 3) -> float:
     return math.fsum(r * p for p, r in ranked) / total
 
 
+def expected_rating(probs: Mapping[str, float]) -> float:
+    """Probability-weighted mean over every integer label in ``probs`` (all labels of the scale)."""
+    if any(p < 0 for p in probs.values()):
+        raise ValueError("probabilities must be non-negative")
+    total = math.fsum(probs.values())
+    if total <= 0:
+        raise ScoringError("no probability on any rating label")
+    return math.fsum(int(lab) * p for lab, p in probs.items()) / total
+
+
+def _expected_rule(probs: Mapping[str, float], k: int) -> float:
+    return expected_rating(probs)  # k does not apply: every label counts
+
+
+#: A rating rule: (label probabilities, top_k) -> score.
+RatingRule = Callable[[Mapping[str, float], int], float]
+
+#: Scoring rules for rating answers by name (the methods' ``rule`` setting). ``topk`` is the default.
+RULES: dict[str, RatingRule] = {"topk": topk_rating, "expected": _expected_rule}
+DEFAULT_RULE = "topk"
+
+
 def goodness(p_yes: float, p_no: float) -> float:
     """p(yes) / (p(yes) + p(no))."""
     if p_yes < 0 or p_no < 0:
@@ -60,16 +87,15 @@ def goodness(p_yes: float, p_no: float) -> float:
 
 
 def score_distribution(
-    logprobs: Mapping[str, float | None], answer: AnswerType, top_k: int = 3, rule: str = "topk"
+    logprobs: Mapping[str, float | None], answer: AnswerType, top_k: int = 3, rule: str = DEFAULT_RULE
 ) -> tuple[float, dict[str, float]]:
-    """Score one distribution: returns (score, label probabilities). Raises ScoringError if empty."""
-    if rule != "topk":
-        from ..errors import UnknownNameError
-
-        raise UnknownNameError("scoring rule", rule, ["topk"])
+    """Score one distribution with the rating rule ``rule`` (see RULES): returns (score, label
+    probabilities). Raises ScoringError if no label has probability, UnknownNameError for a bad rule."""
+    if rule not in RULES:
+        raise UnknownNameError("scoring rule", rule, RULES)
     probs = label_probs(logprobs, answer)
     if isinstance(answer, Rating):
-        return topk_rating(probs, top_k), probs
+        return RULES[rule](probs, top_k), probs
     if isinstance(answer, YesNo):
         return goodness(probs["yes"], probs["no"]), probs
     raise TypeError(f"unknown answer type {answer!r}")

@@ -1,0 +1,95 @@
+"""``judge models [list|assemble NAME]``: the packaged models, whether installed, their provenance and
+the figures measured for them (judge/models_data.toml)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import tomllib
+from importlib import resources
+from typing import Any
+
+from . import EXIT_OK
+
+NOT_MEASURED = "not measured"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("models", help="list the packaged models (installed or not, provenance, measured figures)")
+    p.add_argument("action", nargs="?", default="list", choices=("list", "assemble"),
+                   help="list (default), or assemble and verify a split model now instead of on first use")
+    p.add_argument("name", nargs="?", default=None, help="model name for 'assemble'")
+    p.add_argument("--json", action="store_true", help="print the listing as JSON")
+    return p
+
+
+def measured() -> dict[str, dict[str, Any]]:
+    """The measured figures per model name, as kept in judge/models_data.toml."""
+    text = resources.files("judge").joinpath("models_data.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text).get("models", {})
+
+
+def _size_text(size: int | None) -> str:
+    return "size unknown" if size is None else f"{size / 1e6:.0f} MB"
+
+
+def listing() -> list[dict[str, Any]]:
+    """One record per packaged model: name, state, size, install command, provenance, sha256, figures."""
+    from ..models import DEFAULT_MODEL, PACKAGED, SplitModel, installed_state
+
+    figures = measured()
+    out = []
+    for name, m in PACKAGED.items():
+        out.append({
+            "name": name,
+            "default": name == DEFAULT_MODEL,
+            "state": installed_state(m),
+            "size": m.size,
+            "install": m.install,
+            "provenance": m.provenance,
+            "sha256": m.sha256,
+            "parts": len(m.parts) if isinstance(m, SplitModel) else 1,
+            "measured": figures.get(name, {}),
+        })
+    return out
+
+
+def _figure(rec: dict[str, Any], key: str) -> str:
+    value = rec["measured"].get(key, NOT_MEASURED)
+    return str(value)
+
+
+def _print_listing(records: list[dict[str, Any]]) -> None:
+    for rec in records:
+        flag = " (default)" if rec["default"] else ""
+        print(f"{rec['name']}{flag}: {rec['state']}, {_size_text(rec['size'])}, {rec['parts']} wheel(s)")
+        print(f"    install:     {rec['install']}")
+        print(f"    provenance:  {rec['provenance']}")
+        print(f"    sha256:      {rec['sha256']} (pinned; the file is refused on a mismatch)")
+        for key, label in (("quality", "quality"), ("examples", "examples"), ("speed", "speed"),
+                           ("assembly", "assembly"), ("measured_on", "measured on")):
+            print(f"    {label + ':':<12} {_figure(rec, key)}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+
+    if args.action == "assemble":
+        from ..models import PACKAGED, SplitModel, ensure_assembled
+
+        split = {n: m for n, m in PACKAGED.items() if isinstance(m, SplitModel)}
+        if args.name not in split:
+            raise InputError(f"name one of the split models: {', '.join(split)}", field="NAME")
+        t0 = time.perf_counter()
+        path = ensure_assembled(split[args.name])
+        print(f"{args.name}: {path} (sha256 verified, {time.perf_counter() - t0:.1f} s)")
+        return EXIT_OK
+    if args.name is not None:
+        raise InputError("'judge models list' takes no model name", field="NAME")
+    records = listing()
+    if args.json:
+        print(json.dumps(records, indent=1))
+    else:
+        _print_listing(records)
+    return EXIT_OK
