@@ -1,7 +1,8 @@
 """Dataset loaders: benchmark files (DSTC10 Track 5, FED, USR, Gupta) and users' own JSONL.
 
 Public API: :func:`load_items` (any supported file), :func:`load_benchmark` (a registered set by
-name under a data dir), :data:`FORMATS`, :func:`detect_format`, :func:`check_scale`.
+name under a data dir), :func:`resolve_source` (either of those, with the quality to correlate
+with and its scale), :func:`parse_scale`, :data:`FORMATS`, :func:`detect_format`, :func:`check_scale`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from typing import Any
 
 from ..errors import InputError, UnknownNameError
 from ..items import Item
-from ..qualities import dataset_info
+from ..qualities import dataset_info, parse_scale
 from . import dstc10, fed, gupta, jsonl, usr
 from ._common import check_scale, dataset_name, parse_json, read_text
+from .source import Source, resolve_source
 
-__all__ = ["FORMATS", "check_scale", "detect_format", "load_benchmark", "load_items"]
+__all__ = ["FORMATS", "Source", "check_scale", "detect_format", "load_benchmark", "load_items", "parse_scale",
+           "resolve_source"]
 
 #: Format names accepted by ``load_items(format=...)`` and used in ``qualities.DATASETS``.
 FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta")
