@@ -213,27 +213,29 @@ def quality_for(
 
     Looked up in this order: a declared scale (``source``: a mapping quality -> (min, max), or
     items whose ``scales`` came from their file), then ``known`` (the registered set's qualities).
-    Nothing else: a user's ``overall`` is not assumed to be 1-5 and a user's ``engaging`` does not
-    take FED's scale. Without a scale, ``strict`` raises InputError saying how to declare one;
+    Nothing else gives a scale: a user's ``overall`` is not assumed to be 1-5 and a user's
+    ``engaging`` does not take FED's 0-2 (it only borrows FED's wording for prompts). Without a scale, ``strict`` raises InputError saying how to declare one;
     ``strict=False`` returns a scale-less Quality (NaN bounds) for callers that only read human
     means, and anything that later needs the scale refuses it (:meth:`Quality.scale`).
-    A name that is neither declared, known nor annotated on any item is an UnknownNameError.
+    A name that is neither declared, known, a registered quality's nor annotated on any item is an
+    UnknownNameError listing the annotated ones.
     """
     declared = _declared_scales(source)
     items = [] if isinstance(source, Mapping) else list(source)
     base = next((q for q in known if q.name.lower() == name.lower()), None)
+    if base is not None and name.lower() not in declared:
+        return base
+    # A registered quality of the same name lends its *wording* (prompts stay the same), never its scale.
+    wording = base or find_quality(name, level)
+    q_level = base.level if base else (level or "turn")
+    desc = wording.description if wording else _generic_description(name, q_level)
     if name.lower() in declared:
         lo, hi = declared[name.lower()]
-        q_level = base.level if base else (level or "turn")
-        desc = base.description if base else _generic_description(name, q_level)
         return Quality(base.name if base else _annotated_name(name, items), q_level, lo, hi, desc)
-    if base is not None:
-        return base
     annotated = sorted({k for it in items for k in it.annotations})
-    if items and name.lower() not in (k.lower() for k in annotated):
-        raise UnknownNameError("quality", name, annotated or list(declared) or [q.name for q in known])
-    unscaled = Quality(_annotated_name(name, items), level or "turn", math.nan, math.nan,
-                       _generic_description(name, level))
+    if items and wording is None and name.lower() not in (k.lower() for k in annotated):
+        raise UnknownNameError("quality", name, annotated or [q.name for q in known])
+    unscaled = Quality(_annotated_name(name, items), q_level, math.nan, math.nan, desc)
     if strict:
         unscaled.scale("it")
     return unscaled
