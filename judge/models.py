@@ -76,6 +76,42 @@ def verify_sha256(path: Path, expected: str) -> None:
         pass  # the check still happened; only its memo could not be saved
 
 
+def _hash_memo() -> Path:
+    return Path(os.environ.get("JUDGE_HOME", Path.home() / ".cache" / "judge")) / "sha256.json"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The file's sha256, computed once per (path, size, mtime, inode) and memoised on disk.
+
+    Identifies a model file by content, so that a file replaced in place (same name, new bytes)
+    never matches cache entries of the old one, while an unchanged multi-GB file is not re-read
+    on every run (the memo is keyed like the packaged-model check in verify_sha256).
+    """
+    p = Path(path)
+    st = p.stat()
+    key = f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    memo = _hash_memo()
+    try:
+        seen = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        seen = {}
+    if isinstance(seen, dict) and isinstance(seen.get(key), str):
+        return seen[key]
+    digest = sha256_file(p)
+    # Keep one entry per path: older (size, mtime) keys of the same file are stale.
+    prefix = f"{p.resolve()}:"
+    seen = {k: v for k, v in (seen.items() if isinstance(seen, dict) else ()) if not k.startswith(prefix)}
+    seen[key] = digest
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(seen))
+        os.replace(tmp, memo)
+    except OSError:
+        pass  # the hash is still right; only its memo could not be saved
+    return digest
+
+
 def resolve_model_path(model: str | None) -> Path:
     """A packaged model name (default: the embedded SmolLM2) or a path to a GGUF file."""
     name = model or DEFAULT_MODEL
