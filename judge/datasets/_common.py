@@ -429,7 +429,10 @@ def check_scale(items: Iterable[Item], quality: Quality, *, file: str | None = N
     The key is matched case-insensitively (as Item.human does). Loaders do not range-check,
     because the scale depends on which quality a run evaluates; call this once it is known.
     """
-    lo, hi = quality.scale("checking the human scores' range")
+    try:
+        lo, hi = quality.scale("checking the human scores' range")
+    except InputError as exc:
+        raise InputError(exc.reason, file=file, field=exc.field) from None
     key = quality.name.lower()
     for item in items:
         for name, values in item.annotations.items():
