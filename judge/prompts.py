@@ -194,9 +194,9 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
             q = Quality(str(meta["quality"]), level or "turn", lo, hi, str(meta.get("description", "")))
     kind = meta.get("answer", "yesno")
     if kind == "rating":
-        scaled = q is not None and q.has_scale
-        lo = meta.get("min", q.min if scaled else None)
-        hi = meta.get("max", q.max if scaled else None)
+        scaled = q if q is not None and q.has_scale else None
+        lo = meta.get("min", scaled.min if scaled else None)
+        hi = meta.get("max", scaled.max if scaled else None)
         if lo is None or hi is None:
             raise TemplateError(f"{path}: a rating template needs 'min' and 'max' or a known 'quality'")
         if int(lo) != lo or int(hi) != hi or hi <= lo:

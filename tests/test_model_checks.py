@@ -15,7 +15,7 @@ from judge.backends.base import Prompt
 from judge.backends.llamacpp import LlamaCppBackend
 from judge.cache import Cache, CachedBackend
 from judge.config import GenerateConfig
-from judge.datasets import load_items, resolve_source
+from judge.datasets import resolve_source
 from judge.errors import TemplateError
 from judge.llm_judge import LLMJudge
 from judge.models import file_sha256, resolve_model_path
@@ -123,7 +123,7 @@ def test_file_with_empty_responses_is_scored_whole(smollm2) -> None:
     assert all(s.ok and 0 <= s.value <= 1 for s in scores), [s.error for s in scores]
     flagged = [it.id for it in items if it.flags == ("empty_response",)]
     assert flagged == ["r02", "r05"]
-    prompt, shown = judge.build_prompt(items[1], items)
+    prompt, _ = judge.build_prompt(items[1], items)
     assert "Response: (empty response)\n" in prompt.text
     labels = {it.id: judge.prompt.example_label(it, source.quality) for it in items}
     assert labels["r02"] == "No" and labels["r01"] == "Yes" and labels["r07"] == "Yes" and labels["r08"] == "No"

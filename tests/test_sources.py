@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from judge.data_sources import DATA_FILES
-from judge.datasets import check_scale, load_benchmark, load_items, parse_scale, resolve_source
+from judge.datasets import (
+    check_scale,
+    load_benchmark,
+    load_items,
+    parse_scale,
+    resolve_source,
+)
 from judge.errors import InputError, UnknownNameError
 from judge.prompts import get_prompt
 from judge.qualities import DATASETS, DSTC10_SETS, FED_TURN, dataset_info, quality_for

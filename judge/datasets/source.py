@@ -61,6 +61,7 @@ def resolve_source(
 
     path = Path(spec)
     registered = _registered(spec, data_dir)
+    info: DatasetInfo | None
     if registered is not None and not path.is_file():
         info = registered
         if data_dir is None:
@@ -76,8 +77,8 @@ def resolve_source(
         file = path
         fmt = detect_format(path, read_text(path))
         stem = dataset_name(path)
-        info_or_none = DATASETS.get(stem)
-        info = info_or_none if info_or_none is not None and info_or_none.format == fmt else None
+        same_name = DATASETS.get(stem)
+        info = same_name if same_name is not None and same_name.format == fmt else None
         items = load_items(path, format=fmt, dataset=name or stem)
     if not items:
         raise InputError("no items", file=str(file))
