@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from .errors import TemplateError
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,34 @@ AnswerType = Rating | YesNo
 def candidates(answer: AnswerType) -> list[str]:
     """All candidate strings a backend must look up for this answer type, in a stable order."""
     return [c for forms in answer.variants().values() for c in forms]
+
+
+def unreadable_labels(answer: AnswerType, single_token: Callable[[str], bool]) -> list[str]:
+    """Labels none of whose spellings is a single token (``single_token`` asks the model's tokenizer)."""
+    return [label for label, forms in answer.variants().items() if not any(single_token(f) for f in forms)]
+
+
+def check_labels(answer: AnswerType, backend: Any, *, template: str = "the prompt") -> None:
+    """Refuse a template/model pair whose answer labels the model cannot say in one token.
+
+    Scores are read from the next-token distribution, so a label that is several tokens long
+    (SmolLM2 spells ``10`` as ``1`` + ``0``) would silently get probability 0 -- and the mass the
+    model puts on its first token would count for the label that token spells (``1``). Backends
+    that expose their tokenizer answer ``backend.single_token(text)`` (llama.cpp, transformers,
+    vLLM); hosted APIs cannot tell, and for them the check is skipped (their answers read only
+    the labels the server returns as whole tokens).
+    """
+    probe = getattr(backend, "single_token", None)
+    if not callable(probe):
+        return
+    bad = unreadable_labels(answer, probe)
+    if bad:
+        model = getattr(backend, "model_id", "the model")
+        raise TemplateError(
+            f"{template}: the answer label(s) {', '.join(repr(b) for b in bad)} are not a single token of "
+            f"{model}'s vocabulary, so their probability cannot be read (another label would take it); "
+            "use a scale whose labels are single tokens (e.g. 1-5) or another model"
+        )
 
 
 def _round_half_up(x: float) -> int:

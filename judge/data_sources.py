@@ -29,7 +29,8 @@ class DataFile:
     commit: str
     source_path: str
     sha256: str
-    size: int
+    #: Bytes, where recorded (None: only the sha256 was published with the entry).
+    size: int | None
     sets: str
 
     @property
@@ -37,7 +38,7 @@ class DataFile:
         return f"{_RAW}/{self.repo}/{self.commit}/{self.source_path}"
 
 
-def _d10(name: str, sha: str, size: int, abbrev: str) -> DataFile:
+def _d10(name: str, sha: str, size: int | None, abbrev: str) -> DataFile:
     return DataFile(f"dstc10_track5/{name}_eval.json", *_DSTC10, f"dev_dataset/{name}_eval.json", sha, size, abbrev)
 
 
@@ -50,6 +51,9 @@ DATA_FILES: tuple[DataFile, ...] = (
     _d10("dailydialog-gupta", "d2e92474e39849572df78a6735e62af1367160b905279f2afd5737c0a41288aa", 388610, "DGU"),
     _d10("dailydialog-grade", "212d19bafc2d717c51eb69a4b0b8a55153e5ead3dbe912061f8db2f3e9357c5c", 174394, "DGR"),
     _d10("empathetic-grade", "b2e7a72e675d6817ea5f57041757f20c7547b3b6bd82688dd6c20b0592ae3051", 184889, "EG"),
+    # The release's other two dev sets (not in the paper's eight); sizes were not recorded with them.
+    _d10("persona-zhao", "f4ff1886b08979bd2a0d24ba0a46fdf1cb2d0cf46d242bd9e6e3ba6ae039c86e", None, "PZ"),
+    _d10("convai2-grade", "ea7f44fd347b2bc40e862c39f2fd54e4d1c4cfc2aa372c217d02623f60e518ac", None, "CG"),
     DataFile("fed/fed_data.json", *_FED, "fed_data.json",
              "69a608314d982e202c46a095ea99f4174332745b513034f6244f7551556e7e46", 832081, "FED (original)"),
     DataFile("usr/tc_usr_data.json", *_USR, "data/usr_topical_chat.json",

@@ -52,7 +52,9 @@ class Item:
     ``annotations`` keeps every rater's numeric value per quality (non-numeric answers such as
     FED's ``N/A`` are dropped at load time, as the dataset documentation prescribes).
     ``group`` names the conversation/context the item belongs to; selectors use it so that an
-    item's own conversation never leaks into its in-context examples.
+    item's own conversation never leaks into its in-context examples. ``scales`` holds the rating
+    scales its file declared (quality -> (min, max); users' JSONL ``"scales"``), so that the
+    scale of a user's quality is never guessed from a registered quality of the same name.
     """
 
     id: str
@@ -67,6 +69,7 @@ class Item:
     group: str | None = None
     dataset: str | None = None
     annotations: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    scales: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.group is None:
@@ -86,6 +89,17 @@ class Item:
         if not values:
             return None
         return math.fsum(values) / len(values)
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Notes on odd but valid data that output rows carry, e.g. ``("empty_response",)``.
+
+        An empty reply is a real (bad) chatbot output that people rated, so it is scored like any
+        other response; the flag lets readers of the results find such items.
+        """
+        if self.level == "turn" and not (self.response or "").strip():
+            return ("empty_response",)
+        return ()
 
     @property
     def turns(self) -> tuple[Turn, ...]:

@@ -165,7 +165,7 @@ def _verified_marker(path: Path) -> Path:
 
 def _memo_key(path: Path) -> str:
     st = path.stat()
-    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
 def _read_memo(marker: Path) -> dict[str, str]:
@@ -356,6 +356,22 @@ def installed_state(model: PackagedModel | SplitModel, *, cache_dir: Path | None
     except BackendError:
         return "not installed"
     return "installed"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The file's sha256, computed once per (path, size, mtime, inode) and remembered like a verified file.
+
+    Identifies a model file by content, so that a file replaced in place (same name, new bytes) never
+    matches cache entries of the old one, while an unchanged multi-GB file is not re-read on every run.
+    """
+    p = Path(path)
+    known = _read_memo(_verified_marker(p)).get(_memo_key(p))
+    if known is not None:
+        return known
+    digest = sha256_file(p)
+    remember_verified(p, digest)
+    return digest
+
 
 
 def resolve_model_path(model: str | None) -> Path:

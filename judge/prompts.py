@@ -77,13 +77,15 @@ class PromptTemplate:
         human = example.human(quality.name)
         if human is None:
             raise TemplateError(f"example {example.id} has no human rating for {quality.name}")
+        # The labels shown depend on the human scale: never guess it (InputError when undeclared).
+        lo, hi = quality.scale("showing human ratings as example labels")
         if isinstance(self.answer, Rating):
-            if (quality.min, quality.max) != (self.answer.min, self.answer.max):
+            if (lo, hi) != (self.answer.min, self.answer.max):
                 # A generic prompt on another scale: map the human mean linearly onto the prompt's scale.
-                frac = (human - quality.min) / (quality.max - quality.min)
+                frac = (human - lo) / (hi - lo)
                 human = self.answer.min + frac * (self.answer.max - self.answer.min)
             return self.answer.format_label(human)
-        return self.answer.format_label(human, quality.min, quality.max)
+        return self.answer.format_label(human, lo, hi)
 
 
 def item_view(item: Item) -> dict[str, Any]:
@@ -102,7 +104,8 @@ def item_view(item: Item) -> dict[str, Any]:
 def _quality_view(q: Quality | None) -> dict[str, Any] | None:
     if q is None:
         return None
-    return {"name": q.name, "description": q.description, "min": q.min, "max": q.max, "level": q.level}
+    lo, hi = (q.min, q.max) if q.has_scale else (None, None)
+    return {"name": q.name, "description": q.description, "min": lo, "max": hi, "level": q.level}
 
 
 def _answer_view(a: AnswerType) -> dict[str, Any]:
@@ -191,8 +194,9 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
             q = Quality(str(meta["quality"]), level or "turn", lo, hi, str(meta.get("description", "")))
     kind = meta.get("answer", "yesno")
     if kind == "rating":
-        lo = meta.get("min", q.min if q else None)
-        hi = meta.get("max", q.max if q else None)
+        scaled = q if q is not None and q.has_scale else None
+        lo = meta.get("min", scaled.min if scaled else None)
+        hi = meta.get("max", scaled.max if scaled else None)
         if lo is None or hi is None:
             raise TemplateError(f"{path}: a rating template needs 'min' and 'max' or a known 'quality'")
         if int(lo) != lo or int(hi) != hi or hi <= lo:

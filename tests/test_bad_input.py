@@ -108,7 +108,6 @@ JSONL_CASES = [
      ["line 1", "field 'context[0].speaker'", "unknown speaker", "user"]),
     ("empty-turn", line(context=[{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "  \n"}]),
      ["line 1", "field 'context[1].text'", "empty"]),
-    ("empty-response", line(response="   "), ["line 1", "field 'response'", "empty"]),
     ("empty-dialog", line(context=..., response=..., dialog=[]), ["line 1", "field 'dialog'", "empty"]),
     ("dialog-and-response", line(context=..., dialog=[{"speaker": "user", "text": "hi"}]),
      ["line 1", "field 'response'"]),
@@ -155,29 +154,45 @@ def test_bad_jsonl(cli, tmp_path, name, content, parts):
 # --- human scores outside the quality's scale ----------------------------------------------------
 
 SCALE_CASES = [
-    # (scores, --quality, fragments)
-    ({"overall": 9}, "overall", ["record a", "field 'scores.overall'", "9", "[1, 5]"]),
-    ({"overall": [3, 0]}, "overall", ["record a", "field 'scores.overall'", "0 is outside"]),
-    ({"Interesting": 3}, "Interesting", ["record a", "field 'scores.Interesting'", "[0, 2]"]),
-    ({"interesting": -1}, "Interesting", ["field 'scores.interesting'", "-1"]),
-    ({"Appropriateness": 5.5}, "appropriateness", ["field 'scores.Appropriateness'", "[1, 5]"]),
+    # (scores, declared scales of the file, --quality, fragments). A user's qualities have the scale
+    # the file declares; none is borrowed from a registered quality of the same name.
+    ({"overall": 9}, {"overall": [1, 5]}, "overall", ["line 2", "field 'scores.overall'", "9", "[1, 5]"]),
+    ({"overall": [3, 0]}, {"overall": [1, 5]}, "overall", ["line 2", "field 'scores.overall'", "0 is outside"]),
+    ({"overall": 3}, {"overall": [0, 2]}, "overall", ["line 2", "field 'scores.overall'", "[0, 2]"]),
+    ({"Interesting": 3}, {"interesting": [0, 2]}, "Interesting", ["line 2", "field 'scores.Interesting'", "[0, 2]"]),
+    ({"Appropriateness": 5.5}, {"appropriateness": [1, 5]}, "appropriateness",
+     ["field 'scores.Appropriateness'", "[1, 5]"]),
 ]
 
 
-@pytest.mark.parametrize("scores,quality,parts", SCALE_CASES)
-def test_out_of_scale_scores_are_refused(cli, tmp_path, scores, quality, parts):
+@pytest.mark.parametrize("scores,scales,quality,parts", SCALE_CASES)
+def test_out_of_scale_scores_are_refused(cli, tmp_path, scores, scales, quality, parts):
     path = tmp_path / "data.jsonl"
-    path.write_text(good(0) + "\n" + line(scores=scores) + "\n")
+    path.write_text(line(id="z", scores={}, scales=scales) + "\n" + line(scores=scores) + "\n")
     out = tmp_path / "out.jsonl"
     rc, err = cli("score", path, "--quality", quality, "-o", out)
     assert_clear(rc, err, str(path), "outside", *parts)
     assert not out.exists()
 
 
+@pytest.mark.parametrize("scores,quality", [({"overall": 4}, "overall"), ({"engaging": 2}, "engaging")])
+def test_undeclared_scale_is_refused_when_needed(cli, tmp_path, scores, quality):
+    """No silent 1-5 for a user's overall, no FED 0-2 for a user's 'engaging': the scale must be declared."""
+    path = tmp_path / "data.jsonl"
+    path.write_text(line(scores=scores) + "\n")
+    rc, err = cli("score", path, "--quality", quality, "-o", tmp_path / "out.jsonl")
+    assert_clear(rc, err, str(path), f"quality '{quality}' has no known scale", f"--scale {quality}=MIN:MAX")
+    # A blank response is data, not an error: the same file with one passes validation.
+    path.write_text(line(scores=scores, response="  ", scales={quality: [0, 5]}) + "\n")
+    with pytest.raises(ModelLoaded):
+        cli("score", path, "--quality", quality, "-o", tmp_path / "out.jsonl")
+
+
 def test_in_scale_scores_pass_validation_and_reach_the_model(cli, tmp_path):
     """Control: valid input gets past every check and on to the model load (the tripwire fires)."""
     path = tmp_path / "data.jsonl"
-    path.write_text(good(0) + "\n" + line(id="b", scores={"overall": [1, 5]}) + "\n", encoding="utf-8-sig")
+    path.write_text(line(id="z", scales={"overall": [1, 5]}) + "\n" + line(id="b", scores={"overall": [1, 5]}) + "\n",
+                    encoding="utf-8-sig")
     with pytest.raises(ModelLoaded):
         cli("score", path, "--quality", "overall", "-o", tmp_path / "out.jsonl")
     with pytest.raises(ModelLoaded):
@@ -331,7 +346,9 @@ def test_template_error_on_one_item_stops_before_the_model(cli, tmp_path):
 SUBPROCESS_CASES = [
     ("invalid-json", good(1) + "\n{oops\n", [], ["line 2", "invalid JSON"]),
     ("invalid-utf8", b'{"id": "a\xff"}\n', [], ["line 1", "UTF-8"]),
-    ("out-of-scale", line(scores={"overall": 6}), ["--quality", "overall"], ["record a", "scores.overall", "outside"]),
+    ("out-of-scale", line(scores={"overall": 6}, scales={"overall": [1, 5]}), ["--quality", "overall"],
+     ["line 1", "scores.overall", "outside"]),
+    ("undeclared-scale", line(scores={"overall": 4}), ["--quality", "overall"], ["no known scale", "--scale"]),
     ("unknown-prompt", good(1), ["--prompt", "yesnoo"], ["Did you mean: yesno"]),
     ("negative-k", good(1), ["--k", "-1"], ["'--k'"]),
 ]

@@ -405,7 +405,8 @@ def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
     assert all(len(r["examples"]) == 1 for r in rows)
 
     items = tmp_path / "mine.jsonl"
-    recs = [{"id": f"i{n}", "context": [{"speaker": "user", "text": t}], "response": r, "scores": {"overall": s}}
+    recs = [{"id": f"i{n}", "context": [{"speaker": "user", "text": t}], "response": r, "scores": {"overall": s},
+             "scales": {"overall": [1, 5]}}
             for n, (t, r, s) in enumerate([("do you like jazz", "yes, Coltrane!", 5), ("do you like jazz", "no", 2),
                                            ("any tips for pasta", "salt the water", 4)])]
     items.write_text("\n".join(json.dumps(r) for r in recs) + "\n")

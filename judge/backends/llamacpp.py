@@ -15,7 +15,7 @@ import numpy as np
 
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
-from ..models import DEFAULT_MODEL, resolve_model_path
+from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .chat import chat_parts
 
@@ -42,6 +42,8 @@ class LlamaCppBackend(Backend):
         path = resolve_model_path(model)
         self.model_id = model or DEFAULT_MODEL
         self.path = Path(path)
+        # Hashed before loading (memoised per size+mtime): the identity of the bytes llama.cpp reads.
+        self.sha256 = file_sha256(self.path)
         self.config = config
         self.reuse_prefix = reuse_prefix
         threads = config.threads or os.cpu_count() or 1
@@ -110,6 +112,10 @@ class LlamaCppBackend(Backend):
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.tokens(prompt))
 
+    def single_token(self, text: str) -> bool:
+        """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
+        return self._candidate_id(text) is not None
+
     def _candidate_id(self, cand: str) -> int | None:
         if cand not in self._cand_cache:
             ids = self._tok(cand)
@@ -161,7 +167,9 @@ class LlamaCppBackend(Backend):
         return out
 
     def settings(self) -> dict[str, object]:
-        return {"n_ctx": self.capabilities.max_context, "file": self.path.name}
+        # The file's content hash, not only its name, goes into cache keys: a GGUF replaced in place
+        # must not be served the old file's cached answers.
+        return {"n_ctx": self.capabilities.max_context, "file": self.path.name, "sha256": self.sha256}
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)

@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "list":
         for f in DATA_FILES:
-            print(f"{f.path}\t{f.sets}\t{f.size} bytes\tsha256 {f.sha256}\n    {f.url}")
+            size = f"{f.size} bytes" if f.size is not None else "size not recorded"
+            print(f"{f.path}\t{f.sets}\t{size}\tsha256 {f.sha256}\n    {f.url}")
         return EXIT_OK
     if args.action == "verify":
         bad = 0

@@ -13,7 +13,7 @@ from ..engine import MethodSpec
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
-from ..qualities import GENERIC_OVERALL, Quality, find_quality
+from ..qualities import Quality, quality_for
 from ..selectors import ORDERS, SELECTOR_NAMES
 
 
@@ -81,27 +81,15 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
 
 
 def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Quality] = ()) -> Quality | None:
-    """The Quality object for --quality: from the dataset's registry entry, FED/USR/... names, or generic."""
+    """The Quality object for --quality: the registered set's, or a scale the data declares (quality_for).
+
+    A user's quality without a declared scale comes back scale-less; whatever needs its scale (range
+    check, example labels, yes/no thresholds) then refuses it with a clear InputError.
+    """
     if name is None:
         return None
-    for q in known:
-        if q.name.lower() == name.lower():
-            return q
-    if name.lower() == "overall" and not known:
-        # Users' own data: the generic 1-5 overall, not FED's 0-4 one (it would refuse a 5).
-        return GENERIC_OVERALL
     level = items[0].level if items else None
-    q = find_quality(name, level)
-    if q is not None:
-        return q
-    if name.lower() == "overall":
-        return GENERIC_OVERALL
-    if any(name.lower() in (k.lower() for k in it.annotations) for it in items):
-        raise InputError(f"quality '{name}' has no known scale; use a template whose metadata gives min and max",
-                         field="quality")
-    from ..errors import UnknownNameError
-    valid = sorted({k for it in items for k in it.annotations}) or [GENERIC_OVERALL.name]
-    raise UnknownNameError("quality", name, valid)
+    return quality_for(name, items, level, known=known, strict=False)
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, object]:

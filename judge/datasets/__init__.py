@@ -1,7 +1,8 @@
 """Dataset loaders: benchmark files (DSTC10 Track 5, FED, USR, Gupta) and users' own JSONL.
 
 Public API: :func:`load_items` (any supported file), :func:`load_benchmark` (a registered set by
-name under a data dir), :data:`FORMATS`, :func:`detect_format`, :func:`check_scale`.
+name under a data dir), :func:`resolve_source` (either of those, with the quality to correlate
+with and its scale), :func:`parse_scale`, :data:`FORMATS`, :func:`detect_format`, :func:`check_scale`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..items import Item
-from ..qualities import dataset_info
+from ..qualities import dataset_info, parse_scale
 from ..registry import Registry
 from ._common import check_scale, dataset_name, parse_json, read_text
+from .source import Source, resolve_source
 
-__all__ = ["FORMATS", "FORMAT_LOADERS", "check_scale", "detect_format", "load_benchmark", "load_items"]
+__all__ = ["FORMATS", "FORMAT_LOADERS", "Source", "check_scale", "detect_format", "load_benchmark", "load_items",
+           "parse_scale", "resolve_source"]
 
 #: ``loader(text, file, dataset_name) -> list[Item]``: one per file format. Third-party formats register
 #: here (or through the ``judge.formats`` entry-point group) and are then accepted by ``format=``.

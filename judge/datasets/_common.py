@@ -308,7 +308,7 @@ def _sequence(item: Item) -> tuple[str, ...]:
 def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None) -> None:
     """Set Item.group for ``items`` (in place): one group per conversation, as far as text can tell.
 
-    Rule: two items share a group when their contexts are identical OR one context is a turn-wise
+    Rule 1: two items share a group when their contexts are identical OR one context is a turn-wise
     prefix of the other's context (or of a dialog-level item's dialog). Several responses rated
     for the same context (USR, Gupta) thus share a group, and so do FED turns cut from one
     conversation (a later turn's context extends an earlier one's). This also catches real
@@ -318,6 +318,19 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
     inferred, so the same text can get different labels). Items with an empty context never link
     by prefix (an empty prefix would join everything). ``links`` optionally maps an item index
     to an extra key (e.g. Gupta's DailyDialog dialog id); equal keys also join groups.
+
+    Rule 2 (sliding windows): two items also share a group when their turn sequences -- context
+    followed by the response, and context followed by each reference -- have two consecutive
+    turns in common at different distances from their starts. Rule 1 alone misses sets whose
+    contexts are a fixed-size window of the history: in DailyDialog-Zhao one conversation is cut
+    into two items whose 5-turn windows start at different turns, so neither context is a prefix
+    of the other, yet the first item's last turn and ground-truth response are the second item's
+    first two turns (items _00045-_00053 and _00297-_00305). A pair of consecutive turns is
+    required (one shared utterance such as "thank you ." or a negative sample drawn from another
+    dialogue is common text, not a shared conversation), and a pair at the same position in both
+    does not join: either rule 1 already joined them (one history growing) or two conversations
+    merely start alike (FED's Mitsuku conversations open with the same canned "Hi!" / "Hi there." /
+    "how are you?" exchange; joining those would merge unrelated conversations).
 
     The group name is ``conv:`` + a hash of the component's shortest sequence (ties: smallest
     text), so it depends only on the texts, not on file order: the DSTC10 copy and the original
@@ -351,6 +364,9 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
             j = by_context.get(seq[:k])
             if j is not None:
                 union(i, j)
+    for members_ in _shared_turn_pairs(items):
+        for j in members_[1:]:
+            union(members_[0], j)
     if links:
         first: dict[str, int] = {}
         for i, key in links.items():
@@ -375,6 +391,35 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
             items[i].group = f"conv:{digest}"
 
 
+def _shown_sequences(item: Item) -> list[tuple[str, ...]]:
+    """Turn texts an item shows (and so could leak as an example): context + response, context + each
+    reference (for turn items), or the dialog. Empty responses add no turn."""
+    if item.level != "turn":
+        return [_sequence(item)]
+    ctx = _sequence(item)
+    ends = ([item.response] if item.response else []) + list(item.references)
+    return [ctx + (end,) for end in dict.fromkeys(ends)] or [ctx]
+
+
+def _shared_turn_pairs(items: Sequence[Item]) -> list[list[int]]:
+    """Indices of items sharing a pair of consecutive turns at different positions, one list per pair
+    (rule 2 of assign_groups).
+
+    A pair found only at the same position in every sequence is either already covered by rule 1
+    (one conversation's history growing) or two conversations that start alike, so it joins nothing.
+    """
+    where: dict[tuple[str, str], dict[int, set[int]]] = {}
+    for i, item in enumerate(items):
+        for seq in _shown_sequences(item):
+            for pos in range(len(seq) - 1):
+                where.setdefault((seq[pos], seq[pos + 1]), {}).setdefault(pos, set()).add(i)
+    out = []
+    for by_pos in where.values():
+        if len(by_pos) > 1:
+            out.append(sorted(set().union(*by_pos.values())))
+    return out
+
+
 # --- scale check --------------------------------------------------------------------------------------
 
 
@@ -384,16 +429,19 @@ def check_scale(items: Iterable[Item], quality: Quality, *, file: str | None = N
     The key is matched case-insensitively (as Item.human does). Loaders do not range-check,
     because the scale depends on which quality a run evaluates; call this once it is known.
     """
+    try:
+        lo, hi = quality.scale("checking the human scores' range")
+    except InputError as exc:
+        raise InputError(exc.reason, file=file, field=exc.field) from None
     key = quality.name.lower()
     for item in items:
         for name, values in item.annotations.items():
             if name.lower() != key:
                 continue
             for value in values:
-                if not quality.min <= value <= quality.max:
+                if not lo <= value <= hi:
                     raise InputError(
-                        f"score {value:g} is outside the {quality.name} scale "
-                        f"[{quality.min:g}, {quality.max:g}]",
+                        f"score {value:g} is outside the {quality.name} scale [{lo:g}, {hi:g}]",
                         file=file if file is not None else item.dataset,
                         record=item.id,
                         field=f"scores.{name}",

@@ -65,9 +65,8 @@ def _system(record: dict[str, Any], file: str, rec: str) -> str | None:
 def _turn_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
     item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
     context = get_field(record, "context", str, file=file, rec=rec)
+    # An empty response is data (a chatbot said nothing and people rated it): kept, flagged by Item.flags.
     response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
-    if not response:
-        raise InputError("empty response", file=file, record=rec, field="response")
     return Item(
         id=item_id,
         level="turn",

@@ -49,9 +49,8 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
         # N/A free-text answers are dropped here, as the DSTC10 copy and the FED docs do.
         annotations = parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec)
         if "response" in record:
+            # An empty response is data (kept and flagged by Item.flags), not an error.
             response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
-            if not response:
-                raise InputError("empty response", file=file, record=rec, field="response")
             items.append(
                 Item(
                     id=f"fed-turn_{n_turn:05d}",

@@ -45,9 +45,7 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
         rec = f"row {i + 1}"
         if None in row or any(row.get(c) is None for c in COLUMNS):
             raise InputError(f"expected {len(header)} columns", file=file, record=rec)
-        response = row["response"].strip()
-        if not response:
-            raise InputError("empty response", file=file, record=rec, field="response")
+        response = row["response"].strip()  # may be empty: data, flagged by Item.flags
         items.append(
             Item(
                 id=f"dailydialog-gupta_{i:05d}",

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..items import Item
+from ..qualities import Scale, check_scale_bounds
 from ._common import (
     assign_groups,
     check_unique_ids,
@@ -28,7 +29,8 @@ from ._common import (
 )
 
 #: Every top-level key a record may have.
-ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores")
+ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores",
+                "scales")
 _TURN_ONLY = ("context", "response", "reference", "next_user")
 
 
@@ -42,6 +44,7 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
     items: list[Item] = []
     lines: list[int] = []
     explicit_group: list[bool] = []
+    declared: dict[str, tuple[Scale, int]] = {}  # lower-cased quality -> (scale, first line declaring it)
     # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 etc., which JSON
     # allows unescaped inside strings.
     for number, line in enumerate(text.split("\n"), start=1):
@@ -49,12 +52,18 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
             continue
         record = parse_json(line, file, line_offset=number - 1)
         item, has_group = _item(record, file, number, dataset)
+        _merge_scales(declared, _scales(record.get("scales"), file, number), file, number)
         items.append(item)
         lines.append(number)
         explicit_group.append(has_group)
     if not items:
         raise InputError("no records (the file is empty or has only blank lines)", file=file)
     check_unique_ids(items, lines, file)
+    # A declaration on any line holds for the whole file (scores of every line are checked against it).
+    scales = {_spelling(items, key): scale for key, (scale, _) in declared.items()}
+    for item, number in zip(items, lines):
+        item.scales = dict(scales)
+        _check_in_scale(item, declared, file, number)
     # Items without an explicit group get one from their text (see assign_groups).
     auto = [it for it, has in zip(items, explicit_group) if not has]
     assign_groups(auto)
@@ -116,9 +125,9 @@ def _item(record: Any, file: str, line: int, dataset: str) -> tuple[Item, bool]:
                 field=key,
             )
     context = parse_turns(record["context"], file=file, rec=line, field="context", strict_keys=True)
+    # An empty or blank response is data (a chatbot that said nothing, rated by people): it is
+    # loaded as "" and scored; Item.flags reports it.
     response = get_field(record, "response", str, file=file, rec=line)
-    if not response.strip():
-        raise InputError("empty response", file=file, record=line, field="response")
     return (
         Item(
             level="turn",
@@ -148,3 +157,61 @@ def _scores(raw: Any, file: str, line: int) -> dict[str, tuple[float, ...]]:
         values = value if isinstance(value, list) else [value]
         out[quality] = tuple(to_number(v, file=file, rec=line, field=where) for v in values)
     return out
+
+
+def _scales(raw: Any, file: str, line: int) -> dict[str, Scale]:
+    """``scales``: quality -> [min, max] (finite numbers, min < max)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"expected an object of quality -> [min, max], got {type_name(raw)}", file=file, record=line, field="scales"
+        )
+    out: dict[str, Scale] = {}
+    for quality, value in raw.items():
+        where = f"scales.{quality}"
+        if not quality.strip():
+            raise InputError("empty quality name", file=file, record=line, field=where)
+        if not isinstance(value, list) or len(value) != 2:
+            raise InputError(f"expected [min, max], got {type_name(value)}", file=file, record=line, field=where)
+        lo, hi = (to_number(v, file=file, rec=line, field=where) for v in value)
+        out[quality] = check_scale_bounds(lo, hi, file=file, record=line, field=where)
+    return out
+
+
+def _merge_scales(declared: dict[str, tuple[Scale, int]], new: dict[str, Scale], file: str, line: int) -> None:
+    """Add one line's declarations; a line that contradicts an earlier one is an error naming both."""
+    for quality, scale in new.items():
+        seen = declared.setdefault(quality.lower(), (scale, line))
+        if seen[0] != scale:
+            raise InputError(
+                f"scale [{scale[0]:g}, {scale[1]:g}] disagrees with [{seen[0][0]:g}, {seen[0][1]:g}] declared "
+                f"on line {seen[1]} (a file has one scale per quality)",
+                file=file,
+                record=line,
+                field=f"scales.{quality}",
+            )
+
+
+def _spelling(items: list[Item], key: str) -> str:
+    """The quality name as the scores spell it (declarations match scores case-insensitively)."""
+    for item in items:
+        for name in item.annotations:
+            if name.lower() == key:
+                return name
+    return key
+
+
+def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int]], file: str, line: int) -> None:
+    for name, values in item.annotations.items():
+        if name.lower() not in declared:
+            continue
+        (lo, hi), where = declared[name.lower()]
+        for value in values:
+            if not lo <= value <= hi:
+                raise InputError(
+                    f"score {value:g} is outside the declared {name} scale [{lo:g}, {hi:g}] (line {where})",
+                    file=file,
+                    record=line,
+                    field=f"scores.{name}",
+                )

@@ -84,9 +84,8 @@ def _response(raw: Any, ri: int, file: str, rec: str) -> tuple[str | None, str, 
     where = f"responses[{ri}]"
     if not isinstance(raw, dict):
         raise InputError(f"expected an object, got {type_name(raw)}", file=file, record=rec, field=where)
+    # An empty response is data (kept and flagged by Item.flags), not an error.
     text = get_field(raw, "response", str, file=file, rec=rec, prefix=where + ".").strip()
-    if not text:
-        raise InputError("empty response", file=file, record=rec, field=where + ".response")
     model = non_blank(get_field(raw, "model", str, file=file, rec=rec, required=False, prefix=where + "."))
     scores = {k: v for k, v in raw.items() if k not in _NOT_QUALITIES}
     return model, text, parse_annotations(scores, file=file, rec=rec, field=where)

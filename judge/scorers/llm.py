@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
-from ..answers import candidates
+from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, Prompt
 from ..items import SYSTEM, USER, Item, Turn
 from ..prompts import PromptTemplate
@@ -55,6 +55,7 @@ class LLMJudge(Scorer):
         # Items whose prompts are built and reordered together (memory is bounded by it). batch_size 1
         # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
         self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
+        check_labels(prompt.answer, backend, template=prompt.name)  # before any scoring
         self.candidates = candidates(prompt.answer)
         self.name = f"{prompt.name}|{self.selector.name}|k={k}|{backend.name}:{backend.model_id}"
 

@@ -249,7 +249,8 @@ def pick_spanning(items: Sequence[Item], quality: Quality, n: int = 3, n_alterna
             cands.append((it, mean, sd))
     if len(cands) < n:
         raise ValueError(f"only {len(cands)} items have {min_raters}+ ratings for {quality.name}")
-    targets = [quality.min + (quality.max - quality.min) * i / (n - 1) for i in range(n)] if n > 1 else [quality.min]
+    lo, hi = quality.scale("choosing examples across the rating scale")
+    targets = [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [lo]
     orders = [sorted(cands, key=lambda c, t=t: (round(abs(c[1] - t), 9), round(c[2], 9), c[0].id)) for t in targets]
     picks: list[Item] = []
     for order in orders:
