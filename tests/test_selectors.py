@@ -386,7 +386,10 @@ def test_cli_rejects_bad_selection_options_before_loading_a_model(tmp_path, data
 
 @pytest.mark.slow
 def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    # A bare environment (no JUDGE_CACHE: the default cache location is used), but HOME is a temporary
+    # folder: the default location lies under ~/.cache/judge, and no test may write to the user's home.
+    home = tmp_path / "home"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(home)}
     out = tmp_path / "bench.jsonl"
     res = subprocess.run(
         [sys.executable, "-m", "judge", "bench", "--data-dir", str(data_dir), "--dataset", "dailydialog-zhao",
@@ -414,3 +417,4 @@ def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
     assert [r["examples"] for r in rows] == [["i2"], ["i2"], ["i0", "i1"]]  # i0/i1 share a context: guarded
     assert all(r["selection"] == {"selector": "bm25-context", "seed": 0, "group_guard": True,
                                   "order": "descending", "field": "context", "k": 2} for r in rows)
+    assert (home / ".cache" / "judge" / "cache.sqlite").is_file()  # the default cache went to the fake home
