@@ -53,6 +53,17 @@ def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str,
             raise _err(path, f"{where}{'.' if where else ''}{key}", f"must be {names}, got {type(value).__name__}")
 
 
+def _check_generate(path: str, where: str, gen: dict[str, Any]) -> None:
+    """Out-of-range generate settings (``concurrency = 0``, ...) are refused now, naming the key,
+    not when the method's first cell builds its backend."""
+    from ..config import GenerateConfig
+
+    try:
+        GenerateConfig(**gen)
+    except InputError as exc:
+        raise _err(path, f"{where}.{exc.field}", exc.reason) from None
+
+
 def slug(text: str) -> str:
     """A file-system-safe name: letters, digits, '.', '-' and '_' kept, anything else -> '_'."""
     s = re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip()).strip("_")
@@ -238,6 +249,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 close = difflib.get_close_matches(key, sorted(GENERATE_KEYS), n=1, cutoff=0.6)
                 hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(GENERATE_KEYS))}"
                 raise _err(path, f"{where}.generate.{key}", f"unknown key{hint}")
+        _check_generate(path, f"{where}.generate", gen)
         ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
         seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
         selector = m.get("selector", "none")
