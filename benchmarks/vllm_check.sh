@@ -13,4 +13,4 @@ start=$(date +%s)
 VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" PYTHONPATH="$PWD" \
   "$VENV/bin/python" tests/vllm_worker.py --model "$MODEL_DIR" | grep '^VLLM_RESULT ' | sed 's/^VLLM_RESULT //' \
   | python3 -c "import json,sys; r=json.load(sys.stdin); print(json.dumps(r, indent=1))"
-echo "vLLM run (engine start + two scoring passes) took $(( $(date +%s) - start )) s"
+echo "vLLM run (two engines, candidate and top-N mode, each started and scoring twice) took $(( $(date +%s) - start )) s"

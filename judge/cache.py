@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -39,7 +40,23 @@ def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def unstorable(dist: LabelDist) -> str | None:
+    """Why ``dist`` cannot be cached, or None. A NaN (or +inf) log-probability is a broken backend
+    answer: it has no JSON form and must fail its item rather than be stored or crash the run.
+    -inf is a valid log-probability (probability 0) and is stored."""
+    values = [(repr(k), v) for k, v in dist.logprobs.items()] + [(repr(t), lp) for t, lp in dist.top]
+    for where, value in values:
+        if math.isnan(value) or value == math.inf:
+            return f"backend returned an invalid log-probability {value!r} for {where}"
+    return None
+
+
 def dist_to_json(dist: LabelDist) -> str:
+    """The cache's JSON form of a distribution; refuses what ``unstorable`` names."""
+    reason = unstorable(dist)
+    if reason is not None:
+        raise ValueError(reason)
+    # allow_nan only lets -inf through (NaN and +inf were refused above); json.loads reads it back.
     return json.dumps({
         "logprobs": dist.logprobs,
         "top": [[t, lp] for t, lp in dist.top],
@@ -47,7 +64,7 @@ def dist_to_json(dist: LabelDist) -> str:
         "n_evaluated_tokens": dist.n_evaluated_tokens,
         "estimated": dist.estimated,
         "complete": dist.complete,
-    }, ensure_ascii=False, allow_nan=False)
+    }, ensure_ascii=False, allow_nan=True)
 
 
 def dist_from_json(text: str) -> LabelDist:
@@ -123,7 +140,8 @@ class Cache:
 
 class CachedBackend(Backend):
     """Any backend behind the cache: hits are served without model calls, misses go to the inner
-    backend in one batch and are stored as they arrive. Failures are returned, never stored."""
+    backend in one batch and are stored as they arrive. Failures are returned, never stored; a
+    distribution holding a NaN is not stored either but returned as a Failure saying why."""
 
     def __init__(self, inner: Backend, cache: Cache) -> None:
         self.inner = inner
@@ -166,7 +184,11 @@ class CachedBackend(Backend):
         for j, res in self.inner.iter_label_logprobs(miss_prompts, candidates, top_n):
             key = order[j]
             if isinstance(res, LabelDist):
-                self.cache.put(key, self.inner.name, self.inner.model_id, res)
+                reason = unstorable(res)
+                if reason is None:
+                    self.cache.put(key, self.inner.name, self.inner.model_id, res)
+                else:
+                    res = Failure(reason)
             for i in todo[key]:
                 yield i, res
 

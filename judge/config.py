@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .errors import InputError
+
+#: Smallest value of each integer setting that has one; a value below it is refused, never adjusted.
+_MINIMUM = {"concurrency": 1, "max_retries": 0}
+
 
 @dataclass(frozen=True)
 class GenerateConfig:
@@ -31,6 +36,16 @@ class GenerateConfig:
     cache_path: str | None = None
     #: Seed for anything random in a backend (sampling fallback).
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse out-of-range settings wherever the config is made (CLI, experiment config, library), so
+        no entry point quietly turns ``concurrency=0`` into 1 or ``max_retries=-1`` into 0."""
+        for name, minimum in _MINIMUM.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"must be an integer, got {value!r}", field=name)
+            if value < minimum:
+                raise InputError(f"must be >= {minimum}, got {value}", field=name)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

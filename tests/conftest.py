@@ -29,17 +29,27 @@ def smollm2():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _isolated_cache(tmp_path_factory):
-    """Keep the suite's scoring runs (CLI subprocesses included) out of the user's ~/.cache/judge."""
+def _isolated_home(tmp_path_factory):
+    """Keep the whole suite (CLI subprocesses included) out of the user's home: HOME, XDG_CACHE_HOME,
+    JUDGE_HOME and JUDGE_CACHE point into a temporary folder, so a test that drops one of them (or a
+    future default under ~) still writes nothing to ~/.cache/judge or anywhere else in the real home."""
     import os
 
-    old = os.environ.get("JUDGE_CACHE")
-    os.environ["JUDGE_CACHE"] = str(tmp_path_factory.mktemp("judge-cache") / "cache.sqlite")
-    yield
-    if old is None:
-        os.environ.pop("JUDGE_CACHE", None)
-    else:
-        os.environ["JUDGE_CACHE"] = old
+    home = tmp_path_factory.mktemp("home")
+    isolated = {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "JUDGE_HOME": str(home / ".cache" / "judge"),
+        "JUDGE_CACHE": str(tmp_path_factory.mktemp("judge-cache") / "cache.sqlite"),
+    }
+    old = {key: os.environ.get(key) for key in isolated}
+    os.environ.update(isolated)
+    yield home
+    for key, value in old.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture(scope="session", autouse=True)

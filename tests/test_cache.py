@@ -110,6 +110,80 @@ def test_key_covers_settings_and_file_is_wal(tmp_path, monkeypatch):
     assert default_cache_path() == Path.home() / ".cache" / "judge" / "cache.sqlite"
 
 
+def test_the_suite_never_sees_the_real_home():
+    """conftest.py points HOME (and the cache variables) at a temporary folder for the whole session."""
+    import pwd
+
+    real = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    assert Path.home() != real and not Path.home().is_relative_to(real)
+    assert not default_cache_path().is_relative_to(real)
+
+
+class NaNOn(Counting):
+    """The real llama.cpp backend, except that for prompts containing ``marker`` every candidate's
+    log-probability is replaced by NaN. No real model produces a NaN on demand (it takes a numerical
+    blow-up, e.g. an fp16 overflow), so this wrapper injects one into an otherwise real answer."""
+
+    def __init__(self, inner, marker: str) -> None:
+        super().__init__(inner)
+        self.marker = marker
+
+    def label_logprobs(self, prompts, candidates, top_n=20):
+        out = super().label_logprobs(prompts, candidates, top_n)
+        for p, r in zip(prompts, out):
+            if self.marker in p.text and isinstance(r, LabelDist):
+                r.logprobs = {k: float("nan") for k in r.logprobs}
+        return out
+
+
+@pytest.mark.parametrize("cache_flag", ["--cache", "--no-cache"])
+def test_nan_logprob_fails_its_item_not_the_run(smollm2, tmp_path, monkeypatch, capsys, cache_flag):
+    """A NaN fails that one item with a reason, with or without the cache; the cache does not store it
+    (with the cache on this used to crash the whole run: NaN has no JSON form)."""
+    from judge.backends import registry
+    from judge.cli import main
+
+    backend = NaNOn(smollm2, "purple elephants")
+    monkeypatch.setitem(registry._REGISTRY, "nan-test", lambda model, config, **options: backend)
+    data = tmp_path / "in.jsonl"
+    responses = ["Try a chickpea curry.", "Seventeen purple elephants.", "Pasta with garlic and oil."]
+    data.write_text("".join(json.dumps({"id": f"r{i}", "context": [{"speaker": "user", "text": "Dinner ideas?"}],
+                                        "response": r}) + "\n" for i, r in enumerate(responses)))
+    cache = tmp_path / "c.sqlite"
+    args = ["score", str(data), "--backend", "nan-test", "--cache-path", str(cache), cache_flag]
+    assert main([*args, "-o", str(tmp_path / "a.jsonl")]) == 3
+    assert "1 of 3 items failed" in capsys.readouterr().err
+    rows = _rows(tmp_path / "a.jsonl")
+    assert [r["id"] for r in rows] == ["r0", "r1", "r2"]
+    assert rows[1]["score"] is None and "invalid log-probability nan" in rows[1]["error"]
+    assert all(0.0 <= r["score"] <= 1.0 and "error" not in r for r in (rows[0], rows[2]))
+    if cache_flag == "--no-cache":
+        assert not cache.exists()
+        return
+    assert _cache_rows(cache) == 2  # the two good answers; the NaN one was not stored
+    # A rerun serves the good items from the cache and asks the model again only for the NaN one.
+    backend.prompts.clear()
+    assert main([*args, "-o", str(tmp_path / "b.jsonl")]) == 3
+    assert "cache: 2 hits, 1 misses" in capsys.readouterr().err
+    assert len(backend.prompts) == 1 and "purple elephants" in backend.prompts[0]
+    assert _rows(tmp_path / "b.jsonl") == rows
+
+
+def test_minus_infinity_is_a_probability_of_zero_and_is_stored(tmp_path):
+    """-inf is a valid log-probability (some backends mask tokens with it): cached and read back;
+    NaN and +inf are refused by the serialiser itself, naming the value."""
+    cache = Cache(tmp_path / "c.sqlite")
+    dist = LabelDist({"Yes": -0.1, "No": float("-inf")}, [("Yes", -0.1), ("No", float("-inf"))], n_prompt_tokens=3)
+    cache.put("k", "b", "m", dist)
+    back = cache.get_many(["k"])["k"]
+    assert back.logprobs == dist.logprobs and back.top == dist.top
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="invalid log-probability"):
+            cache.put("k2", "b", "m", LabelDist({"Yes": bad}))
+    assert len(cache) == 1
+    cache.close()
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 
 import pytest
 
 from judge.answers import YesNo, candidates
-from judge.backends import Prompt
+from judge.backends import Failure, LabelDist, Prompt, create_backend
+from judge.config import GenerateConfig
 from judge.errors import BackendError
 from judge.items import SYSTEM, USER, Item, Turn
 from judge.scorers.llm import LLMJudge
@@ -72,6 +75,44 @@ def test_prompt_longer_than_context_fails_the_item_not_the_run(smollm2):
     s = list(judge.score(items))
     assert s[0].value is None and "context window" in s[0].error and "nothing was cut" in s[0].error
     assert s[1].ok
+
+
+def test_window_is_the_n_ctx_asked_for_not_llama_cpp_rounded_one(tmp_path, capsys):
+    """``--n-ctx 300``: llama.cpp rounds its KV cache up to 512, llama-cpp-python's token buffer holds 300.
+    A 400-token item used to pass the length check and crash the run (numpy broadcast error); it must
+    fail alone, as too long, and the other item score (real CLI, real model)."""
+    from judge.cli import main
+
+    rows = [{"id": "long", "context": [{"speaker": "user", "text": "word " * 380}], "response": "ok"},
+            {"id": "fine", "context": [{"speaker": "user", "text": CTX[-1].text}], "response": GOOD}]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(data), "-o", str(out), "--n-ctx", "300", "--threads", "2", "--no-cache"]) == 3
+    assert "Traceback" not in capsys.readouterr().err
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert got[0]["score"] is None and "the context window holds 300" in got[0]["error"]
+    assert 300 < int(got[0]["error"].split()[2]) < 512  # "prompt is N tokens; ...": between the two sizes
+    assert got[1]["score"] is not None and "error" not in got[1]
+
+
+def test_llama_decode_error_fails_the_item_and_resets_the_kv_cache():
+    """A real llama_decode failure (return code 1: no free KV-cache slot) fails its prompt with the
+    reason; the prompts around it score, the one after from a clean KV cache. The length check keeps
+    such prompts away from llama.cpp, so it is lifted on this instance (the one artificial step)."""
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2, max_context=256))
+    try:
+        assert backend.capabilities.max_context == 256
+        backend.capabilities = replace(backend.capabilities, max_context=10_000)
+        short, too_long = Prompt("Is water wet? Answer:"), Prompt("word " * 300)
+        res = backend.label_logprobs([short, too_long, short], ["Yes", "No"])
+        assert isinstance(res[1], Failure)
+        assert "llama.cpp could not evaluate the prompt (301 tokens): llama_decode returned 1" == res[1].reason
+        assert isinstance(res[0], LabelDist) and isinstance(res[2], LabelDist)
+        assert res[2].n_evaluated_tokens == res[2].n_prompt_tokens  # nothing reused from the failed prompt
+        assert res[2].logprobs == pytest.approx(res[0].logprobs, abs=1e-6)
+    finally:
+        backend.close()
 
 
 def test_chat_template_wraps_prompt(smollm2):

@@ -116,3 +116,15 @@ def test_score_distribution_rules():
     assert score_distribution(yn, YesNo(), rule="topk")[0] == pytest.approx(0.75)
     with pytest.raises(UnknownNameError, match="scoring rule 'mean'.*expected, topk"):
         score_distribution(lp, scale, rule="mean")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0.5])
+def test_nan_or_positive_logprob_is_a_scoring_error(bad):
+    """A broken backend answer fails the item (ScoringError, turned into an error row) instead of
+    becoming a number, even when the other label's log-probability is fine."""
+    with pytest.raises(ScoringError, match="invalid log-probability"):
+        score_distribution({"Yes": math.log(0.7), " no": bad}, YesNo())
+    with pytest.raises(ScoringError, match="invalid log-probability"):
+        score_distribution({"1": bad, "2": -1.0}, Rating(1, 5))
+    # -inf is probability 0, and a hair above 0 is rounding: both still score.
+    assert score_distribution({"Yes": float("-inf"), "No": 1e-7}, YesNo())[0] == 0.0

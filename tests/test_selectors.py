@@ -390,7 +390,10 @@ def test_cli_rejects_bad_selection_options_before_loading_a_model(tmp_path, data
 
 @pytest.mark.slow
 def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    # A bare environment (no JUDGE_CACHE: the default cache location is used), but HOME is a temporary
+    # folder: the default location lies under ~/.cache/judge, and no test may write to the user's home.
+    home = tmp_path / "home"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(home)}
     out = tmp_path / "bench.jsonl"
     res = subprocess.run(
         [sys.executable, "-m", "judge", "bench", "--data-dir", str(data_dir), "--dataset", "dailydialog-zhao",
@@ -418,6 +421,6 @@ def test_cli_bench_random_seeds_and_score_records_selection(tmp_path, data_dir):
     rows = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert [r["examples"] for r in rows] == [["i2"], ["i2"], ["i0", "i1"]]  # i0/i1 share a context: guarded
     meta = json.loads((tmp_path / "s.meta.json").read_text())
-    assert meta["scorer"] | {} and {k: meta["scorer"][k] for k in ("selector", "seed", "group_guard", "order",
-                                                                   "field", "k")} == {
+    assert {k: meta["scorer"][k] for k in ("selector", "seed", "group_guard", "order", "field", "k")} == {
         "selector": "bm25-context", "seed": 0, "group_guard": True, "order": "descending", "field": "context", "k": 2}
+    assert (home / ".cache" / "judge" / "cache.sqlite").is_file()  # the default cache went to the fake home

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 
 def main() -> None:
@@ -30,34 +30,37 @@ def main() -> None:
     from judge.prompts import get_prompt
 
     items = load_items(args.data)
-    t0 = time.perf_counter()
-    # enforce_eager: no graph capture (nothing to capture on CPU, and it saves start-up time).
-    backend = create_backend("vllm", args.model, GenerateConfig(top_n=args.top_n), dtype=args.dtype,
-                             enforce_eager=True)
-    load_s = time.perf_counter() - t0
-    out: dict[str, object] = {"load_s": load_s, "model": args.model, "settings": backend.settings()}
-
     probe = [Prompt("The capital of France is"), Prompt("Is the sky blue? Answer yes or no.", chat=True)]
     probe_cands = [" Paris", " Rome", "Yes", "No", " ocean floor"]
-    for mode in ("candidates", "topn"):
-        # The same engine read two ways (saves a second engine start): the candidates' own logprobs,
-        # or the top-N list only.
-        backend.candidate_mode = mode == "candidates"
-        backend.capabilities = replace(backend.capabilities, full_vocab=backend.candidate_mode,
-                                       top_n=1 if backend.candidate_mode else args.top_n)
+    out: dict[str, object] = {"model": args.model}
+    # Each mode is a backend built the way a user builds it: the default (candidates' own logprobs when
+    # vLLM can return them), and the top-N list only (``--backend-option candidate_logprobs=false``).
+    # The capabilities reported are the ones the constructor declared; nothing here sets them.
+    for mode, options in (("candidates", {}), ("topn", {"candidate_logprobs": False})):
+        t0 = time.perf_counter()
+        # enforce_eager: no graph capture (nothing to capture on CPU, and it saves start-up time).
+        backend = create_backend("vllm", args.model, GenerateConfig(top_n=args.top_n), dtype=args.dtype,
+                                 enforce_eager=True, **options)
+        load_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         scores = list(LLMJudge(get_prompt("yesno"), backend).score(items))
+        score_s = time.perf_counter() - t0
         dists = backend.label_logprobs(probe, probe_cands, top_n=5)
+        # The same prompts again: prefix caching serves them from the KV blocks of the first pass.
+        again = list(LLMJudge(get_prompt("yesno"), backend).score(items))
         out[mode] = {
-            "score_s": time.perf_counter() - t0,
+            "load_s": load_s,
+            "score_s": score_s,
+            "settings": backend.settings(),
             "capabilities": asdict(backend.capabilities),
             "goodness": {s.item_id: s.value for s in scores},
             "errors": {s.item_id: s.error for s in scores if s.error},
             "n_prompt_tokens": sum(s.n_prompt_tokens for s in scores),
             "n_evaluated_tokens": sum(s.n_evaluated_tokens for s in scores),
+            "repeat_n_evaluated_tokens": sum(s.n_evaluated_tokens for s in again),
             "probe": [{"logprobs": d.logprobs, "top": d.top, "complete": d.complete} for d in dists],
         }
-    backend.close()
+        backend.close()
     print("VLLM_RESULT " + json.dumps(out))
 
 

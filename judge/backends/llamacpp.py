@@ -76,10 +76,16 @@ class LlamaCppBackend(Backend):
             full_vocab=True,
             top_n=None,
             chat_template=self._chat is not None,
-            max_context=self.llm.n_ctx(),
+            max_context=self._window(),
             batching=False,
             prefix_reuse=reuse_prefix,
         )
+
+    def _window(self) -> int:
+        """Tokens a prompt may hold. llama.cpp rounds its context up (``n_ctx=300`` gives 512 KV slots), but
+        llama-cpp-python keeps its token buffer at the size asked for: the smaller of the two is the limit,
+        so a prompt between them fails as too long instead of crashing the evaluation."""
+        return min(self.llm.n_ctx(), len(self.llm.input_ids))
 
     # -- tokenization -------------------------------------------------------------------------
     def _tok(self, text: str, special: bool = False, bos: bool = False) -> list[int]:
@@ -154,7 +160,11 @@ class LlamaCppBackend(Backend):
             if len(toks) >= ctx:
                 out.append(too_long(len(toks), ctx))
                 continue
-            logits, n_eval = self._eval(toks)
+            try:
+                logits, n_eval = self._eval(toks)
+            except (RuntimeError, ValueError) as exc:  # "llama_decode returned N", or its token bookkeeping
+                out.append(self._decode_failure(len(toks), exc))
+                continue
             self.tokens_evaluated += n_eval
             m = logits.max()
             logz = m + np.log(np.exp(logits - m).sum())
@@ -165,6 +175,12 @@ class LlamaCppBackend(Backend):
             top = [(self._piece(int(i)), float(lp[i])) for i in top_idx]
             out.append(LabelDist(cands, top, n_prompt_tokens=len(toks), n_evaluated_tokens=n_eval))
         return out
+
+    def _decode_failure(self, n_tokens: int, exc: Exception) -> Failure:
+        """A failed ``llama_decode`` fails only this prompt. The KV cache may hold part of it, so it is
+        dropped: the next prompt must not reuse a prefix that was never fully evaluated."""
+        self.llm.reset()
+        return Failure(f"llama.cpp could not evaluate the prompt ({n_tokens} tokens): {exc}")
 
     def settings(self) -> dict[str, object]:
         # The file's content hash, not only its name, goes into cache keys: a GGUF replaced in place

@@ -170,8 +170,8 @@ class OpenAIBackend(Backend):
         self.sampling_fallback = sampling_fallback
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self.max_retries = max(0, config.max_retries)
-        self.concurrency = max(1, config.concurrency)
+        self.max_retries = config.max_retries  # GenerateConfig refuses values below 0
+        self.concurrency = config.concurrency  # GenerateConfig refuses values below 1
         # The SDK's own retries are off: tenacity does them, so they are counted and bounded here.
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or NO_KEY, max_retries=0,
                                      timeout=config.timeout)

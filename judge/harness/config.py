@@ -8,7 +8,6 @@ so a name added by another module works as soon as that module is installed.
 from __future__ import annotations
 
 import difflib
-import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -219,7 +218,9 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             gen.setdefault("chat", m["chat"])
         try:
             generate = GenerateConfig(**gen)
-        except (TypeError, ValueError, InputError) as exc:
+        except InputError as exc:
+            raise _err(path, f"{where}.generate.{exc.field}", exc.reason) from None
+        except (TypeError, ValueError) as exc:
             raise _err(path, f"{where}.generate", str(exc)) from None
         ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
         seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
