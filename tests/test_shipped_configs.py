@@ -1,0 +1,73 @@
+"""Every experiment config shipped in benchmarks/configs/ runs end to end, as a user runs it.
+
+`judge run CONFIG --data-dir ../shared/data --limit N` in a subprocess with the real SmolLM2; then the
+leaderboard must hold a number in every applicable cell. A cell is applicable unless the run lists it
+as not run (a classic scorer lacking an input on that set) or its correlation is undefined because the
+sampled human ratings are all equal (then the test checks that this is the reason). Table 5 runs on two
+of its eight sets (`--datasets`) to keep CI time in bounds; every method of it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge.results import cell_path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("*.toml"))
+
+#: Extra arguments per config: a limit that keeps every correlation defined and CI time bounded.
+ARGS = {
+    "classic.toml": ["--limit", "5"],
+    "dstc10_zeroshot.toml": ["--limit", "6"],
+    "table3_fed_turn.toml": ["--limit", "6"],
+    "table4_fed_dial.toml": ["--limit", "4"],
+    "table5_selection.toml": ["--limit", "4", "--datasets", "DZ,FT"],
+    "table6_models.toml": ["--limit", "5"],
+}
+
+
+def test_every_shipped_config_is_listed_here():
+    assert sorted(p.name for p in CONFIGS) == sorted(ARGS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_shipped_config_runs_end_to_end(config: Path, tmp_path: Path, data_dir: Path):
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge", "run", str(config), "--data-dir", str(data_dir), "-o", str(out),
+         "--threads", "2", "--no-progress", *ARGS[config.name]],
+        cwd=ROOT, env={**os.environ}, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    board = (out / "leaderboard.md").read_text()
+    assert summary["results"], "no cell ran"
+    skipped = {(s["method"], s["dataset"], s["quality"]) for s in summary.get("skipped", [])}
+    undefined = []
+    for r in summary["results"]:
+        key = (r["method"], r["dataset"], r["quality"])
+        assert key not in skipped
+        assert r["n_failed"] == 0, (key, r)
+        if r["spearman"] is None or not math.isfinite(r["spearman"]):
+            undefined.append(key)
+            continue
+        assert -1.0 <= r["spearman"] <= 1.0 and r["n"] >= 3
+        assert r["ci"]["low"] is not None and r["p"] is not None
+    for method, dataset, quality in undefined:
+        # Only acceptable reason: the sampled items' human ratings are all equal (no ranking to correlate).
+        seed = summary["methods"][method].get("seeds", [0])[0] if summary["methods"][method]["type"] == "llm" else 0
+        cell = cell_path(out, method, dataset, quality, seed)
+        humans = {json.loads(x)["human"] for x in cell.read_text().splitlines()}
+        assert len(humans) == 1, (method, dataset, quality, humans)
+    assert len(undefined) <= len(summary["results"]) // 10, undefined
+    # Every method of the config is a leaderboard row.
+    for method in summary["methods"]:
+        assert f"| {method} |" in board
