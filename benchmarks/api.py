@@ -28,13 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig  # noqa: E402
-from judge.engine import MethodSpec, build_scorer  # noqa: E402
-from judge.datasets import load_items  # noqa: E402
-from judge.items import USER, Item, Turn  # noqa: E402
-from judge.scorers.llm import LLMJudge  # noqa: E402
-from judge.prompts import get_prompt  # noqa: E402
-from tests.fault_server import FaultServer  # noqa: E402
+from judge.config import GenerateConfig
+from judge.datasets import load_items
+from judge.engine import MethodSpec, build_scorer
+from judge.items import USER, Item, Turn
+from tests.fault_server import FaultServer
 
 
 def peak_rss_mb() -> float:

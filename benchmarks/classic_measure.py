@@ -1,17 +1,20 @@
 """Spearman of classic scorers on the eight DSTC10 sets (overall keys), on the same seeded subsets as
 `judge bench --limit N` (seed 0). Usage: python benchmarks/classic_measure.py DATA_DIR OUT.jsonl '[["length", {}, null], ["lm-maxprob", {"model": "smollm2", "threads": 1}, 20]]'
 """
-import json, sys, time
-from judge.scorers.classic import create_classic
+import json
+import sys
+import time
+
+from judge.cli.bench import subset
 from judge.datasets import load_benchmark
 from judge.errors import InputError
 from judge.qualities import DSTC10_SETS, dataset_info
-from judge.cli.bench import subset
+from judge.scorers.classic import create_classic
 from judge.stats import correlations
 
 data_dir, out_path = sys.argv[1], sys.argv[2]
 scorers = json.loads(sys.argv[3])  # [[name, options, limit], ...]
-out = open(out_path, "a")
+out = open(out_path, "a")  # noqa: SIM115 - appended to row by row for the whole run
 for name, options, limit in scorers:
     for ds in DSTC10_SETS:
         info = dataset_info(ds)
@@ -23,10 +26,12 @@ for name, options, limit in scorers:
             sc = create_classic(name, quality=q, **options)
             scores = list(sc.score(items))
         except InputError as e:
-            out.write(json.dumps({"scorer": name, "dataset": ds, "skip": str(e)[:120]}) + "\n"); out.flush()
+            out.write(json.dumps({"scorer": name, "dataset": ds, "skip": str(e)[:120]}) + "\n")
+            out.flush()
             continue
         c = correlations([s.value for s in scores], [it.human(q.name) for it in items])
         row = {"scorer": name, "options": options, "dataset": ds, "n": c["spearman"].n,
                "spearman": round(c["spearman"].value, 3), "p": c["spearman"].p_value,
                "failed": sum(not s.ok for s in scores), "limit": limit, "s": round(time.time() - t, 1)}
-        out.write(json.dumps(row) + "\n"); out.flush()
+        out.write(json.dumps(row) + "\n")
+        out.flush()

@@ -25,13 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig  # noqa: E402
-from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows  # noqa: E402
-from judge.harness.config import DatasetSpec, Experiment  # noqa: E402
-from judge.harness.runner import plan, run_experiment  # noqa: E402
-from judge.io import atomic_jsonl_writer  # noqa: E402
-from judge.qualities import dataset_info  # noqa: E402
-from judge.results import cell_path, read_rows  # noqa: E402
+from judge.config import GenerateConfig
+from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows
+from judge.harness.config import DatasetSpec, Experiment
+from judge.harness.runner import plan, run_experiment
+from judge.io import atomic_jsonl_writer
+from judge.qualities import dataset_info
+from judge.results import cell_path, read_rows
 
 
 def peak_rss_mb() -> float:
@@ -70,7 +70,7 @@ def score_pass(exp: Experiment, out: Path) -> tuple[float, dict[tuple[str, str],
             path = out / f"{cell.quality.name}.jsonl"
             rows: list[dict] = []
             with atomic_jsonl_writer(path) as write:
-                def keep(row: dict, write=write) -> None:
+                def keep(row: dict, write=write, rows: list[dict] = rows) -> None:
                     write(row)
                     rows.append(row)
                 run_rows(build(prep, backends), cell.items, cell.method.name, cell.quality.name, keep)

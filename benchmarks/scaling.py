@@ -29,14 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig  # noqa: E402
-from judge.engine import BackendPool, MethodSpec, build_scorer  # noqa: E402
-from judge.datasets import load_benchmark  # noqa: E402
-from judge.items import Item  # noqa: E402
-from judge.scorers.llm import LLMJudge  # noqa: E402
-from judge.prompts import get_prompt  # noqa: E402
-from judge.qualities import dataset_info  # noqa: E402
-from judge.selectors import get_selector  # noqa: E402
+from judge.config import GenerateConfig
+from judge.datasets import load_benchmark
+from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.items import Item
+from judge.qualities import dataset_info
+from judge.scorers.llm import LLMJudge
+from judge.selectors import get_selector
 
 
 def peak_rss_mb() -> float:

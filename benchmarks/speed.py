@@ -36,14 +36,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.answers import candidates  # noqa: E402
-from judge.config import GenerateConfig  # noqa: E402
-from judge.datasets import load_benchmark  # noqa: E402
-from judge.engine import BackendPool, MethodSpec, build_scorer  # noqa: E402
-from judge.items import Item  # noqa: E402
-from judge.scorers.llm import LLMJudge  # noqa: E402
-from judge.qualities import dataset_info  # noqa: E402
-from judge.scorers.rules import ScoringError, score_distribution  # noqa: E402
+from judge.answers import candidates
+from judge.config import GenerateConfig
+from judge.datasets import load_benchmark
+from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.items import Item
+from judge.qualities import dataset_info
+from judge.scorers.llm import LLMJudge
+from judge.scorers.rules import ScoringError, score_distribution
 
 
 def peak_rss_mb() -> float:

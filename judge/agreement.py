@@ -36,13 +36,13 @@ def krippendorff_alpha(units: Sequence[Sequence[float | None]], level: str = "in
             counts[pos[v]] += 1
         # Each ordered pair of different raters' values in the unit, weighted 1/(m-1).
         o += (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
-    n_c = o.sum(axis=1)
-    n = n_c.sum()
-    v = np.array(values)
+    n_c: np.ndarray = o.sum(axis=1)
+    n = float(n_c.sum())
+    vals = np.array(values)
     if level == "nominal":
         delta = 1.0 - np.eye(k)
     elif level == "interval":
-        delta = (v[:, None] - v[None, :]) ** 2
+        delta = (vals[:, None] - vals[None, :]) ** 2
     else:  # ordinal: squared count of values between c and k, halving the end categories
         cum = np.concatenate([[0.0], np.cumsum(n_c)])
         delta = np.zeros((k, k))

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
@@ -98,7 +98,7 @@ class Cache:
             "value TEXT NOT NULL, created REAL NOT NULL)"))
 
     @staticmethod
-    def _retry_locked(fn, tries: int = 50):  # type: ignore[no-untyped-def]
+    def _retry_locked(fn: Callable[[], object], tries: int = 50) -> object:
         # Switching to WAL needs a moment of exclusive access; another process opening the file at the
         # same instant can make it fail with "database is locked" despite the busy timeout.
         for i in range(tries):

@@ -9,9 +9,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import JudgeError
 from .io import atomic_file
 from .models import sha256_file
-from .errors import JudgeError
 
 _RAW = "https://raw.githubusercontent.com"
 _DSTC10 = ("Jeiyoon/dstc10", "ca5ec03881c6ee35bba7d4511064417d723eea14")
@@ -101,7 +101,7 @@ def download(f: DataFile, data_dir: str | Path, base_url: str | None = None, tim
     h = hashlib.sha256()
     with atomic_file(dest, "wb", suffix=".part") as out:
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - fixed https/mirror URL
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
                 while chunk := resp.read(1 << 16):
                     h.update(chunk)
                     out.write(chunk)

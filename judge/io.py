@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-
 #: Characters that str.splitlines() (and JavaScript) treat as line breaks but JSON leaves unescaped.
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -36,7 +35,7 @@ def atomic_file(path: str | Path, mode: str = "w", suffix: str = ".tmp") -> Iter
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -57,7 +58,7 @@ class PromptTemplate:
     quality: Quality | None
     level: str | None
 
-    def render(self, item: Item, examples: list[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
+    def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
         """Render the prompt for ``item`` with ``examples`` given as (example item, shown label)."""
         q = quality or self.quality
         ctx = {

@@ -55,7 +55,8 @@ def _q(name: str, level: Level, lo: float, hi: float, desc: str) -> Quality:
     return Quality(name, level, lo, hi, desc)
 
 
-_T, _D = "turn", "dialog"
+_T: Level = "turn"
+_D: Level = "dialog"
 
 FED_TURN = (
     _q("Interesting", _T, 0, 2, "interesting the response is with regards to the dialog history"),

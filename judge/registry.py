@@ -80,5 +80,5 @@ class Registry(Generic[F]):
             module, _, attr = entry.partition(":")
             factory = getattr(importlib.import_module(module), attr)
             self._entries[key] = factory
-            return factory  # type: ignore[no-any-return]
+            return factory
         return entry

@@ -75,9 +75,9 @@ class StrictSandbox(ImmutableSandboxedEnvironment):
                     raise SecurityError(f"'*' would build a sequence of {len(seq) * n} items (limit {MAX_REPEAT})")
             return operator.mul(left, right)
         if op == "**":
-            if isinstance(left, int) and isinstance(right, int) and right > 0:
-                if abs(left) > 1 and abs(left).bit_length() * right > MAX_POWER_BITS:
-                    raise SecurityError(f"'**' result too large ({left} ** {right})")
+            if (isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1
+                    and abs(left).bit_length() * right > MAX_POWER_BITS):
+                raise SecurityError(f"'**' result too large ({left} ** {right})")
             return operator.pow(left, right)
         return super().call_binop(context, op, left, right)
 

@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.engine.rows import item_row
-
 from judge.backends import create_backend
 from judge.config import GenerateConfig
+from judge.engine.rows import item_row
 from judge.items import SYSTEM, USER, Item, Turn
-from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
-
+from judge.scorers.llm import LLMJudge
 from tests.fault_server import FaultServer, expected_goodness
 
 pytest.importorskip("openai")

@@ -18,7 +18,6 @@ import pytest
 from judge.backends import Backend, Failure, LabelDist, Prompt
 from judge.backends.base import Capabilities
 from judge.cache import Cache, CachedBackend, cache_key, default_cache_path
-
 from tests.fault_server import FaultServer, expected_goodness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -257,7 +256,7 @@ def _write_items(path: Path, ids: range) -> None:
 @pytest.mark.slow
 def test_two_processes_share_one_cache(tmp_path):
     cache = tmp_path / "shared.sqlite"
-    _write_items(tmp_path / "a.jsonl", range(0, 60))
+    _write_items(tmp_path / "a.jsonl", range(60))
     _write_items(tmp_path / "b.jsonl", range(30, 90))  # 30 items overlap
     with FaultServer(latency=0.01) as srv:
         procs = [subprocess.Popen([sys.executable, "-m", "judge", "score", str(tmp_path / f"{x}.jsonl"),
@@ -276,9 +275,9 @@ def test_two_processes_share_one_cache(tmp_path):
     assert _cache_rows(cache) == 90
     assert 90 <= requests <= 120  # overlapping items are computed at most twice, never more
     # every score is the one the server answers for that prompt (no mix-up between processes)
-    from judge.scorers.llm import LLMJudge
     from judge.datasets import load_items
     from judge.prompts import get_prompt
+    from judge.scorers.llm import LLMJudge
 
     class NoModel:  # only to render prompts exactly as the CLI did (chat flag, no examples)
         name, model_id = "openai", "fault-model"

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.scorers.classic import create_classic
-from judge.scorers.classic.regression import cross_validated_predictions, group_folds
 from judge.errors import InputError
 from judge.items import SYSTEM, USER, Item, Turn
+from judge.scorers.classic import create_classic
+from judge.scorers.classic.regression import cross_validated_predictions, group_folds
 
-WORDS = "hi hello how are you good fine thanks what do like football tennis i am the a is not".split()
+WORDS = ["hi", "hello", "how", "are", "you", "good", "fine", "thanks", "what", "do", "like", "football", "tennis", "i", "am", "the", "a", "is", "not"]
 
 
 def tiny_bert(tmp: Path, kind: str, num_labels: int = 2, seed: int = 0) -> str:

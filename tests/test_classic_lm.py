@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judge.scorers.classic import create_classic, hf
-from judge.scorers.classic.fed_metric import conversation_text, followups
 from judge.errors import InputError, UnknownNameError
 from judge.items import SYSTEM, USER, Item, Turn
+from judge.scorers.classic import create_classic, hf
+from judge.scorers.classic.fed_metric import conversation_text, followups
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -112,8 +112,8 @@ def test_fed_metric_is_negative_minus_positive_loss(lm, loss: str) -> None:
 
 
 def test_fed_metric_overall_is_mean_of_qualities_and_turn_level(lm) -> None:
-    from judge.scorers.classic.fed_metric import followup_losses, quality_score
     from judge.qualities import FED_TURN
+    from judge.scorers.classic.fed_metric import followup_losses, quality_score
 
     tok, net = lm
     eos = tok.eos_token

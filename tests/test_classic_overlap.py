@@ -8,10 +8,10 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from judge.scorers.classic import create_classic
-from judge.scorers.classic.overlap import bleu, meteor, rouge_l, tokenize
 from judge.errors import InputError
 from judge.items import Item, Turn
+from judge.scorers.classic import create_classic
+from judge.scorers.classic.overlap import bleu, meteor, rouge_l, tokenize
 
 CASES = [
     ("the cat sat on the mat today", ["a cat was sitting on the mat", "the cat is on the mat today and"]),
@@ -53,9 +53,9 @@ def test_rouge_l_matches_rouge_score_lcs(hyp: str, refs: list[str]) -> None:
 
 def test_rouge_l_by_hand() -> None:
     # LCS("a b c d", "a c d e") = 3 (a c d): P = 3/4, R = 3/4, F_beta = 3/4 for any beta.
-    assert rouge_l("a b c d".split(), ["a c d e".split()]) == pytest.approx(0.75)
+    assert rouge_l(["a", "b", "c", "d"], [["a", "c", "d", "e"]]) == pytest.approx(0.75)
     # LCS = 2, P = 2/2, R = 2/4: F = 2.44 * 1 * .5 / (.5 + 1.44) = 0.628866
-    assert rouge_l("a b".split(), ["a x b y".split()]) == pytest.approx(2.44 * 0.5 / (0.5 + 1.44))
+    assert rouge_l(["a", "b"], [["a", "x", "b", "y"]]) == pytest.approx(2.44 * 0.5 / (0.5 + 1.44))
 
 
 def test_identical_response_gets_the_maximum() -> None:

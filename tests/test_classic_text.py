@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judge.scorers.classic import classic_names, create_classic
 from judge.errors import InputError, UnknownNameError
 from judge.items import SYSTEM, USER, Item, Turn
+from judge.scorers.classic import classic_names, create_classic
 
 
 def turn(response: str, next_user: str | None = None, i: int = 0, refs: tuple[str, ...] = ()) -> Item:

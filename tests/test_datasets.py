@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -154,7 +155,7 @@ def test_speakers_alternate_user_last(name: str, data_dir: Path) -> None:
     for it in bench(name, data_dir):
         speakers = [t.speaker for t in it.context]
         assert speakers and speakers[-1] == USER, it.id
-        assert all(a != b for a, b in zip(speakers, speakers[1:])), it.id
+        assert all(a != b for a, b in itertools.pairwise(speakers)), it.id
 
 
 def test_fed_dialog_speakers(data_dir: Path) -> None:
@@ -267,7 +268,7 @@ def test_load_items_detects_formats(data_dir: Path) -> None:
         "usr/tc_usr_data.json": ("usr", "tc_usr_data"),
         "dailydialog_gupta/mturk_rating_processed_output.csv": ("gupta", "mturk_rating_processed_output"),
     }
-    for rel, (fmt, stem) in expect.items():
+    for rel, (fmt, _stem) in expect.items():
         assert detect_format(data_dir / rel) == fmt
     items = load_items(data_dir / "dstc10_track5/fed-dial_eval.json")
     assert len(items) == 125 and items[0].dataset == "fed-dial" and items[0].level == "dialog"
@@ -557,10 +558,7 @@ _bench_value = st.one_of(
 )
 _bench_record = st.fixed_dictionaries(
     {},
-    optional={
-        k: _bench_value
-        for k in ("dialogue_id", "context", "response", "reference", "fact", "model", "model_name", "annotations", "dialog", "system", "responses")
-    },
+    optional=dict.fromkeys(("dialogue_id", "context", "response", "reference", "fact", "model", "model_name", "annotations", "dialog", "system", "responses"), _bench_value),
 )
 
 

@@ -52,7 +52,7 @@ def test_validation_errors_name_the_key(doc, pattern):
 def test_toml_syntax_error_names_file(tmp_path):
     p = tmp_path / "bad.toml"
     p.write_text("limit = \n")
-    with pytest.raises(InputError, match="bad.toml: invalid TOML"):
+    with pytest.raises(InputError, match=r"bad\.toml: invalid TOML"):
         load_experiment(p)
 
 

@@ -15,8 +15,8 @@ from judge.backends import Failure, Prompt, create_backend
 from judge.config import GenerateConfig
 from judge.datasets import load_items
 from judge.errors import BackendError
-from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
+from judge.scorers.llm import LLMJudge
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the [hf] extra (torch)")
 transformers = pytest.importorskip("transformers", reason="the transformers backend needs the [hf] extra")
@@ -46,8 +46,7 @@ def tiny_t5(tmp_path_factory) -> Path:
     """
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-    words = ("Is this response good ? Answer yes or no . Yes No YES NO the a cat dog sat on mat "
-             "hello there how are you fine thanks 1 2 3 4 5").split()
+    words = ["Is", "this", "response", "good", "?", "Answer", "yes", "or", "no", ".", "Yes", "No", "YES", "NO", "the", "a", "cat", "dog", "sat", "on", "mat", "hello", "there", "how", "are", "you", "fine", "thanks", "1", "2", "3", "4", "5"]
     vocab = {"<pad>": 0, "</s>": 1, "<unk>": 2}
     for w in words:
         vocab.setdefault(w, len(vocab))

@@ -13,9 +13,9 @@ from judge.backends import Failure, LabelDist, Prompt, create_backend
 from judge.config import GenerateConfig
 from judge.errors import BackendError
 from judge.items import SYSTEM, USER, Item, Turn
-from judge.scorers.llm import LLMJudge
 from judge.models import SMOLLM2, resolve_model_path, sha256_file
 from judge.prompts import get_prompt
+from judge.scorers.llm import LLMJudge
 
 CTX = (Turn(USER, "Hi, I'm planning a trip to Japan next spring."), Turn(SYSTEM, "Nice! Which cities?"),
        Turn(USER, "Tokyo and Kyoto. Any tips for seeing the cherry blossoms?"))
@@ -107,7 +107,7 @@ def test_llama_decode_error_fails_the_item_and_resets_the_kv_cache():
         short, too_long = Prompt("Is water wet? Answer:"), Prompt("word " * 300)
         res = backend.label_logprobs([short, too_long, short], ["Yes", "No"])
         assert isinstance(res[1], Failure)
-        assert "llama.cpp could not evaluate the prompt (301 tokens): llama_decode returned 1" == res[1].reason
+        assert res[1].reason == "llama.cpp could not evaluate the prompt (301 tokens): llama_decode returned 1"
         assert isinstance(res[0], LabelDist) and isinstance(res[2], LabelDist)
         assert res[2].n_evaluated_tokens == res[2].n_prompt_tokens  # nothing reused from the failed prompt
         assert res[2].logprobs == pytest.approx(res[0].logprobs, abs=1e-6)

@@ -17,9 +17,9 @@ from judge.cache import Cache, CachedBackend
 from judge.config import GenerateConfig
 from judge.datasets import resolve_source
 from judge.errors import TemplateError
-from judge.scorers.llm import LLMJudge
 from judge.models import file_sha256, resolve_model_path
 from judge.prompts import get_prompt, load_template
+from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -9,8 +9,8 @@ import pytest
 from judge.backends import Prompt, create_backend
 from judge.config import GenerateConfig
 from judge.items import SYSTEM, USER, Item, Turn
-from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
+from judge.scorers.llm import LLMJudge
 
 pytest.importorskip("openai")
 

@@ -12,10 +12,10 @@ import pytest
 from judge.backends import create_backend
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
-from judge.items import USER, SYSTEM, Item, Turn
-from judge.scorers.llm import LLMJudge
+from judge.items import SYSTEM, USER, Item, Turn
 from judge.prompts import get_prompt
 from judge.qualities import find_quality
+from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 
 TOL = 1e-4

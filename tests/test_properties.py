@@ -21,11 +21,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from judge.engine.rows import item_row
-
 import judge
 from judge.answers import Rating, YesNo
 from judge.datasets.jsonl import from_text
+from judge.engine.rows import item_row
 from judge.errors import InputError
 from judge.io import dumps
 from judge.items import SYSTEM, USER, Item, Turn

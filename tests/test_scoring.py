@@ -114,7 +114,7 @@ def test_score_distribution_rules():
     yn = {"Yes": math.log(0.3), " no": math.log(0.1)}
     assert score_distribution(yn, YesNo(), rule="expected")[0] == pytest.approx(0.75)
     assert score_distribution(yn, YesNo(), rule="topk")[0] == pytest.approx(0.75)
-    with pytest.raises(UnknownNameError, match="scoring rule 'mean'.*expected, topk"):
+    with pytest.raises(UnknownNameError, match=r"scoring rule 'mean'.*expected, topk"):
         score_distribution(lp, scale, rule="mean")
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from judge.datasets import load_items
-from judge.scorers.llm import LLMJudge
 from judge.prompts import get_prompt
+from judge.scorers.llm import LLMJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"

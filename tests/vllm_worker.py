@@ -26,8 +26,8 @@ def main() -> None:
     from judge.backends import Prompt, create_backend
     from judge.config import GenerateConfig
     from judge.datasets import load_items
-    from judge.scorers.llm import LLMJudge
     from judge.prompts import get_prompt
+    from judge.scorers.llm import LLMJudge
 
     items = load_items(args.data)
     probe = [Prompt("The capital of France is"), Prompt("Is the sky blue? Answer yes or no.", chat=True)]

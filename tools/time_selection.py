@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from judge.datasets import load_benchmark  # noqa: E402
-from judge.selectors import get_selector  # noqa: E402
+from judge.datasets import load_benchmark
+from judge.selectors import get_selector
 
 
 def main() -> None:

@@ -190,5 +190,5 @@ class LlamaCppBackend(Backend):
     def close(self) -> None:
         llm = getattr(self, "llm", None)
         if llm is not None:
-            llm.close() if hasattr(llm, "close") else None
-            self.llm = None
+            llm.close()
+            del self.llm

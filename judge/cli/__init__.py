@@ -26,7 +26,7 @@ EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="judge", description="Language models as judges of dialogue quality.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in COMMANDS.items():
+    for module in COMMANDS.values():
         mod = importlib.import_module(f"{__name__}.{module}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)

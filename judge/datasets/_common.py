@@ -157,7 +157,7 @@ def get_field(
             raise InputError("missing required field", file=file, record=rec, field=prefix + key)
         return None
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         want = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
         raise InputError(f"expected {want}, got {type_name(value)}", file=file, record=rec, field=prefix + key)
     return value
@@ -301,6 +301,10 @@ def non_blank(value: str | None) -> str | None:
 # --- groups -------------------------------------------------------------------------------------------
 
 
+def _shortest_first(seq: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+    return (len(seq), seq)
+
+
 def _sequence(item: Item) -> tuple[str, ...]:
     return tuple(t.text for t in (item.context if item.level == "turn" else item.dialog))
 
@@ -350,7 +354,7 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
         if ra != rb:
             parent[ra] = rb
 
-    seqs = [_sequence(it) for it in items]
+    seqs: list[tuple[str, ...]] = [_sequence(it) for it in items]
     by_context: dict[tuple[str, ...], int] = {}  # turn-level contexts only
     same: dict[tuple[str, tuple[str, ...]], int] = {}
     for i, it in enumerate(items):
@@ -378,7 +382,8 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
     for idx in members.values():
         nonempty = [seqs[i] for i in idx if seqs[i]]
         if nonempty:
-            basis = "\x1e".join(min(nonempty, key=lambda s: (len(s), s)))
+            shortest: tuple[str, ...] = min(nonempty, key=_shortest_first)
+            basis = "\x1e".join(shortest)
         elif len(idx) == 1:
             # A lone item without context: it is its own conversation.
             items[idx[0]].group = f"item:{items[idx[0]].id}"

@@ -8,7 +8,6 @@ from typing import Any
 from ..errors import InputError
 from ..items import Item
 from ._common import (
-    parse_json,
     assign_groups,
     check_unicode,
     check_unique_ids,
@@ -18,12 +17,13 @@ from ._common import (
     get_field,
     non_blank,
     parse_annotations,
+    parse_json,
     parse_turns,
     read_json,
     record_label,
     require_list,
-    strip_system_prefix,
     string_list,
+    strip_system_prefix,
     type_name,
 )
 

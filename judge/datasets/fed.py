@@ -8,13 +8,13 @@ from typing import Any
 from ..errors import InputError
 from ..items import Item
 from ._common import (
-    parse_json,
     assign_groups,
     check_unicode,
     dataset_name,
     get_field,
     non_blank,
     parse_annotations,
+    parse_json,
     prefixed_turns,
     read_json,
     require_list,

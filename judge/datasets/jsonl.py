@@ -16,9 +16,9 @@ from ..items import Item
 from ..qualities import Scale, check_scale_bounds
 from ._common import (
     assign_groups,
+    check_unicode,
     check_unique_ids,
     dataset_name,
-    check_unicode,
     get_field,
     parse_json,
     parse_turns,
@@ -95,14 +95,14 @@ def _item(record: Any, file: str, line: int, dataset: str) -> tuple[Item, bool]:
     if group is not None and not group.strip():
         raise InputError("empty group (leave the key out to group by context)", file=file, record=line, field="group")
     scores = _scores(record.get("scores"), file, line)
-    common = dict(
-        id=item_id,
-        fact=opt("fact"),
-        system=opt("system"),
-        group=group.strip() if group is not None else None,
-        dataset=dataset,
-        annotations=scores,
-    )
+    common: dict[str, Any] = {
+        "id": item_id,
+        "fact": opt("fact"),
+        "system": opt("system"),
+        "group": group.strip() if group is not None else None,
+        "dataset": dataset,
+        "annotations": scores,
+    }
 
     if "dialog" in record:
         both = [k for k in _TURN_ONLY if k in record]

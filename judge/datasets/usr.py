@@ -8,7 +8,6 @@ from typing import Any
 from ..errors import InputError
 from ..items import Item
 from ._common import (
-    parse_json,
     assign_groups,
     check_unicode,
     clean_fact,
@@ -17,6 +16,7 @@ from ._common import (
     get_field,
     non_blank,
     parse_annotations,
+    parse_json,
     read_json,
     require_list,
     type_name,
@@ -62,7 +62,7 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
         parsed = [_response(r, ri, file, rec) for ri, r in enumerate(responses)]
         references = tuple(text for model, text, _ in parsed if model == GROUND_TRUTH)
         ordered = [p for p in parsed if p[0] != GROUND_TRUTH] + [p for p in parsed if p[0] == GROUND_TRUTH]
-        for model, text, annotations in ordered:
+        for model, text, ratings in ordered:
             items.append(
                 Item(
                     id=f"{prefix}_{len(items):05d}",
@@ -73,7 +73,7 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
                     fact=fact,
                     system=model,
                     dataset=dataset,
-                    annotations=annotations,
+                    annotations=ratings,
                 )
             )
     assign_groups(items)

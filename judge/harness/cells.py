@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_text, dumps
-from ..results import cell_path, read_rows
 
 
 def line(row: dict[str, Any]) -> bytes:

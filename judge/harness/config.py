@@ -240,18 +240,18 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             ))
     from ..report.paper import paper_labels
 
-    for m in methods:
-        if m.paper is not None and m.paper not in paper_labels():
-            close = difflib.get_close_matches(m.paper, paper_labels(), n=2, cutoff=0.5)
+    for meth in methods:
+        if meth.paper is not None and meth.paper not in paper_labels():
+            close = difflib.get_close_matches(meth.paper, paper_labels(), n=2, cutoff=0.5)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            raise _err(path, f"methods[{m.index}].paper",
-                       f"unknown paper row '{m.paper}'{hint} Known rows: {', '.join(paper_labels())}")
+            raise _err(path, f"methods[{meth.index}].paper",
+                       f"unknown paper row '{meth.paper}'{hint} Known rows: {', '.join(paper_labels())}")
     seen: dict[str, int] = {}
-    for m in methods:
-        if m.name in seen:
-            raise _err(path, f"methods[{m.index}].name",
-                       f"method name '{m.name}' is already used by methods[{seen[m.name]}]; give each a unique name")
-        seen[m.name] = m.index
+    for meth in methods:
+        if meth.name in seen:
+            raise _err(path, f"methods[{meth.index}].name",
+                       f"method name '{meth.name}' is already used by methods[{seen[meth.name]}]; give each a unique name")
+        seen[meth.name] = meth.index
     compare: list[tuple[str, str]] = []
     for j, pair in enumerate(data.get("compare", [])):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):

@@ -10,7 +10,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_write_text
 from ..items import Item
 from ..qualities import Quality, dataset_info
-from .cells import CellWriter, cell_path, read_done, read_rows, rewrite
+from ..results import cell_path, read_rows
+from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
 
 

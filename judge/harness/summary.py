@@ -14,7 +14,6 @@ from ..results import SCHEMA
 from .config import Experiment
 
 
-
 def _f(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
@@ -97,7 +96,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         per_set, overall = stats.dstc10_average(per_q)
         averages[m] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall)}
     comparisons = _comparisons(exp, cells, rows)
-    ceiling = {}
+    ceiling: dict[str, dict[str, Any]] = {}
     seen = set()
     for c in cells:
         if (c.dataset, c.quality.name) in seen:

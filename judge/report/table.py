@@ -91,7 +91,7 @@ def build(summary: dict[str, Any]) -> Leaderboard:
                 row.cells.append(CellValue(v))
         rows.append(row)
     for j in range(len(columns)):
-        vals = [r.cells[j].value for r in rows if r.cells[j].value is not None]
+        vals = [v for r in rows if (v := r.cells[j].value) is not None]
         if len(vals) > 1:
             top = max(vals)
             for r in rows:

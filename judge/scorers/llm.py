@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 
 from ..answers import candidates, check_labels
-from ..backends.base import Backend, Failure, Prompt
+from ..backends.base import Backend, Failure, LabelDist, Prompt
 from ..items import SYSTEM, USER, Item, Turn
 from ..prompts import PromptTemplate
 from ..qualities import Quality
@@ -139,7 +139,7 @@ class LLMJudge(Scorer):
                     done[nxt] = None
                     nxt += 1
 
-    def _to_score(self, item: Item, examples: list[Item], dist: object) -> Score:
+    def _to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
         ids = [ex.id for ex in examples]
         if isinstance(dist, Failure):
             return Score(item.id, None, examples=ids, error=dist.reason, flags=(dist.flag,) if dist.flag else ())

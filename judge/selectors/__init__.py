@@ -31,7 +31,12 @@ class ZeroShot(Selector):
 #: not use are ignored, so every name takes the same keyword options.
 SelectorFactory = Callable[..., Selector]
 SELECTORS: Registry[SelectorFactory] = Registry("selector", "judge.selectors")
-SELECTORS.register("none", aliases=("zero-shot",))(lambda name, **opts: ZeroShot(**_common(opts)))
+def _zero_shot(name: str, *, seed: int = 0, group_guard: bool = True, order: str = "ascending",
+               **_unused: object) -> ZeroShot:
+    return ZeroShot(seed=seed, group_guard=group_guard, order=order)
+
+
+SELECTORS.register("none", aliases=("zero-shot",))(_zero_shot)
 SELECTORS.register_lazy("random", "judge.selectors.random:create")
 SELECTORS.register_lazy("manual", "judge.selectors.manual:create")
 for _field in ("bm25-context", "bm25-response", "bm25-context-response"):
@@ -39,9 +44,6 @@ for _field in ("bm25-context", "bm25-response", "bm25-context-response"):
 
 SELECTOR_NAMES = ("none", "manual", "random", "bm25-context", "bm25-response", "bm25-context-response")
 
-
-def _common(opts: dict[str, object]) -> dict[str, object]:
-    return {k: opts[k] for k in ("seed", "group_guard", "order") if k in opts}
 
 
 def get_selector(

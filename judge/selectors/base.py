@@ -43,8 +43,9 @@ class Selector(ABC):
     def rank(self, item: Item, pool: Sequence[Item], k: int, quality: Quality | None = None) -> list[Item]:
         """Up to k allowed examples for ``item``, most relevant first (``quality``: what is rated)."""
 
-    def check(self, items: Sequence[Item], pool: Sequence[Item], quality: Quality | None) -> None:
-        """Raise InputError now if scoring ``items`` with examples from ``pool`` cannot work."""
+    def check(self, items: Sequence[Item], pool: Sequence[Item], quality: Quality | None) -> None:  # noqa: B027
+        """Raise InputError now if scoring ``items`` with examples from ``pool`` cannot work (default:
+        nothing to check; optional on purpose, so not abstract)."""
 
     def native_order(self, ranked: list[Item]) -> list[Item]:
         """The selector's own display order of a ranked list ("as-selected"): rank order by default."""

@@ -251,7 +251,10 @@ def pick_spanning(items: Sequence[Item], quality: Quality, n: int = 3, n_alterna
         raise ValueError(f"only {len(cands)} items have {min_raters}+ ratings for {quality.name}")
     lo, hi = quality.scale("choosing examples across the rating scale")
     targets = [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [lo]
-    orders = [sorted(cands, key=lambda c, t=t: (round(abs(c[1] - t), 9), round(c[2], 9), c[0].id)) for t in targets]
+    def nearest(target: float) -> list[tuple[Item, float, float]]:
+        return sorted(cands, key=lambda c: (round(abs(c[1] - target), 9), round(c[2], 9), c[0].id))
+
+    orders = [nearest(t) for t in targets]
     picks: list[Item] = []
     for order in orders:
         used = {p.group for p in picks}

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import InputError
-from ...registry import Registry
 from ...items import Item
+from ...registry import Registry
 from ..base import Scorer
 
 ScorerFactory = Callable[..., Scorer]

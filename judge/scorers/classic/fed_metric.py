@@ -144,11 +144,11 @@ def followup_losses(tok: Any, net: Any, conversation: str, suffixes: Sequence[st
             lp = torch.log_softmax(net(input_ids=ids, attention_mask=mask, position_ids=pos,
                                        past_key_values=cache).logits.float(), -1)
             for row, i in enumerate(idx):
-                t = torch.tensor(tails[i])
-                nll = -float(last[t[0]]) - float(lp[row, : len(t) - 1].gather(-1, t[1:, None]).sum())
-                results[i] = (nll / len(t) if loss == "followup"
-                              else (conv_nll + nll) / (len(ctx) - 1 + len(t)))
-        for i, t in enumerate(tails):
+                tail = torch.tensor(tails[i])
+                nll = -float(last[tail[0]]) - float(lp[row, : len(tail) - 1].gather(-1, tail[1:, None]).sum())
+                results[i] = (nll / len(tail) if loss == "followup"
+                              else (conv_nll + nll) / (len(ctx) - 1 + len(tail)))
+        for i in range(len(tails)):
             if results[i] is None:  # tokenisation merged across the boundary: score the text on its own
                 results[i] = _plain_loss(tok, net, conversation + suffixes[i], len(conv_ids), loss, limit)
     return [float(r) for r in results]  # type: ignore[arg-type]

@@ -92,7 +92,7 @@ def load(model: str, kind: str, what: str) -> tuple[Any, Any]:
     key = (model, kind)
     if key in _CACHE:
         return _CACHE[key]
-    torch, transformers = torch_modules(what)
+    _torch, transformers = torch_modules(what)
     where, extra = _locate(model)
     auto = {
         "causal-lm": transformers.AutoModelForCausalLM,

@@ -81,7 +81,7 @@ class LikelihoodScorer(ClassicScorer):
             per_item[n].append(s)
         values: list[float | None] = []
         errors: list[str | None] = []
-        for it, utts in zip(items, per_item):
+        for utts in per_item:
             if any(len(s.logp) == 0 for s in utts):
                 values.append(None)
                 errors.append("an utterance has no tokens")

@@ -65,7 +65,7 @@ def cross_validated_predictions(features: np.ndarray, labels: Sequence[float | N
         lo, hi = np.nanmin(xt, axis=0), np.nanmax(xt, axis=0)
         span = np.where(hi > lo, hi - lo, 1.0)
 
-        def prep(m: np.ndarray) -> np.ndarray:
+        def prep(m: np.ndarray, mean: np.ndarray = mean, lo: np.ndarray = lo, span: np.ndarray = span) -> np.ndarray:
             m = np.where(np.isnan(m), mean, m)
             return (m - lo) / span
 
