@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import TemplateError
+
+if TYPE_CHECKING:  # the backends import this module
+    from .backends.base import Backend
 
 
 @dataclass(frozen=True)
@@ -63,27 +66,26 @@ def candidates(answer: AnswerType) -> list[str]:
     return [c for forms in answer.variants().values() for c in forms]
 
 
-def unreadable_labels(answer: AnswerType, single_token: Callable[[str], bool]) -> list[str]:
+def unreadable_labels(answer: AnswerType, single_token: Callable[[str], bool | None]) -> list[str]:
     """Labels none of whose spellings is a single token (``single_token`` asks the model's tokenizer)."""
     return [label for label, forms in answer.variants().items() if not any(single_token(f) for f in forms)]
 
 
-def check_labels(answer: AnswerType, backend: Any, *, template: str = "the prompt") -> None:
+def check_labels(answer: AnswerType, backend: Backend, *, template: str = "the prompt") -> None:
     """Refuse a template/model pair whose answer labels the model cannot say in one token.
 
     Scores are read from the next-token distribution, so a label that is several tokens long
     (SmolLM2 spells ``10`` as ``1`` + ``0``) would silently get probability 0 -- and the mass the
     model puts on its first token would count for the label that token spells (``1``). Backends
     that expose their tokenizer answer ``backend.single_token(text)`` (llama.cpp, transformers,
-    vLLM); hosted APIs cannot tell, and for them the check is skipped (their answers read only
-    the labels the server returns as whole tokens).
+    vLLM); hosted APIs cannot tell (None), and for them the check is skipped (their answers read
+    only the labels the server returns as whole tokens).
     """
-    probe = getattr(backend, "single_token", None)
-    if not callable(probe):
+    if backend.single_token("1") is None:
         return
-    bad = unreadable_labels(answer, probe)
+    bad = unreadable_labels(answer, backend.single_token)
     if bad:
-        model = getattr(backend, "model_id", "the model")
+        model = backend.model_id
         raise TemplateError(
             f"{template}: the answer label(s) {', '.join(repr(b) for b in bad)} are not a single token of "
             f"{model}'s vocabulary, so their probability cannot be read (another label would take it); "

@@ -203,6 +203,9 @@ class CachedBackend(Backend):
     def settings(self) -> dict[str, object]:
         return self.inner.settings()
 
+    def single_token(self, text: str) -> bool | None:
+        return self.inner.single_token(text)
+
     def counters(self) -> dict[str, int]:
         return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}
 

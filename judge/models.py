@@ -179,8 +179,11 @@ def _read_memo(marker: Path) -> dict[str, str]:
 def remember_verified(path: Path, sha256: str) -> None:
     """Record that ``path`` (at its current size and mtime) has the hash ``sha256``."""
     marker = _verified_marker(path)
-    seen = _read_memo(marker)
-    seen[_memo_key(path)] = sha256
+    key = _memo_key(path)
+    # One entry per file: keys of the same path at another size/mtime/inode are stale.
+    prefix = key.rsplit(":", 3)[0] + ":"
+    seen = {k: v for k, v in _read_memo(marker).items() if not k.startswith(prefix)}
+    seen[key] = sha256
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         tmp = marker.with_suffix(f".{os.getpid()}.tmp")

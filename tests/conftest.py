@@ -52,20 +52,6 @@ def _isolated_home(tmp_path_factory):
             os.environ[key] = value
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_home(tmp_path_factory):
-    """Keep assembled models and checksum memos (``$JUDGE_HOME``) out of the user's ~/.cache/judge."""
-    import os
-
-    old = os.environ.get("JUDGE_HOME")
-    os.environ["JUDGE_HOME"] = str(tmp_path_factory.mktemp("judge-home"))
-    yield
-    if old is None:
-        os.environ.pop("JUDGE_HOME", None)
-    else:
-        os.environ["JUDGE_HOME"] = old
-
-
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
     """A real OpenAI-compatible server, ``python -m llama_cpp.server``, serving the packaged SmolLM2 on a

@@ -143,7 +143,7 @@ def test_nan_logprob_fails_its_item_not_the_run(smollm2, tmp_path, monkeypatch, 
     from judge.cli import main
 
     backend = NaNOn(smollm2, "purple elephants")
-    monkeypatch.setitem(registry._REGISTRY, "nan-test", lambda model, config, **options: backend)
+    monkeypatch.setitem(registry.BACKENDS._entries, "nan-test", lambda model, config, **options: backend)
     data = tmp_path / "in.jsonl"
     responses = ["Try a chickpea curry.", "Seventeen purple elephants.", "Pasta with garlic and oil."]
     data.write_text("".join(json.dumps({"id": f"r{i}", "context": [{"speaker": "user", "text": "Dinner ideas?"}],
@@ -155,7 +155,7 @@ def test_nan_logprob_fails_its_item_not_the_run(smollm2, tmp_path, monkeypatch, 
     rows = _rows(tmp_path / "a.jsonl")
     assert [r["id"] for r in rows] == ["r0", "r1", "r2"]
     assert rows[1]["score"] is None and "invalid log-probability nan" in rows[1]["error"]
-    assert all(0.0 <= r["score"] <= 1.0 and "error" not in r for r in (rows[0], rows[2]))
+    assert all(0.0 <= r["score"] <= 1.0 and r["error"] is None for r in (rows[0], rows[2]))
     if cache_flag == "--no-cache":
         assert not cache.exists()
         return
@@ -279,7 +279,7 @@ def test_two_processes_share_one_cache(tmp_path):
     from judge.prompts import get_prompt
     from judge.scorers.llm import LLMJudge
 
-    class NoModel:  # only to render prompts exactly as the CLI did (chat flag, no examples)
+    class NoModel(Backend):  # only to render prompts exactly as the CLI did (chat flag, no examples)
         name, model_id = "openai", "fault-model"
         capabilities = Capabilities(full_vocab=False, top_n=20, chat_template=True)
 

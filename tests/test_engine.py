@@ -120,3 +120,15 @@ def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
     b = sorted((tmp_path / "b" / "items").rglob("*.jsonl"))
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
     assert all(r["n_failed"] == 0 and r["spearman"] is not None for r in first["results"])
+
+
+def test_score_limit_does_not_shrink_the_example_pool(tmp_path):
+    """`judge score --limit 2` scores two items but draws examples from the whole file (it used to draw
+    them from the first two items only, where the guard left none)."""
+    out = tmp_path / "s.jsonl"
+    proc = _cli("score", "examples/dialogues.jsonl", "--limit", "2", "--selector", "bm25-context", "--k", "2",
+                "--quality", "overall", "--threads", "2", "--no-cache", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["ex-01", "ex-02"]
+    assert all(len(r["examples"]) == 2 and not set(r["examples"]) & {"ex-01", "ex-02"} for r in rows)

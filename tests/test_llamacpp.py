@@ -93,7 +93,7 @@ def test_window_is_the_n_ctx_asked_for_not_llama_cpp_rounded_one(tmp_path, capsy
     got = [json.loads(x) for x in out.read_text().splitlines()]
     assert got[0]["score"] is None and "the context window holds 300" in got[0]["error"]
     assert 300 < int(got[0]["error"].split()[2]) < 512  # "prompt is N tokens; ...": between the two sizes
-    assert got[1]["score"] is not None and "error" not in got[1]
+    assert got[1]["score"] is not None and got[1]["error"] is None
 
 
 def test_llama_decode_error_fails_the_item_and_resets_the_kv_cache():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judge.answers import Rating, YesNo, check_labels, unreadable_labels
-from judge.backends.base import Prompt
+from judge.backends.base import Backend, Prompt
 from judge.backends.llamacpp import LlamaCppBackend
 from judge.cache import Cache, CachedBackend
 from judge.config import GenerateConfig
@@ -56,9 +56,10 @@ def test_two_token_label_is_refused_before_scoring(smollm2, tmp_path: Path) -> N
 
 
 def test_backends_that_cannot_tell_are_not_checked() -> None:
-    """A backend without a tokenizer (hosted APIs) has no ``single_token``: the check is skipped."""
+    """A backend without a tokenizer (hosted APIs) keeps the contract's default ``single_token`` (None,
+    "cannot tell"): the check is skipped."""
 
-    class NoTokenizer:
+    class NoTokenizer(Backend):
         model_id = "remote"
 
     check_labels(Rating(0, 10), NoTokenizer())
@@ -106,7 +107,7 @@ def test_gguf_replaced_in_place_is_not_served_stale_cache(tmp_path: Path, monkey
     assert (replaced.hits, replaced.misses) == (0, 3), "a replaced GGUF must not hit the old file's entries"
     assert replaced.settings()["sha256"] != old_sha == file_sha256(resolve_model_path(None))
     assert after == pytest.approx(before, abs=1e-6)  # same weights, recomputed rather than served
-    memo = json.loads((tmp_path / "home" / "sha256.json").read_text())
+    memo = json.loads((tmp_path / "home" / "verified.json").read_text())
     entries = [k for k in memo if k.startswith(str(model.resolve()) + ":")]
     assert len(entries) == 1 and memo[entries[0]] == replaced.settings()["sha256"]
 

@@ -113,6 +113,11 @@ class Backend(Protocol):
         """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""
         return {}
 
+    def single_token(self, text: str) -> bool | None:
+        """Whether ``text`` is exactly one token of the model (answer labels must be); None when the
+        backend cannot tell (hosted APIs: no tokenizer), the default."""
+        return None
+
 
 def gather(results: Iterable[tuple[int, LabelDist | Failure]], n: int) -> list[LabelDist | Failure]:
     """Put (index, result) pairs that arrive in any order back into prompt order."""

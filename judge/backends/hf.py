@@ -224,7 +224,7 @@ class TransformersBackend(Backend):
         """Token ids of a prompt as the model sees it (special tokens and chat template included)."""
         return self.prompts.tokens(prompt)
 
-    def single_token(self, text: str) -> bool:
+    def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
         return bool(self.prompts.candidate_ids([text]))
 

@@ -118,7 +118,7 @@ class LlamaCppBackend(Backend):
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.tokens(prompt))
 
-    def single_token(self, text: str) -> bool:
+    def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
         return self._candidate_id(text) is not None
 

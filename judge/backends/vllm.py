@@ -110,7 +110,7 @@ class VLLMBackend(Backend):
         """Token ids of a prompt as the model sees it (same rules as the transformers backend)."""
         return self.prompts.tokens(prompt)
 
-    def single_token(self, text: str) -> bool:
+    def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
         return bool(self.prompts.candidate_ids([text]))
 

@@ -14,22 +14,28 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..datasets import check_scale, load_benchmark
+from ..datasets.source import resolve_source
 from ..engine import prepare
 from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
 from ..io import atomic_file, check_output_path
-from ..qualities import dataset_info
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, report_counters, spec_from_args
+from .options import add_judge_options, parse_scales, report_counters, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("bench", help="correlate a judge with human ratings on a benchmark set")
-    p.add_argument("--data-dir", required=True, help="folder holding the benchmark files (e.g. ../shared/data)")
-    p.add_argument("--dataset", required=True, help="set name: file stem without _eval (fed-turn, topical-usr, ...)")
+    p = sub.add_parser("bench", help="correlate a judge with human ratings: a registered set or any rated file")
+    p.add_argument("source", nargs="?", default=None,
+                   help="a rated file to benchmark (users' JSONL, a DSTC10/FED/USR/Gupta file), or a registered "
+                        "set's name; or use --dataset")
+    p.add_argument("--data-dir", default=None, help="folder holding the registered benchmark files "
+                   "(e.g. ../shared/data); needed for set names")
+    p.add_argument("--dataset", default=None, help="registered set name: file stem without _eval (fed-turn, "
+                   "topical-usr, persona-zhao, ...) or abbreviation (FT, TU, PZ, ...)")
+    p.add_argument("--as", dest="as_name", default=None, metavar="NAME",
+                   help="name a file's set in the output (default: the file stem without _eval)")
     p.add_argument("--limit", type=int, default=None,
                    help="score a seeded random subset of N items (file order kept; --limit-seed)")
     p.add_argument("--limit-seed", type=int, default=0)
@@ -68,19 +74,21 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     spec = spec_from_args(args, parse_seeds(args))
-    info = dataset_info(args.dataset)
-    quality = info.quality(args.quality or info.overall)
-    items = load_benchmark(info.name, args.data_dir)
-    check_scale(items, quality, file=str(Path(args.data_dir) / info.path))
+    target = args.source or args.dataset
+    if target is None or (args.source and args.dataset):
+        raise InputError("name one set: a file or set name as the argument, or --dataset NAME", field="source")
+    src = resolve_source(target, args.data_dir, name=args.as_name, quality=args.quality, scales=parse_scales(args))
+    info, quality, items = src.info, src.quality, list(src.items)
     # Every problem (a missing input, a template error, a manual id) is named now, with its record.
     prepare(spec, [it for it in items if it.human(quality.name) is not None], quality)
     with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
+        dataset = DatasetSpec(info.name, (quality.name,), info=info, source=src)
         exp = Experiment(
-            path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir, output=args.results or tmp,
-            limit=args.limit, limit_seed=args.limit_seed, datasets=(DatasetSpec(info.name, (quality.name,)),),
+            path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir or ".", output=args.results or tmp,
+            limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
             methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False,
         )
-        summary = run_experiment(exp, plots=False, load=lambda _name: items)
+        summary = run_experiment(exp, plots=False)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
         if args.output:
             _copy_rows(exp, args.output)
@@ -147,7 +155,10 @@ def print_correlations(cell: dict[str, Any]) -> None:
         c = cell[key]
         line = f"{key:<9} {_fmt(c['value'])}  p={_fmt_p(c['p'])}"
         if key == "spearman":
-            line += f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples)"
+            unit = "conversations" if ci.get("unit") == "group" else "items"
+            line += (f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
+                     f"{ci.get('n_units', '?')} {unit}"
+                     + (f", {ci['n_degenerate']} degenerate" if ci.get("n_degenerate") else "") + ")")
         if c["p"] is None or c["p"] >= 0.05:
             line += " (not significant, p >= 0.05)"
         print(line)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TextIO
 
 from ..backends import backend_names
@@ -13,7 +14,7 @@ from ..engine import MethodSpec
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
-from ..qualities import Quality, quality_for
+from ..qualities import Quality, Scale, parse_scale, quality_for
 from ..selectors import ORDERS, SELECTOR_NAMES
 
 
@@ -23,6 +24,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
     g.add_argument("--template", default=None, help="path to your own Jinja2 template (overrides --prompt)")
     g.add_argument("--quality", default=None, help="quality to rate and to read human labels from")
+    g.add_argument("--scale", action="append", default=[], metavar="QUALITY=MIN:MAX",
+                   help="declare a quality's rating scale (repeatable), e.g. overall=0:2; used for range checks, "
+                        "example labels and yes/no thresholds (overrides the file's own declaration)")
     g.add_argument("--backend", default="llamacpp", help=f"backend name ({', '.join(backend_names())})")
     g.add_argument("--model", default=None, help="model id or path (default: the embedded SmolLM2-135M-Instruct)")
     g.add_argument("--top-k", type=int, default=3, help="top-K rating weighting (default 3)")
@@ -80,8 +84,15 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "TOML/JSONL file (default: the shipped set for the dataset)")
 
 
-def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Quality] = ()) -> Quality | None:
-    """The Quality object for --quality: the registered set's, or a scale the data declares (quality_for).
+def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
+    """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
+    return dict(parse_scale(text) for text in args.scale)
+
+
+def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Quality] = (),
+                    scales: Mapping[str, Scale] | None = None) -> Quality | None:
+    """The Quality object for --quality: a --scale declaration, a scale the data declares, or the
+    registered set's (quality_for).
 
     A user's quality without a declared scale comes back scale-less; whatever needs its scale (range
     check, example labels, yes/no thresholds) then refuses it with a clear InputError.
@@ -89,6 +100,11 @@ def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Qua
     if name is None:
         return None
     level = items[0].level if items else None
+    declared = {k.lower(): v for k, v in (scales or {}).items()}
+    if name.lower() in declared:
+        q = quality_for(name, {name: declared[name.lower()]}, level, known=known, strict=False)
+        spelled = next((k for it in items for k in it.annotations if k.lower() == name.lower()), q.name)
+        return replace(q, name=spelled)
     return quality_for(name, items, level, known=known, strict=False)
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from . import EXIT_FAILED_ITEMS, EXIT_OK
+from .options import report_counters
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings", file=sys.stderr)
         return EXIT_OK
     summary = run_experiment(exp, progress=not args.no_progress)
+    report_counters(summary.get("counters", {}))
     failed = sum(r["n_failed"] for r in summary["results"])
     print(f"results: {exp.output}/leaderboard.md ({len(summary['cells'])} cells, {failed} failed items, "
           f"{summary['wall_s']:.0f} s)", file=sys.stderr)

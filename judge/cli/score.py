@@ -16,7 +16,7 @@ from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dump
 from ..qualities import dataset_info
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, report_counters, resolve_quality, spec_from_args
+from .options import add_judge_options, parse_scales, report_counters, resolve_quality, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     qname = args.quality
     if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
         qname = "overall"  # report the human overall rating next to each score when the data has one
-    quality = resolve_quality(qname, items, _registered_qualities(args.input, items))
+    quality = resolve_quality(qname, items, _registered_qualities(args.input, items), parse_scales(args))
     if quality is not None and (args.quality is not None or args.k > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)

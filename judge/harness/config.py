@@ -14,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from ..config import GenerateConfig
+from ..datasets.source import Source, resolve_source
 from ..engine.spec import MethodSpec
-from ..errors import InputError
-from ..qualities import dataset_info
+from ..errors import InputError, JudgeError
+from ..qualities import DatasetInfo, Scale, dataset_info, parse_scale
 from ..results import slug
 
 TOP_KEYS = {
     "name": str, "description": str, "data_dir": str, "output": str, "limit": int, "limit_seed": int,
     "datasets": list, "qualities": (list, str), "methods": list, "defaults": dict, "bootstrap": int,
-    "seed": int, "compare": list, "retry_failed": bool,
+    "seed": int, "compare": list, "retry_failed": bool, "scales": dict,
 }
-DATASET_KEYS = {"name": str, "qualities": (list, str)}
+DATASET_KEYS = {"name": str, "qualities": (list, str), "path": str, "quality": str, "scales": dict}
 LLM_KEYS = {
     "type": str, "name": str, "prompt": str, "selector": str, "k": (int, list), "seeds": (int, list),
     "backend": str, "model": str, "options": dict, "selector_options": dict, "generate": dict,
@@ -59,8 +60,16 @@ def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str,
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    name: str  # canonical registry name
+    """One set of an experiment: a registered benchmark, or a file given by path (``source``)."""
+
+    name: str  # canonical registry name, or the name given to a file
     qualities: tuple[str, ...]  # canonical quality names of that set
+    info: DatasetInfo | None = None  # None: the registered set ``name``
+    source: Source | None = None  # a file given by path, loaded once when the config is read
+
+    @property
+    def dataset(self) -> DatasetInfo:
+        return self.info or dataset_info(self.name)
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,8 @@ class Experiment:
             methods.append(m)
         kept = self.datasets
         if datasets is not None:
-            wanted = [dataset_info(d).name for d in datasets]
+            names = {x.name.lower(): x.name for x in self.datasets}
+            wanted = [names.get(d.lower()) or dataset_info(d).name for d in datasets]
             missing = [d for d in wanted if d not in {x.name for x in self.datasets}]
             if missing:
                 raise InputError(f"not in the config: {', '.join(missing)} (it has "
@@ -119,8 +129,7 @@ class Experiment:
         )
 
 
-def _qualities_for(path: str, where: str, ds: str, wanted: list[str] | str) -> tuple[str, ...]:
-    info = dataset_info(ds)
+def _qualities_for(path: str, where: str, info: DatasetInfo, wanted: list[str] | str) -> tuple[str, ...]:
     if isinstance(wanted, str):
         wanted = [wanted]
     out: list[str] = []
@@ -138,6 +147,35 @@ def _qualities_for(path: str, where: str, ds: str, wanted: list[str] | str) -> t
                 raise _err(path, where, str(exc)) from None
         out.extend(n for n in names if n not in out)
     return tuple(out)
+
+
+def _scales(path: str, where: str, table: dict[str, Any]) -> dict[str, Scale]:
+    """``{ overall = [0, 2] }`` -> {"overall": (0.0, 2.0)} (the TOML form of ``--scale overall=0:2``)."""
+    out: dict[str, Scale] = {}
+    for q, bounds in table.items():
+        if not (isinstance(bounds, list) and len(bounds) == 2
+                and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)):
+            raise _err(path, f"{where}.{q}", f"must be [min, max], got {bounds!r}")
+        try:
+            out[q] = parse_scale(f"{q}={bounds[0]}:{bounds[1]}", flag=f"{where}.{q}")[1]
+        except InputError as exc:
+            raise _err(path, f"{where}.{q}", exc.reason) from None
+    return out
+
+
+def _path_dataset(path: str, where: str, d: dict[str, Any], top_scales: dict[str, Scale],
+                  datasets: list[DatasetSpec]) -> DatasetSpec:
+    """A set given as ``{ path = "...", name = "...", quality = "...", scales = {...} }``."""
+    scales = {**top_scales, **_scales(path, f"{where}.scales", d.get("scales", {}))}
+    if "qualities" in d:
+        raise _err(path, f"{where}.qualities", "a file given by path is benchmarked on one quality: use quality")
+    try:
+        src = resolve_source(d["path"], name=d.get("name"), quality=d.get("quality"), scales=scales)
+    except JudgeError as exc:
+        raise _err(path, where, str(exc)) from None
+    if any(x.name == src.info.name for x in datasets):
+        raise _err(path, where, f"dataset '{src.info.name}' is listed twice; give it another name")
+    return DatasetSpec(src.info.name, (src.info.overall,), info=src.info, source=src)
 
 
 def _as_int_list(path: str, where: str, value: Any, minimum: int) -> list[int]:
@@ -166,6 +204,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
     if "datasets" not in data or not data["datasets"]:
         raise _err(path, "datasets", "at least one dataset is required")
     default_q = data.get("qualities", ["overall"])
+    top_scales = _scales(path, "scales", data.get("scales", {}))
     datasets: list[DatasetSpec] = []
     for i, d in enumerate(data["datasets"]):
         where = f"datasets[{i}]"
@@ -173,18 +212,21 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             name, qs = d, default_q
         elif isinstance(d, dict):
             _check_keys(path, where, d, DATASET_KEYS)
+            if "path" in d:
+                datasets.append(_path_dataset(path, where, d, top_scales, datasets))
+                continue
             if "name" not in d:
-                raise _err(path, f"{where}.name", "missing")
+                raise _err(path, f"{where}.name", "missing (a registered set's name, or give its file as path)")
             name, qs = d["name"], d.get("qualities", default_q)
         else:
-            raise _err(path, where, "must be a set name or a table {name, qualities}")
+            raise _err(path, where, "must be a set name or a table {name, qualities} or {path, name, quality}")
         try:
             info = dataset_info(name)
         except Exception as exc:
             raise _err(path, where, str(exc)) from None
         if any(x.name == info.name for x in datasets):
             raise _err(path, where, f"dataset '{info.name}' is listed twice")
-        datasets.append(DatasetSpec(info.name, _qualities_for(path, where, info.name, qs)))
+        datasets.append(DatasetSpec(info.name, _qualities_for(path, where, info, qs)))
 
     defaults = data.get("defaults", {})
     _check_keys(path, "defaults", defaults, LLM_KEYS)

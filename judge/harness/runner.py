@@ -20,7 +20,7 @@ from ..engine import check_names as engine_check_names
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_write_text
 from ..items import Item
-from ..qualities import Quality, dataset_info
+from ..qualities import Quality
 from ..results import cell_path, read_rows
 from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
@@ -65,12 +65,12 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
     sets: dict[str, list[Item]] = {}
     subsets: dict[str, list[Item]] = {}
     for ds in exp.datasets:
-        sets[ds.name] = load(ds.name)
+        sets[ds.name] = list(ds.source.items) if ds.source is not None else load(ds.name)
         subsets[ds.name] = seeded_subset(sets[ds.name], exp.limit, exp.limit_seed)
     cells = []
     for m in exp.methods:
         for ds in exp.datasets:
-            info = dataset_info(ds.name)
+            info = ds.dataset
             for qname in ds.qualities:
                 q = info.quality(qname)
                 items = [it for it in subsets[ds.name] if it.human(q.name) is not None]
@@ -167,11 +167,12 @@ def run_experiment(
         log(f"resuming: {done} of {total} item results already saved in {out}")
     t0 = time.perf_counter()
     backends = BackendPool()
+    abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)
     try:
         for cell, prep, path, rows, nbytes in todo:
-            bar.set_postfix_str(f"{cell.method.name} {dataset_info(cell.dataset).abbrev} {cell.quality.name}"
+            bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
                                 f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
             remaining = cell.items[len(rows):]
             if not cell.items and not path.exists():

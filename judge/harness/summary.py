@@ -9,7 +9,6 @@ from typing import Any
 
 from .. import stats
 from ..agreement import krippendorff_alpha
-from ..qualities import dataset_info
 from ..results import SCHEMA
 from .config import Experiment
 
@@ -112,8 +111,9 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
         },
         "methods": {m.name: m.describe() for m in exp.methods},
-        "datasets": [{"name": d.name, "abbrev": dataset_info(d.name).abbrev, "level": dataset_info(d.name).level,
-                      "qualities": list(d.qualities)} for d in exp.datasets],
+        "datasets": [{"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
+                      "qualities": list(d.qualities),
+                      **({"path": str(d.source.path)} if d.source is not None else {})} for d in exp.datasets],
         "cells": out_cells,
         "results": results,
         "averages": averages,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..errors import UnknownNameError
 from ..qualities import dataset_info
 
 
@@ -41,7 +42,10 @@ def paper_labels() -> list[str]:
 
 def paper_value(label: str, dataset: str, quality: str) -> PaperValue | None:
     """The paper's Spearman for row ``label`` on (set, quality), or None where the paper has none."""
-    info = dataset_info(dataset)
+    try:
+        info = dataset_info(dataset)
+    except UnknownNameError:  # a set given by path: the paper has no value for it
+        return None
     for name, t in paper_tables().items():
         vals = t["values"]
         if "models" in t:  # tables 3/4: rows are qualities, columns models
