@@ -29,7 +29,7 @@ def test_bench_a_users_jsonl_by_path_with_its_declared_scale(tmp_path):
     assert len(rows) == 8 and all(r["error"] is None and len(r["examples"]) == 2 for r in rows)
     # Empty responses are scored like any other and flagged.
     flagged = {r["id"] for r in rows if "empty_response" in r["flags"]}
-    assert flagged == {r["id"] for r in map(json.loads, RATED.read_text().splitlines()) if not r["response"]}
+    assert flagged == {r["id"] for r in map(json.loads, RATED.read_text().splitlines()) if not r["response"].strip()}
 
 
 def test_scale_flag_declares_a_scale_the_file_does_not(tmp_path):
@@ -53,6 +53,8 @@ def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     path = tmp_path / "mybot_eval.json"
     path.write_text(json.dumps(records))
     proc = _cli("bench", str(path), "--threads", "2")
+    assert proc.returncode == 2 and "--quality" in proc.stderr  # several qualities, none called overall
+    proc = _cli("bench", str(path), "--threads", "2", "--quality", "appropriateness", "--scale", "appropriateness=1:5")
     assert proc.returncode == 0, proc.stderr
     assert "dataset   mybot" in proc.stdout and f"n         {len(records)}" in proc.stdout
 
