@@ -212,7 +212,7 @@ def test_empty_context_is_scored_like_in_a_file(server):
 
 def test_item_too_long_is_a_row_with_error(server):
     """An item the model cannot take fails alone: 200 and its row with ``error``, as judge score writes it."""
-    record = {"id": "long", "context": TURN, "response": "word " * 5000}
+    record = {"id": "long", "context": TURN, "response": "word " * 12000}  # over the 8192-token window
     status, text = call(server, "POST", "/v1/score", record, AUTH)
     assert status == 200, text
     row = json.loads(text)

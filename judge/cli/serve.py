@@ -7,6 +7,7 @@ import ipaddress
 import os
 import socket
 import sys
+from typing import Any
 
 from ..errors import InputError
 from . import EXIT_OK
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def serve(app: object, sock: socket.socket) -> None:
+def serve(app: Any, sock: socket.socket) -> None:
     """Run uvicorn on ``sock`` until SIGINT/SIGTERM; in-flight requests finish first (graceful shutdown)."""
     import uvicorn
 

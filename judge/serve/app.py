@@ -17,7 +17,7 @@ import hmac
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +90,7 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
     batcher = Batcher(service.score, merge=service.batching, max_items=settings.max_batch, on_batch=metrics.batch)
 
     @asynccontextmanager
-    async def lifespan(app: Starlette):  # type: ignore[no-untyped-def]
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         batcher.start()
         try:
             yield
@@ -139,7 +139,7 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
     ]
     handlers = {HTTPError: _on_http_error, InputError: _on_input_error, BackendError: _on_backend_error,
                 JudgeError: _on_judge_error, RuntimeError: _on_runtime_error}
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers,  # type: ignore[arg-type]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers,
                      middleware=[Middleware(Guard, metrics=metrics, token=settings.token)])
 
 

@@ -99,7 +99,7 @@ class Batcher:
         items = [it for job in jobs for it in job.items]
         try:
             rows = self._score(items)
-        except Exception as exc:  # noqa: BLE001 - handed to the waiting request(s), never lost
+        except Exception as exc:
             if len(jobs) > 1:
                 for job in jobs:
                     self._run([job])
