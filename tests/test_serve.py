@@ -304,6 +304,47 @@ def test_import_judge_does_not_import_the_web_stack():
     assert proc.stdout.strip() == "[]"
 
 
+# -- batching across clients with a backend that batches ------------------------------------------
+def test_concurrent_requests_share_model_calls_on_a_batching_backend(tmp_path):
+    """--backend openai (batching) against tests/fault_server.py, a real OpenAI-compatible HTTP server
+    answering after 0.3 s: requests from 16 concurrent clients are merged into fewer scoring calls,
+    and each still gets its own row, equal to the score it gets when sent alone."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fault_server import FaultServer
+
+    fault = FaultServer(latency=0.3).start()
+    try:
+        srv = start_server(tmp_path, "--backend", "openai", "--base-url", fault.base_url, "--model", "fault",
+                           "--api-key-env", "JUDGE_SERVE_FAKE_KEY", "--concurrency", "16", "--no-cache",
+                           env={"JUDGE_SERVE_FAKE_KEY": "not-a-real-key"})
+        try:
+            records = [{"id": f"q{i}", "context": TURN, "response": f"Answer number {i}."} for i in range(16)]
+            results: dict[str, tuple[int, bytes]] = {}
+
+            def client(record: dict) -> None:
+                results[record["id"]] = call(srv, "POST", "/v1/score", record, timeout=120)
+
+            threads = [threading.Thread(target=client, args=(r,)) for r in records]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=300)
+            assert sorted(results) == sorted(r["id"] for r in records)
+            rows = {rid: json.loads(body) for rid, (status, body) in results.items() if status == 200}
+            assert len(rows) == 16 and all(row["error"] is None for row in rows.values())
+            text = call(srv, "GET", "/metrics")[1].decode()
+            metrics = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+            batches = int(metrics["judge_scoring_batches_total"])
+            assert int(metrics["judge_scoring_batched_requests_total"]) == 16
+            assert batches < 16  # merged: with one call per request this would be 16
+            alone = json.loads(call(srv, "POST", "/v1/score", records[5])[1])
+            assert alone["score"] == rows["q5"]["score"]
+        finally:
+            srv.stop()
+    finally:
+        fault.stop()
+
+
 # -- the worker: batching across clients, isolation of failures ---------------------------------
 def test_batcher_merges_waiting_requests_and_isolates_failures():
     """With a batching backend, requests queued while the worker is busy are scored in one call; a
