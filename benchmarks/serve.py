@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import queue
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -132,44 +133,70 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
 
 
+def run_mode(mode: str, n: int, base: str, recs: list[dict],
+             threads: int) -> tuple[float, list[float], list[dict]]:
+    """One measurement: wall seconds, per-request latencies (empty in-process) and the rows."""
+    if mode == "in-process":
+        wall, rows = in_process(recs, threads)
+        return wall, [], rows
+    if mode == "batch":
+        t0 = time.perf_counter()
+        rows = post(base + "/v1/score/batch", {"items": recs})["rows"]
+        wall = time.perf_counter() - t0
+        return wall, [wall], rows
+    return clients(base, recs, n)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=24)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--repeat", type=int, default=2, help="passes over the modes, alternately forward and "
+                    "backward (ABBA), so load drift on a shared machine falls on every mode alike (default 2)")
     args = ap.parse_args()
     recs = records(args.items)
-    print(f"# {platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
-          f"Python {platform.python_version()}, {args.items} items, {args.threads} threads, no judge cache")
-    wall, ref_rows = in_process(recs, args.threads)
-    ref = {row["id"]: row["score"] for row in ref_rows}
-    base_ips = len(recs) / wall
-    table = [("in-process", "-", len(recs), sum(r["error"] is not None for r in ref_rows), wall, base_ips,
-              None, None, 0.0)]
+    print(f"# {platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start, "
+          f"Python {platform.python_version()}, {args.items} items, {args.threads} threads, no judge cache, "
+          f"{args.repeat} passes (ABBA)", flush=True)
+    modes = [("in-process", 0)] + [("clients", n) for n in args.clients] + [("batch", 1)]
+    walls: dict[tuple[str, int], list[float]] = {m: [] for m in modes}
+    lats: dict[tuple[str, int], list[float]] = {m: [] for m in modes}
+    failed: dict[tuple[str, int], int] = dict.fromkeys(modes, 0)
+    diff: dict[tuple[str, int], float] = dict.fromkeys(modes, 0.0)
+    ref: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         proc, base = start_service(args.threads, Path(tmp) / "serve.log")
         try:
-            for n in args.clients:
-                wall, lat, rows = clients(base, recs, n)
-                diff = max(abs(r["score"] - ref[r["id"]]) for r in rows)
-                table.append(("serve /v1/score", str(n), len(rows), sum(r["error"] is not None for r in rows), wall,
-                              len(rows) / wall, pct(lat, 0.5), pct(lat, 0.99), diff))
-            t0 = time.perf_counter()
-            rows = post(base + "/v1/score/batch", {"items": recs})["rows"]
-            wall = time.perf_counter() - t0
-            diff = max(abs(r["score"] - ref[r["id"]]) for r in rows)
-            table.append(("serve /v1/score/batch", "1", len(rows), sum(r["error"] is not None for r in rows), wall,
-                          len(rows) / wall, wall, wall, diff))
+            for p in range(args.repeat):
+                for mode in (modes if p % 2 == 0 else modes[::-1]):
+                    wall, lat, rows = run_mode(mode[0], mode[1], base, recs, args.threads)
+                    if not ref and mode[0] == "in-process":
+                        ref = {row["id"]: row["score"] for row in rows}
+                    walls[mode].append(wall)
+                    lats[mode].extend(lat)
+                    failed[mode] += sum(r["error"] is not None for r in rows)
+                    if ref:
+                        diff[mode] = max(diff[mode], max(abs(r["score"] - ref[r["id"]]) for r in rows))
+                    print(f"# pass {p + 1}: {mode[0]} {mode[1] or ''} {wall:.2f} s", flush=True)
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-    print(f"{'mode':<22} {'clients':>7} {'items':>5} {'failed':>6} {'wall s':>7} {'items/s':>8} "
+    base_ips = len(recs) / min(walls[modes[0]])
+    print(f"# load average {os.getloadavg()[0]:.2f} at end; items/s from the best pass (least disturbed by other load), mean wall s beside it; "
+          "latency percentiles over every request of every pass (nearest rank)")
+    print(f"{'mode':<22} {'clients':>7} {'items':>5} {'failed':>6} {'best s':>7} {'mean s':>7} {'items/s':>8} "
           f"{'vs in-proc':>10} {'p50 ms':>8} {'p99 ms':>8} {'max |diff|':>10}")
-    for mode, n, items, failed, wall, ips, p50, p99, diff in table:
-        p50s = f"{p50 * 1000:8.0f}" if p50 is not None else f"{'-':>8}"
-        p99s = f"{p99 * 1000:8.0f}" if p99 is not None else f"{'-':>8}"
-        print(f"{mode:<22} {n:>7} {items:>5} {failed:>6} {wall:7.2f} {ips:8.2f} {ips / base_ips:9.2f}x "
-              f"{p50s} {p99s} {diff:10.1e}")
+    names = {"in-process": "in-process (engine)", "clients": "serve /v1/score", "batch": "serve /v1/score/batch"}
+    for mode in modes:
+        wall = min(walls[mode])
+        ips = len(recs) / wall
+        lat = lats[mode]
+        p50s = f"{pct(lat, 0.5) * 1000:8.0f}" if lat else f"{'-':>8}"
+        p99s = f"{pct(lat, 0.99) * 1000:8.0f}" if lat else f"{'-':>8}"
+        clients_col = str(mode[1]) if mode[0] != "in-process" else "-"
+        print(f"{names[mode[0]]:<22} {clients_col:>7} {len(recs):>5} {failed[mode]:>6} {wall:7.2f} {statistics.mean(walls[mode]):7.2f} {ips:8.2f} "
+              f"{ips / base_ips:9.2f}x {p50s} {p99s} {diff[mode]:10.1e}")
 
 
 if __name__ == "__main__":
