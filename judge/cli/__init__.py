@@ -17,6 +17,7 @@ COMMANDS = {
     "report": "report",
     "data": "data",
     "models": "models",
+    "serve": "serve",
 }
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.

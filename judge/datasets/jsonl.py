@@ -8,6 +8,7 @@ not as odd scores later. The whole file is checked before anything is returned.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from ..errors import InputError
 from ..items import Item
 from ..qualities import Scale, check_scale_bounds
 from ._common import (
+    _where,
     assign_groups,
     check_unicode,
     check_unique_ids,
@@ -41,36 +43,48 @@ def load(path: str | Path, dataset: str | None = None) -> list[Item]:
 
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
     """Items from JSONL text; blank lines are skipped; InputError(file, line, field) on any problem."""
-    items: list[Item] = []
-    lines: list[int] = []
-    explicit_group: list[bool] = []
-    declared: dict[str, tuple[Scale, int]] = {}  # lower-cased quality -> (scale, first line declaring it)
+    records: list[tuple[int, Any]] = []
     # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 etc., which JSON
     # allows unescaped inside strings.
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        record = parse_json(line, file, line_offset=number - 1)
+        records.append((number, parse_json(line, file, line_offset=number - 1)))
+    if not records:
+        raise InputError("no records (the file is empty or has only blank lines)", file=file)
+    return items_from_records(records, file, dataset)
+
+
+def items_from_records(records: Sequence[tuple[int | str, Any]], file: str, dataset: str) -> list[Item]:
+    """Items from already-parsed records, each with where it came from (a line number, or a label such as
+    ``items[2]`` for a request body): the same checks and messages as a file, which is one call of this.
+
+    Scale declarations, duplicate ids and automatic groups are resolved across ``records`` together,
+    as across the lines of one file.
+    """
+    items: list[Item] = []
+    lines: list[int | str] = []
+    explicit_group: list[bool] = []
+    declared: dict[str, tuple[Scale, int | str]] = {}  # lower-cased quality -> (scale, first record declaring it)
+    for number, record in records:
         item, has_group = _item(record, file, number, dataset)
         _merge_scales(declared, _scales(record.get("scales"), file, number), file, number)
         items.append(item)
         lines.append(number)
         explicit_group.append(has_group)
-    if not items:
-        raise InputError("no records (the file is empty or has only blank lines)", file=file)
     check_unique_ids(items, lines, file)
     # A declaration on any line holds for the whole file (scores of every line are checked against it).
     scales = {_spelling(items, key): scale for key, (scale, _) in declared.items()}
-    for item, number in zip(items, lines):
+    for item, number in zip(items, lines, strict=True):
         item.scales = dict(scales)
         _check_in_scale(item, declared, file, number)
     # Items without an explicit group get one from their text (see assign_groups).
-    auto = [it for it, has in zip(items, explicit_group) if not has]
+    auto = [it for it, has in zip(items, explicit_group, strict=True) if not has]
     assign_groups(auto)
     return items
 
 
-def _item(record: Any, file: str, line: int, dataset: str) -> tuple[Item, bool]:
+def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, bool]:
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object per line, got {type_name(record)}", file=file, record=line)
     check_unicode(record, file=file, rec=line)
@@ -141,7 +155,7 @@ def _item(record: Any, file: str, line: int, dataset: str) -> tuple[Item, bool]:
     )
 
 
-def _scores(raw: Any, file: str, line: int) -> dict[str, tuple[float, ...]]:
+def _scores(raw: Any, file: str, line: int | str) -> dict[str, tuple[float, ...]]:
     """``scores``: quality -> number or list of numbers (finite; booleans and strings rejected)."""
     if raw is None:
         return {}
@@ -159,7 +173,7 @@ def _scores(raw: Any, file: str, line: int) -> dict[str, tuple[float, ...]]:
     return out
 
 
-def _scales(raw: Any, file: str, line: int) -> dict[str, Scale]:
+def _scales(raw: Any, file: str, line: int | str) -> dict[str, Scale]:
     """``scales``: quality -> [min, max] (finite numbers, min < max)."""
     if raw is None:
         return {}
@@ -179,14 +193,16 @@ def _scales(raw: Any, file: str, line: int) -> dict[str, Scale]:
     return out
 
 
-def _merge_scales(declared: dict[str, tuple[Scale, int]], new: dict[str, Scale], file: str, line: int) -> None:
+def _merge_scales(
+    declared: dict[str, tuple[Scale, int | str]], new: dict[str, Scale], file: str, line: int | str
+) -> None:
     """Add one line's declarations; a line that contradicts an earlier one is an error naming both."""
     for quality, scale in new.items():
         seen = declared.setdefault(quality.lower(), (scale, line))
         if seen[0] != scale:
             raise InputError(
                 f"scale [{scale[0]:g}, {scale[1]:g}] disagrees with [{seen[0][0]:g}, {seen[0][1]:g}] declared "
-                f"on line {seen[1]} (a file has one scale per quality)",
+                f"on {_where(seen[1])} (a file has one scale per quality)",
                 file=file,
                 record=line,
                 field=f"scales.{quality}",
@@ -202,7 +218,7 @@ def _spelling(items: list[Item], key: str) -> str:
     return key
 
 
-def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int]], file: str, line: int) -> None:
+def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int | str]], file: str, line: int | str) -> None:
     for name, values in item.annotations.items():
         if name.lower() not in declared:
             continue
@@ -210,7 +226,7 @@ def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int]], file: st
         for value in values:
             if not lo <= value <= hi:
                 raise InputError(
-                    f"score {value:g} is outside the declared {name} scale [{lo:g}, {hi:g}] (line {where})",
+                    f"score {value:g} is outside the declared {name} scale [{lo:g}, {hi:g}] ({_where(where)})",
                     file=file,
                     record=line,
                     field=f"scores.{name}",

@@ -1,0 +1,123 @@
+"""``judge serve``: one judge, built from the options of ``judge score``, answering over HTTP (docs/serve.md)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+import sys
+from typing import Any
+
+from ..errors import InputError
+from . import EXIT_OK
+from .options import add_judge_options, resolve_quality, spec_from_args
+
+#: Default limit of a request body (bytes).
+MAX_BODY_BYTES = 1 << 20
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("serve", help="score items over HTTP with one judge loaded once (docs/serve.md)")
+    s = p.add_argument_group("service")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; an address that is not "
+                   "loopback needs --allow-remote)")
+    s.add_argument("--port", type=int, default=8080, help="TCP port (default 8080; 0 picks a free one, printed)")
+    s.add_argument("--allow-remote", action="store_true", help="allow binding an address other machines can reach "
+                   "(put it behind TLS and set --token-env)")
+    s.add_argument("--max-batch", type=int, default=64, metavar="N", help="items per batch request (default 64)")
+    s.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES, metavar="N",
+                   help=f"largest request body (default {MAX_BODY_BYTES}); larger ones get 413 unread")
+    s.add_argument("--token-env", default=None, metavar="NAME", help="require 'Authorization: Bearer <token>' on "
+                   "every endpoint but /healthz, the token read from environment variable NAME (never a flag)")
+    add_judge_options(p)
+    return p
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The service's own options, before anything loads."""
+    if not args.allow_remote and not is_loopback(args.host):
+        raise InputError(f"{args.host} is reachable from other machines; pass --allow-remote to bind it (and set "
+                         "--token-env)", field="--host")
+    if not 0 <= args.port <= 65535:
+        raise InputError(f"must be 0..65535, got {args.port}", field="--port")
+    for flag, value in (("--max-batch", args.max_batch), ("--max-body-bytes", args.max_body_bytes)):
+        if value < 1:
+            raise InputError(f"must be >= 1, got {value}", field=flag)
+
+
+def read_token(name: str | None) -> str | None:
+    """The bearer token from environment variable ``name`` (None: no auth)."""
+    if name is None:
+        return None
+    token = os.environ.get(name, "").strip()
+    if not token:
+        raise InputError(f"environment variable {name} is unset or empty (it must hold the bearer token)",
+                         field="--token-env")
+    return token
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before the model loads: a busy port fails fast, and --port 0 gets its number."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(f"cannot bind {host}:{port}: {exc.strerror or exc}", field="--port") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..datasets import load_items
+    from ..serve import require_extra
+    from .score import _registered_qualities
+
+    check_args(args)
+    token = read_token(args.token_env)
+    require_extra()
+    spec = spec_from_args(args)
+    pool = load_items(spec.pool) if spec.pool else []
+    known = _registered_qualities(spec.pool, pool) if spec.pool else ()
+    quality = resolve_quality(args.quality, pool, known)
+    sock = bind(args.host, args.port)
+    try:
+        from ..serve.app import Settings, create_app
+        from ..serve.service import JudgeService
+
+        service = JudgeService.build(spec, quality)
+        try:
+            settings = Settings(max_batch=args.max_batch, max_body_bytes=args.max_body_bytes, token=token)
+            serve(create_app(service, settings), sock)
+        finally:
+            service.close()  # already closed by the app's shutdown; here for a failed start
+    finally:
+        sock.close()
+    return EXIT_OK
+
+
+def serve(app: Any, sock: socket.socket) -> None:
+    """Run uvicorn on ``sock`` until SIGINT/SIGTERM; in-flight requests finish first (graceful shutdown)."""
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"judge serve: listening on http://{shown}:{port}", file=sys.stderr, flush=True)
+    # Access log off: request lines would be the only place a token-bearing request could be logged.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", server_header=False,
+                            timeout_graceful_shutdown=None)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,110 @@
+"""The judge a service holds: built once through the engine, then handed each request's items.
+
+Nothing here knows about HTTP: :class:`JudgeService` parses request records with the JSONL loader's
+own checks (so a bad field gets the message a bad file line gets) and scores items into the rows
+``judge score`` writes. The web layer (:mod:`judge.serve.app`) and the worker thread
+(:mod:`judge.serve.batcher`) call it.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from ..datasets.jsonl import items_from_records
+from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
+from ..errors import InputError
+from ..items import Item
+from ..qualities import Quality
+from ..scorers.base import Scorer
+
+#: The name request items carry as their file in error messages ("request, record items[2], field ...").
+REQUEST = "request"
+#: Dataset name given to request items (as a file's stem is for a file's items).
+DATASET = "request"
+
+
+@dataclass
+class JudgeService:
+    """One built judge: spec, scorer and the backends it holds (closed by :meth:`close`)."""
+
+    spec: MethodSpec
+    scorer: Scorer
+    backends: BackendPool
+    quality: Quality | None
+    seed: int | None
+
+    @classmethod
+    def build(cls, spec: MethodSpec, quality: Quality | None) -> JudgeService:
+        """Prepare and build the judge before the service listens (bad options fail here, not per request).
+
+        No items are known yet, so the example pool must come from ``--pool`` when ``k > 0``: the
+        engine's default (the rated items being scored) would freeze the first request's items as
+        every later request's examples.
+        """
+        if spec.type == "llm" and spec.k > 0 and not spec.pool:
+            raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
+                             field="pool")
+        prep = prepare(spec, None, quality)
+        backends = BackendPool()
+        try:
+            scorer = build(prep, backends)
+        except BaseException:
+            backends.close()
+            raise
+        seed = prep.seed if spec.type == "llm" else None
+        return cls(spec, scorer, backends, prep.quality, seed)
+
+    @property
+    def batching(self) -> bool:
+        """Whether requests from several clients may be scored in one call (backends that batch)."""
+        backend = getattr(self.scorer, "backend", None)
+        return bool(backend is not None and backend.capabilities.batching)
+
+    def parse(self, records: Sequence[tuple[str, Any]]) -> list[Item]:
+        """Items from request records (label, JSON value); InputError naming record and field.
+
+        The checks are the JSONL loader's, over the records of one request as over the lines of
+        one file (duplicate ids, declared scales and automatic groups are per request). The scorer's
+        own input check (template rendering, fields a classic scorer needs) runs too.
+        """
+        items = items_from_records(list(records), REQUEST, DATASET)
+        self.scorer.check(items)
+        return items
+
+    def score(self, items: Sequence[Item]) -> list[dict[str, Any]]:
+        """The rows of ``items``, in order: exactly ``judge score``'s rows (failed items carry ``error``)."""
+        qname = self.quality.name if self.quality else None
+        return list(score_rows(self.scorer, items, self.spec.name, qname, self.seed))
+
+    def counters(self) -> dict[str, int]:
+        return self.backends.counters()
+
+    def info(self) -> dict[str, Any]:
+        """What ``GET /v1/info`` shows: the method, the scorer's resolved settings and versions."""
+        return {
+            "method": self.spec.name,
+            "quality": self.quality.name if self.quality else None,
+            "seed": self.seed,
+            "batching": self.batching,
+            "spec": self.spec.describe(),
+            "scorer": self.scorer.describe(),
+            "versions": versions(),
+        }
+
+    def close(self) -> None:
+        self.backends.close()
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of judge, Python and the libraries that shape scores or serving."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("judge", "llama-cpp-python", "starlette", "uvicorn"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
