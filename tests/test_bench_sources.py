@@ -69,9 +69,9 @@ def test_the_two_newer_dstc10_sets_by_name():
 def test_run_config_with_a_set_given_by_path(tmp_path, data_dir):
     config = tmp_path / "team.toml"
     config.write_text(
-        'datasets = ["DGR", { path = "%s", name = "team-bot", quality = "overall" }]\n'
+        f'datasets = ["DGR", {{ path = "{RATED}", name = "team-bot", quality = "overall" }}]\n'
         '[[methods]]\nname = "zero"\nprompt = "yesno"\ngenerate = { threads = 2 }\n'
-        '[[methods]]\ntype = "classic"\nscorer = "length"\n' % RATED)
+        '[[methods]]\ntype = "classic"\nscorer = "length"\n')
     out = tmp_path / "r"
     proc = _cli("run", str(config), "--data-dir", str(data_dir), "--limit", "6", "-o", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
