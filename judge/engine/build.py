@@ -163,6 +163,11 @@ class BackendPool:
             self._backend, self._key = backend, key
         return self._backend
 
+    @property
+    def current(self) -> Backend | None:
+        """The backend loaded now (None before the first LLM method, or for classic scorers)."""
+        return self._backend
+
     def counters(self) -> dict[str, int]:
         """Usage over every backend this pool has held (cache hits and misses, API usage, ...)."""
         live = self._backend.counters() if self._backend is not None else {}

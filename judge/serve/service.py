@@ -61,7 +61,7 @@ class JudgeService:
     @property
     def batching(self) -> bool:
         """Whether requests from several clients may be scored in one call (backends that batch)."""
-        backend = getattr(self.scorer, "backend", None)
+        backend = self.backends.current
         return bool(backend is not None and backend.capabilities.batching)
 
     def parse(self, records: Sequence[tuple[str, Any]]) -> list[Item]:
