@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
 from ..io import atomic_file, check_output_path
+from ..qualities import dataset_info
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_judge_options, parse_scales, report_counters, spec_from_args
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     target = args.source or args.dataset
     if target is None or (args.source and args.dataset):
         raise InputError("name one set: a file or set name as the argument, or --dataset NAME", field="source")
+    if args.dataset:
+        target = dataset_info(args.dataset).name  # --dataset is a registered name: suggest the closest on a typo
     src = resolve_source(target, args.data_dir, name=args.as_name, quality=args.quality, scales=parse_scales(args))
     info, quality, items = src.info, src.quality, list(src.items)
     # Every problem (a missing input, a template error, a manual id) is named now, with its record.
