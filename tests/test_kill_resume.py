@@ -106,5 +106,8 @@ def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path, data_dir, kind, 
 
     err = _run(cmd, cache)  # resume
     assert _outputs(kind, out) == _outputs(kind, ref)
-    # Only what the killed run had not finished went to the model again.
-    assert f"cache: {done} hits, {N - done} misses" in err, err
+    # Only what the killed run had not finished went to the model again (`judge run` also skips the
+    # rows already in its cell file, so it asks the cache for fewer prompts than `judge score`).
+    assert f" hits, {N - done} misses" in err, err
+    if kind == "score":
+        assert f"cache: {done} hits, {N - done} misses" in err, err
