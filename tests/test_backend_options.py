@@ -46,3 +46,20 @@ def test_missing_vllm_names_the_extra():
         pytest.skip("vllm is installed in this environment")
     with pytest.raises(MissingExtraError, match=r"judge\[vllm\]"):
         create_backend("vllm", "some/model")
+
+
+@pytest.mark.parametrize(("option", "instead"), [("n_ctx=160", "--n-ctx"), ("n_threads=1", "--threads"),
+                                                 ("seed=3", "generate.seed")])
+def test_llamacpp_options_judge_sets_itself_point_at_the_flag(option, instead):
+    """These used to reach llama.cpp twice and fail with "got multiple values for keyword argument"."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "judge", "score", str(root / "examples" / "dialogues.jsonl"),
+                           "--limit", "1", "--no-cache", "--backend-option", option], cwd=root, env={**os.environ},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert f"is set by judge; use {instead}" in proc.stderr and "multiple values" not in proc.stderr

@@ -119,3 +119,15 @@ def test_bad_metadata(tmp_path):
     p.write_text('{#- judge\nanswer = "rating"\n-#}\nx')
     with pytest.raises(TemplateError, match="min"):
         load_template(p)
+
+
+def test_criteria_variant_names_roles_and_flags_empty_replies():
+    t = get_prompt("yesno-criteria")
+    assert isinstance(t.answer, YesNo)
+    text = t.render(TURN)
+    assert "Background: The match ended 2-1." in text
+    assert "User: Who scored the winner?\nNext system reply: Their striker, in the last minute." in text
+    assert text.endswith("Question: Is this reply relevant, sensible and engaging as the next turn?\nAnswer:")
+    empty = Item(id="e", level="turn", context=TURN.context, response="  ")
+    assert "Next system reply: (empty response)" in t.render(empty)
+    assert "System: Great.\nQuestion: Is the system coherent" in t.render(DIAL)

@@ -158,3 +158,30 @@ def test_paper_values_lookup():
     assert paper_value("OPT-6.7B 4ex", "EG", "relevance").significant is False
     assert paper_value("InstructGPT 4ex", "topical-usr", "Engaging") is None  # the paper used Overall only
     assert json.dumps(paper_value("Flan-T5-3B 0ex", "FD", "Overall").value) == "0.444"
+
+
+def test_an_average_over_fewer_sets_is_marked_and_never_best(tmp_path, results, data_dir):
+    """A correlation left undefined (every score equal) drops that set from the method's average; the
+    leaderboard says over how many sets the average is, and only full averages compete for bold."""
+    import shutil
+
+    from judge.results import cell_path, read_rows
+
+    out = tmp_path / "out"
+    shutil.copytree(results, out)
+    path = cell_path(out, "length-copy", "fed-turn", "Overall", 0)
+    rows = read_rows(path)
+    path.write_text("".join(json.dumps({**r, "score": 1.0}) + "\n" for r in rows))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIG)
+    exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir), output=str(out))
+    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    assert summary["averages"]["length-copy"]["overall_n"] == [2, 3]
+    assert summary["averages"]["length"]["overall_n"] == [3, 3]
+    md = (out / "leaderboard.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| length-copy |"))
+    avg = row.rstrip(" |").split(" | ")[-1]
+    assert avg.endswith("(2 of 3)") and "**" not in avg, row
+    full = next(line for line in md.splitlines() if line.startswith("| length |")).rstrip(" |").split(" | ")[-1]
+    # The partial average is the larger number here, yet it is not bold (nor is a lone full average).
+    assert float(avg.split()[0]) > float(full.strip("*"))

@@ -14,10 +14,16 @@ from typing import Any
 import numpy as np
 
 from ..config import GenerateConfig
-from ..errors import BackendError, MissingExtraError
+from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .chat import chat_parts
+
+#: llama.cpp settings judge sets itself, and where a user sets them (a backend option would clash).
+_OWNED = {"n_ctx": "--n-ctx (TOML: generate.max_context)", "n_threads": "--threads (generate.threads)",
+          "n_threads_batch": "--threads (generate.threads)", "seed": "generate.seed",
+          "model_path": "--model", "logits_all": "nothing (judge reads the last position only)",
+          "verbose": "nothing"}
 
 
 class LlamaCppBackend(Backend):
@@ -47,6 +53,10 @@ class LlamaCppBackend(Backend):
         self.config = config
         self.reuse_prefix = reuse_prefix
         threads = config.threads or os.cpu_count() or 1
+        owned = {k: v for k, v in _OWNED.items() if k in llama_kwargs}
+        if owned:
+            key = next(iter(owned))
+            raise InputError(f"'{key}' is set by judge; use {owned[key]} instead", field="backend-option")
         try:
             self.llm = llama_cpp.Llama(
                 model_path=str(path),

@@ -40,6 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None,
                    help="score a seeded random subset of N items (file order kept; --limit-seed)")
     p.add_argument("--limit-seed", type=int, default=0)
+    p.add_argument("--split", choices=("dev", "test"), default=None,
+                   help="score only this half of the set's conversations (choose on dev, report on test)")
     p.add_argument("-o", "--output", default=None, help="also write per-item JSONL here")
     p.add_argument("--results", default=None, metavar="DIR",
                    help="keep the run's results folder here (resumable, as `judge run` writes it); default: a "
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         exp = Experiment(
             path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir or ".", output=args.results or tmp,
             limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
-            methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False,
+            methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
         )
         summary = run_experiment(exp, plots=False)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
@@ -125,6 +127,9 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
     first = cells[0]
     if spec["type"] == "classic":
         how = f"scorer {spec['scorer']}"
+    elif spec["type"] == "ensemble":
+        how = (f"{spec['combine']} ensemble of {', '.join(spec['members'])} "
+               f"(weights {', '.join(f'{w:g}' for w in spec['weights'])})")
     else:
         guard = "on" if spec["group_guard"] else "OFF"
         how = (f"prompt {spec['prompt']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']}), "
@@ -134,7 +139,8 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
     failed = sum(c["n_failed"] for c in cells)
     print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
     print(f"items     {first['n_items']} scored of {rated} rated ({unrated} without a rating skipped), "
-          f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else ""))
+          f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else "")
+          + (f"; {split} half of the conversations" if (split := summary["experiment"].get("split")) else ""))
     for c in cells:
         if len(cells) > 1:
             print(f"seed {c['seed']}")

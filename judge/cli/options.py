@@ -67,6 +67,15 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--scorer-model", default=None, help="model id/path for a model-based classic scorer")
     c.add_argument("--scorer-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the classic scorer (repeatable), e.g. loss=followup")
+    e = p.add_argument_group("ensembles (a method combining other methods' scores; see docs/harness.md)")
+    e.add_argument("--member", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE...]",
+                   help="an ensemble member (repeat, at least twice): the other flags with these changes, e.g. "
+                   "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length. "
+                   f"Keys: {', '.join(sorted(MEMBER_KEYS))}")
+    e.add_argument("--weights", default=None, metavar="W,W,...", help="member weights (default: equal)")
+    e.add_argument("--combine", default="rank-mean", choices=("rank-mean", "mean"),
+                   help="rank-mean (default): mean of each member's percentile among the scored items; "
+                   "mean: mean of raw scores (members on one scale)")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none",
                    help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
@@ -153,8 +162,71 @@ def report_counters(counters: dict[str, int], file: TextIO | None = None) -> Non
               f"tokens, {counters['completion_tokens']} completion tokens, {counters['retries']} retries", file=file)
 
 
+#: What an ``--member`` may change, and the type of each value.
+MEMBER_KEYS: dict[str, type] = {"name": str, "prompt": str, "selector": str, "k": int, "rule": str, "top_k": int,
+                                "model": str, "backend": str, "chat": bool, "scorer": str, "manual_set": str}
+
+
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
-    """The method the command-line flags describe (a classic scorer with --scorer, else an LLM judge)."""
+    """The method the command-line flags describe: an ensemble with --member, a classic scorer with
+    --scorer, else an LLM judge."""
+    if args.member:
+        return _ensemble_from_args(args, seeds)
+    if args.weights is not None:
+        raise InputError("--weights needs ensemble members (--member ...)", field="weights")
+    return _single_from_args(args, seeds)
+
+
+def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:
+    base = _single_from_args(argparse.Namespace(**{**vars(args), "scorer": None, "name": None}), seeds)
+    members = [_member(base, args, text) for text in args.member]
+    weights: tuple[float, ...] = ()
+    if args.weights is not None:
+        try:
+            weights = tuple(float(w) for w in args.weights.split(","))
+        except ValueError:
+            raise InputError(f"expects comma-separated numbers, got {args.weights!r}", field="--weights") from None
+    try:
+        return MethodSpec(name=args.name or "", type="ensemble", members=tuple(members), weights=weights,
+                          combine=args.combine)
+    except InputError as exc:
+        flag = {"weights": "--weights", "combine": "--combine"}.get(exc.field or "", "--member")
+        raise InputError(exc.reason, field=flag) from None
+
+
+def _member(base: MethodSpec, args: argparse.Namespace, text: str) -> MethodSpec:
+    """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one)."""
+    changes: dict[str, object] = {}
+    for pair in text.split(","):
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in MEMBER_KEYS:
+            raise InputError(f"expects KEY=VALUE pairs with keys {', '.join(sorted(MEMBER_KEYS))}, got {pair!r}",
+                             field="--member")
+        parsed = _option_value(value.strip())
+        kind = MEMBER_KEYS[key]
+        if kind is str:
+            parsed = value.strip()
+        elif not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
+            raise InputError(f"{key} must be {kind.__name__}, got {value.strip()!r}", field="--member")
+        changes[key] = parsed
+    if "scorer" in changes:
+        extra = set(changes) - {"scorer", "name"}
+        if extra:
+            raise InputError(f"a classic member takes only scorer and name, got {', '.join(sorted(extra))}",
+                             field="--member")
+        return MethodSpec(name=str(changes.get("name", "")), type="classic", scorer=str(changes["scorer"]))
+    chat = changes.pop("chat", None)
+    generate = replace(base.generate, chat=chat) if isinstance(chat, bool) else base.generate
+    if "k" in changes and changes["k"] and base.selector == "none" and "selector" not in changes:
+        raise InputError("k > 0 needs a selector, e.g. selector=bm25-context", field="--member")
+    try:
+        return replace(base, name="", generate=generate, **changes)  # type: ignore[arg-type]
+    except InputError as exc:
+        raise InputError(f"{text!r}: {exc.reason}", field="--member") from None
+
+
+def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
     if args.scorer:
         return MethodSpec(name=args.name or "", type="classic", scorer=args.scorer, options=scorer_options(args))
     for flag, minimum in (("k", 0), ("top_k", 1), ("threads", 1), ("n_ctx", 1), ("batch_size", 1)):

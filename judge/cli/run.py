@@ -20,6 +20,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
     p.add_argument("--datasets", default=None, metavar="A,B", help="run only these of the config's sets "
                    "(names or abbreviations, comma-separated)")
+    p.add_argument("--methods", default=None, metavar="A,B", help="run only these of the config's methods "
+                   "(names, comma-separated; an ensemble still reads its members through the cache)")
+    p.add_argument("--split", choices=("dev", "test"), default=None,
+                   help="score only this half of each set's conversations (overrides split): choose methods on "
+                   "dev, report on test")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--check", action="store_true", help="validate the config and every cell against its data "
                    "(templates, manual sets, scales) and list the cells; load no model")
@@ -36,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--limit must be >= 1", field="limit")
     exp = load_experiment(args.config).with_overrides(
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
-        threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None)
+        threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None, split=args.split,
+        methods=args.methods.split(",") if args.methods else None)
     if args.check:
         check_names(exp)
         # Templates, manual sets, scales: everything short of loading a model.

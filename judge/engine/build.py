@@ -15,7 +15,7 @@ The CLI, the harness, ``judge serve``, ``make_judge`` and the benchmark scripts 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,6 +33,10 @@ from .spec import MethodSpec
 
 def check_names(spec: MethodSpec) -> None:
     """Resolve the spec's names (prompt, selector, backend, classic scorer) without touching data."""
+    if spec.type == "ensemble":
+        for member in spec.members:
+            check_names(member)
+        return
     if spec.type == "classic":
         from ..scorers.classic import classic_names
 
@@ -75,6 +79,9 @@ class Prepared:
     selector: Selector | None = None
     pool: list[Item] | None = None
     classic: Scorer | None = None
+    #: Ensembles: the prepared members, and the items their percentiles are taken over.
+    members: tuple[Prepared, ...] = ()
+    reference: list[Item] | None = None
 
 
 def prepare(
@@ -95,6 +102,9 @@ def prepare(
     """
     check_names(spec)
     seed = spec.seeds[0] if seed is None else seed
+    if spec.type == "ensemble":
+        members = tuple(prepare(m, items, quality, pool=pool, level=level) for m in spec.members)
+        return Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items))
     if spec.type == "classic":
         from ..scorers.classic import create_classic
 
@@ -182,6 +192,13 @@ class BackendPool:
 
 def build(prepared: Prepared, backends: BackendPool) -> Scorer:
     """The scorer of a prepared spec (loads the model on first use)."""
+    if prepared.spec.type == "ensemble":
+        from ..scorers.ensemble import EnsembleScorer
+
+        spec = prepared.spec
+        members = [(m.spec.name, _factory(m, backends)) for m in prepared.members]
+        return EnsembleScorer(spec.name, members, weights=spec.weights, combine=spec.combine,
+                              reference=prepared.reference)
     if prepared.classic is not None:
         return prepared.classic
     spec = prepared.spec
@@ -190,6 +207,11 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
     return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
                     pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
                     top_n=spec.generate.top_n, batch_size=spec.generate.batch_size)
+
+
+def _factory(prepared: Prepared, backends: BackendPool) -> Callable[[], Scorer]:
+    """Builds a member's scorer when the ensemble reaches it (one model loaded at a time)."""
+    return lambda: build(prepared, backends)
 
 
 def build_scorer(

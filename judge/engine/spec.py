@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..config import GenerateConfig
 from ..errors import InputError
 
-MethodType = Literal["llm", "classic"]
+MethodType = Literal["llm", "classic", "ensemble"]
 
 #: Option names that would carry a secret; keys come only from environment variables.
 SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
@@ -23,7 +23,8 @@ SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "pass
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One method: an LLM judge (prompt + selector + backend + rule) or a classic scorer.
+    """One method: an LLM judge (prompt + selector + backend + rule), a classic scorer, or an ensemble
+    whose score combines its ``members``' scores (see :mod:`judge.scorers.ensemble`).
 
     ``prompt`` is a built-in name, ``"fed"`` (the FED rating prompt of the quality being scored) or a
     path to a ``.j2`` template. ``pool`` names a labelled file to draw examples from; None means the
@@ -49,6 +50,10 @@ class MethodSpec:
     top_k: int = 3
     rule: str = "topk"
     scorer: str | None = None
+    #: Ensemble members (each a full spec), their weights (empty: equal) and how they combine.
+    members: tuple[MethodSpec, ...] = ()
+    weights: tuple[float, ...] = ()
+    combine: str = "rank-mean"
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
@@ -67,13 +72,38 @@ class MethodSpec:
                              field="selector")
         if self.type == "classic" and not self.scorer:
             raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
+        if self.type == "ensemble":
+            self._check_ensemble()
+        elif self.members or self.weights:
+            raise InputError(f"members and weights belong to ensembles, not to a {self.type} method",
+                             field="members")
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
 
+    def _check_ensemble(self) -> None:
+        from ..scorers.ensemble import COMBINE_RULES
+
+        if len(self.members) < 2:
+            raise InputError(f"an ensemble needs at least two members, got {len(self.members)}", field="members")
+        if any(m.type == "ensemble" for m in self.members):
+            raise InputError("an ensemble member cannot itself be an ensemble; list its members", field="members")
+        names = [m.name for m in self.members]
+        if len(set(names)) < len(names):
+            raise InputError(f"members are listed twice: {', '.join(names)}", field="members")
+        if self.combine not in COMBINE_RULES:
+            raise InputError(f"must be one of {', '.join(COMBINE_RULES)}, got {self.combine!r}", field="combine")
+        if self.weights and len(self.weights) != len(self.members):
+            raise InputError(f"{len(self.weights)} weights for {len(self.members)} members", field="weights")
+        if any(w < 0 for w in self.weights) or (self.weights and sum(self.weights) <= 0):
+            raise InputError("weights must be >= 0 with a positive sum", field="weights")
+
     def default_name(self) -> str:
-        """The name a method gets when none is given: ``<prompt>-<selector>-k<k>`` or the scorer's."""
+        """The name a method gets when none is given: ``<prompt>-<selector>-k<k>``, the scorer's, or
+        ``ensemble(<member>+<member>...)``."""
         if self.type == "classic":
             return str(self.scorer)
+        if self.type == "ensemble":
+            return f"ensemble({'+'.join(m.name for m in self.members)})"
         return f"{self.prompt}-{self.selector}-k{self.k}"
 
     @property
@@ -92,6 +122,11 @@ class MethodSpec:
         """JSON-ready settings for provenance (results files, ``/v1/info``); holds no secret."""
         if self.type == "classic":
             return {"type": "classic", "scorer": self.scorer, "options": dict(self.options), "paper": self.paper}
+        if self.type == "ensemble":
+            return {"type": "ensemble", "combine": self.combine,
+                    "weights": list(self.weights) or [1.0] * len(self.members),
+                    "members": {m.name: {k: v for k, v in m.describe().items() if k != "paper"}
+                                for m in self.members}, "paper": self.paper}
         gen = asdict(self.generate)
         return {
             "type": "llm", "prompt": self.prompt, "selector": self.selector, "k": self.k,

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import GenerateConfig
 from ..datasets.source import Source, resolve_source
+from ..datasets.split import SPLITS
 from ..engine.spec import MethodSpec
 from ..errors import InputError, JudgeError
 from ..qualities import DatasetInfo, Scale, dataset_info, parse_scale
@@ -23,7 +24,7 @@ from ..results import slug
 TOP_KEYS = {
     "name": str, "description": str, "data_dir": str, "output": str, "limit": int, "limit_seed": int,
     "datasets": list, "qualities": (list, str), "methods": list, "defaults": dict, "bootstrap": int,
-    "seed": int, "compare": list, "retry_failed": bool, "scales": dict,
+    "seed": int, "compare": list, "retry_failed": bool, "scales": dict, "split": str, "split_seed": int,
 }
 DATASET_KEYS = {"name": str, "qualities": (list, str), "path": str, "quality": str, "scales": dict}
 LLM_KEYS = {
@@ -33,6 +34,7 @@ LLM_KEYS = {
 }
 SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
 CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str}
+ENSEMBLE_KEYS = {"type": str, "name": str, "members": list, "weights": list, "combine": str, "paper": str}
 GENERATE_KEYS = {f.name for f in fields(GenerateConfig)}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
@@ -89,6 +91,9 @@ class Experiment:
     compare: tuple[tuple[str, str], ...] = ()
     retry_failed: bool = True
     description: str = ""
+    #: "dev" or "test": score only that half of each set's conversations (None: every item).
+    split: str | None = None
+    split_seed: int = 0
 
     def with_overrides(
         self,
@@ -100,16 +105,28 @@ class Experiment:
         model: str | None = None,
         threads: int | None = None,
         datasets: list[str] | None = None,
+        split: str | None = None,
+        methods: list[str] | None = None,
     ) -> Experiment:
         """The experiment with command-line overrides applied (backend/model/threads: every LLM method;
         ``datasets``: keep only these of the config's sets, by name or abbreviation)."""
-        methods = []
-        for m in self.methods:
-            if m.type == "llm":
-                gen = replace(m.generate, threads=threads) if threads is not None else m.generate
-                m = replace(m, backend=backend or m.backend,
-                            model=model if model is not None else (None if backend else m.model), generate=gen)
-            methods.append(m)
+        def override(m: MethodSpec) -> MethodSpec:
+            if m.type == "ensemble":
+                return replace(m, members=tuple(override(x) for x in m.members))
+            if m.type != "llm":
+                return m
+            gen = replace(m.generate, threads=threads) if threads is not None else m.generate
+            return replace(m, backend=backend or m.backend,
+                           model=model if model is not None else (None if backend else m.model), generate=gen)
+
+        chosen = [override(m) for m in self.methods]
+        if methods is not None:
+            known = [m.name for m in self.methods]
+            missing = [x for x in methods if x not in known]
+            if missing:
+                raise InputError(f"not in the config: {', '.join(missing)} (it has {', '.join(known)})",
+                                 file=self.path, field="--methods")
+            chosen = [m for m in chosen if m.name in methods]
         kept = self.datasets
         if datasets is not None:
             names = {x.name.lower(): x.name for x in self.datasets}
@@ -123,9 +140,11 @@ class Experiment:
             self,
             datasets=kept,
             limit=limit if limit is not None else self.limit,
+            split=split if split is not None else self.split,
             data_dir=data_dir or self.data_dir,
             output=output or self.output,
-            methods=tuple(methods),
+            methods=tuple(chosen),
+            compare=tuple((a, b) for a, b in self.compare if methods is None or {a, b} <= set(methods)),
         )
 
 
@@ -196,6 +215,26 @@ def _spec(path: str, where: str, **values: Any) -> MethodSpec:
         raise _err(path, f"{where}.{exc.field or 'options'}", exc.reason) from None
 
 
+def _ensemble(path: str, where: str, index: int, raw: dict[str, Any], methods: list[MethodSpec],
+              ensembles: dict[int, tuple[int, dict[str, Any]]]) -> MethodSpec:
+    """An ``type = "ensemble"`` entry: its members are other methods of the config, by name."""
+    by_name = {m.name: m for pos, m in enumerate(methods) if pos not in ensembles}
+    names = raw.get("members", [])
+    members = []
+    for name in names:
+        if not isinstance(name, str) or name not in by_name:
+            close = difflib.get_close_matches(str(name), list(by_name), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; methods: {', '.join(by_name)}"
+            raise _err(path, f"{where}.members", f"unknown method {name!r}{hint}")
+        members.append(by_name[name])
+    weights = raw.get("weights", [])
+    if not all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights):
+        raise _err(path, f"{where}.weights", f"must be numbers, got {weights!r}")
+    return _spec(path, where, name=raw.get("name", ""), type="ensemble", index=index, members=tuple(members),
+                 weights=tuple(float(w) for w in weights), combine=raw.get("combine", "rank-mean"),
+                 paper=raw.get("paper"))
+
+
 def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:
     """Validate a parsed TOML document and expand it into concrete methods."""
     _check_keys(path, "", data, TOP_KEYS)
@@ -231,13 +270,19 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
     defaults = data.get("defaults", {})
     _check_keys(path, "defaults", defaults, LLM_KEYS)
     methods: list[MethodSpec] = []
+    ensembles: dict[int, tuple[int, dict[str, Any]]] = {}  # position in methods -> (entry, table)
     for i, raw in enumerate(data["methods"]):
         where = f"methods[{i}]"
         if not isinstance(raw, dict):
             raise _err(path, where, "must be a table")
         mtype = raw.get("type", "llm" if "scorer" not in raw else "classic")
-        if mtype not in ("llm", "classic"):
-            raise _err(path, f"{where}.type", f"must be 'llm' or 'classic', got {mtype!r}")
+        if mtype not in ("llm", "classic", "ensemble"):
+            raise _err(path, f"{where}.type", f"must be 'llm', 'classic' or 'ensemble', got {mtype!r}")
+        if mtype == "ensemble":
+            _check_keys(path, where, raw, ENSEMBLE_KEYS)
+            ensembles[len(methods)] = (i, raw)
+            methods.append(MethodSpec(name=f"<ensemble {i}>", type="classic", scorer="length"))  # placeholder
+            continue
         if mtype == "classic":
             _check_keys(path, where, raw, CLASSIC_KEYS)
             if "scorer" not in raw:
@@ -280,6 +325,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 top_k=m.get("top_k", 3), rule=m.get("rule", "topk"), group_guard=m.get("group_guard", True),
                 paper=m.get("paper"),
             ))
+    for pos, (i, raw) in ensembles.items():
+        methods[pos] = _ensemble(path, f"methods[{i}]", i, raw, methods, ensembles)
     from ..report.paper import paper_labels
 
     for meth in methods:
@@ -305,6 +352,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
     limit = data.get("limit")
     if limit is not None and limit < 1:
         raise _err(path, "limit", "must be >= 1")
+    if data.get("split") not in (None, *SPLITS):
+        raise _err(path, "split", f"must be one of {', '.join(SPLITS)}, got {data['split']!r}")
     stem = Path(path).stem if path != "<config>" else "experiment"
     return Experiment(
         path=path,
@@ -320,6 +369,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         seed=data.get("seed", 0),
         compare=tuple(compare),
         retry_failed=data.get("retry_failed", True),
+        split=data.get("split"),
+        split_seed=data.get("split_seed", 0),
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datasets.split import split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, score_rows
 from ..engine import check_names as engine_check_names
 from ..errors import InputError, UnknownNameError
@@ -66,7 +67,8 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
     subsets: dict[str, list[Item]] = {}
     for ds in exp.datasets:
         sets[ds.name] = list(ds.source.items) if ds.source is not None else load(ds.name)
-        subsets[ds.name] = seeded_subset(sets[ds.name], exp.limit, exp.limit_seed)
+        subsets[ds.name] = seeded_subset(split_items(sets[ds.name], exp.split, exp.split_seed), exp.limit,
+                                         exp.limit_seed)
     cells = []
     for m in exp.methods:
         for ds in exp.datasets:
@@ -91,6 +93,7 @@ def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
 
 def _meta(cell: Cell, exp: Experiment) -> dict[str, Any]:
     return {
+        **split_info(exp),
         # The paper row only labels the report; changing it must not block a resume.
         "method": cell.method.name, "spec": {k: v for k, v in cell.method.describe().items() if k != "paper"},
         "dataset": cell.dataset,
@@ -198,6 +201,11 @@ def run_experiment(
 
     render_all(out, summary, plots=plots)
     return summary
+
+
+def split_info(exp: Experiment) -> dict[str, Any]:
+    """The split an experiment scores, for provenance (empty when it scores every item)."""
+    return {} if exp.split is None else {"split": exp.split, "split_seed": exp.split_seed}
 
 
 def _row_seed(cell: Cell) -> int | None:

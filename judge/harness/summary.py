@@ -93,7 +93,12 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         per_q = {(r["dataset"], r["quality"]): (r["spearman"] if r["spearman"] is not None else float("nan"))
                  for r in results if r["method"] == m}
         per_set, overall = stats.dstc10_average(per_q)
-        averages[m] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall)}
+        # How many parts each average covers: one over fewer sets (or qualities) than it should is marked.
+        per_set_n = {ds: [sum(1 for (d, _), r in per_q.items() if d == ds and math.isfinite(r)),
+                          sum(1 for d, _ in per_q if d == ds)] for ds in per_set}
+        averages[m] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
+                       "per_set_n": per_set_n,
+                       "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)), len(exp.datasets)]}
     comparisons = _comparisons(exp, cells, rows)
     ceiling: dict[str, dict[str, Any]] = {}
     seen = set()
@@ -109,6 +114,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "experiment": {
             "name": exp.name, "description": exp.description, "config": exp.path, "data_dir": exp.data_dir,
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
+            **({} if exp.split is None else {"split": exp.split, "split_seed": exp.split_seed}),
         },
         "methods": {m.name: m.describe() for m in exp.methods},
         "datasets": [{"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,

@@ -45,12 +45,16 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if exp.get("description"):
         out += [exp["description"], ""]
     limit = f"seeded subset of {exp['limit']} items per set (limit_seed {exp['limit_seed']})" if exp["limit"] else "all items"
+    if exp.get("split"):
+        limit += (f", drawn from the {exp['split']} half of each set's conversations (split_seed "
+                  f"{exp['split_seed']}; conversations never cross halves)")
     out += [
         (f"Spearman correlation with the mean human rating; {limit}. "
          f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
          f"seed {exp['seed']}). "
          "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
-         "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets). "
+         "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets); "
+         "`(6 of 8)` = an average over fewer parts than the column has (a correlation was undefined), never bold. "
          "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
          "a top-N token list that may miss label spellings. "
          "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."),

@@ -29,6 +29,12 @@ class CellValue:
     n_incomplete: int = 0
     best: bool = False
     paper: PaperValue | None = None
+    #: Averages: (parts with a value, parts expected); fewer than expected is marked and never best.
+    covers: tuple[int, int] | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.covers is not None and self.covers[0] < self.covers[1]
 
     @property
     def significant(self) -> bool:
@@ -88,14 +94,16 @@ def build(summary: dict[str, Any]) -> Leaderboard:
             else:
                 avg = summary["averages"].get(m, {})
                 v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
-                row.cells.append(CellValue(v))
+                covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
+                row.cells.append(CellValue(v, covers=tuple(covers) if covers else None))
         rows.append(row)
     for j in range(len(columns)):
-        vals = [v for r in rows if (v := r.cells[j].value) is not None]
+        # An average over fewer sets than the column's is not comparable: it is never the best.
+        vals = [v for r in rows if (v := r.cells[j].value) is not None and not r.cells[j].partial]
         if len(vals) > 1:
             top = max(vals)
             for r in rows:
-                if r.cells[j].value == top:
+                if r.cells[j].value == top and not r.cells[j].partial:
                     r.cells[j].best = True
     ceiling: list[float | None] = []
     for col in columns:
@@ -122,6 +130,8 @@ def cell_label(c: CellValue, star: str = "*") -> str:
         s += f" ± {fmt(c.sd)}"
     if not c.is_average and not c.significant:
         s += star
+    if c.partial and c.covers is not None:
+        s += f" ({c.covers[0]} of {c.covers[1]})"
     return s + quality_marks(c)
 
 

@@ -45,6 +45,10 @@ class JudgeService:
         engine's default (the rated items being scored) would freeze the first request's items as
         every later request's examples.
         """
+        if spec.type == "ensemble":
+            raise InputError("an ensemble places each item among a reference set (the whole file or benchmark "
+                             "cell); requests arrive one by one, so serve its members, or score files with "
+                             "judge score", field="member")
         if spec.type == "llm" and spec.k > 0 and not spec.pool:
             raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
                              field="pool")

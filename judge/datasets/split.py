@@ -1,0 +1,32 @@
+"""Development / test halves of a set, split by conversation so no conversation lands in both.
+
+Choosing a prompt, a selector or ensemble members on the numbers one reports overstates them. A
+config can therefore run on ``split = "dev"`` while choosing and on ``split = "test"`` to report,
+with the choice fixed. Each conversation group (the leakage guard's ``item.group``) goes to one half
+by a seeded hash of its name, so the halves are stable across runs, machines and subset sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from ..errors import InputError
+from ..items import Item
+
+SPLITS = ("dev", "test")
+
+
+def split_of(group: str, seed: int = 0) -> str:
+    """``"dev"`` or ``"test"`` for one conversation group (half each, by a seeded hash)."""
+    digest = hashlib.sha256(f"{seed}:{group}".encode()).digest()
+    return "dev" if digest[0] < 128 else "test"
+
+
+def split_items(items: Sequence[Item], split: str | None, seed: int = 0) -> list[Item]:
+    """The items of ``split`` (all of them for None), in file order."""
+    if split is None:
+        return list(items)
+    if split not in SPLITS:
+        raise InputError(f"must be one of {', '.join(SPLITS)}, got {split!r}", field="split")
+    return [it for it in items if split_of(it.group or f"item:{it.id}", seed) == split]

@@ -1,0 +1,104 @@
+"""Ensembles: a method whose score combines other methods' per-item scores.
+
+Members speak different units (a probability of "yes", an expected 1-5 rating, a word count), so by
+default each member's score is turned into its percentile among a fixed *reference* set of items
+(``rank-mean``) and the ensemble score is the weighted mean of those percentiles. The reference is
+the whole set being scored (a harness cell, the file given to ``judge score``), not the batch in
+hand, so an item scores the same whether it is scored alone, in a resumed run or in a full one.
+``mean`` averages the raw scores, for members that share a scale.
+
+Members are ordinary methods: their LLM calls go through the same backend pool and SQLite cache, so
+an ensemble over methods that already ran costs only cache reads.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from ..items import Item
+from .base import Score, Scorer
+
+#: How member scores are combined.
+COMBINE_RULES = ("rank-mean", "mean")
+
+
+def percentile(sorted_ref: Sequence[float], value: float) -> float:
+    """Mid-rank percentile of ``value`` among ``sorted_ref`` (in [0, 1]; ties count half)."""
+    below = bisect.bisect_left(sorted_ref, value)
+    ties = bisect.bisect_right(sorted_ref, value) - below
+    return (below + 0.5 * ties) / len(sorted_ref)
+
+
+class EnsembleScorer(Scorer):
+    """Weighted combination of member scorers over a fixed reference set.
+
+    ``members`` are (name, factory) pairs; a factory builds the member's scorer when it is needed, so
+    members on different models load one model at a time. ``reference`` None: each ``score`` call's
+    own items are the reference (the percentiles then depend on the batch, so callers that score in
+    pieces pass the whole set).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        members: Sequence[tuple[str, Callable[[], Scorer]]],
+        *,
+        weights: Sequence[float] | None = None,
+        combine: str = "rank-mean",
+        reference: Sequence[Item] | None = None,
+    ) -> None:
+        if combine not in COMBINE_RULES:
+            raise ValueError(f"combine must be one of {', '.join(COMBINE_RULES)}, got {combine!r}")
+        self.name = name
+        self.members = list(members)
+        self.weights = list(weights) if weights else [1.0] * len(self.members)
+        self.combine = combine
+        self.reference = list(reference) if reference is not None else None
+
+    def describe(self) -> dict[str, object]:
+        return {"type": "ensemble", "combine": self.combine, "weights": self.weights,
+                "members": [n for n, _ in self.members]}
+
+    def check(self, items: Sequence[Item]) -> None:
+        """Nothing of its own: every member was checked against the items when it was prepared."""
+        return None
+
+    def score(self, items: Iterable[Item]) -> Iterator[Score]:
+        items = list(items)
+        reference = self.reference if self.reference is not None else items
+        ref_ids = {it.id for it in reference}
+        everyone = [*reference, *(it for it in items if it.id not in ref_ids)]
+        per_member = [self._member_scores(make, everyone, ref_ids) for _, make in self.members]
+        for item in items:
+            yield self._combine(item, per_member)
+
+    def _member_scores(self, make: Callable[[], Scorer], everyone: list[Item],
+                       ref_ids: set[str]) -> tuple[dict[str, Score], list[float]]:
+        """One member's scores of every item, and its sorted scores on the reference items."""
+        scores = {s.item_id: s for s in make().score(everyone)}
+        ref = sorted(s.value for i, s in scores.items() if i in ref_ids and s.ok and s.value is not None)
+        return scores, ref
+
+    def _combine(self, item: Item, per_member: list[tuple[dict[str, Score], list[float]]]) -> Score:
+        total = weight = 0.0
+        errors: list[str] = []
+        used: list[Score] = []
+        for (name, _), w, (scores, ref) in zip(self.members, self.weights, per_member, strict=True):
+            s = scores[item.id]
+            if not s.ok or s.value is None or (self.combine == "rank-mean" and not ref):
+                errors.append(f"{name}: {s.error or 'no score'}")
+                continue
+            value = percentile(ref, s.value) if self.combine == "rank-mean" else s.value
+            total, weight = total + w * value, weight + w
+            used.append(s)
+        if not used or weight == 0:
+            return Score(item.id, None, error="every member failed: " + "; ".join(errors))
+        flags = tuple(dict.fromkeys(f for s in used for f in s.flags if f))
+        return Score(
+            item.id, total / weight,
+            estimated=any(s.estimated for s in used), complete=all(s.complete for s in used),
+            # A combination of fewer members than declared is marked, never passed off as the full one.
+            flags=flags + (("member_failed",) if errors else ()),
+            n_prompt_tokens=sum(s.n_prompt_tokens for s in used),
+        )

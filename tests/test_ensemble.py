@@ -1,0 +1,217 @@
+"""Ensembles are ordinary methods: built by the engine, run by the harness from the members' cache, and
+given on the command line, with each item's score independent of how the set is cut into batches.
+
+Real SmolLM2 (llama.cpp), the real length scorer, real data and a real SQLite cache under tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge.datasets import load_items
+from judge.engine import BackendPool, MethodSpec, build, prepare
+from judge.errors import InputError
+from judge.harness import load_experiment, run_experiment
+from judge.harness.config import parse_experiment
+from judge.results import cell_path, read_rows
+from judge.scorers.ensemble import percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, env={**os.environ},
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_percentile_is_the_mid_rank():
+    ref = [0.1, 0.2, 0.2, 0.9]
+    assert percentile(ref, 0.05) == 0.0
+    assert percentile(ref, 0.2) == pytest.approx((1 + 0.5 * 2) / 4)
+    assert percentile(ref, 0.9) == pytest.approx(3.5 / 4)
+    assert percentile(ref, 5.0) == 1.0
+
+
+def test_spec_refuses_malformed_ensembles():
+    a = MethodSpec(prompt="yesno")
+    b = MethodSpec(type="classic", scorer="length")
+    with pytest.raises(InputError, match="at least two members"):
+        MethodSpec(type="ensemble", members=(a,))
+    with pytest.raises(InputError, match="2 weights for 3 members"):
+        MethodSpec(type="ensemble", members=(a, b, MethodSpec(prompt="rating")), weights=(1.0, 2.0))
+    with pytest.raises(InputError, match="listed twice"):
+        MethodSpec(type="ensemble", members=(a, a))
+    with pytest.raises(InputError, match="cannot itself be an ensemble"):
+        MethodSpec(type="ensemble", members=(a, MethodSpec(type="ensemble", members=(a, b))))
+    with pytest.raises(InputError, match="belong to ensembles"):
+        MethodSpec(prompt="yesno", members=(a, b))
+    assert MethodSpec(type="ensemble", members=(a, b)).name == "ensemble(yesno-none-k0+length)"
+
+
+def _ensemble(weights: tuple[float, ...] = ()) -> MethodSpec:
+    return MethodSpec(name="ens", type="ensemble", weights=weights, members=(
+        MethodSpec(name="yn", prompt="yesno", generate=_gen()),
+        MethodSpec(name="len", type="classic", scorer="length")))
+
+
+def _gen():
+    from judge import GenerateConfig
+
+    return GenerateConfig(threads=2, cache=False)
+
+
+def test_scores_are_weighted_mean_percentiles_over_the_whole_set_in_any_batch(smollm2):
+    """The reference is the prepared set: scoring in pieces (a resumed run) gives the same numbers."""
+    items = load_items(str(EXAMPLES))
+    spec = _ensemble(weights=(3.0, 1.0))
+    backends = BackendPool()
+    try:
+        prep = prepare(spec, items)
+        whole = list(build(prep, backends).score(items))
+        pieces = [s for cut in (items[:5], items[5:9], items[9:]) for s in build(prep, backends).score(cut)]
+        yn = [s.value for s in build(prep.members[0], backends).score(items)]
+        ln = [s.value for s in build(prep.members[1], backends).score(items)]
+    finally:
+        backends.close()
+    assert [s.value for s in whole] == [s.value for s in pieces]
+    syn, sln = sorted(yn), sorted(ln)
+    for s, a, b in zip(whole, yn, ln, strict=True):
+        assert s.value == pytest.approx((3 * percentile(syn, a) + percentile(sln, b)) / 4)
+        assert s.error is None and s.label_probs is None
+    assert len({s.value for s in whole}) > 3  # the members disagree: not a constant
+
+
+CONFIG = """
+name = "ens"
+data_dir = "{data}"
+output = "{out}"
+datasets = ["FT"]
+limit = 8
+[defaults]
+generate = {{ threads = 2 }}
+[[methods]]
+name = "yn"
+prompt = "yesno"
+[[methods]]
+name = "yn-short"
+prompt = "yesno"
+generate = {{ threads = 2, max_context = 160 }}
+[[methods]]
+type = "classic"
+scorer = "length"
+[[methods]]
+name = "ens"
+type = "ensemble"
+members = ["yn", "length"]
+[[methods]]
+name = "ens-short"
+type = "ensemble"
+members = ["yn-short", "length"]
+"""
+
+
+def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir):
+    cfg = tmp_path / "ens.toml"
+    out = tmp_path / "res"
+    cfg.write_text(CONFIG.format(data=data_dir, out=out))
+    exp = load_experiment(cfg)
+    summary = run_experiment(exp, progress=False, plots=False)
+    n = len(read_rows(cell_path(out, "yn", "fed-turn", "Overall", 0)))
+    assert n == 8
+    short = read_rows(cell_path(out, "yn-short", "fed-turn", "Overall", 0))
+    failed = [i for i, r in enumerate(short) if r["error"]]
+    assert failed and len(failed) < n, "the window should cut some FED-Turn prompts, not all"
+    f = len(failed)
+    # Each member prompt that got an answer was computed once; the ensembles' passes over the members
+    # were cache hits. A prompt too long for its window has no answer to store, so it is asked again
+    # by the failed-item retry and by the ensemble pass (2 misses each beyond its first).
+    assert summary["counters"]["cache_misses"] == 2 * n + 2 * f, summary["counters"]
+    assert summary["counters"]["cache_hits"] == n + (n - f), summary["counters"]
+
+    rows = {m: read_rows(cell_path(out, m, "fed-turn", "Overall", 0)) for m in ("yn", "length", "ens", "ens-short")}
+    yn = sorted(r["score"] for r in rows["yn"])
+    ln = sorted(r["score"] for r in rows["length"])
+    for e, a, b in zip(rows["ens"], rows["yn"], rows["length"], strict=True):
+        assert e["score"] == pytest.approx((percentile(yn, a["score"]) + percentile(ln, b["score"])) / 2, abs=1e-6)
+        assert e["seed"] is None and e["group"] == a["group"]
+    # A member that failed an item (prompt longer than its 160-token window) is left out of that item's
+    # score, and the row says so; the item is not dropped.
+    for i in failed:
+        row = rows["ens-short"][i]
+        assert row["score"] is not None and "member_failed" in row["flags"]
+    assert "ens" in (out / "leaderboard.md").read_text()
+
+    # Kill-like resume: keep the first three ensemble rows only; the rerun rewrites the same bytes.
+    path = cell_path(out, "ens", "fed-turn", "Overall", 0)
+    full = path.read_bytes()
+    path.write_bytes(b"".join(full.splitlines(keepends=True)[:3]))
+    run_experiment(exp, progress=False, plots=False)
+    assert path.read_bytes() == full
+
+
+def test_config_errors_name_the_entry(tmp_path):
+    base = {"datasets": ["FT"], "methods": [{"name": "yn", "prompt": "yesno"}, {"type": "classic", "scorer": "length"}]}
+    bad = {**base, "methods": [*base["methods"], {"type": "ensemble", "members": ["yn", "lenght"]}]}
+    with pytest.raises(InputError, match=r"methods\[2\].members: unknown method 'lenght'; did you mean 'length'"):
+        parse_experiment(bad, "x.toml")
+    bad = {**base, "methods": [*base["methods"], {"type": "ensemble", "members": ["yn"]}]}
+    with pytest.raises(InputError, match=r"methods\[2\].members: an ensemble needs at least two"):
+        parse_experiment(bad, "x.toml")
+    bad = {**base, "methods": [*base["methods"], {"type": "ensemble", "members": ["yn", "length"], "combine": "max"}]}
+    with pytest.raises(InputError, match=r"methods\[2\].combine: must be one of rank-mean, mean"):
+        parse_experiment(bad, "x.toml")
+    ok = parse_experiment({**base, "methods": [*base["methods"], {"type": "ensemble", "members": ["yn", "length"],
+                                                                   "weights": [2, 1]}]}, "x.toml")
+    ens = ok.methods[2]
+    assert ens.type == "ensemble" and [m.name for m in ens.members] == ["yn", "length"] and ens.weights == (2.0, 1.0)
+    # --model reaches the members of an ensemble as it reaches every LLM method.
+    moved = ok.with_overrides(model="other.gguf")
+    assert moved.methods[2].members[0].model == "other.gguf"
+    assert ok.with_overrides(methods=["ens-x"] if False else [ens.name]).methods == (ens,)
+
+
+def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path):
+    """`judge bench FILE --member ... --member ...` prints the ensemble's statistics; its rows equal a
+    `judge score` of the same members (both build through the engine)."""
+    bench_rows = tmp_path / "bench.jsonl"
+    proc = _cli("bench", str(EXAMPLES), "--member", "prompt=yesno", "--member", "scorer=length", "--weights", "2,1",
+                "--threads", "2", "-o", str(bench_rows))
+    assert proc.returncode == 0, proc.stderr
+    assert "rank-mean ensemble of yesno-none-k0, length (weights 2, 1)" in proc.stdout
+    assert "spearman" in proc.stdout
+    score_rows = tmp_path / "score.jsonl"
+    proc = _cli("score", str(EXAMPLES), "--member", "prompt=yesno", "--member", "scorer=length", "--weights", "2,1",
+                "--threads", "2", "-o", str(score_rows))
+    assert proc.returncode == 0, proc.stderr
+    a = [json.loads(x) for x in bench_rows.read_text().splitlines()]
+    b = [json.loads(x) for x in score_rows.read_text().splitlines()]
+    assert [r["score"] for r in a] == [r["score"] for r in b] and len(a) == 12
+    assert json.loads(score_rows.with_suffix(".meta.json").read_text())["spec"]["type"] == "ensemble"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--member", "prompt=yesno"], "'--member': an ensemble needs at least two members"),
+    (["--member", "prompt=yesno", "--member", "colour=red"], "'--member': expects KEY=VALUE pairs"),
+    (["--member", "prompt=yesno", "--member", "k=two"], "k must be int"),
+    (["--member", "prompt=yesno", "--member", "k=2"], "k > 0 needs a selector"),
+    (["--member", "prompt=yesno", "--member", "scorer=length,k=2"], "a classic member takes only scorer and name"),
+    (["--member", "prompt=yesno", "--member", "prompt=rating", "--weights", "1"], "'--weights': 1 weights for 2 members"),
+    (["--weights", "1,2"], "--weights needs ensemble members"),
+])
+def test_cli_member_errors_are_named(args, message):
+    proc = _cli("score", str(EXAMPLES), *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_serve_refuses_an_ensemble_with_the_reason():
+    proc = _cli("serve", "--member", "prompt=yesno", "--member", "scorer=length", "--port", "0")
+    assert proc.returncode == 2
+    assert "reference set" in proc.stderr
