@@ -185,3 +185,11 @@ def test_an_average_over_fewer_sets_is_marked_and_never_best(tmp_path, results, 
     full = next(line for line in md.splitlines() if line.startswith("| length |")).rstrip(" |").split(" | ")[-1]
     # The partial average is the larger number here, yet it is not bold (nor is a lone full average).
     assert float(avg.split()[0]) > float(full.strip("*"))
+
+
+def test_paper_row_carries_the_papers_own_average(results):
+    """The `avg` column of a `↳ paper` row is the paper's values averaged by the same rule (Table 6,
+    InstructGPT 4ex on DGR, EG, FT: (.472 + .305 + .506) / 3)."""
+    md = (results / "leaderboard.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| ↳ paper: InstructGPT 4ex |"))
+    assert row.rstrip(" |").split(" | ")[-1] == "0.428"

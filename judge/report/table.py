@@ -96,6 +96,7 @@ def build(summary: dict[str, Any]) -> Leaderboard:
                 v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
                 covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
                 row.cells.append(CellValue(v, covers=tuple(covers) if covers else None))
+        _paper_averages(row, columns)
         rows.append(row)
     for j in range(len(columns)):
         # An average over fewer sets than the column's is not comparable: it is never the best.
@@ -112,6 +113,28 @@ def build(summary: dict[str, Any]) -> Leaderboard:
         ceiling.append(a["interval"] if a else None)
     exp = summary["experiment"]
     return Leaderboard(f"Leaderboard: {exp['name']}", columns, rows, ceiling, exp)
+
+
+def _paper_averages(row: Row, columns: list[Column]) -> None:
+    """The paper's own average in each average column, by the same DSTC10 rule, where the paper has
+    a value for every (set, quality) the column averages; none where it lacks any."""
+    for col, cell in zip(columns, row.cells, strict=True):
+        ds, q = col.key
+        if q is not None:
+            continue
+        parts: dict[str, list[float]] = {}
+        complete = True
+        for c2, v in zip(columns, row.cells, strict=True):
+            if c2.key[1] is None or (ds != "*" and c2.key[0] != ds):
+                continue
+            if v.paper is None:
+                complete = False
+                break
+            parts.setdefault(c2.key[0], []).append(v.paper.value)
+        if complete and parts:
+            means = [sum(x) / len(x) for x in parts.values()]
+            table = next(v.paper.table for v in row.cells if v.paper is not None)
+            cell.paper = PaperValue(sum(means) / len(means), True, table)
 
 
 def quality_marks(c: CellValue) -> str:
