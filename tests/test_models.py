@@ -237,3 +237,20 @@ def test_qwen05_ranks_the_example_dialogues(qwen05):
         (g,) = [i for i in good if items[i].get("group") == group]
         (b,) = [i for i in bad if items[i].get("group") == group]
         assert score[g] > score[b], group
+
+
+@pytest.mark.slow
+def test_criteria_prompt_runs_on_a_packaged_qwen(qwen05):
+    """The README's recommended command (`--prompt yesno-criteria` on a packaged Qwen), on the 0.5B
+    that CI installs. Measured: 24 of 36 pairs in order (the 1.5B is where this prompt pays off,
+    docs/results.md); every item scored."""
+    proc = _judge("score", str(EXAMPLES), "--model", "qwen2.5-coder-0.5b", "--prompt", "yesno-criteria",
+                  "--threads", "2", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(rows) == 12 and not any(r["error"] for r in rows)
+    items = {json.loads(line)["id"]: json.loads(line) for line in EXAMPLES.read_text().splitlines()}
+    score = {r["id"]: r["score"] for r in rows}
+    good = [i for i, it in items.items() if it["system"] == "demo-good"]
+    bad = [i for i, it in items.items() if it["system"] == "demo-bad"]
+    assert sum(score[g] > score[b] for g in good for b in bad) >= 20
