@@ -179,7 +179,7 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 
 def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:
     base = _single_from_args(argparse.Namespace(**{**vars(args), "scorer": None, "name": None}), seeds)
-    members = [_member(base, args, text) for text in args.member]
+    members = [_member(base, text) for text in args.member]
     weights: tuple[float, ...] = ()
     if args.weights is not None:
         try:
@@ -194,7 +194,7 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
         raise InputError(exc.reason, field=flag) from None
 
 
-def _member(base: MethodSpec, args: argparse.Namespace, text: str) -> MethodSpec:
+def _member(base: MethodSpec, text: str) -> MethodSpec:
     """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one)."""
     changes: dict[str, object] = {}
     for pair in text.split(","):

@@ -95,6 +95,10 @@ class Experiment:
     split: str | None = None
     split_seed: int = 0
 
+    def split_info(self) -> dict[str, Any]:
+        """The split this experiment scores, for provenance (empty when it scores every item)."""
+        return {} if self.split is None else {"split": self.split, "split_seed": self.split_seed}
+
     def with_overrides(
         self,
         *,
@@ -215,10 +219,8 @@ def _spec(path: str, where: str, **values: Any) -> MethodSpec:
         raise _err(path, f"{where}.{exc.field or 'options'}", exc.reason) from None
 
 
-def _ensemble(path: str, where: str, index: int, raw: dict[str, Any], methods: list[MethodSpec],
-              ensembles: dict[int, tuple[int, dict[str, Any]]]) -> MethodSpec:
+def _ensemble(path: str, where: str, index: int, raw: dict[str, Any], by_name: dict[str, MethodSpec]) -> MethodSpec:
     """An ``type = "ensemble"`` entry: its members are other methods of the config, by name."""
-    by_name = {m.name: m for pos, m in enumerate(methods) if pos not in ensembles}
     names = raw.get("members", [])
     members = []
     for name in names:
@@ -269,8 +271,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
 
     defaults = data.get("defaults", {})
     _check_keys(path, "defaults", defaults, LLM_KEYS)
-    methods: list[MethodSpec] = []
-    ensembles: dict[int, tuple[int, dict[str, Any]]] = {}  # position in methods -> (entry, table)
+    slots: list[MethodSpec | None] = []  # None: an ensemble, built once every other method is known
+    ensembles: dict[int, tuple[int, dict[str, Any]]] = {}  # position in slots -> (entry, table)
     for i, raw in enumerate(data["methods"]):
         where = f"methods[{i}]"
         if not isinstance(raw, dict):
@@ -280,15 +282,15 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             raise _err(path, f"{where}.type", f"must be 'llm', 'classic' or 'ensemble', got {mtype!r}")
         if mtype == "ensemble":
             _check_keys(path, where, raw, ENSEMBLE_KEYS)
-            ensembles[len(methods)] = (i, raw)
-            methods.append(MethodSpec(name=f"<ensemble {i}>", type="classic", scorer="length"))  # placeholder
+            ensembles[len(slots)] = (i, raw)
+            slots.append(None)
             continue
         if mtype == "classic":
             _check_keys(path, where, raw, CLASSIC_KEYS)
             if "scorer" not in raw:
                 raise _err(path, f"{where}.scorer", "missing (the classic scorer's name, e.g. 'length')")
             mid = raw.get("name", raw["scorer"])
-            methods.append(_spec(path, where, name=mid, type="classic", index=i, scorer=raw["scorer"],
+            slots.append(_spec(path, where, name=mid, type="classic", index=i, scorer=raw["scorer"],
                                  options=dict(raw.get("options", {})), paper=raw.get("paper")))
             continue
         _check_keys(path, where, raw, LLM_KEYS)
@@ -317,7 +319,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         base = m.get("name") or f"{m.get('prompt', 'yesno')}-{selector}"
         for k in ks:
             mid = m["name"] if (len(ks) == 1 and m.get("name")) else f"{base}-k{k}"
-            methods.append(_spec(
+            slots.append(_spec(
                 path, where, name=mid, type="llm", index=i, prompt=m.get("prompt", "yesno"),
                 selector=selector if k else "none", k=k, seeds=tuple(seeds), backend=m.get("backend", "llamacpp"),
                 model=m.get("model") or None, options=dict(m.get("options", {})), order=sel_opts.get("order", "ascending"),
@@ -325,8 +327,10 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 top_k=m.get("top_k", 3), rule=m.get("rule", "topk"), group_guard=m.get("group_guard", True),
                 paper=m.get("paper"),
             ))
+    by_name = {m.name: m for m in slots if m is not None}
     for pos, (i, raw) in ensembles.items():
-        methods[pos] = _ensemble(path, f"methods[{i}]", i, raw, methods, ensembles)
+        slots[pos] = _ensemble(path, f"methods[{i}]", i, raw, by_name)
+    methods = [m for m in slots if m is not None]  # every slot is filled now
     from ..report.paper import paper_labels
 
     for meth in methods:

@@ -93,7 +93,7 @@ def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
 
 def _meta(cell: Cell, exp: Experiment) -> dict[str, Any]:
     return {
-        **split_info(exp),
+        **exp.split_info(),
         # The paper row only labels the report; changing it must not block a resume.
         "method": cell.method.name, "spec": {k: v for k, v in cell.method.describe().items() if k != "paper"},
         "dataset": cell.dataset,
@@ -201,11 +201,6 @@ def run_experiment(
 
     render_all(out, summary, plots=plots)
     return summary
-
-
-def split_info(exp: Experiment) -> dict[str, Any]:
-    """The split an experiment scores, for provenance (empty when it scores every item)."""
-    return {} if exp.split is None else {"split": exp.split, "split_seed": exp.split_seed}
 
 
 def _row_seed(cell: Cell) -> int | None:

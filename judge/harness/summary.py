@@ -114,7 +114,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "experiment": {
             "name": exp.name, "description": exp.description, "config": exp.path, "data_dir": exp.data_dir,
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
-            **({} if exp.split is None else {"split": exp.split, "split_seed": exp.split_seed}),
+            **exp.split_info(),
         },
         "methods": {m.name: m.describe() for m in exp.methods},
         "datasets": [{"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
