@@ -104,8 +104,11 @@ class Summary(TypedDict, total=False):
     datasets: list[dict[str, Any]]
     cells: list[CellStats]
     results: list[Result]
+    #: Per method: per_set / overall DSTC10 averages, the parts each covers, and the overall's stratified CI.
     averages: dict[str, dict[str, Any]]
     comparisons: list[dict[str, Any]]
+    #: Each configured pair on the DSTC10 average (paired stratified bootstrap over the sets' conversations).
+    average_comparisons: list[dict[str, Any]]
     ceiling: dict[str, dict[str, Any]]
     skipped: list[dict[str, str]]
     counters: dict[str, int]

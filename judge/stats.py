@@ -167,6 +167,19 @@ def _kept(*cols: Sequence[float | None]) -> list[int]:
     ]
 
 
+def _percentiles(finite: np.ndarray, level: float) -> tuple[float, float]:
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def _two_sided_p(diffs: np.ndarray) -> float:
+    """Twice the share of resampled differences on the far side of zero (the percentile-interval
+    inversion), floored at 1/(number of usable resamples)."""
+    tail = min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0)))
+    return min(1.0, max(2 * tail, 1.0 / len(diffs)))
+
+
 def bootstrap_ci(
     pred: Sequence[float | None],
     human: Sequence[float | None],
@@ -199,9 +212,8 @@ def bootstrap_ci(
     n_degenerate = int(len(vals) - len(finite))
     if len(finite) == 0:
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
-    return Interval(float(lo), float(hi), level, n_boot, seed, unit, n_units, n_degenerate)
+    lo, hi = _percentiles(finite, level)
+    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate)
 
 
 @dataclass(frozen=True)
@@ -274,11 +286,9 @@ def paired_bootstrap(
     n_degenerate = int(len(d) - len(finite))
     if len(finite) == 0:
         return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(finite, [alpha, 1 - alpha])
-    tail = min(np.mean(finite <= 0), np.mean(finite >= 0))
-    p = float(min(1.0, max(2 * tail, 1.0 / len(finite))))
-    return PairedTest(method, ra, rb, ra - rb, float(lo), float(hi), p, n, n_boot, seed, unit, n_units, n_degenerate)
+    lo, hi = _percentiles(finite, level)
+    return PairedTest(method, ra, rb, ra - rb, lo, hi, _two_sided_p(finite), n, n_boot, seed, unit, n_units,
+                      n_degenerate)
 
 
 def williams_test(r_ah: float, r_bh: float, r_ab: float, n: int) -> tuple[float, float]:
@@ -358,6 +368,99 @@ def dstc10_average(per_quality: dict[tuple[str, str], float]) -> tuple[dict[str,
     finite = [v for v in sets.values() if math.isfinite(v)]
     overall = math.fsum(finite) / len(finite) if finite else float("nan")
     return sets, overall
+
+
+@dataclass(frozen=True)
+class AveragePart:
+    """One (set, quality) correlation inside a DSTC10 average: the scores of one or more methods on
+    the same items (``preds``), the human means, and each item's conversation group."""
+
+    dataset: str
+    preds: tuple[Sequence[float | None], ...]
+    human: Sequence[float | None]
+    groups: Sequence[str | None] | None = None
+
+
+def _part_seed(seed: int, index: int) -> int:
+    # Sets are independent samples, so each part gets its own stream, derived from the one seed.
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
+def _dstc10_rows(by_set: dict[str, list[np.ndarray]]) -> np.ndarray:
+    """The DSTC10 rule applied element-wise: mean over qualities within a set, then over sets."""
+    return np.mean([np.mean(v, axis=0) for v in by_set.values()], axis=0)
+
+
+def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, seed: int
+                        ) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """Per score column: the DSTC10 average (shape k) and its stratified bootstrap replicates (k, n_boot).
+
+    Each part resamples its own conversations (with ``groups``) independently of the other parts, the
+    columns of one part sharing each resample. A part whose correlation is undefined for any column is
+    left out, as ``dstc10_average`` leaves it out. Also returns the items, units and sets used.
+    """
+    points: dict[str, list[np.ndarray]] = {}
+    reps: dict[str, list[np.ndarray]] = {}
+    n_items = n_units = 0
+    for i, part in enumerate(parts):
+        keep = _kept(*part.preds, part.human)
+        h = np.array([part.human[j] for j in keep], dtype=float)
+        cols = [np.array([p[j] for j in keep], dtype=float) for p in part.preds]
+        point = np.array([correlate(c.tolist(), h.tolist(), method).value for c in cols])
+        kept_groups = _kept_groups(part.groups, keep)
+        units = len(h) if kept_groups is None else len(_group_members(kept_groups))
+        if len(h) < 3 or units < 2 or not np.all(np.isfinite(point)):
+            continue
+        samples = _boot_samples(len(h), kept_groups, n_boot, _part_seed(seed, i))
+        points.setdefault(part.dataset, []).append(point)
+        reps.setdefault(part.dataset, []).append(np.stack([_samples_corr(c, h, samples, method) for c in cols]))
+        n_items += len(h)
+        n_units += units
+    if not points:
+        k = len(parts[0].preds) if parts else 1
+        return np.full(k, np.nan), np.full((k, 0), np.nan), 0, 0, 0
+    return _dstc10_rows(points), _dstc10_rows(reps), n_items, n_units, len(points)
+
+
+def average_ci(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot: int = 1000, seed: int = 0,
+               level: float = 0.95) -> Interval:
+    """Percentile bootstrap CI of a DSTC10 average (mean over qualities within a set, then over sets).
+
+    The bootstrap is stratified: every replicate resamples each (set, quality) part's conversations on
+    its own and averages the replicate correlations by the same rule as the point value, so the
+    interval covers the sampling noise of all the sets at once. Replicates with an undefined
+    correlation in any part are left out and counted in ``n_degenerate``.
+    """
+    _, reps, _, n_units, _ = _average_replicates(parts, method, n_boot, seed)
+    unit = "group" if any(p.groups is not None for p in parts) else "item"
+    vals = reps[0]
+    finite = vals[np.isfinite(vals)]
+    n_degenerate = int(len(vals) - len(finite)) if len(vals) else 0
+    if len(finite) == 0:
+        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
+    lo, hi = _percentiles(finite, level)
+    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate)
+
+
+def paired_average(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot: int = 2000, seed: int = 0,
+                   level: float = 0.95) -> PairedTest:
+    """Paired stratified bootstrap of avg(A) - avg(B), the DSTC10 averages of two methods scored on the
+    same items (each part's ``preds`` is (A, B)); p-value as in ``paired_bootstrap``. ``n`` is the
+    number of items over all the parts used."""
+    if any(len(p.preds) != 2 for p in parts):
+        raise ValueError("paired_average needs exactly two score columns (A, B) in every part")
+    point, reps, n, n_units, _ = _average_replicates(parts, method, n_boot, seed)
+    unit = "group" if any(p.groups is not None for p in parts) else "item"
+    ra, rb = float(point[0]), float(point[1])
+    nan = float("nan")
+    d = reps[0] - reps[1]
+    finite = d[np.isfinite(d)]
+    n_degenerate = int(len(d) - len(finite))
+    if len(finite) == 0:
+        return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
+    lo, hi = _percentiles(finite, level)
+    return PairedTest(method, ra, rb, ra - rb, lo, hi, _two_sided_p(finite), n, n_boot, seed, unit, n_units,
+                      n_degenerate)
 
 
 def significance_mark(p_value: float, alpha: float = 0.05) -> str:

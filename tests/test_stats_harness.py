@@ -246,3 +246,79 @@ def test_harness_resamples_conversations_and_reports_it(tmp_path, data_dir):
     md = render_markdown(summary)
     assert "200 resamples, resampling conversations" in md
     assert "Degenerate bootstrap resamples (undefined correlation, left out): 0 over the 2 CIs, 0 over the 1 paired" in md
+
+
+def _part(ds, pred, human, groups=None):
+    return stats.AveragePart(ds, (pred,), human, groups)
+
+
+def test_average_ci_follows_the_dstc10_rule():
+    # Set X has two perfectly ranked qualities, set Y one perfectly reversed: the DSTC10 average is
+    # (1 + -1) / 2 = 0 on every resample. A plain mean over the three parts would give 1/3.
+    h = list(range(20))
+    parts = [_part("X", h, h), _part("X", h, h), _part("Y", [-x for x in h], h)]
+    ci = stats.average_ci(parts, n_boot=200, seed=3)
+    assert (ci.low, ci.high) == pytest.approx((0.0, 0.0), abs=1e-12)
+    assert (ci.unit, ci.n_units, ci.n_degenerate) == ("item", 60, 0)
+
+
+def test_average_ci_one_part_is_that_parts_bootstrap():
+    p, h = _data(n=60, seed=4)
+    groups = [f"g{i // 3}" for i in range(60)]
+    ci = stats.average_ci([_part("X", p, h, groups)], n_boot=300, seed=5)
+    one = stats.bootstrap_ci(p, h, n_boot=300, seed=stats._part_seed(5, 0), groups=groups)
+    assert (ci.low, ci.high, ci.unit, ci.n_units) == (one.low, one.high, "group", 20)
+
+
+def test_average_ci_narrows_over_independent_sets_and_skips_undefined_parts():
+    # Eight noisy sets: the average's interval is narrower than one set's (sets are resampled on
+    # their own, so their noise partly cancels), and it covers the point average.
+    parts = [_part(f"S{i}", *_data(n=40, noise=1.0, seed=10 + i)) for i in range(8)]
+    avg = stats.average_ci(parts, n_boot=500, seed=0)
+    one = stats.bootstrap_ci(parts[0].preds[0], parts[0].human, n_boot=500, seed=0)
+    point = np.mean([stats.correlate(p.preds[0], p.human).value for p in parts])
+    assert avg.low < point < avg.high
+    assert (avg.high - avg.low) < 0.6 * (one.high - one.low)
+    # A part whose correlation is undefined (constant scores) is left out, as dstc10_average leaves it out.
+    flat = _part("S9", [1.0] * 40, parts[0].human)
+    assert stats.average_ci(parts + [flat], n_boot=500, seed=0) == avg
+
+
+def test_paired_average_null_and_planted_difference():
+    parts_null, parts_effect = [], []
+    for i in range(6):
+        p, h = _data(n=40, noise=1.0, seed=20 + i)
+        parts_null.append(stats.AveragePart(f"S{i}", (p, p), h))
+        weak = (np.array(h) * 0.1 + np.random.default_rng(i).normal(size=40)).tolist()
+        parts_effect.append(stats.AveragePart(f"S{i}", (p, weak), h))
+    null = stats.paired_average(parts_null, n_boot=400, seed=1)
+    assert (null.diff, null.low, null.high, null.p_value, null.n) == (0.0, 0.0, 0.0, 1.0, 240)
+    eff = stats.paired_average(parts_effect, n_boot=400, seed=1)
+    assert eff.diff > 0.3 and eff.low > 0 and eff.p_value < 0.01
+    with pytest.raises(ValueError, match="two score columns"):
+        stats.paired_average([_part("X", *_data())], n_boot=10)
+
+
+def test_harness_reports_the_average_ci_and_paired_average(tmp_path, data_dir):
+    import json
+
+    from judge.harness import load_experiment, run_experiment
+    from judge.report import render_markdown
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(HARNESS_CONFIG.replace('datasets = ["FT"]', 'datasets = ["FT", "FD"]'))
+    out = tmp_path / "out"
+    exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir), output=str(out))
+    run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    summary = json.loads((out / "summary.json").read_text())
+    avg = summary["averages"]["length"]
+    ci = avg["ci"]
+    assert ci["low"] < avg["overall"] < ci["high"] and (ci["unit"], ci["n_boot"]) == ("group", 200)
+    (comp,) = summary["average_comparisons"]
+    assert (comp["a"], comp["b"], comp["n_sets"], comp["diff"], comp["p"]) == ("length", "length-copy", 2, 0.0, 1.0)
+    assert comp["n"] == sum(r["n"] for r in summary["results"] if r["method"] == "length")
+    md = render_markdown(summary)
+    # The two methods tie, so both averages are bold; the CI follows the value.
+    assert f"| **{avg['overall']:.3f}** [{ci['low']:.2f}, {ci['high']:.2f}] |" in md
+    assert "## Paired comparisons of the averages (same items)" in md
+    assert "| length | length-copy | 2 |" in md

@@ -29,8 +29,7 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     human = [r["human"] for r in rows]
     ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=_groups(rows))
     out: dict[str, Any] = {m: _corr(c) for m, c in stats.correlations(pred, human).items()}
-    out["ci"] = {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": n_boot, "seed": seed,
-                 "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate}
+    out["ci"] = _interval(ci)
     out["n_items"] = len(rows)
     out["n_failed"] = sum(1 for r in rows if r.get("error"))
     # Scores read from sampled answers, or from a top-N list that may miss label spellings: reports mark them.
@@ -40,6 +39,11 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     if sum(1 for s in set(systems) if s is not None) >= 3:
         out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
     return out
+
+
+def _interval(ci: stats.Interval) -> dict[str, Any]:
+    return {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": ci.n_boot, "seed": ci.seed,
+            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate}
 
 
 def _groups(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -99,7 +103,11 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         averages[m] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
                        "per_set_n": per_set_n,
                        "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)), len(exp.datasets)]}
-    comparisons = _comparisons(exp, cells, rows)
+    first = _first_seeds(cells)
+    if len(exp.datasets) > 1:
+        for m, avg in averages.items():
+            avg["ci"] = _interval(stats.average_ci(_parts(first, rows, m), n_boot=exp.bootstrap, seed=exp.seed))
+    comparisons = _comparisons(exp, first, rows)
     ceiling: dict[str, dict[str, Any]] = {}
     seen = set()
     for c in cells:
@@ -124,29 +132,67 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "results": results,
         "averages": averages,
         "comparisons": comparisons,
+        "average_comparisons": _average_comparisons(exp, first, rows) if len(exp.datasets) > 1 else [],
         "ceiling": ceiling,
         "wall_s": None if wall_s is None else round(wall_s, 1),
     }
 
 
-def _comparisons(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]]) -> list[dict]:
-    """Paired bootstrap (and Williams' test) for each configured pair, per (set, quality), first seeds."""
-    out = []
+def _first_seeds(cells: Sequence[Any]) -> dict[tuple[str, str, str], tuple]:
+    """(method, set, quality) -> the key of its first seed's cell: tests and average CIs use that run."""
     first: dict[tuple[str, str, str], tuple] = {}
     for c in cells:
         first.setdefault((c.method.name, c.dataset, c.quality.name), c.key)
+    return first
+
+
+def _paired_rows(rows: dict[tuple, list[dict[str, Any]]], key_a: tuple, key_b: tuple
+                 ) -> tuple[list[Any], list[Any], list[Any], list[str]]:
+    """A's and B's scores, the human means and the groups on the items both cells hold, in A's order."""
+    ra = {r["id"]: r for r in rows[key_a]}
+    rb = {r["id"]: r for r in rows[key_b]}
+    ids = [i for i in ra if i in rb]
+    return ([ra[i]["score"] for i in ids], [rb[i]["score"] for i in ids], [ra[i]["human"] for i in ids],
+            _groups([ra[i] for i in ids]))
+
+
+def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[dict[str, Any]]], method: str
+           ) -> list[stats.AveragePart]:
+    """One method's (set, quality) parts for the CI of its DSTC10 average."""
+    return [stats.AveragePart(ds, ([r["score"] for r in rows[key]],), [r["human"] for r in rows[key]],
+                              _groups(rows[key]))
+            for (m, ds, _q), key in first.items() if m == method]
+
+
+def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
+                         rows: dict[tuple, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each configured pair on the DSTC10 average over the (set, quality) parts both methods have."""
+    out = []
+    for a, b in exp.compare:
+        parts = []
+        for (m, ds, q), key_a in first.items():
+            if m == a and (b, ds, q) in first:
+                pa, pb, h, g = _paired_rows(rows, key_a, first[(b, ds, q)])
+                parts.append(stats.AveragePart(ds, (pa, pb), h, g))
+        if not parts:
+            continue
+        t = stats.paired_average(parts, n_boot=exp.bootstrap, seed=exp.seed)
+        out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), "n": t.n, "r_a": _f(t.r_a),
+                    "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
+                    "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate})
+    return out
+
+
+def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
+                 rows: dict[tuple, list[dict[str, Any]]]) -> list[dict]:
+    """Paired bootstrap (and Williams' test) for each configured pair, per (set, quality), first seeds."""
+    out = []
     for a, b in exp.compare:
         for (m, ds, q), key_a in first.items():
             if m != a or (b, ds, q) not in first:
                 continue
-            ra = {r["id"]: r for r in rows[key_a]}
-            rb = {r["id"]: r for r in rows[first[(b, ds, q)]]}
-            ids = [i for i in ra if i in rb]
-            pa = [ra[i]["score"] for i in ids]
-            pb = [rb[i]["score"] for i in ids]
-            h = [ra[i]["human"] for i in ids]
-            t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=exp.bootstrap, seed=exp.seed,
-                                       groups=_groups([ra[i] for i in ids]))
+            pa, pb, h, groups = _paired_rows(rows, key_a, first[(b, ds, q)])
+            t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=exp.bootstrap, seed=exp.seed, groups=groups)
             keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
             r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")
             w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n) if all(map(math.isfinite, (t.r_a, t.r_b, r_ab)))

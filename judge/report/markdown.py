@@ -55,6 +55,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
          "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
          "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets); "
          "`(6 of 8)` = an average over fewer parts than the column has (a correlation was undefined), never bold. "
+         "The overall `avg` CI is a stratified bootstrap: each replicate resamples every set's conversations "
+         "on its own and averages as the point value does. "
          "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
          "a top-N token list that may miss label spellings. "
          "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."),
@@ -74,6 +76,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
                                 f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", _p(c["p"]),
                                 _p(c["williams_p"])]))
+    out += _average_comparisons_md(summary.get("average_comparisons") or [])
     sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",
@@ -94,6 +97,21 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if summary.get("wall_s") is not None:
         out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
     return "\n".join(out) + "\n"
+
+
+def _average_comparisons_md(comps: list[dict[str, Any]]) -> list[str]:
+    """The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first."""
+    if not comps:
+        return []
+    out = ["", "## Paired comparisons of the averages (same items)", "",
+           "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
+           "for A and B, and takes the DSTC10 average of each; n = items over all the sets.", "",
+           _md_row(["A", "B", "sets", "n", "avg A", "avg B", "A − B [95% CI]", "p (bootstrap)"]),
+           _md_row(["---"] * 2 + ["---:"] * 6)]
+    for c in comps:
+        out.append(_md_row([c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
+                            f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", _p(c["p"])]))
+    return out
 
 
 def _unit_text(summary: dict[str, Any]) -> str:

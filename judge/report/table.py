@@ -31,6 +31,8 @@ class CellValue:
     paper: PaperValue | None = None
     #: Averages: (parts with a value, parts expected); fewer than expected is marked and never best.
     covers: tuple[int, int] | None = None
+    #: An average column's cell: no p-value of its own, so never marked not significant.
+    is_average: bool = False
 
     @property
     def partial(self) -> bool:
@@ -39,10 +41,6 @@ class CellValue:
     @property
     def significant(self) -> bool:
         return self.p is not None and math.isfinite(self.p) and self.p < 0.05
-
-    @property
-    def is_average(self) -> bool:
-        return self.p is None and self.low is None
 
 
 @dataclass
@@ -95,7 +93,9 @@ def build(summary: dict[str, Any]) -> Leaderboard:
                 avg = summary["averages"].get(m, {})
                 v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
                 covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
-                row.cells.append(CellValue(v, covers=tuple(covers) if covers else None))
+                ci = avg.get("ci") if ds == "*" else None
+                row.cells.append(CellValue(v, low=ci["low"] if ci else None, high=ci["high"] if ci else None,
+                                           covers=tuple(covers) if covers else None, is_average=True))
         _paper_averages(row, columns)
         rows.append(row)
     for j in range(len(columns)):
