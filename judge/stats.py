@@ -74,6 +74,12 @@ def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (a * b).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
 
 
+def spearman_rows(scores: np.ndarray, human: np.ndarray) -> np.ndarray:
+    """Spearman of each row of ``scores`` (shape (k, n)) with ``human`` (n): many candidate score
+    columns against one set of ratings at once (NaN where a row is constant)."""
+    return _row_pearson(_rank_rows(scores), _rank_rows(np.broadcast_to(human, scores.shape)))
+
+
 def _resampled_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, method: str) -> np.ndarray:
     """The correlation on each bootstrap resample (rows of ``idx`` are item indices)."""
     ra, rb = a[idx], b[idx]

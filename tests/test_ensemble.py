@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from judge.datasets import load_items
+from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.errors import InputError
 from judge.harness import load_experiment, run_experiment
 from judge.harness.config import parse_experiment
 from judge.results import cell_path, read_rows
+from judge.scorers.classic import create_classic
 from judge.scorers.ensemble import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +115,11 @@ members = ["yn", "length"]
 name = "ens-short"
 type = "ensemble"
 members = ["yn-short", "length"]
+[[methods]]
+name = "ens-cv"
+type = "ensemble"
+members = ["yn", "length"]
+fit = "cv"
 """
 
 
@@ -133,7 +139,7 @@ def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identical
     # were cache hits. A prompt too long for its window has no answer to store, so it is asked again
     # by the failed-item retry and by the ensemble pass (2 misses each beyond its first).
     assert summary["counters"]["cache_misses"] == 2 * n + 2 * f, summary["counters"]
-    assert summary["counters"]["cache_hits"] == n + (n - f), summary["counters"]
+    assert summary["counters"]["cache_hits"] == 2 * n + (n - f), summary["counters"]
 
     rows = {m: read_rows(cell_path(out, m, "fed-turn", "Overall", 0)) for m in ("yn", "length", "ens", "ens-short")}
     yn = sorted(r["score"] for r in rows["yn"])
@@ -148,12 +154,18 @@ def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identical
         assert row["score"] is not None and "member_failed" in row["flags"]
     assert "ens" in (out / "leaderboard.md").read_text()
 
+    # With 8 items a fold has too little to learn from: the learned weights stay equal.
+    assert [r["score"] for r in read_rows(cell_path(out, "ens-cv", "fed-turn", "Overall", 0))] == \
+        [r["score"] for r in rows["ens"]]
+    assert summary["methods"]["ens-cv"]["fit"] == "cv"
+
     # Kill-like resume: keep the first three ensemble rows only; the rerun rewrites the same bytes.
-    path = cell_path(out, "ens", "fed-turn", "Overall", 0)
-    full = path.read_bytes()
-    path.write_bytes(b"".join(full.splitlines(keepends=True)[:3]))
+    paths = [cell_path(out, m, "fed-turn", "Overall", 0) for m in ("ens", "ens-cv")]
+    full = [p.read_bytes() for p in paths]
+    for p, b in zip(paths, full, strict=True):
+        p.write_bytes(b"".join(b.splitlines(keepends=True)[:3]))
     run_experiment(exp, progress=False, plots=False)
-    assert path.read_bytes() == full
+    assert [p.read_bytes() for p in paths] == full
 
 
 def test_config_errors_name_the_entry(tmp_path):
@@ -215,3 +227,81 @@ def test_serve_refuses_an_ensemble_with_the_reason():
     proc = _cli("serve", "--member", "prompt=yesno", "--member", "scorer=length", "--port", "0")
     assert proc.returncode == 2
     assert "reference set" in proc.stderr
+
+
+# -- weights learned by grouped cross-validation (fit = "cv") ----------------------------------------
+
+def test_fit_weights_finds_the_informative_member_and_ties_keep_equal_weights():
+    import numpy as np
+
+    from judge.scorers.ensemble_fit import fit_weights, simplex_grid
+
+    assert tuple(simplex_grid(2)[0]) == (0.5, 0.5) and len(simplex_grid(3)) == 66
+    rng = np.random.default_rng(0)
+    human = rng.normal(size=120)
+    good = human + 0.3 * rng.normal(size=120)
+    noise = rng.normal(size=120)
+    assert fit_weights(np.column_stack([noise, good]), human) == (0.0, 1.0)
+    # Two copies of one member cannot be told apart: every weighting ties, and equal weights win.
+    assert fit_weights(np.column_stack([good, good]), human) == (0.5, 0.5)
+    # Too few items, or constant ratings: nothing to fit on.
+    assert fit_weights(np.column_stack([noise, good])[:5], human[:5]) == (0.5, 0.5)
+    assert fit_weights(np.column_stack([noise, good]), np.ones(120)) == (0.5, 0.5)
+
+
+def _cv_ensemble() -> MethodSpec:
+    return MethodSpec(name="cv", type="ensemble", fit="cv", members=(
+        MethodSpec(name="rouge", type="classic", scorer="rouge-l"),
+        MethodSpec(name="len", type="classic", scorer="length")))
+
+
+def _cv_scores(items, quality):
+    from judge.engine import build_scorer
+
+    return {s.item_id: s.value for s in build_scorer(_cv_ensemble(), items, quality).score(items)}
+
+
+def test_cv_weights_never_see_the_ratings_of_the_items_they_score(data_dir):
+    """Topical-USR with two model-free members (ROUGE-L against the reference, length): an item's
+    score uses weights fitted on the other folds, which are whole conversations, so rewriting the
+    ratings of one fold leaves that fold's scores exactly as they were (and moves the others)."""
+    import dataclasses
+
+    from judge.qualities import dataset_info
+    from judge.scorers.ensemble_fit import cv_weights, fold_of
+
+    items = load_benchmark("TU", data_dir)
+    quality = dataset_info("TU").quality("Overall")
+    before = _cv_scores(items, quality)
+    folds = {it.id: fold_of(it.group) for it in items}
+    by_group: dict[str, set[int]] = {}
+    for it in items:
+        by_group.setdefault(it.group, set()).add(folds[it.id])
+    assert all(len(f) == 1 for f in by_group.values()) and len(set(folds.values())) == 5
+    rouge = {s.item_id: s.value for s in create_classic("rouge-l").score(items)}
+    length = {s.item_id: s.value for s in create_classic("length").score(items)}
+    sr, sl = sorted(rouge.values()), sorted(length.values())
+    # Fold 0's raters now simply prefer longer responses: the other folds' weights move toward length.
+    rewritten = [dataclasses.replace(it, annotations={"Overall": (1 + 4 * percentile(sl, length[it.id]),)})
+                 if folds[it.id] == 0 else it for it in items]
+    after = _cv_scores(rewritten, quality)
+    assert all(after[i] == before[i] for i, f in folds.items() if f == 0)
+    assert sum(after[i] != before[i] for i, f in folds.items() if f != 0) > 100
+    # Each score is the fold's weighted mean of the members' percentiles over the whole set.
+    values = [[percentile(sr, rouge[it.id]), percentile(sl, length[it.id])] for it in items]
+    weights, fold_list, _ = cv_weights(values, [it.human("Overall") for it in items], [it.group for it in items], 2)
+    assert weights[0] != (0.5, 0.5)  # ROUGE-L (Spearman about .4 here) outweighs length
+    for it, v, f in zip(items, values, fold_list, strict=True):
+        w = weights[f]
+        assert before[it.id] == pytest.approx((w[0] * v[0] + w[1] * v[1]) / sum(w))
+
+
+def test_cv_fit_is_refused_without_ratings_to_learn_from():
+    with pytest.raises(InputError, match="give weights or fit, not both"):
+        MethodSpec(type="ensemble", fit="cv", weights=(1.0, 1.0), members=_cv_ensemble().members)
+    with pytest.raises(InputError, match="must be one of fixed, cv"):
+        MethodSpec(type="ensemble", fit="loo", members=_cv_ensemble().members)
+    with pytest.raises(InputError, match="name the quality"):
+        prepare(_cv_ensemble(), load_items(str(EXAMPLES)))
+    proc = _cli("score", str(EXAMPLES), "--scorer", "length", "--fit", "cv")
+    assert proc.returncode == 2 and "--fit needs ensemble members" in proc.stderr

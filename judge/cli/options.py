@@ -76,6 +76,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--combine", default="rank-mean", choices=("rank-mean", "mean"),
                    help="rank-mean (default): mean of each member's percentile among the scored items; "
                    "mean: mean of raw scores (members on one scale)")
+    e.add_argument("--fit", default="fixed", choices=("fixed", "cv"),
+                   help="fixed (default): the --weights (or equal ones); cv: weights learned from the scored "
+                   "items' human ratings (--quality) in 5 folds by conversation, no item scored with weights "
+                   "fitted on its own rating")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none",
                    help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
@@ -174,6 +178,8 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
         return _ensemble_from_args(args, seeds)
     if args.weights is not None:
         raise InputError("--weights needs ensemble members (--member ...)", field="weights")
+    if args.fit != "fixed":
+        raise InputError("--fit needs ensemble members (--member ...)", field="fit")
     return _single_from_args(args, seeds)
 
 
@@ -188,9 +194,9 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
             raise InputError(f"expects comma-separated numbers, got {args.weights!r}", field="--weights") from None
     try:
         return MethodSpec(name=args.name or "", type="ensemble", members=tuple(members), weights=weights,
-                          combine=args.combine)
+                          combine=args.combine, fit=args.fit)
     except InputError as exc:
-        flag = {"weights": "--weights", "combine": "--combine"}.get(exc.field or "", "--member")
+        flag = {"weights": "--weights", "combine": "--combine", "fit": "--fit"}.get(exc.field or "", "--member")
         raise InputError(exc.reason, field=flag) from None
 
 

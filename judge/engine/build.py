@@ -103,6 +103,9 @@ def prepare(
     check_names(spec)
     seed = spec.seeds[0] if seed is None else seed
     if spec.type == "ensemble":
+        if spec.fit == "cv" and quality is None:
+            raise InputError("fit = 'cv' learns weights from human ratings: name the quality to read (--quality)",
+                             field="quality")
         members = tuple(prepare(m, items, quality, pool=pool, level=level) for m in spec.members)
         return Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items))
     if spec.type == "classic":
@@ -198,7 +201,7 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
         spec = prepared.spec
         members = [(m.spec.name, _factory(m, backends)) for m in prepared.members]
         return EnsembleScorer(spec.name, members, weights=spec.weights, combine=spec.combine,
-                              reference=prepared.reference)
+                              reference=prepared.reference, fit=spec.fit, quality=prepared.quality)
     if prepared.classic is not None:
         return prepared.classic
     spec = prepared.spec

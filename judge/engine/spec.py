@@ -54,6 +54,8 @@ class MethodSpec:
     members: tuple[MethodSpec, ...] = ()
     weights: tuple[float, ...] = ()
     combine: str = "rank-mean"
+    #: ``cv``: weights learned from the scored set's human ratings by grouped cross-validation.
+    fit: str = "fixed"
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
@@ -74,14 +76,14 @@ class MethodSpec:
             raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
         if self.type == "ensemble":
             self._check_ensemble()
-        elif self.members or self.weights:
+        elif self.members or self.weights or self.fit != "fixed":
             raise InputError(f"members and weights belong to ensembles, not to a {self.type} method",
                              field="members")
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
 
     def _check_ensemble(self) -> None:
-        from ..scorers.ensemble import COMBINE_RULES
+        from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 
         if len(self.members) < 2:
             raise InputError(f"an ensemble needs at least two members, got {len(self.members)}", field="members")
@@ -96,6 +98,10 @@ class MethodSpec:
             raise InputError(f"{len(self.weights)} weights for {len(self.members)} members", field="weights")
         if any(w < 0 for w in self.weights) or (self.weights and sum(self.weights) <= 0):
             raise InputError("weights must be >= 0 with a positive sum", field="weights")
+        if self.fit not in FIT_RULES:
+            raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {self.fit!r}", field="fit")
+        if self.fit == "cv" and self.weights:
+            raise InputError("fit = 'cv' learns the weights: give weights or fit, not both", field="weights")
 
     def default_name(self) -> str:
         """The name a method gets when none is given: ``<prompt>-<selector>-k<k>``, the scorer's, or
@@ -123,8 +129,9 @@ class MethodSpec:
         if self.type == "classic":
             return {"type": "classic", "scorer": self.scorer, "options": dict(self.options), "paper": self.paper}
         if self.type == "ensemble":
-            return {"type": "ensemble", "combine": self.combine,
-                    "weights": list(self.weights) or [1.0] * len(self.members),
+            weights: Any = "learned" if self.fit == "cv" else list(self.weights) or [1.0] * len(self.members)
+            return {"type": "ensemble", "combine": self.combine, "weights": weights,
+                    **({"fit": self.fit} if self.fit != "fixed" else {}),
                     "members": {m.name: {k: v for k, v in m.describe().items() if k != "paper"}
                                 for m in self.members}, "paper": self.paper}
         gen = asdict(self.generate)

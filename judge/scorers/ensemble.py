@@ -7,6 +7,10 @@ the whole set being scored (a harness cell, the file given to ``judge score``), 
 hand, so an item scores the same whether it is scored alone, in a resumed run or in a full one.
 ``mean`` averages the raw scores, for members that share a scale.
 
+Weights are given (equal by default) or, with ``fit = "cv"``, learned from the human ratings of the
+reference set by cross-validation whose folds never split a conversation
+(:mod:`judge.scorers.ensemble_fit`): no item is scored with weights fitted on its own rating.
+
 Members are ordinary methods: their LLM calls go through the same backend pool and SQLite cache, so
 an ensemble over methods that already ran costs only cache reads.
 """
@@ -17,10 +21,14 @@ import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..items import Item
+from ..qualities import Quality
 from .base import Score, Scorer
+from .ensemble_fit import FOLDS, cv_weights
 
 #: How member scores are combined.
 COMBINE_RULES = ("rank-mean", "mean")
+#: Where the weights come from: given (``fixed``) or learned by grouped cross-validation (``cv``).
+FIT_RULES = ("fixed", "cv")
 
 
 def percentile(sorted_ref: Sequence[float], value: float) -> float:
@@ -47,18 +55,29 @@ class EnsembleScorer(Scorer):
         weights: Sequence[float] | None = None,
         combine: str = "rank-mean",
         reference: Sequence[Item] | None = None,
+        fit: str = "fixed",
+        quality: Quality | None = None,
     ) -> None:
         if combine not in COMBINE_RULES:
             raise ValueError(f"combine must be one of {', '.join(COMBINE_RULES)}, got {combine!r}")
+        if fit not in FIT_RULES:
+            raise ValueError(f"fit must be one of {', '.join(FIT_RULES)}, got {fit!r}")
+        if fit == "cv" and quality is None:
+            raise ValueError("fit = 'cv' learns weights from human ratings: it needs the quality to read")
         self.name = name
         self.members = list(members)
         self.weights = list(weights) if weights else [1.0] * len(self.members)
         self.combine = combine
         self.reference = list(reference) if reference is not None else None
+        self.fit = fit
+        self.quality = quality
 
     def describe(self) -> dict[str, object]:
-        return {"type": "ensemble", "combine": self.combine, "weights": self.weights,
-                "members": [n for n, _ in self.members]}
+        out: dict[str, object] = {"type": "ensemble", "combine": self.combine, "weights": self.weights,
+                                  "members": [n for n, _ in self.members]}
+        if self.fit == "cv":
+            out.update(weights="learned", fit=f"cv ({FOLDS} folds by conversation)")
+        return out
 
     def check(self, items: Sequence[Item]) -> None:
         """Nothing of its own: every member was checked against the items when it was prepared."""
@@ -70,8 +89,27 @@ class EnsembleScorer(Scorer):
         ref_ids = {it.id for it in reference}
         everyone = [*reference, *(it for it in items if it.id not in ref_ids)]
         per_member = [self._member_scores(make, everyone, ref_ids) for _, make in self.members]
+        weights = self._fitted(reference, per_member) if self.fit == "cv" else {}
         for item in items:
-            yield self._combine(item, per_member)
+            yield self._combine(item, per_member, weights.get(item.id, weights.get("", self.weights)))
+
+    def _fitted(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]
+                ) -> dict[str, Sequence[float]]:
+        """Item id -> the weights fitted without its fold; ``""`` -> weights fitted on the whole reference."""
+        assert self.quality is not None
+        values = [[self._value(scores[it.id], ref) for scores, ref in per_member] for it in reference]
+        human = [it.human(self.quality.name) for it in reference]
+        groups = [it.group or it.id for it in reference]
+        by_fold, folds, everyone = cv_weights(values, human, groups, len(self.members))
+        out: dict[str, Sequence[float]] = {it.id: by_fold[f] for it, f in zip(reference, folds, strict=True)}
+        out[""] = everyone
+        return out
+
+    def _value(self, s: Score, ref: list[float]) -> float | None:
+        """A member's score on the combining scale (its percentile with ``rank-mean``); None if it failed."""
+        if not s.ok or s.value is None or (self.combine == "rank-mean" and not ref):
+            return None
+        return percentile(ref, s.value) if self.combine == "rank-mean" else s.value
 
     def _member_scores(self, make: Callable[[], Scorer], everyone: list[Item],
                        ref_ids: set[str]) -> tuple[dict[str, Score], list[float]]:
@@ -80,25 +118,27 @@ class EnsembleScorer(Scorer):
         ref = sorted(s.value for i, s in scores.items() if i in ref_ids and s.ok and s.value is not None)
         return scores, ref
 
-    def _combine(self, item: Item, per_member: list[tuple[dict[str, Score], list[float]]]) -> Score:
-        total = weight = 0.0
+    def _combine(self, item: Item, per_member: list[tuple[dict[str, Score], list[float]]],
+                 weights: Sequence[float]) -> Score:
         errors: list[str] = []
-        used: list[Score] = []
-        for (name, _), w, (scores, ref) in zip(self.members, self.weights, per_member, strict=True):
+        used: list[tuple[Score, float, float]] = []  # (score, value, weight)
+        for (name, _), w, (scores, ref) in zip(self.members, weights, per_member, strict=True):
             s = scores[item.id]
-            if not s.ok or s.value is None or (self.combine == "rank-mean" and not ref):
+            value = self._value(s, ref)
+            if value is None:
                 errors.append(f"{name}: {s.error or 'no score'}")
                 continue
-            value = percentile(ref, s.value) if self.combine == "rank-mean" else s.value
-            total, weight = total + w * value, weight + w
-            used.append(s)
-        if not used or weight == 0:
+            used.append((s, value, w))
+        weight = sum(w for _, _, w in used)
+        if weight == 0:  # no member, or only members without weight, scored the item
             return Score(item.id, None, error="every member failed: " + "; ".join(errors))
-        flags = tuple(dict.fromkeys(f for s in used for f in s.flags if f))
+        total = sum(v * w for _, v, w in used) / weight
+        scored = [s for s, _, _ in used]
+        flags = tuple(dict.fromkeys(f for s in scored for f in s.flags if f))
         return Score(
-            item.id, total / weight,
-            estimated=any(s.estimated for s in used), complete=all(s.complete for s in used),
+            item.id, total,
+            estimated=any(s.estimated for s in scored), complete=all(s.complete for s in scored),
             # A combination of fewer members than declared is marked, never passed off as the full one.
             flags=flags + (("member_failed",) if errors else ()),
-            n_prompt_tokens=sum(s.n_prompt_tokens for s in used),
+            n_prompt_tokens=sum(s.n_prompt_tokens for s in scored),
         )

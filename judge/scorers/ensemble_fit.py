@@ -1,0 +1,71 @@
+"""Ensemble weights learned by cross-validation, never on the items they score.
+
+With ``fit = "cv"`` an ensemble's weights are not given but learned from the human ratings of the
+set being scored, in folds that never split a conversation: each item's conversation group is put
+in one of ``FOLDS`` folds by a hash of its name, and the items of a fold are scored with weights
+fitted on the other folds only. The fit is a grid search over the weight simplex (steps of
+1/``GRID_STEPS``) for the highest Spearman of the weighted mean of member percentiles with the
+human ratings; ties go to the weights closest to equal, so a fold that cannot tell members apart
+keeps the plain rank mean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..stats import spearman_rows
+
+#: Folds of the cross-validation (by conversation group).
+FOLDS = 5
+#: Weight grid resolution: every weight is a multiple of 1 / GRID_STEPS.
+GRID_STEPS = 10
+#: Fewer training items than this (or constant ratings): the fold keeps equal weights.
+MIN_TRAIN = 8
+
+
+def fold_of(group: str, folds: int = FOLDS) -> int:
+    """The fold of a conversation group: stable across runs, machines and item orders."""
+    return int.from_bytes(hashlib.sha256(f"fold:{group}".encode()).digest()[:4], "big") % folds
+
+
+def simplex_grid(n_members: int, steps: int = GRID_STEPS) -> np.ndarray:
+    """Every weight vector with components in multiples of 1/steps summing to 1, the ones closest to
+    equal weights first (the tie-break of ``fit_weights``)."""
+    grid = np.array([c for c in itertools.product(range(steps + 1), repeat=n_members) if sum(c) == steps],
+                    dtype=float) / steps
+    order = np.lexsort((np.arange(len(grid)), np.round(((grid - 1 / n_members) ** 2).sum(axis=1), 12)))
+    return grid[order]
+
+
+def fit_weights(values: np.ndarray, human: np.ndarray, steps: int = GRID_STEPS) -> tuple[float, ...]:
+    """The simplex-grid weights whose weighted mean of ``values`` (items x members, no NaN) ranks the
+    items most like ``human``; equal weights when there is too little to fit on."""
+    n, m = values.shape
+    equal = tuple([1.0 / m] * m)
+    if n < MIN_TRAIN or np.ptp(human) == 0:
+        return equal
+    grid = simplex_grid(m, steps)
+    rho = spearman_rows(grid @ values.T, human)
+    if not np.isfinite(rho).any():
+        return equal
+    return tuple(float(w) for w in grid[int(np.nanargmax(rho))])
+
+
+def cv_weights(values: Sequence[Sequence[float | None]], human: Sequence[float | None], groups: Sequence[str],
+               n_members: int) -> tuple[list[tuple[float, ...]], list[int], tuple[float, ...]]:
+    """Per fold, the weights fitted on the other folds' complete items (every member scored, a human
+    rating present); each item's fold (item ``i`` is scored with ``weights[folds[i]]``); and the
+    weights fitted on all the complete items, for items outside the set (they are not among them)."""
+    folds = [fold_of(g) for g in groups]
+    complete = [i for i, row in enumerate(values) if human[i] is not None and all(v is not None for v in row)]
+
+    def fit(keep: list[int]) -> tuple[float, ...]:
+        x = np.array([[values[i][j] for j in range(n_members)] for i in keep], dtype=float)
+        y = np.array([human[i] for i in keep], dtype=float)
+        return fit_weights(x.reshape(len(keep), n_members), y)
+
+    return [fit([i for i in complete if folds[i] != f]) for f in range(FOLDS)], folds, fit(complete)
