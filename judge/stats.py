@@ -288,9 +288,16 @@ def paired_bootstrap(
         return PairedTest(method, ra, rb, nan, nan, nan, nan, n, n_boot, seed, unit, n_units, 0)
     samples = _boot_samples(n, kept_groups, n_boot, seed)
     d = _samples_corr(a, h, samples, method) - _samples_corr(b, h, samples, method)
-    finite = d[np.isfinite(d)]
-    n_degenerate = int(len(d) - len(finite))
+    return _paired_result(method, ra, rb, d, n, n_boot, seed, level, unit, n_units)
+
+
+def _paired_result(method: str, ra: float, rb: float, diffs: np.ndarray, n: int, n_boot: int, seed: int,
+                   level: float, unit: str, n_units: int) -> PairedTest:
+    """The test from the resampled differences r_A - r_B: percentile CI and p over the defined ones."""
+    finite = diffs[np.isfinite(diffs)]
+    n_degenerate = int(len(diffs) - len(finite))
     if len(finite) == 0:
+        nan = float("nan")
         return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
     lo, hi = _percentiles(finite, level)
     return PairedTest(method, ra, rb, ra - rb, lo, hi, _two_sided_p(finite), n, n_boot, seed, unit, n_units,
@@ -457,16 +464,8 @@ def paired_average(parts: Sequence[AveragePart], method: str = "spearman", *, n_
         raise ValueError("paired_average needs exactly two score columns (A, B) in every part")
     point, reps, n, n_units, _ = _average_replicates(parts, method, n_boot, seed)
     unit = "group" if any(p.groups is not None for p in parts) else "item"
-    ra, rb = float(point[0]), float(point[1])
-    nan = float("nan")
-    d = reps[0] - reps[1]
-    finite = d[np.isfinite(d)]
-    n_degenerate = int(len(d) - len(finite))
-    if len(finite) == 0:
-        return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
-    lo, hi = _percentiles(finite, level)
-    return PairedTest(method, ra, rb, ra - rb, lo, hi, _two_sided_p(finite), n, n_boot, seed, unit, n_units,
-                      n_degenerate)
+    return _paired_result(method, float(point[0]), float(point[1]), reps[0] - reps[1], n, n_boot, seed, level,
+                          unit, n_units)
 
 
 def significance_mark(p_value: float, alpha: float = 0.05) -> str:
