@@ -214,6 +214,11 @@ def bootstrap_ci(
     if len(a) < 3 or n_units < 2:
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0)
     vals = _samples_corr(a, b, _boot_samples(len(a), kept_groups, n_boot, seed), method)
+    return _interval_result(vals, level, n_boot, seed, unit, n_units)
+
+
+def _interval_result(vals: np.ndarray, level: float, n_boot: int, seed: int, unit: str, n_units: int) -> Interval:
+    """The interval from resampled correlations: percentiles over the defined ones, the rest counted."""
     finite = vals[np.isfinite(vals)]
     n_degenerate = int(len(vals) - len(finite))
     if len(finite) == 0:
@@ -405,13 +410,15 @@ def _dstc10_rows(by_set: dict[str, list[np.ndarray]]) -> np.ndarray:
 
 
 def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, seed: int
-                        ) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+                        ) -> tuple[np.ndarray, np.ndarray, int, int, str]:
     """Per score column: the DSTC10 average (shape k) and its stratified bootstrap replicates (k, n_boot).
 
     Each part resamples its own conversations (with ``groups``) independently of the other parts, the
     columns of one part sharing each resample. A part whose correlation is undefined for any column is
-    left out, as ``dstc10_average`` leaves it out. Also returns the items, units and sets used.
+    left out, as ``dstc10_average`` leaves it out. Also returns the items and units used, and the unit
+    resampled (``group`` when any part has groups, else ``item``).
     """
+    unit = "group" if any(p.groups is not None for p in parts) else "item"
     points: dict[str, list[np.ndarray]] = {}
     reps: dict[str, list[np.ndarray]] = {}
     n_items = n_units = 0
@@ -431,8 +438,8 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
         n_units += units
     if not points:
         k = len(parts[0].preds) if parts else 1
-        return np.full(k, np.nan), np.full((k, 0), np.nan), 0, 0, 0
-    return _dstc10_rows(points), _dstc10_rows(reps), n_items, n_units, len(points)
+        return np.full(k, np.nan), np.full((k, 0), np.nan), 0, 0, unit
+    return _dstc10_rows(points), _dstc10_rows(reps), n_items, n_units, unit
 
 
 def average_ci(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot: int = 1000, seed: int = 0,
@@ -444,15 +451,8 @@ def average_ci(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot
     interval covers the sampling noise of all the sets at once. Replicates with an undefined
     correlation in any part are left out and counted in ``n_degenerate``.
     """
-    _, reps, _, n_units, _ = _average_replicates(parts, method, n_boot, seed)
-    unit = "group" if any(p.groups is not None for p in parts) else "item"
-    vals = reps[0]
-    finite = vals[np.isfinite(vals)]
-    n_degenerate = int(len(vals) - len(finite)) if len(vals) else 0
-    if len(finite) == 0:
-        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
-    lo, hi = _percentiles(finite, level)
-    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate)
+    _, reps, _, n_units, unit = _average_replicates(parts, method, n_boot, seed)
+    return _interval_result(reps[0], level, n_boot, seed, unit, n_units)
 
 
 def paired_average(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot: int = 2000, seed: int = 0,
@@ -462,8 +462,7 @@ def paired_average(parts: Sequence[AveragePart], method: str = "spearman", *, n_
     number of items over all the parts used."""
     if any(len(p.preds) != 2 for p in parts):
         raise ValueError("paired_average needs exactly two score columns (A, B) in every part")
-    point, reps, n, n_units, _ = _average_replicates(parts, method, n_boot, seed)
-    unit = "group" if any(p.groups is not None for p in parts) else "item"
+    point, reps, n, n_units, unit = _average_replicates(parts, method, n_boot, seed)
     return _paired_result(method, float(point[0]), float(point[1]), reps[0] - reps[1], n, n_boot, seed, level,
                           unit, n_units)
 

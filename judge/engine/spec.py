@@ -77,7 +77,7 @@ class MethodSpec:
         if self.type == "ensemble":
             self._check_ensemble()
         elif self.members or self.weights or self.fit != "fixed":
-            raise InputError(f"members and weights belong to ensembles, not to a {self.type} method",
+            raise InputError(f"members, weights and fit belong to ensembles, not to a {self.type} method",
                              field="members")
         if not self.name:
             object.__setattr__(self, "name", self.default_name())

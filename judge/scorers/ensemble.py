@@ -89,21 +89,20 @@ class EnsembleScorer(Scorer):
         ref_ids = {it.id for it in reference}
         everyone = [*reference, *(it for it in items if it.id not in ref_ids)]
         per_member = [self._member_scores(make, everyone, ref_ids) for _, make in self.members]
-        weights = self._fitted(reference, per_member) if self.fit == "cv" else {}
+        by_item, default = self._fitted(reference, per_member) if self.fit == "cv" else ({}, self.weights)
         for item in items:
-            yield self._combine(item, per_member, weights.get(item.id, weights.get("", self.weights)))
+            yield self._combine(item, per_member, by_item.get(item.id, default))
 
     def _fitted(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]
-                ) -> dict[str, Sequence[float]]:
-        """Item id -> the weights fitted without its fold; ``""`` -> weights fitted on the whole reference."""
+                ) -> tuple[dict[str, Sequence[float]], Sequence[float]]:
+        """Reference item id -> the weights fitted without its fold; and the weights fitted on the whole
+        reference, for items outside it."""
         assert self.quality is not None
         values = [[self._value(scores[it.id], ref) for scores, ref in per_member] for it in reference]
         human = [it.human(self.quality.name) for it in reference]
         groups = [it.group or it.id for it in reference]
         by_fold, folds, everyone = cv_weights(values, human, groups, len(self.members))
-        out: dict[str, Sequence[float]] = {it.id: by_fold[f] for it, f in zip(reference, folds, strict=True)}
-        out[""] = everyone
-        return out
+        return {it.id: by_fold[f] for it, f in zip(reference, folds, strict=True)}, everyone
 
     def _value(self, s: Score, ref: list[float]) -> float | None:
         """A member's score on the combining scale (its percentile with ``rank-mean``); None if it failed."""
