@@ -89,7 +89,8 @@ def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_d
     proc = _cli("bench", "--data-dir", str(data_dir), "--dataset", "DZ", "--limit", "8", "--selector",
                 "bm25-context", "--k", "2", "--threads", "2", "-o", str(bench_out), cache=cache)
     assert proc.returncode == 0, proc.stderr
-    for word in ("spearman", "pearson", "kendall", "95% CI [", "s/item", "n         8"):
+    for word in ("spearman", "pearson", "kendall", "95% CI [", "s/item over 8 rows", "cache 0 hits, 8 misses",
+                 "n         8"):
         assert word in proc.stdout, proc.stdout
     cfg = _config(tmp_path, 'datasets = ["DZ"]\n[[methods]]\nprompt = "yesno"\nselector = "bm25-context"\nk = 2\n'
                             'generate = { threads = 2 }\n')
@@ -116,6 +117,12 @@ def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
                             log=lambda m: None)
     assert first["counters"]["cache_misses"] == 8
     assert second["counters"] == {"cache_hits": 8, "cache_misses": 0}
+    # Each folder's time record says which run did the work: the first loaded the model and computed,
+    # the second read every answer from the cache.
+    t1, t2 = first["timing"]["m3"], second["timing"]["m3"]
+    assert (t1["rows"], t1["cache_hits"], t1["cache_misses"]) == (8, 0, 8)
+    assert (t2["rows"], t2["cache_hits"], t2["cache_misses"]) == (8, 8, 0)
+    assert t1["load_s"] > 0 and t1["peak_rss_mib"] > 100 and t1["s_per_item"] > 0
     a = sorted((tmp_path / "a" / "items").rglob("*.jsonl"))
     b = sorted((tmp_path / "b" / "items").rglob("*.jsonl"))
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]

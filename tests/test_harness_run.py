@@ -165,3 +165,25 @@ def test_classic_scorer_lacking_an_input_is_skipped_not_fatal(tmp_path, data_dir
     ran = {(r["method"], r["dataset"]) for r in summary["results"]}
     assert {("length", "dailydialog-grade"), ("bleu4", "dailydialog-zhao")} <= ran
     assert "Not run (`–`): `bleu4` on dailydialog-grade" in (tmp_path / "out" / "leaderboard.md").read_text()
+
+
+def test_compute_time_is_kept_beside_the_rows_and_survives_a_resume(config, data_dir, tmp_path):
+    out = tmp_path / "r"
+    summary = _run(config, data_dir, out)
+    cell = out / "items/length/fed-turn/Overall/seed0.jsonl"
+    first = json.loads(cell.with_suffix(".time.json").read_text())
+    assert first["rows"] == 30 and first["seconds"] >= 0 and first["cache_hits"] == first["cache_misses"] == 0
+    assert first["peak_rss_mib"] > 10  # a Python process with numpy loaded
+    t = summary["timing"]["length"]
+    assert t["rows"] == 4 * 30 and t["s_per_item"] == pytest.approx(t["seconds"] / t["rows"], abs=1e-3)
+    md = (out / "leaderboard.md").read_text()
+    assert "## Compute time and memory" in md and "| length | 120 |" in md
+    # A resume that finds every row saved adds nothing; one that recomputes 19 rows adds exactly those.
+    again = _run(config, data_dir, out)
+    assert again["timing"]["length"]["rows"] == 120
+    lines = cell.read_bytes().splitlines(keepends=True)
+    cell.write_bytes(b"".join(lines[:11]))
+    resumed = _run(config, data_dir, out)
+    assert json.loads(cell.with_suffix(".time.json").read_text())["rows"] == 30 + 19
+    assert resumed["timing"]["length"]["rows"] == 120 + 19
+    assert all(b"seconds" not in data for data in _files(out).values())  # the rows never carry time

@@ -151,9 +151,14 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
             if len(vals) > 1:
                 print(f"{key:<9} mean {statistics.fmean(vals):.3f} ± {statistics.stdev(vals):.3f} (sample sd over "
                       f"{len(vals)} seeds)")
-    n_scored = sum(c["n_items"] for c in cells)
     wall = summary.get("wall_s") or 0.0
-    print(f"time      {wall:.1f} s, {wall / max(n_scored, 1):.3f} s/item")
+    t = (summary.get("timing") or {}).get(name)
+    if t is None:  # every row was already saved in the output folder
+        print(f"time      {wall:.1f} s wall, no row computed")
+        return
+    rss = "" if t["peak_rss_mib"] is None else f", peak RSS {t['peak_rss_mib']:.0f} MiB"
+    print(f"time      {wall:.1f} s wall: {t['s_per_item']:.3f} s/item over {t['rows']} rows, model load "
+          f"{t['load_s']:.1f} s; cache {t['cache_hits']} hits, {t['cache_misses']} misses{rss}")
 
 
 def print_correlations(cell: dict[str, Any]) -> None:

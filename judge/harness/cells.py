@@ -53,11 +53,13 @@ class CellWriter:
         self.f.seek(keep_bytes)
         self.f.flush()
         os.fsync(self.f.fileno())
+        self.rows = 0  # rows appended by this writer
 
     def append(self, row: dict[str, Any]) -> None:
         self.f.write(line(row))
         self.f.flush()
         os.fsync(self.f.fileno())
+        self.rows += 1
 
     def close(self) -> None:
         self.f.close()

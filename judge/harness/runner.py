@@ -25,6 +25,7 @@ from ..qualities import Quality
 from ..results import cell_path, read_rows
 from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
+from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
 
 def seeded_subset(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
@@ -181,19 +182,15 @@ def run_experiment(
             if not cell.items and not path.exists():
                 path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
             if remaining:
-                writer = CellWriter(path, nbytes)
-                try:
-                    run_rows(build(prep, backends), remaining, cell.method.name, cell.quality.name, writer.append,
-                             bar.update, seed=_row_seed(cell))
-                finally:
-                    writer.close()
+                _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
             if exp.retry_failed:
                 _retry_failed(cell, prep, path, backends)
     finally:
         bar.close()
         backends.close()
     wall = time.perf_counter() - t0
-    summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall)
+    summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
+                        timings={c.key: read_timing(p) for c, _, p, *_ in todo})
     summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
                           for c, r in skipped]
     summary["counters"] = backends.counters()
@@ -201,6 +198,28 @@ def run_experiment(
 
     render_all(out, summary, plots=plots)
     return summary
+
+
+def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
+             progress: Callable[[int], None]) -> None:
+    """Score the cell's remaining items into its file, and add what that cost to its time file (also
+    when interrupted, for the rows that were saved)."""
+    writer = CellWriter(path, nbytes)
+    start = time.perf_counter()
+    load_s = seconds = 0.0
+    before = backends.counters()
+    try:
+        scorer = build(prep, backends)  # loads the model when the previous cell used another
+        load_s = time.perf_counter() - start
+        run_rows(scorer, items, cell.method.name, cell.quality.name, writer.append, progress, seed=_row_seed(cell))
+    finally:
+        writer.close()
+        seconds = time.perf_counter() - start - load_s
+        after = backends.counters()
+        add_timing(path, CellTiming(
+            rows=writer.rows, seconds=seconds, load_s=load_s,
+            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
+            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
 
 
 def _row_seed(cell: Cell) -> int | None:

@@ -11,6 +11,7 @@ from .. import stats
 from ..agreement import krippendorff_alpha
 from ..results import SCHEMA
 from .config import Experiment
+from .timing import CellTiming, method_timing
 
 
 def _f(x: float) -> float | None:
@@ -64,8 +65,8 @@ def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None
 
 
 def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
-              wall_s: float | None = None) -> dict[str, Any]:
-    """Everything the reports need, computed once from the per-item rows."""
+              wall_s: float | None = None, timings: dict[tuple, CellTiming] | None = None) -> dict[str, Any]:
+    """Everything the reports need, computed once from the per-item rows (and the cells' time files)."""
     out_cells = []
     for c in cells:
         st = cell_stats(rows[c.key], exp.bootstrap, exp.seed)
@@ -134,8 +135,19 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "comparisons": comparisons,
         "average_comparisons": _average_comparisons(exp, first, rows) if len(exp.datasets) > 1 else [],
         "ceiling": ceiling,
+        "timing": _timing(cells, timings or {}),
         "wall_s": None if wall_s is None else round(wall_s, 1),
     }
+
+
+def _timing(cells: Sequence[Any], timings: dict[tuple, CellTiming]) -> dict[str, Any]:
+    """Per method: the compute time, model loads, cache use and peak memory its cells recorded."""
+    out = {}
+    for m in dict.fromkeys(c.method.name for c in cells):
+        t = method_timing(timings[c.key] for c in cells if c.method.name == m and c.key in timings)
+        if t is not None:
+            out[m] = t
+    return out
 
 
 def _first_seeds(cells: Sequence[Any]) -> dict[tuple[str, str, str], tuple]:

@@ -85,6 +85,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         for r in sys_rows:
             s = r["system_spearman"]
             out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), _p(s["p"])]))
+    out += _timing_md(summary.get("timing") or {})
     out += ["", "## Methods", ""]
     for m, spec in summary["methods"].items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
@@ -111,6 +112,24 @@ def _average_comparisons_md(comps: list[dict[str, Any]]) -> list[str]:
     for c in comps:
         out.append(_md_row([c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
                             f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", _p(c["p"])]))
+    return out
+
+
+def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
+    """What each method cost where it was computed: the speed and memory columns of a leaderboard."""
+    if not timing:
+        return []
+    out = ["", "## Compute time and memory", "",
+           "Summed over the runs that scored each method's rows (a resume adds its own rows; rows already "
+           "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
+           "the hits. Peak RSS is the process's at the end of the method's cells; a run of several methods "
+           "reports the largest so far.", "",
+           _md_row(["method", "rows", "s/item", "compute s", "model load s", "cache hits / misses", "peak RSS"]),
+           _md_row(["---"] + ["---:"] * 6)]
+    for m, t in timing.items():
+        rss = "–" if t.get("peak_rss_mib") is None else f"{t['peak_rss_mib']:.0f} MiB"
+        out.append(_md_row([m, str(t["rows"]), f"{t['s_per_item']:.3g}", f"{t['seconds']:.0f}",
+                            f"{t['load_s']:.1f}", f"{t['cache_hits']} / {t['cache_misses']}", rss]))
     return out
 
 
