@@ -11,6 +11,7 @@ from typing import TextIO
 from ..backends import backend_names
 from ..config import GenerateConfig
 from ..engine import MethodSpec
+from ..engine.spec import COMBINE_RULES, FIT_RULES
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
@@ -73,10 +74,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length. "
                    f"Keys: {', '.join(sorted(MEMBER_KEYS))}")
     e.add_argument("--weights", default=None, metavar="W,W,...", help="member weights (default: equal)")
-    e.add_argument("--combine", default="rank-mean", choices=("rank-mean", "mean"),
+    e.add_argument("--combine", default="rank-mean", choices=COMBINE_RULES,
                    help="rank-mean (default): mean of each member's percentile among the scored items; "
                    "mean: mean of raw scores (members on one scale)")
-    e.add_argument("--fit", default="fixed", choices=("fixed", "cv"),
+    e.add_argument("--fit", default="fixed", choices=FIT_RULES,
                    help="fixed (default): the --weights (or equal ones); cv: weights learned from the scored "
                    "items' human ratings (--quality) in 5 folds by conversation, no item scored with weights "
                    "fitted on its own rating")

@@ -17,6 +17,11 @@ from ..errors import InputError
 
 MethodType = Literal["llm", "classic", "ensemble"]
 
+#: How an ensemble combines its members' scores (:mod:`judge.scorers.ensemble`).
+COMBINE_RULES = ("rank-mean", "mean")
+#: Where an ensemble's weights come from: given (``fixed``) or learned by grouped cross-validation (``cv``).
+FIT_RULES = ("fixed", "cv")
+
 #: Option names that would carry a secret; keys come only from environment variables.
 SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
 
@@ -83,8 +88,6 @@ class MethodSpec:
             object.__setattr__(self, "name", self.default_name())
 
     def _check_ensemble(self) -> None:
-        from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
-
         if len(self.members) < 2:
             raise InputError(f"an ensemble needs at least two members, got {len(self.members)}", field="members")
         if any(m.type == "ensemble" for m in self.members):

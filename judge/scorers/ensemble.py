@@ -20,15 +20,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from ..engine.spec import COMBINE_RULES, FIT_RULES
 from ..items import Item
 from ..qualities import Quality
 from .base import Score, Scorer
 from .ensemble_fit import FOLDS, cv_weights
-
-#: How member scores are combined.
-COMBINE_RULES = ("rank-mean", "mean")
-#: Where the weights come from: given (``fixed``) or learned by grouped cross-validation (``cv``).
-FIT_RULES = ("fixed", "cv")
 
 
 def percentile(sorted_ref: Sequence[float], value: float) -> float:
