@@ -288,12 +288,54 @@ def test_sigterm_mid_load_answers_every_accepted_request(tmp_path):
     (["--token-env", "JUDGE_SERVE_UNSET_VAR"], {}, "JUDGE_SERVE_UNSET_VAR is unset or empty"),
     (["--max-batch", "0"], {}, "field '--max-batch': must be >= 1"),
     (["--k", "2", "--selector", "random", "--quality", "overall"], {}, "--pool FILE"),
-], ids=["remote-host", "token-unset", "max-batch", "k-without-pool"])
+    (["--member", "prompt=yesno", "--member", "scorer=length"], {}, "(--reference-set FILE)"),
+    (["--reference-set", str(EXAMPLES)], {}, "only an ensemble ranks items against a reference set"),
+    (["--member", "prompt=yesno,k=2,selector=random", "--member", "scorer=length", "--quality", "overall",
+      "--reference-set", str(EXAMPLES)], {}, "--pool FILE"),
+], ids=["remote-host", "token-unset", "max-batch", "k-without-pool", "ensemble-without-reference",
+        "reference-without-ensemble", "ensemble-member-k-without-pool"])
 def test_cli_refuses_bad_options(args, env, message):
     proc = subprocess.run([sys.executable, "-m", "judge", "serve", "--port", "0", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, env={**os.environ, **env})
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
+
+
+def test_ensemble_is_served_against_its_reference_set(tmp_path):
+    """An ensemble (SmolLM2 yes/no + length, rank-mean) served with the example file as its reference
+    set gives each request item the row ``judge score`` gives it in that file, as a batch or alone:
+    the item is ranked among the same reference either way. A reply the reference does not hold is
+    ranked among it too (its percentiles stay in [0, 1])."""
+    ensemble = ["--member", "prompt=yesno", "--member", "scorer=length", "--name", "yesno+length"]
+    cache = str(tmp_path / "cache.sqlite")
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "judge", "score", str(EXAMPLES), "-o", str(out), "--threads", "2",
+                           "--quality", "overall", *ensemble], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "JUDGE_CACHE": cache})
+    assert proc.returncode == 0, proc.stderr
+    expected = [json.loads(line) for line in out.read_text().splitlines()]
+    srv = start_server(tmp_path, "--quality", "overall", "--reference-set", str(EXAMPLES), *ensemble,
+                       env={"JUDGE_CACHE": cache})
+    try:
+        records = example_records()
+        status, body = call(srv, "POST", "/v1/score/batch", {"items": records})
+        assert status == 200, body
+        strip = ("group",)
+        got = [{k: v for k, v in row.items() if k not in strip} for row in json.loads(body)["rows"]]
+        assert got == [{k: v for k, v in row.items() if k not in strip} for row in expected]
+        status, body = call(srv, "POST", "/v1/score", records[3])
+        assert status == 200, body
+        assert json.loads(body)["score"] == expected[3]["score"]
+        new = {**records[0], "id": "unseen", "response": records[0]["response"] + " " + "and so on " * 40}
+        status, body = call(srv, "POST", "/v1/score", new)
+        assert status == 200, body
+        row = json.loads(body)
+        assert row["error"] is None and 0.0 <= row["score"] <= 1.0
+        assert row["score"] != expected[0]["score"]  # forty more words move the length member to the top
+        status, body = call(srv, "GET", "/v1/info")
+        assert json.loads(body)["scorer"]["members"] == ["yesno-none-k0", "length"]
+    finally:
+        srv.stop()
 
 
 def test_import_judge_does_not_import_the_web_stack():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TextIO
 
@@ -125,21 +125,23 @@ def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Qua
 def backend_options(args: argparse.Namespace) -> dict[str, object]:
     """Backend keyword options: the API flags (--backend openai) plus ``--backend-option KEY=VALUE`` pairs
     (JSON values: 2, true, "x"; else text)."""
-    import json
-
     out: dict[str, object] = {}
     if args.backend == "openai":
         out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
                    sampling_fallback=args.sampling_fallback)
     for raw in args.backend_option:
-        key, sep, value = raw.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise InputError(f"expected KEY=VALUE, got {raw!r}", field="backend-option")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
+        key, value = key_value(raw, "backend-option", _json_value)
+        out[key] = value
     return out
+
+
+def _json_value(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # a bare word: a string
 
 
 def generate_config(args: argparse.Namespace) -> GenerateConfig:
@@ -204,18 +206,17 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
 def _member(base: MethodSpec, text: str) -> MethodSpec:
     """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one)."""
     changes: dict[str, object] = {}
+    keys = ", ".join(sorted(MEMBER_KEYS))
     for pair in text.split(","):
-        key, sep, value = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in MEMBER_KEYS:
-            raise InputError(f"expects KEY=VALUE pairs with keys {', '.join(sorted(MEMBER_KEYS))}, got {pair!r}",
-                             field="--member")
-        parsed = _option_value(value.strip())
+        key, parsed = key_value(pair, "--member", lambda v: v)
+        if key not in MEMBER_KEYS:
+            raise InputError(f"expects KEY=VALUE pairs with keys {keys}, got {pair!r}", field="--member")
         kind = MEMBER_KEYS[key]
-        if kind is str:
-            parsed = value.strip()
-        elif not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
-            raise InputError(f"{key} must be {kind.__name__}, got {value.strip()!r}", field="--member")
+        if kind is not str:
+            parsed = _option_value(str(parsed))
+            if not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
+                raise InputError(f"{key} must be {kind.__name__}, got {pair.partition('=')[2].strip()!r}",
+                                 field="--member")
         changes[key] = parsed
     if "scorer" in changes:
         extra = set(changes) - {"scorer", "name"}
@@ -252,6 +253,16 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
     )
 
 
+def key_value(text: str, field: str, parse: Callable[[str], object]) -> tuple[str, object]:
+    """One ``KEY=VALUE`` of a repeatable flag: the key (``-`` read as ``_``, an identifier) and the
+    value read by ``parse``; InputError naming the flag otherwise."""
+    key, sep, value = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or not key.isidentifier():
+        raise InputError(f"expects KEY=VALUE, got {text!r}", field=field)
+    return key, parse(value.strip())
+
+
 def _option_value(text: str) -> object:
     import tomllib
 
@@ -265,10 +276,8 @@ def scorer_options(args: argparse.Namespace) -> dict[str, object]:
     """Options of the classic scorer named by --scorer: --scorer-option pairs, --scorer-model, --threads."""
     options: dict[str, object] = {}
     for opt in args.scorer_option:
-        key, sep, value = opt.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--scorer-option expects KEY=VALUE, got {opt!r}", field="scorer-option")
-        options[key.strip().replace("-", "_")] = _option_value(value.strip())
+        key, value = key_value(opt, "scorer-option", _option_value)
+        options[key] = value
     if args.scorer_model is not None:
         options["model"] = args.scorer_model
     if args.threads is not None and args.scorer not in _NO_THREADS:

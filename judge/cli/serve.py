@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import EXIT_OK
-from .options import add_judge_options, resolve_quality, spec_from_args
+from .options import add_judge_options, parse_scales, resolve_quality, spec_from_args
 
 #: Default limit of a request body (bytes).
 MAX_BODY_BYTES = 1 << 20
@@ -30,6 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"largest request body (default {MAX_BODY_BYTES}); larger ones get 413 unread")
     s.add_argument("--token-env", default=None, metavar="NAME", help="require 'Authorization: Bearer <token>' on "
                    "every endpoint but /healthz, the token read from environment variable NAME (never a flag)")
+    s.add_argument("--reference-set", default=None, metavar="FILE",
+                   help="ensembles (--member ...): the items each request's items are ranked among, a JSONL or "
+                   "benchmark file scored once at startup (rated for --quality with --fit cv)")
     add_judge_options(p)
     return p
 
@@ -91,15 +94,18 @@ def run(args: argparse.Namespace) -> int:
     token = read_token(args.token_env)
     require_extra()
     spec = spec_from_args(args)
-    pool = load_items(spec.pool) if spec.pool else []
-    known = _registered_qualities(spec.pool, pool) if spec.pool else ()
-    quality = resolve_quality(args.quality, pool, known)
+    # The quality's scale is read from the file that holds labels: the example pool, else the reference set.
+    source = spec.pool or args.reference_set
+    reference = load_items(args.reference_set) if args.reference_set else None
+    labelled = load_items(spec.pool) if spec.pool else reference or []
+    known = _registered_qualities(source, labelled) if source else ()
+    quality = resolve_quality(args.quality, labelled, known, parse_scales(args))
     sock = bind(args.host, args.port)
     try:
         from ..serve.app import Settings, create_app
         from ..serve.service import JudgeService
 
-        service = JudgeService.build(spec, quality)
+        service = JudgeService.build(spec, quality, reference)
         try:
             settings = Settings(max_batch=args.max_batch, max_body_bytes=args.max_body_bytes, token=token)
             serve(create_app(service, settings), sock)

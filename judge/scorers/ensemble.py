@@ -19,12 +19,24 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ..engine.spec import COMBINE_RULES, FIT_RULES
 from ..items import Item
 from ..qualities import Quality
 from .base import Score, Scorer
 from .ensemble_fit import FOLDS, cv_weights
+
+
+@dataclass
+class _State:
+    """What scoring against one reference needs: each member's scores of the reference items (by id)
+    with their sorted values, and the weights (per reference item with ``fit = "cv"``, and the default)."""
+
+    reference: list[Item]
+    per_member: list[tuple[dict[str, Score], list[float]]]
+    by_item: dict[str, Sequence[float]]
+    default: Sequence[float]
 
 
 def percentile(sorted_ref: Sequence[float], value: float) -> float:
@@ -67,6 +79,7 @@ class EnsembleScorer(Scorer):
         self.reference = list(reference) if reference is not None else None
         self.fit = fit
         self.quality = quality
+        self._memo: _State | None = None
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {"type": "ensemble", "combine": self.combine, "weights": self.weights,
@@ -81,13 +94,34 @@ class EnsembleScorer(Scorer):
 
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         items = list(items)
-        reference = self.reference if self.reference is not None else items
-        ref_ids = {it.id for it in reference}
-        everyone = [*reference, *(it for it in items if it.id not in ref_ids)]
-        per_member = [self._member_scores(make, everyone, ref_ids) for _, make in self.members]
-        by_item, default = self._fitted(reference, per_member) if self.fit == "cv" else ({}, self.weights)
+        base = self._reference_state() if self.reference is not None else self._state(items)
+        ref_by_id = {it.id: it for it in base.reference}
+        # An item is a reference item only if it is the same item, not merely the same id: a served
+        # request may reuse an id of the reference file for a different reply.
+        extra = [it for it in items if ref_by_id.get(it.id) != it]
+        fresh = [{s.item_id: s for s in make().score(extra)} if extra else {} for _, make in self.members]
+        extra_ids = {it.id for it in extra}
         for item in items:
-            yield self._combine(item, per_member, by_item.get(item.id, default))
+            if item.id in extra_ids:
+                scores = [(fresh_m[item.id], ref) for fresh_m, (_, ref) in zip(fresh, base.per_member, strict=True)]
+                weights = base.default
+            else:
+                scores = [(by_id[item.id], ref) for by_id, ref in base.per_member]
+                weights = base.by_item.get(item.id, base.default)
+            yield self._combine(item, scores, weights)
+
+    def _reference_state(self) -> _State:
+        """The fixed reference's member scores and weights, computed once per scorer: a service or a
+        resumed cell scoring a few items at a time does not re-score the whole reference each call."""
+        assert self.reference is not None
+        if self._memo is None:
+            self._memo = self._state(self.reference)
+        return self._memo
+
+    def _state(self, reference: list[Item]) -> _State:
+        per_member = [self._member_scores(make, reference) for _, make in self.members]
+        by_item, default = self._fitted(reference, per_member) if self.fit == "cv" else ({}, self.weights)
+        return _State(reference, per_member, by_item, default)
 
     def _fitted(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]
                 ) -> tuple[dict[str, Sequence[float]], Sequence[float]]:
@@ -106,19 +140,16 @@ class EnsembleScorer(Scorer):
             return None
         return percentile(ref, s.value) if self.combine == "rank-mean" else s.value
 
-    def _member_scores(self, make: Callable[[], Scorer], everyone: list[Item],
-                       ref_ids: set[str]) -> tuple[dict[str, Score], list[float]]:
-        """One member's scores of every item, and its sorted scores on the reference items."""
-        scores = {s.item_id: s for s in make().score(everyone)}
-        ref = sorted(s.value for i, s in scores.items() if i in ref_ids and s.ok and s.value is not None)
-        return scores, ref
+    def _member_scores(self, make: Callable[[], Scorer], reference: list[Item]) -> tuple[dict[str, Score], list[float]]:
+        """One member's scores of the reference items, and those scores sorted (failures left out)."""
+        scores = {s.item_id: s for s in make().score(reference)}
+        return scores, sorted(s.value for s in scores.values() if s.ok and s.value is not None)
 
-    def _combine(self, item: Item, per_member: list[tuple[dict[str, Score], list[float]]],
+    def _combine(self, item: Item, per_member: Sequence[tuple[Score, list[float]]],
                  weights: Sequence[float]) -> Score:
         errors: list[str] = []
         used: list[tuple[Score, float, float]] = []  # (score, value, weight)
-        for (name, _), w, (scores, ref) in zip(self.members, weights, per_member, strict=True):
-            s = scores[item.id]
+        for (name, _), w, (s, ref) in zip(self.members, weights, per_member, strict=True):
             value = self._value(s, ref)
             if value is None:
                 errors.append(f"{name}: {s.error or 'no score'}")

@@ -38,24 +38,22 @@ class JudgeService:
     seed: int | None
 
     @classmethod
-    def build(cls, spec: MethodSpec, quality: Quality | None) -> JudgeService:
+    def build(cls, spec: MethodSpec, quality: Quality | None, reference: Sequence[Item] | None = None
+              ) -> JudgeService:
         """Prepare and build the judge before the service listens (bad options fail here, not per request).
 
         No items are known yet, so the example pool must come from ``--pool`` when ``k > 0``: the
         engine's default (the rated items being scored) would freeze the first request's items as
-        every later request's examples.
+        every later request's examples. An ensemble places each item among a fixed ``reference`` set
+        (``--reference-set FILE``), whose member scores (and ``cv`` weights) are computed here, once.
         """
-        if spec.type == "ensemble":
-            raise InputError("an ensemble places each item among a reference set (the whole file or benchmark "
-                             "cell); requests arrive one by one, so serve its members, or score files with "
-                             "judge score", field="member")
-        if spec.type == "llm" and spec.k > 0 and not spec.pool:
-            raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
-                             field="pool")
-        prep = prepare(spec, None, quality)
+        check_servable(spec, reference)
+        prep = prepare(spec, reference, quality)
         backends = BackendPool()
         try:
             scorer = build(prep, backends)
+            if reference is not None:
+                list(scorer.score(reference[:1]))  # scores the whole reference now, before the port answers
         except BaseException:
             backends.close()
             raise
@@ -101,6 +99,20 @@ class JudgeService:
 
     def close(self) -> None:
         self.backends.close()
+
+
+def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
+    """The spec options a service cannot honour without a file: examples need ``--pool``, an ensemble
+    needs ``--reference-set`` (and nothing else does)."""
+    if spec.type == "ensemble" and reference is None:
+        raise InputError("an ensemble places each item among a reference set; a service has no file to rank "
+                         "against, so give one (--reference-set FILE)", field="--reference-set")
+    if spec.type != "ensemble" and reference is not None:
+        raise InputError("only an ensemble ranks items against a reference set (--member ...)", field="--reference-set")
+    for member in spec.members or (spec,):
+        if member.type == "llm" and member.k > 0 and not member.pool:
+            raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
+                             field="pool")
 
 
 def versions() -> dict[str, str | None]:
