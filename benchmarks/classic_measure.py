@@ -7,8 +7,8 @@ import time
 
 from judge.cli.bench import subset
 from judge.datasets import load_benchmark
+from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.errors import InputError
-from judge.qualities import DSTC10_SETS, dataset_info
 from judge.scorers.classic import create_classic
 from judge.stats import correlations
 

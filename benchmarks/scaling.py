@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
+from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build_scorer
 from judge.items import Item
-from judge.qualities import dataset_info
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 

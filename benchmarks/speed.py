@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT))
 from judge.answers import candidates
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
+from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build_scorer
 from judge.items import Item
-from judge.qualities import dataset_info
 from judge.scorers.llm import LLMJudge
 from judge.scorers.rules import ScoringError, score_distribution
 

@@ -18,11 +18,12 @@ from typing import Any
 from .backends import Prompt, backend_names, create_backend
 from .config import GenerateConfig
 from .datasets import load_benchmark, load_items
+from .datasets.benchmarks import DATASETS, dataset_info
 from .engine import BackendPool, MethodSpec, build, build_scorer, prepare
 from .errors import InputError, JudgeError, TemplateError, UnknownNameError
 from .items import Item, Turn
 from .prompts import PromptTemplate, builtin_prompts, get_prompt, load_template
-from .qualities import DATASETS, Quality, dataset_info
+from .qualities import Quality
 from .scorers.base import Score, Scorer
 from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector

@@ -1,11 +1,14 @@
-"""Registry of known qualities (name, level, scale, wording for prompts) and benchmark sets."""
+"""Known qualities (name, level, scale, wording for prompts) and reading a quality's scale for data.
+
+The benchmark sets that use them are registered in :mod:`judge.datasets.benchmarks`.
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import InputError, UnknownNameError
 from .items import Item, Level
@@ -108,73 +111,6 @@ GRADE = (_q("relevance", _T, 1, 5, "relevant the response is to the dialog histo
 #: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
 #: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
 GENERIC_OVERALL = _q("overall", _T, 1, 5, "good the response is overall")
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """A known benchmark set: where its file lives under a data dir, its format, scales and overall key."""
-
-    name: str
-    abbrev: str
-    path: str
-    format: str
-    level: Level
-    overall: str
-    qualities: tuple[Quality, ...] = field(default=())
-
-    def quality(self, name: str) -> Quality:
-        for q in self.qualities:
-            if q.name.lower() == name.lower():
-                return q
-        raise UnknownNameError(f"quality of {self.name}", name, [q.name for q in self.qualities])
-
-
-_D10 = "dstc10_track5/"
-
-DATASETS: dict[str, DatasetInfo] = {
-    d.name: d
-    for d in (
-        DatasetInfo("fed-turn", "FT", _D10 + "fed-turn_eval.json", "dstc10", "turn", "Overall", FED_TURN),
-        DatasetInfo("fed-dial", "FD", _D10 + "fed-dial_eval.json", "dstc10-dial", "dialog", "Overall", FED_DIAL),
-        DatasetInfo("topical-usr", "TU", _D10 + "topical-usr_eval.json", "dstc10", "turn", "Overall", USR),
-        DatasetInfo("persona-usr", "PU", _D10 + "persona-usr_eval.json", "dstc10", "turn", "Overall", USR),
-        DatasetInfo("dailydialog-zhao", "DZ", _D10 + "dailydialog-zhao_eval.json", "dstc10", "turn", "appropriateness", ZHAO),
-        DatasetInfo("dailydialog-gupta", "DGU", _D10 + "dailydialog-gupta_eval.json", "dstc10", "turn", "overall", GUPTA),
-        DatasetInfo("dailydialog-grade", "DGR", _D10 + "dailydialog-grade_eval.json", "dstc10", "turn", "relevance", GRADE),
-        DatasetInfo("empathetic-grade", "EG", _D10 + "empathetic-grade_eval.json", "dstc10", "turn", "relevance", GRADE),
-        # The other two DSTC10 Track 5 dev sets (not among the paper's eight; see DSTC10_SETS).
-        DatasetInfo("persona-zhao", "PZ", _D10 + "persona-zhao_eval.json", "dstc10", "turn", "appropriateness", ZHAO),
-        DatasetInfo("convai2-grade", "CG", _D10 + "convai2-grade_eval.json", "dstc10", "turn", "relevance", GRADE),
-        # Original releases (same annotations, fields the DSTC10 copies lack).
-        DatasetInfo("fed", "FED", "fed/fed_data.json", "fed", "turn", "Overall", FED_TURN + FED_DIAL),
-        DatasetInfo("usr-topical", "TU-orig", "usr/tc_usr_data.json", "usr", "turn", "Overall", USR),
-        DatasetInfo("usr-persona", "PU-orig", "usr/pc_usr_data.json", "usr", "turn", "Overall", USR),
-        DatasetInfo("gupta-csv", "DGU-orig", "dailydialog_gupta/mturk_rating_processed_output.csv", "gupta", "turn", "overall", GUPTA),
-    )
-}
-
-#: The eight DSTC10 Track 5 sets of the paper's multi-domain setting, in the paper's column order
-#: (the release's other two, persona-zhao and convai2-grade, are registered but not in the paper).
-DSTC10_SETS = (
-    "topical-usr",
-    "dailydialog-zhao",
-    "persona-usr",
-    "dailydialog-gupta",
-    "dailydialog-grade",
-    "fed-turn",
-    "empathetic-grade",
-    "fed-dial",
-)
-
-
-def dataset_info(name: str) -> DatasetInfo:
-    """Look up a benchmark set by name (file stem without `_eval`) or abbreviation (TU, DZ, ...)."""
-    if name in DATASETS:
-        return DATASETS[name]
-    for d in DATASETS.values():
-        if d.abbrev.lower() == name.lower() or d.name.lower() == name.lower():
-            return d
-    raise UnknownNameError("dataset", name, list(DATASETS) + [d.abbrev for d in DATASETS.values()])
 
 
 def find_quality(name: str, level: Level | None = None) -> Quality | None:

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from judge.datasets import FORMATS, check_scale, detect_format, load_benchmark, load_items
+from judge.datasets.benchmarks import DATASETS, dataset_info
 from judge.errors import InputError, UnknownNameError
 from judge.items import KNOWN_SPEAKERS, SYSTEM, USER, Item
-from judge.qualities import DATASETS, GENERIC_OVERALL, dataset_info
+from judge.qualities import GENERIC_OVERALL
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "dialogues.jsonl"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from judge import GenerateConfig, load_benchmark, make_judge
+from judge.datasets.benchmarks import dataset_info
 from judge.engine import ROW_KEYS, MethodSpec
 from judge.errors import InputError
 from judge.harness import load_experiment, run_experiment
-from judge.qualities import dataset_info
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -267,7 +267,7 @@ def test_cv_weights_never_see_the_ratings_of_the_items_they_score(data_dir):
     ratings of one fold leaves that fold's scores exactly as they were (and moves the others)."""
     import dataclasses
 
-    from judge.qualities import dataset_info
+    from judge.datasets.benchmarks import dataset_info
     from judge.scorers.ensemble_fit import cv_weights, fold_of
 
     items = load_benchmark("TU", data_dir)

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from judge.datasets import load_benchmark
+from judge.datasets.benchmarks import DATASETS
 from judge.items import Item
-from judge.qualities import DATASETS
 from judge.selectors.guard import allowed
 
 #: Registered sets whose files ../shared/data does not hold; they are checked on their fixtures.

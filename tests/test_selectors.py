@@ -280,7 +280,7 @@ def test_example_labels_rating_and_yesno_threshold():
 
 def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
     from judge.datasets import load_benchmark
-    from judge.qualities import dataset_info
+    from judge.datasets.benchmarks import dataset_info
     from judge.scorers.llm import LLMJudge
 
     # DailyDialog-Zhao: a DSTC10 set with short contexts (a cheap 4-shot prompt), ~9 responses per context.
@@ -338,7 +338,7 @@ def small_ctx():
 def test_window_fitting_drops_least_relevant_first_with_real_model(data_dir, small_ctx):
     from judge import Prompt
     from judge.datasets import load_benchmark
-    from judge.qualities import dataset_info
+    from judge.datasets.benchmarks import dataset_info
     from judge.scorers.llm import LLMJudge
 
     dz = load_benchmark("dailydialog-zhao", data_dir)

@@ -21,9 +21,10 @@ from judge.datasets import (
     parse_scale,
     resolve_source,
 )
+from judge.datasets.benchmarks import DATASETS, DSTC10_SETS, dataset_info
 from judge.errors import InputError, UnknownNameError
 from judge.prompts import get_prompt
-from judge.qualities import DATASETS, DSTC10_SETS, FED_TURN, dataset_info, quality_for
+from judge.qualities import FED_TURN, quality_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RATED = FIXTURES / "rated_0to2.jsonl"

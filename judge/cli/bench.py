@@ -14,13 +14,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
 from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
 from ..io import atomic_file, check_output_path
-from ..qualities import dataset_info
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_judge_options, parse_scales, report_counters, spec_from_args

@@ -10,10 +10,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..datasets import check_scale, load_items
+from ..datasets.benchmarks import dataset_info
 from ..engine import BackendPool, MethodSpec, build, prepare, run_rows
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
-from ..qualities import dataset_info
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_judge_options, parse_scales, report_counters, resolve_quality, spec_from_args

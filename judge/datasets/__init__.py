@@ -13,9 +13,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..items import Item
-from ..qualities import dataset_info, parse_scale
+from ..qualities import parse_scale
 from ..registry import Registry
 from ._common import check_scale, dataset_name, parse_json, read_text
+from .benchmarks import dataset_info
 from .source import Source, resolve_source
 
 __all__ = ["FORMATS", "FORMAT_LOADERS", "Source", "check_scale", "detect_format", "load_benchmark", "load_items",
@@ -103,7 +104,7 @@ def load_items(path: str | Path, *, format: str | None = None, dataset: str | No
 
 
 def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:
-    """Load a registered benchmark set (``qualities.DATASETS``: name or abbreviation) from ``data_dir``."""
+    """Load a registered benchmark set (``benchmarks.DATASETS``: name or abbreviation) from ``data_dir``."""
     info = dataset_info(name)
     path = Path(data_dir) / info.path
     if not path.is_file():

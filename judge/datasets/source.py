@@ -13,8 +13,9 @@ from pathlib import Path
 
 from ..errors import InputError, UnknownNameError
 from ..items import Item, Level
-from ..qualities import DATASETS, DatasetInfo, Quality, Scale, dataset_info, quality_for
+from ..qualities import Quality, Scale, quality_for
 from ._common import check_scale, dataset_name, read_text
+from .benchmarks import DATASETS, DatasetInfo, dataset_info
 
 
 @dataclass(frozen=True)

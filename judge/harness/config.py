@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import GenerateConfig
+from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
 from ..engine.spec import MethodSpec
 from ..errors import InputError, JudgeError
-from ..qualities import DatasetInfo, Scale, dataset_info, parse_scale
+from ..qualities import Scale, parse_scale
 from ..results import slug
 
 TOP_KEYS = {

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..datasets.benchmarks import dataset_info
 from ..errors import UnknownNameError
-from ..qualities import dataset_info
 
 
 @dataclass(frozen=True)
