@@ -178,6 +178,8 @@ def test_compute_time_is_kept_beside_the_rows_and_survives_a_resume(config, data
     assert t["rows"] == 4 * 30 and t["s_per_item"] == pytest.approx(t["seconds"] / t["rows"], abs=1e-3)
     md = (out / "leaderboard.md").read_text()
     assert "## Compute time and memory" in md and "| length | 120 |" in md
+    html = (out / "leaderboard.html").read_text()
+    assert "<h2>Compute time and memory" in html and "<tr><td>length</td><td>120</td>" in html
     # A resume that finds every row saved adds nothing; one that recomputes 19 rows adds exactly those.
     again = _run(config, data_dir, out)
     assert again["timing"]["length"]["rows"] == 120

@@ -48,8 +48,13 @@ class _Table(HTMLParser):
         self.rows: list[list[str]] = []
         self.classes: list[list[str]] = []
         self._in = False
+        self.tables = 0
 
     def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables += 1
+        if self.tables != 1:  # the leaderboard only (compute time and comparisons follow it)
+            return
         if tag == "tr":
             self.rows.append([])
             self.classes.append([])

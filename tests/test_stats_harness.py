@@ -322,3 +322,8 @@ def test_harness_reports_the_average_ci_and_paired_average(tmp_path, data_dir):
     assert f"| **{avg['overall']:.3f}** [{ci['low']:.2f}, {ci['high']:.2f}] |" in md
     assert "## Paired comparisons of the averages (same items)" in md
     assert "| length | length-copy | 2 |" in md
+    from judge.report import render_html
+
+    html = render_html(summary)
+    assert "<h2>Paired comparisons of the averages" in html
+    assert f"<tr><td>length</td><td>length-copy</td><td>2</td><td>{comp['n']}</td>" in html

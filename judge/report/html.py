@@ -1,14 +1,23 @@
-"""A self-contained HTML leaderboard (no scripts, inline CSS), the same table as the Markdown one."""
+"""A self-contained HTML leaderboard (no scripts, inline CSS): the Markdown report's leaderboard, paired
+comparisons of the averages and compute time."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
-from .table import build, cell_label, fmt
+from .table import (
+    AVERAGE_COMPARISON_HEADER,
+    TIMING_HEADER,
+    average_comparison_cells,
+    build,
+    cell_label,
+    fmt,
+    timing_cells,
+)
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table.leaderboard{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
+table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}td.best{font-weight:bold;background:#e8f5e9}
 td.ns{color:#888}tr.paper td{color:#555;font-style:italic}tr.ceiling td{background:#f5f5f5}
 .ci{color:#666;font-size:85%}"""
@@ -48,7 +57,21 @@ def render_html(summary: dict[str, Any]) -> str:
     h.append('<tr class="n"><td>n (items)</td>' + "".join(
         f"<td>{'' if c.n is None else c.n}</td>" for c in board.columns) + "</tr>")
     h.append("</tbody></table>")
+    h += _table("Paired comparisons of the averages (same items, stratified bootstrap over conversations)",
+                AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.get("average_comparisons") or []))
+    h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
+                timing_cells(summary.get("timing") or {}))
     for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")
     return "\n".join(h) + "\n"
+
+
+def _table(title: str, header: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    """A titled plain table (nothing when there are no rows)."""
+    if not rows:
+        return []
+    h = [f"<h2>{escape(title)}</h2>", '<table class="plain"><thead><tr>']
+    h += [f"<th>{escape(x)}</th>" for x in header] + ["</tr></thead><tbody>"]
+    h += ["<tr>" + "".join(f"<td>{escape(x)}</td>" for x in row) + "</tr>" for row in rows]
+    return [*h, "</tbody></table>"]

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .table import CellValue, Leaderboard, build, cell_label, fmt
+from .table import (
+    AVERAGE_COMPARISON_HEADER,
+    TIMING_HEADER,
+    CellValue,
+    Leaderboard,
+    average_comparison_cells,
+    build,
+    cell_label,
+    fmt,
+    p_text,
+    timing_cells,
+)
 
 
 def cell_text(c: CellValue, *, ci: bool = True) -> str:
@@ -74,8 +85,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
                 _md_row(["---"] * 4 + ["---:"] * 6)]
         for c in comps:
             out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-                                f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", _p(c["p"]),
-                                _p(c["williams_p"])]))
+                                f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", p_text(c["p"]),
+                                p_text(c["williams_p"])]))
     out += _average_comparisons_md(summary.get("average_comparisons") or [])
     sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
     if sys_rows:
@@ -84,7 +95,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
                 _md_row(["---"] * 3 + ["---:"] * 3)]
         for r in sys_rows:
             s = r["system_spearman"]
-            out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), _p(s["p"])]))
+            out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
     out += _timing_md(summary.get("timing") or {})
     out += ["", "## Methods", ""]
     for m, spec in summary["methods"].items():
@@ -107,12 +118,8 @@ def _average_comparisons_md(comps: list[dict[str, Any]]) -> list[str]:
     out = ["", "## Paired comparisons of the averages (same items)", "",
            "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
            "for A and B, and takes the DSTC10 average of each; n = items over all the sets.", "",
-           _md_row(["A", "B", "sets", "n", "avg A", "avg B", "A − B [95% CI]", "p (bootstrap)"]),
-           _md_row(["---"] * 2 + ["---:"] * 6)]
-    for c in comps:
-        out.append(_md_row([c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-                            f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", _p(c["p"])]))
-    return out
+           _md_row(list(AVERAGE_COMPARISON_HEADER)), _md_row(["---"] * 2 + ["---:"] * 6)]
+    return out + [_md_row(cells) for cells in average_comparison_cells(comps)]
 
 
 def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
@@ -124,13 +131,8 @@ def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
            "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
            "the hits. Peak RSS is the process's at the end of the method's cells; a run of several methods "
            "reports the largest so far.", "",
-           _md_row(["method", "rows", "s/item", "compute s", "model load s", "cache hits / misses", "peak RSS"]),
-           _md_row(["---"] + ["---:"] * 6)]
-    for m, t in timing.items():
-        rss = "–" if t.get("peak_rss_mib") is None else f"{t['peak_rss_mib']:.0f} MiB"
-        out.append(_md_row([m, str(t["rows"]), f"{t['s_per_item']:.3g}", f"{t['seconds']:.0f}",
-                            f"{t['load_s']:.1f}", f"{t['cache_hits']} / {t['cache_misses']}", rss]))
-    return out
+           _md_row(list(TIMING_HEADER)), _md_row(["---"] + ["---:"] * 6)]
+    return out + [_md_row(cells) for cells in timing_cells(timing)]
 
 
 def _unit_text(summary: dict[str, Any]) -> str:
@@ -156,7 +158,3 @@ def _degenerate_text(summary: dict[str, Any]) -> str:
     if comps:
         text += f", {n_cmp} over the {len(comps)} paired tests"
     return text + "."
-
-
-def _p(p: float | None) -> str:
-    return "–" if p is None else f"{p:.3g}"

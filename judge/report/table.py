@@ -160,3 +160,32 @@ def cell_label(c: CellValue, star: str = "*") -> str:
 
 def fmt(x: float | None, digits: int = 3) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+#: Header of the compute-time table (Markdown and HTML).
+TIMING_HEADER = ("method", "rows", "s/item", "compute s", "model load s", "cache hits / misses", "peak RSS")
+
+
+def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """One row of text per method of ``summary["timing"]``, in :data:`TIMING_HEADER`'s order."""
+    out = []
+    for m, t in timing.items():
+        rss = "–" if t.get("peak_rss_mib") is None else f"{t['peak_rss_mib']:.0f} MiB"
+        out.append([m, str(t["rows"]), f"{t['s_per_item']:.3g}", f"{t['seconds']:.0f}", f"{t['load_s']:.1f}",
+                    f"{t['cache_hits']} / {t['cache_misses']}", rss])
+    return out
+
+
+#: Header of the paired comparisons of the averages (Markdown and HTML).
+AVERAGE_COMPARISON_HEADER = ("A", "B", "sets", "n", "avg A", "avg B", "A − B [95% CI]", "p (bootstrap)")
+
+
+def average_comparison_cells(comps: list[dict[str, Any]]) -> list[list[str]]:
+    """One row of text per entry of ``summary["average_comparisons"]``."""
+    return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
+             f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", p_text(c["p"])] for c in comps]
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as reports print it (3 significant digits; ``–`` when undefined)."""
+    return "–" if p is None else f"{p:.3g}"
