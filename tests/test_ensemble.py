@@ -223,10 +223,10 @@ def test_cli_member_errors_are_named(args, message):
     assert message in proc.stderr
 
 
-def test_serve_refuses_an_ensemble_with_the_reason():
+def test_serve_refuses_an_ensemble_without_a_reference_set():
     proc = _cli("serve", "--member", "prompt=yesno", "--member", "scorer=length", "--port", "0")
     assert proc.returncode == 2
-    assert "reference set" in proc.stderr
+    assert "reference set" in proc.stderr and "--reference-set FILE" in proc.stderr
 
 
 # -- weights learned by grouped cross-validation (fit = "cv") ----------------------------------------
@@ -299,9 +299,132 @@ def test_cv_weights_never_see_the_ratings_of_the_items_they_score(data_dir):
 def test_cv_fit_is_refused_without_ratings_to_learn_from():
     with pytest.raises(InputError, match="give weights or fit, not both"):
         MethodSpec(type="ensemble", fit="cv", weights=(1.0, 1.0), members=_cv_ensemble().members)
-    with pytest.raises(InputError, match="must be one of fixed, cv"):
+    with pytest.raises(InputError, match="must be one of fixed, cv, lodo"):
         MethodSpec(type="ensemble", fit="loo", members=_cv_ensemble().members)
     with pytest.raises(InputError, match="name the quality"):
         prepare(_cv_ensemble(), load_items(str(EXAMPLES)))
     proc = _cli("score", str(EXAMPLES), "--scorer", "length", "--fit", "cv")
     assert proc.returncode == 2 and "--fit needs ensemble members" in proc.stderr
+
+
+# -- weights learned on the other sets (fit = "lodo") ------------------------------------------------
+
+LODO_CONFIG = """
+name = "lodo"
+data_dir = "{data}"
+output = "{out}"
+datasets = ["TU", "DZ", "PU", "DGU"]
+qualities = ["overall"]
+limit = 60
+[[methods]]
+name = "rouge"
+type = "classic"
+scorer = "rouge-l"
+[[methods]]
+name = "len"
+type = "classic"
+scorer = "length"
+[[methods]]
+name = "lodo"
+type = "ensemble"
+members = ["rouge", "len"]
+fit = "lodo"
+"""
+LODO_SETS = {"topical-usr": "Overall", "dailydialog-zhao": "appropriateness", "persona-usr": "Overall",
+             "dailydialog-gupta": "overall"}
+
+
+def _spearman(a, b) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def _lodo_expected(rows: dict[str, dict[str, list[dict]]], held_out: str) -> tuple[float, float]:
+    """The weights (rouge, len) with the best mean Spearman over the sets other than ``held_out``,
+    searched here by brute force over multiples of 0.1, ties to the weights nearest equal."""
+    best, best_rho = None, -2.0
+    for a in sorted(range(11), key=lambda i: (abs(i - 5), i)):
+        w = (a / 10, 1 - a / 10)
+        rhos = []
+        for ds in LODO_SETS:
+            if ds == held_out:
+                continue
+            r, n = rows[ds]["rouge"], rows[ds]["len"]
+            sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
+            combined = [w[0] * percentile(sr, x["score"]) + w[1] * percentile(sn, y["score"]) for x, y in zip(r, n)]
+            rhos.append(_spearman(combined, [x["human"] for x in r]))
+        rho = sum(rhos) / len(rhos)
+        if rho > best_rho + 1e-12:
+            best, best_rho = w, rho
+    assert best is not None
+    return best
+
+
+def _lodo_run(tmp_path, data_dir, load=None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = tmp_path / "res"
+    cfg = tmp_path / "lodo.toml"
+    cfg.write_text(LODO_CONFIG.format(data=data_dir, out=out))
+    run_experiment(load_experiment(cfg), progress=False, plots=False, load=load, log=lambda m: None)
+    rows = {ds: {m: read_rows(cell_path(out, m, ds, q, 0)) for m in ("rouge", "len", "lodo")}
+            for ds, q in LODO_SETS.items()}
+    # The members' unrounded scores (rows keep 6 decimals, which can tie two different ROUGE values).
+    for ds, by_method in rows.items():
+        items = {it.id: it for it in load_benchmark(ds, data_dir)}
+        cell = [items[r["id"]] for r in by_method["rouge"]]
+        for m, scorer in (("rouge", "rouge-l"), ("len", "length")):
+            exact = {s.item_id: s.value for s in create_classic(scorer).score(cell)}
+            by_method[m] = [{**r, "score": exact[r["id"]]} for r in by_method[m]]
+    return out, rows
+
+
+def test_lodo_weights_come_from_the_other_sets_only(tmp_path, data_dir):
+    """Four sets with two model-free members (ROUGE-L against the reference, length): each set's
+    ensemble score is the weighted mean of its members' percentiles with the weights that rank the
+    *other three* sets best (checked by brute force), and rewriting one set's ratings leaves that
+    set's scores exactly as they were while the weights of the others move."""
+    import json
+
+    out, rows = _lodo_run(tmp_path / "a", data_dir)
+    weights = {}
+    for ds in LODO_SETS:
+        w = weights[ds] = _lodo_expected(rows, ds)
+        r, n = rows[ds]["rouge"], rows[ds]["len"]
+        sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
+        for e, x, y in zip(rows[ds]["lodo"], r, n, strict=True):
+            assert e["score"] == pytest.approx(w[0] * percentile(sr, x["score"]) + w[1] * percentile(sn, y["score"]),
+                                               abs=2e-6)
+        meta = json.loads(cell_path(out, "lodo", ds, LODO_SETS[ds], 0).with_suffix(".meta.json").read_text())
+        assert meta["trained_on"] == [f"{d} {q}" for d, q in LODO_SETS.items() if d != ds]
+    assert len(set(weights.values())) > 1 or (0.5, 0.5) not in weights.values()
+
+    # DailyDialog-Gupta's raters now prefer long replies, whatever they said: its own scores cannot move.
+    from judge.datasets import load_benchmark
+
+    def load(name):
+        items = load_benchmark(name, data_dir)
+        if name != "dailydialog-gupta":
+            return items
+        import dataclasses
+
+        return [dataclasses.replace(it, annotations={"overall": (float(len(it.response or "")),)}) for it in items]
+
+    _, again = _lodo_run(tmp_path / "b", data_dir, load)
+    assert [r["score"] for r in again["dailydialog-gupta"]["lodo"]] == [r["score"] for r in rows["dailydialog-gupta"]["lodo"]]
+    moved = [ds for ds in LODO_SETS if ds != "dailydialog-gupta"
+             and [r["score"] for r in again[ds]["lodo"]] != [r["score"] for r in rows[ds]["lodo"]]]
+    assert moved, "a set whose training data now rewards length should get other weights"
+    for ds in moved:
+        assert _lodo_expected(again, ds) != weights[ds]
+
+
+def test_lodo_needs_other_sets(tmp_path, data_dir):
+    cfg = tmp_path / "one.toml"
+    cfg.write_text(LODO_CONFIG.format(data=data_dir, out=tmp_path / "r").replace(
+        'datasets = ["TU", "DZ", "PU", "DGU"]', 'datasets = ["TU"]'))
+    with pytest.raises(InputError, match=r"methods\[2\].*only topical-usr: give two datasets or more"):
+        run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    proc = _cli("score", str(EXAMPLES), "--member", "scorer=length", "--member", "prompt=yesno", "--fit", "lodo",
+                "--quality", "overall")
+    assert proc.returncode == 2 and "other sets of a judge run experiment" in proc.stderr

@@ -80,7 +80,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     e.add_argument("--fit", default="fixed", choices=FIT_RULES,
                    help="fixed (default): the --weights (or equal ones); cv: weights learned from the scored "
                    "items' human ratings (--quality) in 5 folds by conversation, no item scored with weights "
-                   "fitted on its own rating")
+                   "fitted on its own rating; lodo (judge run configs only): weights learned on the experiment's "
+                   "other datasets")
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none",
                    help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")

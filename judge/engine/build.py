@@ -82,6 +82,15 @@ class Prepared:
     #: Ensembles: the prepared members, and the items their percentiles are taken over.
     members: tuple[Prepared, ...] = ()
     reference: list[Item] | None = None
+    #: ``fit = "lodo"`` ensembles: the same method prepared on the experiment's other sets (the harness
+    #: fills this in; nothing else has other sets).
+    training: tuple[Prepared, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``<dataset> <quality>`` of the items this was prepared for (names a training set)."""
+        dataset = next((it.dataset for it in self.reference or () if it.dataset), "?")
+        return f"{dataset} {self.quality.name if self.quality else ''}".strip()
 
 
 def prepare(
@@ -196,12 +205,15 @@ class BackendPool:
 def build(prepared: Prepared, backends: BackendPool) -> Scorer:
     """The scorer of a prepared spec (loads the model on first use)."""
     if prepared.spec.type == "ensemble":
-        from ..scorers.ensemble import EnsembleScorer
+        from ..scorers.ensemble import EnsembleScorer, TrainingSet
 
         spec = prepared.spec
         members = [(m.spec.name, _factory(m, backends)) for m in prepared.members]
+        training = [TrainingSet(t.label, t.reference or [], t.quality, [_factory(m, backends) for m in t.members])
+                    for t in prepared.training if t.quality is not None]
         return EnsembleScorer(spec.name, members, weights=spec.weights, combine=spec.combine,
-                              reference=prepared.reference, fit=spec.fit, quality=prepared.quality)
+                              reference=prepared.reference, fit=spec.fit, quality=prepared.quality,
+                              training=training)
     if prepared.classic is not None:
         return prepared.classic
     spec = prepared.spec

@@ -19,8 +19,10 @@ MethodType = Literal["llm", "classic", "ensemble"]
 
 #: How an ensemble combines its members' scores (:mod:`judge.scorers.ensemble`).
 COMBINE_RULES = ("rank-mean", "mean")
-#: Where an ensemble's weights come from: given (``fixed``) or learned by grouped cross-validation (``cv``).
-FIT_RULES = ("fixed", "cv")
+#: Where an ensemble's weights come from: given (``fixed``), learned by grouped cross-validation on the
+#: set being scored (``cv``), or learned on the other sets of a ``judge run`` experiment (``lodo``:
+#: leave one dataset out).
+FIT_RULES = ("fixed", "cv", "lodo")
 
 #: Option names that would carry a secret; keys come only from environment variables.
 SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
@@ -103,8 +105,8 @@ class MethodSpec:
             raise InputError("weights must be >= 0 with a positive sum", field="weights")
         if self.fit not in FIT_RULES:
             raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {self.fit!r}", field="fit")
-        if self.fit == "cv" and self.weights:
-            raise InputError("fit = 'cv' learns the weights: give weights or fit, not both", field="weights")
+        if self.fit != "fixed" and self.weights:
+            raise InputError(f"fit = '{self.fit}' learns the weights: give weights or fit, not both", field="weights")
 
     def default_name(self) -> str:
         """The name a method gets when none is given: ``<prompt>-<selector>-k<k>``, the scorer's, or

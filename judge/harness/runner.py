@@ -92,8 +92,8 @@ def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
                          file=f"{exp.path}: methods[{cell.method.index}]") from None
 
 
-def _meta(cell: Cell, exp: Experiment) -> dict[str, Any]:
-    return {
+def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
+    meta = {
         **exp.split_info(),
         # The paper row only labels the report; changing it must not block a resume.
         "method": cell.method.name, "spec": {k: v for k, v in cell.method.describe().items() if k != "paper"},
@@ -101,6 +101,23 @@ def _meta(cell: Cell, exp: Experiment) -> dict[str, Any]:
         "quality": cell.quality.name, "seed": cell.seed, "limit": exp.limit, "limit_seed": exp.limit_seed,
         "items": [it.id for it in cell.items],
     }
+    if prep.training:  # other datasets give other weights: a resume must not mix them
+        meta["trained_on"] = [t.label for t in prep.training]
+    return meta
+
+
+def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> None:
+    """Give each ``fit = "lodo"`` ensemble cell the same method prepared on the experiment's other
+    datasets (same seed), which its weights are learned on."""
+    for cell, prep in prepared:
+        if prep.spec.type != "ensemble" or prep.spec.fit != "lodo":
+            continue
+        prep.training = tuple(p for c, p in prepared
+                              if c.method.name == cell.method.name and c.seed == cell.seed and c.dataset != cell.dataset)
+        if not prep.training:
+            raise InputError("fit = 'lodo' learns the weights on the experiment's other datasets, and this run has "
+                             f"only {cell.dataset}: give two datasets or more", field="fit",
+                             file=f"{exp.path}: methods[{cell.method.index}]")
 
 
 def _check_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -155,6 +172,7 @@ def run_experiment(
     check_names(exp)
     out = Path(exp.output)
     prepared, skipped = applicable(plan(exp, load), exp)
+    attach_training(prepared, exp)
     cells = [c for c, _ in prepared]
     for cell, reason in skipped:
         log(f"skipped: {cell.method.name} on {cell.dataset} {cell.quality.name}: {reason}")
@@ -162,7 +180,7 @@ def run_experiment(
     for cell, prep in prepared:
         path = cell_path(out, *cell.key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _check_meta(path, _meta(cell, exp))
+        _check_meta(path, _meta(cell, exp, prep))
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
     total = sum(len(c.items) for c, *_ in todo)

@@ -8,8 +8,9 @@ hand, so an item scores the same whether it is scored alone, in a resumed run or
 ``mean`` averages the raw scores, for members that share a scale.
 
 Weights are given (equal by default) or, with ``fit = "cv"``, learned from the human ratings of the
-reference set by cross-validation whose folds never split a conversation
-(:mod:`judge.scorers.ensemble_fit`): no item is scored with weights fitted on its own rating.
+reference set by cross-validation whose folds never split a conversation, or, with ``fit = "lodo"``,
+learned on the other sets of a ``judge run`` experiment (:mod:`judge.scorers.ensemble_fit`): no item
+is scored with weights fitted on its own rating.
 
 Members are ordinary methods: their LLM calls go through the same backend pool and SQLite cache, so
 an ensemble over methods that already ran costs only cache reads.
@@ -22,10 +23,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..engine.spec import COMBINE_RULES, FIT_RULES
+from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
 from .base import Score, Scorer
-from .ensemble_fit import FOLDS, cv_weights
+from .ensemble_fit import FOLDS, complete_rows, cv_weights, fit_weights_sets
 
 
 @dataclass
@@ -37,6 +39,17 @@ class _State:
     per_member: list[tuple[dict[str, Score], list[float]]]
     by_item: dict[str, Sequence[float]]
     default: Sequence[float]
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Another set of a ``judge run`` experiment that ``fit = "lodo"`` learns its weights on: its name,
+    its items, the quality whose ratings are read, and the members' scorers built for those items."""
+
+    name: str
+    items: Sequence[Item]
+    quality: Quality
+    members: Sequence[Callable[[], Scorer]]
 
 
 def percentile(sorted_ref: Sequence[float], value: float) -> float:
@@ -65,6 +78,7 @@ class EnsembleScorer(Scorer):
         reference: Sequence[Item] | None = None,
         fit: str = "fixed",
         quality: Quality | None = None,
+        training: Sequence[TrainingSet] = (),
     ) -> None:
         if combine not in COMBINE_RULES:
             raise ValueError(f"combine must be one of {', '.join(COMBINE_RULES)}, got {combine!r}")
@@ -72,6 +86,9 @@ class EnsembleScorer(Scorer):
             raise ValueError(f"fit must be one of {', '.join(FIT_RULES)}, got {fit!r}")
         if fit == "cv" and quality is None:
             raise ValueError("fit = 'cv' learns weights from human ratings: it needs the quality to read")
+        if fit == "lodo" and not training:
+            raise InputError("fit = 'lodo' learns the weights on the other sets of a judge run experiment (two "
+                             "datasets or more); one file has none: use fit = 'cv' or given weights", field="fit")
         self.name = name
         self.members = list(members)
         self.weights = list(weights) if weights else [1.0] * len(self.members)
@@ -79,6 +96,9 @@ class EnsembleScorer(Scorer):
         self.reference = list(reference) if reference is not None else None
         self.fit = fit
         self.quality = quality
+        self.training = list(training)
+        #: With ``fit = "lodo"``: the weights learned on the training sets (once scored).
+        self.learned: tuple[float, ...] | None = None
         self._memo: _State | None = None
 
     def describe(self) -> dict[str, object]:
@@ -86,6 +106,9 @@ class EnsembleScorer(Scorer):
                                   "members": [n for n, _ in self.members]}
         if self.fit == "cv":
             out.update(weights="learned", fit=f"cv ({FOLDS} folds by conversation)")
+        if self.fit == "lodo":
+            out.update(weights=list(self.learned) if self.learned else "learned",
+                       fit=f"lodo (fitted on {', '.join(t.name for t in self.training)})")
         return out
 
     def check(self, items: Sequence[Item]) -> None:
@@ -120,8 +143,25 @@ class EnsembleScorer(Scorer):
 
     def _state(self, reference: list[Item]) -> _State:
         per_member = [self._member_scores(make, reference) for _, make in self.members]
-        by_item, default = self._fitted(reference, per_member) if self.fit == "cv" else ({}, self.weights)
+        by_item: dict[str, Sequence[float]] = {}
+        default: Sequence[float] = self.weights
+        if self.fit == "cv":
+            by_item, default = self._fitted(reference, per_member)
+        elif self.fit == "lodo":
+            default = self._other_sets_weights()
         return _State(reference, per_member, by_item, default)
+
+    def _other_sets_weights(self) -> tuple[float, ...]:
+        """``fit = "lodo"``: the weights with the best mean Spearman over the training sets, each set's
+        members ranked among that set (the scored set's ratings are never read)."""
+        if self.learned is None:
+            sets = []
+            for t in self.training:
+                per_member = [self._member_scores(make, list(t.items)) for make in t.members]
+                values = [[self._value(scores[it.id], ref) for scores, ref in per_member] for it in t.items]
+                sets.append(complete_rows(values, [it.human(t.quality.name) for it in t.items]))
+            self.learned = fit_weights_sets(sets, len(self.members))
+        return self.learned
 
     def _fitted(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]
                 ) -> tuple[dict[str, Sequence[float]], Sequence[float]]:

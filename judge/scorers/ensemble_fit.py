@@ -7,6 +7,11 @@ fitted on the other folds only. The fit is a grid search over the weight simplex
 1/``GRID_STEPS``) for the highest Spearman of the weighted mean of member percentiles with the
 human ratings; ties go to the weights closest to equal, so a fold that cannot tell members apart
 keeps the plain rank mean.
+
+With ``fit = "lodo"`` (leave one dataset out, in a ``judge run`` experiment) the weights of a set are
+the ones with the highest mean Spearman over the experiment's *other* sets, each ranked on its own:
+the scored set's ratings are not used at all, so the method is as unsupervised on that set as a
+prompt is.
 """
 
 from __future__ import annotations
@@ -44,15 +49,30 @@ def simplex_grid(n_members: int, steps: int = GRID_STEPS) -> np.ndarray:
 def fit_weights(values: np.ndarray, human: np.ndarray, steps: int = GRID_STEPS) -> tuple[float, ...]:
     """The simplex-grid weights whose weighted mean of ``values`` (items x members, no NaN) ranks the
     items most like ``human``; equal weights when there is too little to fit on."""
-    n, m = values.shape
-    equal = tuple([1.0 / m] * m)
-    if n < MIN_TRAIN or np.ptp(human) == 0:
-        return equal
-    grid = simplex_grid(m, steps)
-    rho = spearman_rows(grid @ values.T, human)
-    if not np.isfinite(rho).any():
-        return equal
-    return tuple(float(w) for w in grid[int(np.nanargmax(rho))])
+    return fit_weights_sets([(values, human)], values.shape[1], steps)
+
+
+def fit_weights_sets(sets: Sequence[tuple[np.ndarray, np.ndarray]], n_members: int,
+                     steps: int = GRID_STEPS) -> tuple[float, ...]:
+    """The simplex-grid weights with the highest mean Spearman over ``sets`` ((items x members values,
+    human ratings) each, no NaN), every set ranked on its own; a set with fewer than ``MIN_TRAIN``
+    items or constant ratings is left out, and equal weights come back when none is left."""
+    grid = simplex_grid(n_members, steps)
+    per_set = [spearman_rows(grid @ x.T, y) for x, y in sets if len(y) >= MIN_TRAIN and np.ptp(y) > 0]
+    finite = [rho for rho in per_set if np.isfinite(rho).any()]
+    if not finite:
+        return tuple([1.0 / n_members] * n_members)
+    mean = np.nanmean(np.vstack(finite), axis=0)
+    return tuple(float(w) for w in grid[int(np.nanargmax(mean))])
+
+
+def complete_rows(values: Sequence[Sequence[float | None]], human: Sequence[float | None]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The items every member scored and a human rated, as (items x members array, ratings array)."""
+    keep = [i for i, row in enumerate(values) if human[i] is not None and all(v is not None for v in row)]
+    n_members = len(values[0]) if values else 0
+    x = np.array([[values[i][j] for j in range(n_members)] for i in keep], dtype=float)
+    return x.reshape(len(keep), n_members), np.array([human[i] for i in keep], dtype=float)
 
 
 def cv_weights(values: Sequence[Sequence[float | None]], human: Sequence[float | None], groups: Sequence[str],
