@@ -209,15 +209,13 @@ def _member(base: MethodSpec, text: str) -> MethodSpec:
     changes: dict[str, object] = {}
     keys = ", ".join(sorted(MEMBER_KEYS))
     for pair in text.split(","):
-        key, parsed = key_value(pair, "--member", lambda v: v)
+        key, raw = key_value(pair, "--member", str)
         if key not in MEMBER_KEYS:
             raise InputError(f"expects KEY=VALUE pairs with keys {keys}, got {pair!r}", field="--member")
         kind = MEMBER_KEYS[key]
-        if kind is not str:
-            parsed = _option_value(str(parsed))
-            if not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
-                raise InputError(f"{key} must be {kind.__name__}, got {pair.partition('=')[2].strip()!r}",
-                                 field="--member")
+        parsed = raw if kind is str else _option_value(str(raw))
+        if not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
+            raise InputError(f"{key} must be {kind.__name__}, got {raw!r}", field="--member")
         changes[key] = parsed
     if "scorer" in changes:
         extra = set(changes) - {"scorer", "name"}

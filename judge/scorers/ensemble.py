@@ -158,8 +158,8 @@ class EnsembleScorer(Scorer):
             sets = []
             for t in self.training:
                 per_member = [self._member_scores(make, list(t.items)) for make in t.members]
-                values = [[self._value(scores[it.id], ref) for scores, ref in per_member] for it in t.items]
-                sets.append(complete_rows(values, [it.human(t.quality.name) for it in t.items]))
+                values = self._values(t.items, per_member)
+                sets.append(complete_rows(values, [it.human(t.quality.name) for it in t.items], len(self.members)))
             self.learned = fit_weights_sets(sets, len(self.members))
         return self.learned
 
@@ -168,11 +168,16 @@ class EnsembleScorer(Scorer):
         """Reference item id -> the weights fitted without its fold; and the weights fitted on the whole
         reference, for items outside it."""
         assert self.quality is not None
-        values = [[self._value(scores[it.id], ref) for scores, ref in per_member] for it in reference]
+        values = self._values(reference, per_member)
         human = [it.human(self.quality.name) for it in reference]
         groups = [it.group or it.id for it in reference]
         by_fold, folds, everyone = cv_weights(values, human, groups, len(self.members))
         return {it.id: by_fold[f] for it, f in zip(reference, folds, strict=True)}, everyone
+
+    def _values(self, items: Sequence[Item], per_member: list[tuple[dict[str, Score], list[float]]]
+                ) -> list[list[float | None]]:
+        """Items x members: each member's score of each item on the combining scale (None: it failed)."""
+        return [[self._value(scores[it.id], ref) for scores, ref in per_member] for it in items]
 
     def _value(self, s: Score, ref: list[float]) -> float | None:
         """A member's score on the combining scale (its percentile with ``rank-mean``); None if it failed."""

@@ -66,11 +66,10 @@ def fit_weights_sets(sets: Sequence[tuple[np.ndarray, np.ndarray]], n_members: i
     return tuple(float(w) for w in grid[int(np.nanargmax(mean))])
 
 
-def complete_rows(values: Sequence[Sequence[float | None]], human: Sequence[float | None]
+def complete_rows(values: Sequence[Sequence[float | None]], human: Sequence[float | None], n_members: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The items every member scored and a human rated, as (items x members array, ratings array)."""
     keep = [i for i, row in enumerate(values) if human[i] is not None and all(v is not None for v in row)]
-    n_members = len(values[0]) if values else 0
     x = np.array([[values[i][j] for j in range(n_members)] for i in keep], dtype=float)
     return x.reshape(len(keep), n_members), np.array([human[i] for i in keep], dtype=float)
 
@@ -81,11 +80,9 @@ def cv_weights(values: Sequence[Sequence[float | None]], human: Sequence[float |
     rating present); each item's fold (item ``i`` is scored with ``weights[folds[i]]``); and the
     weights fitted on all the complete items, for items outside the set (they are not among them)."""
     folds = [fold_of(g) for g in groups]
-    complete = [i for i, row in enumerate(values) if human[i] is not None and all(v is not None for v in row)]
 
     def fit(keep: list[int]) -> tuple[float, ...]:
-        x = np.array([[values[i][j] for j in range(n_members)] for i in keep], dtype=float)
-        y = np.array([human[i] for i in keep], dtype=float)
-        return fit_weights(x.reshape(len(keep), n_members), y)
+        return fit_weights(*complete_rows([values[i] for i in keep], [human[i] for i in keep], n_members))
 
-    return [fit([i for i in complete if folds[i] != f]) for f in range(FOLDS)], folds, fit(complete)
+    everyone = list(range(len(values)))
+    return [fit([i for i in everyone if folds[i] != f]) for f in range(FOLDS)], folds, fit(everyone)
