@@ -296,6 +296,34 @@ def test_cv_weights_never_see_the_ratings_of_the_items_they_score(data_dir):
         assert before[it.id] == pytest.approx((w[0] * v[0] + w[1] * v[1]) / sum(w))
 
 
+def test_cli_score_records_the_fold_weights_its_rows_used(tmp_path):
+    """`judge score FILE --fit cv -o OUT` writes the weights each fold learned into OUT.meta.json, and
+    each row's score is its members' percentiles weighted by its own fold's entry."""
+    from judge.scorers.ensemble_fit import fold_of
+
+    # The examples' turn-level records, with a reference on each (ROUGE-L needs one).
+    records = [r for r in map(json.loads, EXAMPLES.read_text().splitlines()) if "response" in r]
+    assert len(records) >= 10
+    data = tmp_path / "dialogues.jsonl"
+    data.write_text("".join(json.dumps({**r, "reference": r.get("reference") or "Sorry, I am not sure."}) + "\n"
+                            for r in records))
+    out = tmp_path / "cv.jsonl"
+    proc = _cli("score", str(data), "--member", "scorer=rouge-l", "--member", "scorer=length", "--fit", "cv",
+                "--quality", "overall", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    fitted = json.loads(out.with_suffix(".meta.json").read_text())["fitted"]
+    assert fitted["fit"] == "cv" and fitted["members"] == ["rouge-l", "length"]
+    assert sum(fitted["fold_items"]) == len(records)
+    items = load_items(str(data))
+    members = [{s.item_id: s.value for s in create_classic(name).score(items)} for name in ("rouge-l", "length")]
+    ref = [sorted(m.values()) for m in members]
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    for it in items:
+        w = fitted["folds"][fold_of(it.group)]
+        expected = sum(wi * percentile(r, m[it.id]) for wi, r, m in zip(w, ref, members, strict=True)) / sum(w)
+        assert rows[it.id]["score"] == pytest.approx(expected, abs=2e-6)
+
+
 def test_cv_fit_is_refused_without_ratings_to_learn_from():
     with pytest.raises(InputError, match="give weights or fit, not both"):
         MethodSpec(type="ensemble", fit="cv", weights=(1.0, 1.0), members=_cv_ensemble().members)
@@ -329,6 +357,11 @@ name = "lodo"
 type = "ensemble"
 members = ["rouge", "len"]
 fit = "lodo"
+[[methods]]
+name = "cv"
+type = "ensemble"
+members = ["rouge", "len"]
+fit = "cv"
 """
 LODO_SETS = {"topical-usr": "Overall", "dailydialog-zhao": "appropriateness", "persona-usr": "Overall",
              "dailydialog-gupta": "overall"}
@@ -398,6 +431,7 @@ def test_lodo_weights_come_from_the_other_sets_only(tmp_path, data_dir):
         meta = json.loads(cell_path(out, "lodo", ds, LODO_SETS[ds], 0).with_suffix(".meta.json").read_text())
         assert meta["trained_on"] == [f"{d} {q}" for d, q in LODO_SETS.items() if d != ds]
     assert len(set(weights.values())) > 1 or (0.5, 0.5) not in weights.values()
+    _check_recorded_weights(out, rows, weights)
 
     # DailyDialog-Gupta's raters now prefer long replies, whatever they said: its own scores cannot move.
     from judge.datasets import load_benchmark
@@ -417,6 +451,37 @@ def test_lodo_weights_come_from_the_other_sets_only(tmp_path, data_dir):
     assert moved, "a set whose training data now rewards length should get other weights"
     for ds in moved:
         assert _lodo_expected(again, ds) != weights[ds]
+
+
+def _check_recorded_weights(out: Path, rows: dict[str, dict[str, list[dict]]],
+                            lodo: dict[str, tuple[float, float]]) -> None:
+    """The learned weights reach the results: each cell's fit file, ``summary.json`` and the report
+    give lodo's vector and cv's per-fold vectors, as recomputed here from the members' scores."""
+    import json
+
+    from judge.harness.fitted import fitted_path
+    from judge.scorers.ensemble_fit import cv_weights
+
+    summary = json.loads((out / "summary.json").read_text())
+    fitted = {(c["method"], c["dataset"]): c.get("fitted") for c in summary["cells"]}
+    report = (out / "leaderboard.md").read_text()
+    assert "## Learned ensemble weights" in report
+    for ds, q in LODO_SETS.items():
+        assert fitted[("rouge", ds)] is None and fitted[("len", ds)] is None
+        f = fitted[("lodo", ds)]
+        assert f == json.loads(fitted_path(cell_path(out, "lodo", ds, q, 0)).read_text())
+        assert f["fit"] == "lodo" and f["members"] == ["rouge", "len"]
+        assert f["weights"] == pytest.approx(list(lodo[ds]))
+        assert f["trained_on"] == [f"{d} {qq}" for d, qq in LODO_SETS.items() if d != ds]
+        assert f"| lodo | {ds} | {q} | the other 3 sets | rouge {lodo[ds][0]:.2f}, len {lodo[ds][1]:.2f} |" in report
+        r, n = rows[ds]["rouge"], rows[ds]["len"]
+        sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
+        values = [[percentile(sr, x["score"]), percentile(sn, y["score"])] for x, y in zip(r, n, strict=True)]
+        folds, of_item, whole = cv_weights(values, [x["human"] for x in r], [x["group"] for x in r], 2)
+        cv = fitted[("cv", ds)]
+        assert cv["fit"] == "cv" and cv["folds"] == [list(w) for w in folds]
+        assert cv["fold_items"] == [of_item.count(k) for k in range(5)] and cv["whole_reference"] == list(whole)
+        assert f"| cv | {ds} | {q} | 5 folds by conversation (mean [range] over folds) | rouge " in report
 
 
 def test_lodo_needs_other_sets(tmp_path, data_dir):

@@ -86,4 +86,7 @@ def run(args: argparse.Namespace) -> int:
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:
     """``OUTPUT.meta.json`` beside a scores file: the method spec and the scorer's resolved settings."""
     meta = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe()}
+    fitted = scorer.fitted()
+    if fitted is not None:
+        meta["fitted"] = fitted
     atomic_write_text(Path(output).with_suffix(".meta.json"), json.dumps(meta, indent=1, default=str) + "\n")

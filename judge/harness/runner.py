@@ -25,6 +25,7 @@ from ..qualities import Quality
 from ..results import cell_path, read_rows
 from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
+from .fitted import read_fitted, write_fitted
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
 
@@ -208,7 +209,8 @@ def run_experiment(
         backends.close()
     wall = time.perf_counter() - t0
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
-                        timings={c.key: read_timing(p) for c, _, p, *_ in todo})
+                        timings={c.key: read_timing(p) for c, _, p, *_ in todo},
+                        fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
     summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
                           for c, r in skipped]
     summary["counters"] = backends.counters()
@@ -221,7 +223,8 @@ def run_experiment(
 def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
              progress: Callable[[int], None]) -> None:
     """Score the cell's remaining items into its file, and add what that cost to its time file (also
-    when interrupted, for the rows that were saved)."""
+    when interrupted, for the rows that were saved); once all are scored, record what the method
+    learned from the ratings, if anything."""
     writer = CellWriter(path, nbytes)
     start = time.perf_counter()
     load_s = seconds = 0.0
@@ -230,6 +233,9 @@ def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[It
         scorer = build(prep, backends)  # loads the model when the previous cell used another
         load_s = time.perf_counter() - start
         run_rows(scorer, items, cell.method.name, cell.quality.name, writer.append, progress, seed=_row_seed(cell))
+        fitted = scorer.fitted()
+        if fitted is not None:
+            write_fitted(path, fitted)
     finally:
         writer.close()
         seconds = time.perf_counter() - start - load_s

@@ -65,13 +65,16 @@ def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None
 
 
 def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
-              wall_s: float | None = None, timings: dict[tuple, CellTiming] | None = None) -> dict[str, Any]:
-    """Everything the reports need, computed once from the per-item rows (and the cells' time files)."""
+              wall_s: float | None = None, timings: dict[tuple, CellTiming] | None = None,
+              fitted: dict[tuple, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+    """Everything the reports need, computed once from the per-item rows (and the cells' time and fit
+    files)."""
     out_cells = []
     for c in cells:
         st = cell_stats(rows[c.key], exp.bootstrap, exp.seed)
+        learned = (fitted or {}).get(c.key)
         out_cells.append({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                          "seed": c.seed, **st})
+                          "seed": c.seed, **st, **({"fitted": learned} if learned is not None else {})})
     # Mean +- sd over seeds per (method, set, quality).
     results: list[dict[str, Any]] = []
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}

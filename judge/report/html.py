@@ -8,10 +8,12 @@ from typing import Any
 
 from .table import (
     AVERAGE_COMPARISON_HEADER,
+    FITTED_HEADER,
     TIMING_HEADER,
     average_comparison_cells,
     build,
     cell_label,
+    fitted_cells,
     fmt,
     timing_cells,
 )
@@ -61,6 +63,8 @@ def render_html(summary: dict[str, Any]) -> str:
                 AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.get("average_comparisons") or []))
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
                 timing_cells(summary.get("timing") or {}))
+    h += _table("Learned ensemble weights (cv: mean [range] over folds)", FITTED_HEADER,
+                fitted_cells(summary.get("cells") or []))
     for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")

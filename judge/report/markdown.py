@@ -6,12 +6,14 @@ from typing import Any
 
 from .table import (
     AVERAGE_COMPARISON_HEADER,
+    FITTED_HEADER,
     TIMING_HEADER,
     CellValue,
     Leaderboard,
     average_comparison_cells,
     build,
     cell_label,
+    fitted_cells,
     fmt,
     p_text,
     timing_cells,
@@ -97,6 +99,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             s = r["system_spearman"]
             out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
     out += _timing_md(summary.get("timing") or {})
+    out += _fitted_md(summary.get("cells") or [])
     out += ["", "## Methods", ""]
     for m, spec in summary["methods"].items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
@@ -133,6 +136,19 @@ def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
            "reports the largest so far.", "",
            _md_row(list(TIMING_HEADER)), _md_row(["---"] + ["---:"] * 6)]
     return out + [_md_row(cells) for cells in timing_cells(timing)]
+
+
+def _fitted_md(cells: list[dict[str, Any]]) -> list[str]:
+    """The weights that ``fit = "cv"`` / ``"lodo"`` ensembles learned: what the supervised rows did."""
+    rows = fitted_cells(cells)
+    if not rows:
+        return []
+    out = ["", "## Learned ensemble weights", "",
+           "Weights on the members' percentiles. `lodo`: learned on the other sets' ratings only, the "
+           "scored set's unread. `cv`: each fold's items were scored with weights learned on the other "
+           "folds; the column gives their mean and range.", "",
+           _md_row(list(FITTED_HEADER)), _md_row(["---"] * 5)]
+    return out + [_md_row(r) for r in rows]
 
 
 def _unit_text(summary: dict[str, Any]) -> str:

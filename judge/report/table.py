@@ -176,6 +176,31 @@ def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
     return out
 
 
+#: Header of the learned-weights table (Markdown and HTML).
+FITTED_HEADER = ("method", "set", "quality", "learned on", "weights")
+
+
+def fitted_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
+    """One row of text per cell of ``summary["cells"]`` whose method learned its weights: lodo's one
+    vector; cv's mean over its folds with the fold range, each fold's items scored with its own."""
+    out = []
+    for c in cells:
+        f = c.get("fitted")
+        if not f:
+            continue
+        if f.get("fit") == "lodo":
+            where = f"the other {len(f['trained_on'])} sets"
+            weights = ", ".join(f"{m} {fmt(w, 2)}" for m, w in zip(f["members"], f["weights"], strict=True))
+        else:
+            folds = f["folds"]
+            where = f"{len(folds)} folds by conversation (mean [range] over folds)"
+            weights = ", ".join(
+                f"{m} {fmt(sum(col) / len(col), 2)} [{fmt(min(col), 1)}–{fmt(max(col), 1)}]"
+                for m, col in zip(f["members"], zip(*folds, strict=True), strict=True))
+        out.append([c["method"], c["dataset"], c["quality"], where, weights])
+    return out
+
+
 #: Header of the paired comparisons of the averages (Markdown and HTML).
 AVERAGE_COMPARISON_HEADER = ("A", "B", "sets", "n", "avg A", "avg B", "A − B [95% CI]", "p (bootstrap)")
 

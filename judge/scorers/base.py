@@ -53,3 +53,9 @@ class Scorer(Protocol):
     def check(self, items: Sequence[Item]) -> None:
         """Raise InputError before any model work when ``items`` cannot be scored by this method
         (a missing input, a template that does not render). Default: nothing to check."""
+
+    def fitted(self) -> dict[str, object] | None:
+        """What the method learned from human ratings while scoring (an ensemble's fitted weights), so
+        that results can show it; None for a method that learns nothing, and before the first
+        ``score``. Default: None."""
+        return None

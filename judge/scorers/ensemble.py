@@ -39,6 +39,8 @@ class _State:
     per_member: list[tuple[dict[str, Score], list[float]]]
     by_item: dict[str, Sequence[float]]
     default: Sequence[float]
+    #: The learned weights as results record them (None with given weights).
+    fitted: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class EnsembleScorer(Scorer):
         #: With ``fit = "lodo"``: the weights learned on the training sets (once scored).
         self.learned: tuple[float, ...] | None = None
         self._memo: _State | None = None
+        self._last: _State | None = None  # the state of the latest ``score`` call, for ``fitted``
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {"type": "ensemble", "combine": self.combine, "weights": self.weights,
@@ -111,6 +114,12 @@ class EnsembleScorer(Scorer):
                        fit=f"lodo (fitted on {', '.join(t.name for t in self.training)})")
         return out
 
+    def fitted(self) -> dict[str, object] | None:
+        """The weights learned for the latest ``score`` call's reference: with ``fit = "cv"`` each
+        fold's (its items were scored with them) and the whole reference's (for items outside it);
+        with ``fit = "lodo"`` the one vector and the sets it was learned on."""
+        return self._last.fitted if self._last is not None else None
+
     def check(self, items: Sequence[Item]) -> None:
         """Nothing of its own: every member was checked against the items when it was prepared."""
         return None
@@ -118,6 +127,7 @@ class EnsembleScorer(Scorer):
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         items = list(items)
         base = self._reference_state() if self.reference is not None else self._state(items)
+        self._last = base
         ref_by_id = {it.id: it for it in base.reference}
         # An item is a reference item only if it is the same item, not merely the same id: a served
         # request may reuse an id of the reference file for a different reply.
@@ -143,13 +153,20 @@ class EnsembleScorer(Scorer):
 
     def _state(self, reference: list[Item]) -> _State:
         per_member = [self._member_scores(make, reference) for _, make in self.members]
-        by_item: dict[str, Sequence[float]] = {}
-        default: Sequence[float] = self.weights
+        names = [n for n, _ in self.members]
         if self.fit == "cv":
-            by_item, default = self._fitted(reference, per_member)
-        elif self.fit == "lodo":
-            default = self._other_sets_weights()
-        return _State(reference, per_member, by_item, default)
+            by_fold, folds, everyone = self._cv(reference, per_member)
+            fitted: dict[str, object] = {
+                "fit": "cv", "members": names, "folds": [list(w) for w in by_fold],
+                "fold_items": [folds.count(f) for f in range(FOLDS)], "whole_reference": list(everyone)}
+            by_item: dict[str, Sequence[float]] = {it.id: by_fold[f] for it, f in zip(reference, folds, strict=True)}
+            return _State(reference, per_member, by_item, everyone, fitted)
+        if self.fit == "lodo":
+            learned = self._other_sets_weights()
+            fitted = {"fit": "lodo", "members": names, "weights": list(learned),
+                      "trained_on": [t.name for t in self.training]}
+            return _State(reference, per_member, {}, learned, fitted)
+        return _State(reference, per_member, {}, self.weights)
 
     def _other_sets_weights(self) -> tuple[float, ...]:
         """``fit = "lodo"``: the weights with the best mean Spearman over the training sets, each set's
@@ -163,16 +180,15 @@ class EnsembleScorer(Scorer):
             self.learned = fit_weights_sets(sets, len(self.members))
         return self.learned
 
-    def _fitted(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]
-                ) -> tuple[dict[str, Sequence[float]], Sequence[float]]:
-        """Reference item id -> the weights fitted without its fold; and the weights fitted on the whole
-        reference, for items outside it."""
+    def _cv(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]
+            ) -> tuple[list[tuple[float, ...]], list[int], tuple[float, ...]]:
+        """``fit = "cv"`` on the reference: each fold's weights (fitted without it), each reference
+        item's fold, and the weights fitted on the whole reference (for items outside it)."""
         assert self.quality is not None
         values = self._values(reference, per_member)
         human = [it.human(self.quality.name) for it in reference]
         groups = [it.group or it.id for it in reference]
-        by_fold, folds, everyone = cv_weights(values, human, groups, len(self.members))
-        return {it.id: by_fold[f] for it, f in zip(reference, folds, strict=True)}, everyone
+        return cv_weights(values, human, groups, len(self.members))
 
     def _values(self, items: Sequence[Item], per_member: list[tuple[dict[str, Score], list[float]]]
                 ) -> list[list[float | None]]:
