@@ -18,6 +18,21 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def turn_examples(tmp_path_factory) -> Path:
+    """The example file's turn-level records, each with a reference (ROUGE-L needs one): a small rated
+    file that model-free ensembles can learn weights on."""
+    import json
+
+    records = [r for r in map(json.loads, (ROOT / "examples" / "dialogues.jsonl").read_text().splitlines())
+               if "response" in r]
+    assert len(records) >= 10
+    path = tmp_path_factory.mktemp("examples") / "turns.jsonl"
+    path.write_text("".join(json.dumps({**r, "reference": r.get("reference") or "Sorry, I am not sure."}) + "\n"
+                            for r in records))
+    return path
+
+
+@pytest.fixture(scope="session")
 def smollm2():
     """The real embedded default model (SmolLM2-135M-Instruct via llama.cpp), loaded once per session."""
     from judge.backends import create_backend

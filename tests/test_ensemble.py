@@ -296,25 +296,19 @@ def test_cv_weights_never_see_the_ratings_of_the_items_they_score(data_dir):
         assert before[it.id] == pytest.approx((w[0] * v[0] + w[1] * v[1]) / sum(w))
 
 
-def test_cli_score_records_the_fold_weights_its_rows_used(tmp_path):
+def test_cli_score_records_the_fold_weights_its_rows_used(tmp_path, turn_examples):
     """`judge score FILE --fit cv -o OUT` writes the weights each fold learned into OUT.meta.json, and
     each row's score is its members' percentiles weighted by its own fold's entry."""
     from judge.scorers.ensemble_fit import fold_of
 
-    # The examples' turn-level records, with a reference on each (ROUGE-L needs one).
-    records = [r for r in map(json.loads, EXAMPLES.read_text().splitlines()) if "response" in r]
-    assert len(records) >= 10
-    data = tmp_path / "dialogues.jsonl"
-    data.write_text("".join(json.dumps({**r, "reference": r.get("reference") or "Sorry, I am not sure."}) + "\n"
-                            for r in records))
     out = tmp_path / "cv.jsonl"
-    proc = _cli("score", str(data), "--member", "scorer=rouge-l", "--member", "scorer=length", "--fit", "cv",
+    proc = _cli("score", str(turn_examples), "--member", "scorer=rouge-l", "--member", "scorer=length", "--fit", "cv",
                 "--quality", "overall", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     fitted = json.loads(out.with_suffix(".meta.json").read_text())["fitted"]
     assert fitted["fit"] == "cv" and fitted["members"] == ["rouge-l", "length"]
-    assert sum(fitted["fold_items"]) == len(records)
-    items = load_items(str(data))
+    items = load_items(str(turn_examples))
+    assert sum(fitted["fold_items"]) == len(items)
     members = [{s.item_id: s.value for s in create_classic(name).score(items)} for name in ("rouge-l", "length")]
     ref = [sorted(m.values()) for m in members]
     rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}

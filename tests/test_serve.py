@@ -338,6 +338,41 @@ def test_ensemble_is_served_against_its_reference_set(tmp_path):
         srv.stop()
 
 
+def test_served_cv_ensemble_says_which_weights_it_uses(tmp_path, turn_examples):
+    """A ``fit = "cv"`` ensemble of model-free members served against a rated reference set: /v1/info
+    gives the weights it learned there (those ``judge score --fit cv`` records for the same file), and
+    a reply outside the set is scored with the weights fitted on the whole set."""
+    from judge.datasets import load_items
+    from judge.scorers.classic import create_classic
+    from judge.scorers.ensemble import percentile
+
+    ensemble = ["--member", "scorer=rouge-l", "--member", "scorer=length", "--fit", "cv", "--quality", "overall"]
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "judge", "score", str(turn_examples), "-o", str(out), *ensemble],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    recorded = json.loads(out.with_suffix(".meta.json").read_text())["fitted"]
+    srv = start_server(tmp_path, "--reference-set", str(turn_examples), *ensemble)
+    try:
+        status, body = call(srv, "GET", "/v1/info")
+        assert status == 200 and json.loads(body)["fitted"] == recorded
+        first = json.loads(turn_examples.read_text().splitlines()[0])
+        new = {**first, "id": "unseen", "response": "Maybe bake a loaf with flour, water, salt and yeast overnight."}
+        status, body = call(srv, "POST", "/v1/score", new)
+        assert status == 200, body
+    finally:
+        srv.stop()
+    items = load_items(str(turn_examples))
+    (tmp_path / "unseen.jsonl").write_text(json.dumps(new) + "\n")
+    [unseen] = load_items(str(tmp_path / "unseen.jsonl"))
+    w = recorded["whole_reference"]
+    expected = 0.0
+    for wi, name in zip(w, ("rouge-l", "length"), strict=True):
+        ref = sorted(s.value for s in create_classic(name).score(items))
+        expected += wi * percentile(ref, next(iter(create_classic(name).score([unseen]))).value)
+    assert json.loads(body)["score"] == pytest.approx(expected / sum(w), abs=2e-6)
+
+
 def test_import_judge_does_not_import_the_web_stack():
     code = ("import sys, judge, judge.cli, judge.cli.serve, judge.serve, judge.serve.service; "
             "print(sorted(m for m in ('starlette', 'uvicorn', 'fastapi') if m in sys.modules))")

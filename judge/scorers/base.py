@@ -54,6 +54,11 @@ class Scorer(Protocol):
         """Raise InputError before any model work when ``items`` cannot be scored by this method
         (a missing input, a template that does not render). Default: nothing to check."""
 
+    def warm(self) -> None:
+        """Do now the work every later ``score`` call needs, so that the first caller does not wait for
+        it (an ensemble scores its fixed reference set and fits its weights). Default: nothing."""
+        return None
+
     def fitted(self) -> dict[str, object] | None:
         """What the method learned from human ratings while scoring (an ensemble's fitted weights), so
         that results can show it; None for a method that learns nothing, and before the first

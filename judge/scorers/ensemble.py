@@ -115,10 +115,15 @@ class EnsembleScorer(Scorer):
         return out
 
     def fitted(self) -> dict[str, object] | None:
-        """The weights learned for the latest ``score`` call's reference: with ``fit = "cv"`` each
+        """The weights learned for the latest ``score`` (or ``warm``) call's reference: with ``fit = "cv"`` each
         fold's (its items were scored with them) and the whole reference's (for items outside it);
         with ``fit = "lodo"`` the one vector and the sets it was learned on."""
         return self._last.fitted if self._last is not None else None
+
+    def warm(self) -> None:
+        """Score the fixed reference with every member (and fit the weights) now, once."""
+        if self.reference is not None:
+            self._last = self._reference_state()
 
     def check(self, items: Sequence[Item]) -> None:
         """Nothing of its own: every member was checked against the items when it was prepared."""

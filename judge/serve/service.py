@@ -52,8 +52,7 @@ class JudgeService:
         backends = BackendPool()
         try:
             scorer = build(prep, backends)
-            if reference is not None:
-                list(scorer.score(reference[:1]))  # scores the whole reference now, before the port answers
+            scorer.warm()  # an ensemble scores its reference now, before the port answers
         except BaseException:
             backends.close()
             raise
@@ -94,6 +93,7 @@ class JudgeService:
             "batching": self.batching,
             "spec": self.spec.describe(),
             "scorer": self.scorer.describe(),
+            "fitted": self.scorer.fitted(),
             "versions": versions(),
         }
 
