@@ -63,3 +63,28 @@ def test_llamacpp_options_judge_sets_itself_point_at_the_flag(option, instead):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert f"is set by judge; use {instead}" in proc.stderr and "multiple values" not in proc.stderr
+
+
+def test_llamacpp_options_are_part_of_the_cache_key(tmp_path):
+    """Flash attention moves SmolLM2's probabilities (by up to .03 on DailyDialog prompts): a run with
+    ``--backend-option flash_attn=true`` must not be served the default run's cached answers, and the
+    default's keys stay as they were (a rerun of it is all hits)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "JUDGE_CACHE": str(tmp_path / "cache.sqlite")}
+
+    def score(*extra: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "judge", "score", str(root / "examples" / "dialogues.jsonl"),
+                               "--limit", "2", "--threads", "2", *extra], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    assert "cache: 0 hits, 2 misses" in score()
+    assert "cache: 0 hits, 2 misses" in score("--backend-option", "flash_attn=true")
+    assert "cache: 2 hits, 0 misses" in score("--backend-option", "flash_attn=true")
+    assert "cache: 2 hits, 0 misses" in score()

@@ -52,6 +52,8 @@ class LlamaCppBackend(Backend):
         self.sha256 = file_sha256(self.path)
         self.config = config
         self.reuse_prefix = reuse_prefix
+        #: llama.cpp settings given as backend options (flash_attn, type_k, ...): they can move answers.
+        self.llama_options = dict(sorted(llama_kwargs.items()))
         threads = config.threads or os.cpu_count() or 1
         owned = {k: v for k, v in _OWNED.items() if k in llama_kwargs}
         if owned:
@@ -194,8 +196,13 @@ class LlamaCppBackend(Backend):
 
     def settings(self) -> dict[str, object]:
         # The file's content hash, not only its name, goes into cache keys: a GGUF replaced in place
-        # must not be served the old file's cached answers.
-        return {"n_ctx": self.capabilities.max_context, "file": self.path.name, "sha256": self.sha256}
+        # must not be served the old file's cached answers. llama.cpp options given by the user
+        # (flash attention changes a probability by up to .03) join them only when there are some, so
+        # the keys of the default settings stay what they were.
+        out: dict[str, object] = {"n_ctx": self.capabilities.max_context, "file": self.path.name, "sha256": self.sha256}
+        if self.llama_options:
+            out["llama"] = self.llama_options
+        return out
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)
