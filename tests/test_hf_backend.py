@@ -126,6 +126,17 @@ def test_bad_options_are_clear_errors(tiny_t5):
         create_backend("hf", str(tiny_t5 / "missing"), CFG)
 
 
+def test_model_options_are_part_of_the_cache_key(t5_backend, tiny_t5):
+    """A from_pretrained option (another attention implementation) can move answers: it joins the
+    backend's settings, hence the cache key; without options the settings are the default's."""
+    other = create_backend("transformers", str(tiny_t5), CFG, attn_implementation="eager")
+    try:
+        assert other.settings() == {**t5_backend.settings(), "model_options": {"attn_implementation": "eager"}}
+        assert "model_options" not in t5_backend.settings()
+    finally:
+        other.close()
+
+
 # -- causal path on the real packaged SmolLM2 (fixture hf_smollm2 in conftest.py) ------------------------
 def test_gguf_loads_and_is_saved_for_reuse(hf_smollm2):
     from judge.models import SMOLLM2

@@ -159,6 +159,8 @@ class TransformersBackend(Backend):
         if dtype is None:
             dtype = "float32" if device == "cpu" else "auto"
         self.dtype_name = dtype
+        #: Further from_pretrained options (attn_implementation, ...): they can move answers.
+        self.model_options = {k: str(v) for k, v in sorted(model_kwargs.items())}
         load: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
         if gfile:
             load["gguf_file"] = gfile
@@ -311,12 +313,15 @@ class TransformersBackend(Backend):
         return [o if o is not None else Failure("internal error: prompt not scored") for o in out]
 
     def settings(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "dtype": self.dtype_name,
             "gguf_file": self.gguf_file,
             "revision": self.revision,
             "max_context": self.capabilities.max_context,
         }
+        if self.model_options:  # only when given: the keys of the default settings stay what they were
+            out["model_options"] = self.model_options
+        return out
 
     def close(self) -> None:
         self.model = None

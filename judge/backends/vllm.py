@@ -183,7 +183,7 @@ class VLLMBackend(Backend):
     def settings(self) -> dict[str, object]:
         return {"logprobs": self.n, "candidate_logprobs": self.candidate_mode, **{
             k: v for k, v in self.engine_settings.items()
-            if k in ("dtype", "max_model_len", "max_logprobs", "quantization", "revision")
+            if k in ("dtype", "max_model_len", "max_logprobs", "quantization", "revision", "kv_cache_dtype")
         }}
 
     def close(self) -> None:
