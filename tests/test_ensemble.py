@@ -249,6 +249,23 @@ def test_fit_weights_finds_the_informative_member_and_ties_keep_equal_weights():
     assert fit_weights(np.column_stack([noise, good]), np.ones(120)) == (0.5, 0.5)
 
 
+def test_weight_grid_is_every_composition_in_product_order_and_scales_to_many_members():
+    """The grid is built from the compositions themselves: the same points in the same order as filtering
+    every tuple of a product (so fitted weights and their tie-breaks do not move), at the cost of the
+    points alone, which a 9-member ensemble needs (the filtered product walks 2.4 billion tuples)."""
+    import itertools
+
+    from judge.scorers.ensemble_fit import compositions, simplex_grid
+
+    for parts in range(1, 6):
+        for total in (0, 1, 3, 10):
+            brute = [c for c in itertools.product(range(total + 1), repeat=parts) if sum(c) == total]
+            assert list(compositions(total, parts)) == brute, (total, parts)
+    grid = simplex_grid(9)
+    assert grid.shape == (43758, 9)  # C(18, 8)
+    assert abs(grid.sum(axis=1) - 1).max() < 1e-12 and len({tuple(r) for r in grid}) == len(grid)
+
+
 def _cv_ensemble() -> MethodSpec:
     return MethodSpec(name="cv", type="ensemble", fit="cv", members=(
         MethodSpec(name="rouge", type="classic", scorer="rouge-l"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -40,10 +40,20 @@ def fold_of(group: str, folds: int = FOLDS) -> int:
 def simplex_grid(n_members: int, steps: int = GRID_STEPS) -> np.ndarray:
     """Every weight vector with components in multiples of 1/steps summing to 1, the ones closest to
     equal weights first (the tie-break of ``fit_weights``)."""
-    grid = np.array([c for c in itertools.product(range(steps + 1), repeat=n_members) if sum(c) == steps],
-                    dtype=float) / steps
+    grid = np.array(list(compositions(steps, n_members)), dtype=float).reshape(-1, n_members) / steps
     order = np.lexsort((np.arange(len(grid)), np.round(((grid - 1 / n_members) ** 2).sum(axis=1), 12)))
     return grid[order]
+
+
+def compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
+    """Every way to write ``total`` as ``parts`` non-negative integers, in lexicographic order.
+
+    Built from the positions of ``parts - 1`` bars among ``total + parts - 1`` slots (stars and bars),
+    so the cost is the number of compositions, not the ``(total + 1) ** parts`` tuples a filtered
+    product walks through (a 9-member grid at steps of 1/10 is 43,758 points out of 2.4 billion)."""
+    for bars in itertools.combinations(range(total + parts - 1), parts - 1):
+        edges = (-1, *bars, total + parts - 1)
+        yield tuple(edges[i + 1] - edges[i] - 1 for i in range(parts))
 
 
 def fit_weights(values: np.ndarray, human: np.ndarray, steps: int = GRID_STEPS) -> tuple[float, ...]:
