@@ -131,3 +131,50 @@ def test_criteria_variant_names_roles_and_flags_empty_replies():
     empty = Item(id="e", level="turn", context=TURN.context, response="  ")
     assert "Next system reply: (empty response)" in t.render(empty)
     assert "System: Great.\nQuestion: Is the system coherent" in t.render(DIAL)
+
+
+ASPECTS = sorted(n for n in builtin_prompts() if n.startswith("yesno-aspect-"))
+
+
+def test_aspect_questions_are_the_criteria_prompt_up_to_the_question():
+    """The aspect prompts ask one question each after the criteria prompt's own text, so that they differ
+    from it only by the question: the text before the first question must be the criteria prompt's, for
+    turn and dialog items, with and without examples (whose blocks then ask the aspect's own question)."""
+    assert ASPECTS == ["yesno-aspect-consistent", "yesno-aspect-engaging", "yesno-aspect-fluent",
+                       "yesno-aspect-relevant"]
+    criteria = get_prompt("yesno-criteria")
+    examples = [(TURN, "Yes"), (Item(id="x", level="turn", context=TURN.context, response=""), "No")]
+    for item, shown in ((TURN, []), (TURN, examples), (DIAL, [])):
+        base = criteria.render(item, shown)
+        head = base[:base.index("Question: ")]
+        questions = set()
+        for name in ASPECTS:
+            t = get_prompt(name)
+            assert isinstance(t.answer, YesNo)
+            text = t.render(item, shown)
+            assert text.startswith(head) and text.endswith("?\nAnswer:"), name
+            question = text[len(head):].split("\n")[0]
+            assert question.startswith("Question: ") and question not in base
+            assert text.count(question) == len(shown) + 1, name  # the examples ask it too
+            questions.add(question)
+        assert len(questions) == len(ASPECTS), "every aspect asks its own question"
+
+
+def test_rating_criteria_is_the_criteria_text_asking_for_a_rating():
+    """`rating-criteria` shows the criteria prompt's conversation block and asks for a 1-5 rating, read
+    from its declared scale; its examples show the `value/max` labels a rating prompt shows."""
+    from judge.answers import Rating
+
+    t = get_prompt("rating-criteria")
+    assert t.answer == Rating(1, 5) and t.quality is not None and t.quality.name == "Overall"
+    criteria = get_prompt("yesno-criteria").render(TURN)
+    text = t.render(TURN)
+    block = criteria[criteria.index("Background: "):criteria.index("Question: ")]
+    assert block in text and criteria.split("\n")[0].replace("Answer Yes or No.", "") in text
+    assert text.split("\n")[0].endswith("Answer with an integer rating from 1 to 5.")
+    assert text.endswith("Question: How good is this reply as the next turn, from 1 (very bad) to 5 (very good)?\n"
+                         "Answer:")
+    assert t.render(DIAL).endswith("How good is the system in this conversation, from 1 (very bad) to 5 (very good)?"
+                                   "\nAnswer:")
+    shown = t.render(TURN, [(DIAL, "4/5")])
+    assert "Examples\n" in shown and "(very good)?\nAnswer: 4/5\n" in shown

@@ -31,6 +31,7 @@ ARGS = {
     # every LLM method runs on the 0.5B, so each ensemble and the dev/test split run end to end.
     "cpu_leaderboard.toml": ["--limit", "5", "--datasets", "DGU,FT", "--model", "qwen2.5-coder-0.5b"],
     "cpu_leaderboard_dev.toml": ["--limit", "5", "--datasets", "DGU"],
+    "cpu_leaderboard_dev_q15.toml": ["--limit", "5", "--datasets", "DGU,FT", "--model", "qwen2.5-coder-0.5b"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     "table3_fed_turn.toml": ["--limit", "6"],
     "table4_fed_dial.toml": ["--limit", "4"],
