@@ -36,6 +36,13 @@ class InputError(JudgeError):
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
 
+class MissingInputError(InputError):
+    """The data lacks an input a scorer needs (references, a next user turn, a level it supports).
+
+    A property of the set rather than a mistake in it: the harness lists such classic cells as skipped,
+    and an ensemble leaves out a member declared optional for them; every other InputError stops."""
+
+
 class UnknownNameError(JudgeError):
     """An unknown prompt / selector / backend / quality / dataset name, with the closest valid names."""
 

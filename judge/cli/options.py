@@ -71,7 +71,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     e = p.add_argument_group("ensembles (a method combining other methods' scores; see docs/harness.md)")
     e.add_argument("--member", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE...]",
                    help="an ensemble member (repeat, at least twice): the other flags with these changes, e.g. "
-                   "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length. "
+                   "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length; optional=true leaves a "
+                   "member out where the data lacks its input (e.g. scorer=embedding-reference,optional=true). "
                    f"Keys: {', '.join(sorted(MEMBER_KEYS))}")
     e.add_argument("--weights", default=None, metavar="W,W,...", help="member weights (default: equal)")
     e.add_argument("--combine", default="rank-mean", choices=COMBINE_RULES,
@@ -172,7 +173,8 @@ def report_counters(counters: dict[str, int], file: TextIO | None = None) -> Non
 
 #: What an ``--member`` may change, and the type of each value.
 MEMBER_KEYS: dict[str, type] = {"name": str, "prompt": str, "selector": str, "k": int, "rule": str, "top_k": int,
-                                "model": str, "backend": str, "chat": bool, "scorer": str, "manual_set": str}
+                                "model": str, "backend": str, "chat": bool, "scorer": str, "manual_set": str,
+                                "optional": bool}
 
 
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
@@ -189,7 +191,9 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 
 def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:
     base = _single_from_args(argparse.Namespace(**{**vars(args), "scorer": None, "name": None}), seeds)
-    members = [_member(base, text) for text in args.member]
+    parsed = [_member(base, text) for text in args.member]
+    members = [m for m, _ in parsed]
+    optional = tuple(m.name for m, is_optional in parsed if is_optional)
     weights: tuple[float, ...] = ()
     if args.weights is not None:
         try:
@@ -198,14 +202,17 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
             raise InputError(f"expects comma-separated numbers, got {args.weights!r}", field="--weights") from None
     try:
         return MethodSpec(name=args.name or "", type="ensemble", members=tuple(members), weights=weights,
-                          combine=args.combine, fit=args.fit)
+                          combine=args.combine, fit=args.fit, optional=optional)
     except InputError as exc:
         flag = {"weights": "--weights", "combine": "--combine", "fit": "--fit"}.get(exc.field or "", "--member")
+        if exc.field == "optional":
+            flag = "--member optional=true"
         raise InputError(exc.reason, field=flag) from None
 
 
-def _member(base: MethodSpec, text: str) -> MethodSpec:
-    """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one)."""
+def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
+    """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one), and
+    whether it is optional (``optional=true``: left out on data that lacks its input)."""
     changes: dict[str, object] = {}
     keys = ", ".join(sorted(MEMBER_KEYS))
     for pair in text.split(","):
@@ -217,18 +224,19 @@ def _member(base: MethodSpec, text: str) -> MethodSpec:
         if not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
             raise InputError(f"{key} must be {kind.__name__}, got {raw!r}", field="--member")
         changes[key] = parsed
+    optional = bool(changes.pop("optional", False))
     if "scorer" in changes:
         extra = set(changes) - {"scorer", "name"}
         if extra:
             raise InputError(f"a classic member takes only scorer and name, got {', '.join(sorted(extra))}",
                              field="--member")
-        return MethodSpec(name=str(changes.get("name", "")), type="classic", scorer=str(changes["scorer"]))
+        return MethodSpec(name=str(changes.get("name", "")), type="classic", scorer=str(changes["scorer"])), optional
     chat = changes.pop("chat", None)
     generate = replace(base.generate, chat=chat) if isinstance(chat, bool) else base.generate
     if "k" in changes and changes["k"] and base.selector == "none" and "selector" not in changes:
         raise InputError("k > 0 needs a selector, e.g. selector=bm25-context", field="--member")
     try:
-        return replace(base, name="", generate=generate, **changes)  # type: ignore[arg-type]
+        return replace(base, name="", generate=generate, **changes), optional  # type: ignore[arg-type]
     except InputError as exc:
         raise InputError(f"{text!r}: {exc.reason}", field="--member") from None
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..backends import Backend, create_backend
 from ..backends.registry import BACKENDS
-from ..errors import InputError, UnknownNameError
+from ..errors import InputError, MissingInputError, UnknownNameError
 from ..items import Item
 from ..prompts import PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
 from ..qualities import Quality
@@ -85,6 +85,14 @@ class Prepared:
     #: ``fit = "lodo"`` ensembles: the same method prepared on the experiment's other sets (the harness
     #: fills this in; nothing else has other sets).
     training: tuple[Prepared, ...] = ()
+    #: Ensembles: the optional members left out because these items lack their input, with the reason.
+    left_out: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """An ensemble's given weights for the members it kept (empty: equal weights)."""
+        kept = {m.spec.name for m in self.members}
+        return tuple(w for m, w in zip(self.spec.members, self.spec.weights) if m.name in kept)
 
     @property
     def label(self) -> str:
@@ -115,8 +123,9 @@ def prepare(
         if spec.fit == "cv" and quality is None:
             raise InputError("fit = 'cv' learns weights from human ratings: name the quality to read (--quality)",
                              field="quality")
-        members = tuple(prepare(m, items, quality, pool=pool, level=level) for m in spec.members)
-        return Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items))
+        members, left_out = _ensemble_members(spec, items, quality, pool, level)
+        return Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items),
+                        left_out=left_out)
     if spec.type == "classic":
         from ..scorers.classic import create_classic
 
@@ -142,6 +151,35 @@ def prepare(
         if items is not None:
             selector.check(items, examples, quality)
     return Prepared(spec, quality, seed, prompt, selector, examples)
+
+
+def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None,
+                      pool: Sequence[Item] | None, level: str) -> tuple[tuple[Prepared, ...], tuple[tuple[str, str], ...]]:
+    """An ensemble's members prepared for ``items``. An optional member whose input the items lack (a
+    classic scorer refusing them before computing) is left out with its reason, so one ensemble can
+    join a reference-based scorer where references exist and do without it elsewhere; a required
+    member's missing input stops here, naming the member."""
+    if items is None and spec.optional:
+        raise InputError("optional members are kept or left out by the items they score: prepare the ensemble "
+                         "with its items", field="optional")
+    kept: list[Prepared] = []
+    left_out: list[tuple[str, str]] = []
+    for member in spec.members:
+        try:
+            kept.append(prepare(member, items, quality, pool=pool, level=level))
+        except MissingInputError as exc:
+            if member.name not in spec.optional:
+                raise MissingInputError(f"member '{member.name}': {exc.reason} (list it under optional to leave it "
+                                        "out where its input is missing)", record=exc.record, field=exc.field) from None
+            left_out.append((member.name, exc.reason))
+    if not kept:
+        raise MissingInputError("no member can score these items: " + "; ".join(f"{n}: {r}" for n, r in left_out),
+                                field="members")
+    names = {m.spec.name for m in kept}
+    if spec.weights and not sum(w for m, w in zip(spec.members, spec.weights) if m.name in names):
+        raise InputError(f"only members with weight 0 are left on these items ({', '.join(sorted(names))}; left out: "
+                         f"{', '.join(n for n, _ in left_out)})", field="weights")
+    return tuple(kept), tuple(left_out)
 
 
 def example_pool(spec: MethodSpec, candidates: Sequence[Item], quality: Quality | None) -> list[Item]:
@@ -211,9 +249,9 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
         members = [(m.spec.name, _factory(m, backends)) for m in prepared.members]
         training = [TrainingSet(t.label, t.reference or [], t.quality, [_factory(m, backends) for m in t.members])
                     for t in prepared.training if t.quality is not None]
-        return EnsembleScorer(spec.name, members, weights=spec.weights, combine=spec.combine,
+        return EnsembleScorer(spec.name, members, weights=prepared.weights, combine=spec.combine,
                               reference=prepared.reference, fit=spec.fit, quality=prepared.quality,
-                              training=training)
+                              training=training, left_out=prepared.left_out)
     if prepared.classic is not None:
         return prepared.classic
     spec = prepared.spec

@@ -63,6 +63,9 @@ class MethodSpec:
     combine: str = "rank-mean"
     #: ``cv``: weights learned from the scored set's human ratings by grouped cross-validation.
     fit: str = "fixed"
+    #: Members (by name) that the ensemble leaves out on a set lacking an input they need (a reference,
+    #: a next user turn), decided from the data before anything is computed and recorded in the results.
+    optional: tuple[str, ...] = ()
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
@@ -83,8 +86,8 @@ class MethodSpec:
             raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
         if self.type == "ensemble":
             self._check_ensemble()
-        elif self.members or self.weights or self.fit != "fixed":
-            raise InputError(f"members, weights and fit belong to ensembles, not to a {self.type} method",
+        elif self.members or self.weights or self.fit != "fixed" or self.optional:
+            raise InputError(f"members, weights, fit and optional belong to ensembles, not to a {self.type} method",
                              field="members")
         if not self.name:
             object.__setattr__(self, "name", self.default_name())
@@ -107,6 +110,12 @@ class MethodSpec:
             raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {self.fit!r}", field="fit")
         if self.fit != "fixed" and self.weights:
             raise InputError(f"fit = '{self.fit}' learns the weights: give weights or fit, not both", field="weights")
+        unknown = [n for n in self.optional if n not in names]
+        if unknown:
+            raise InputError(f"{', '.join(unknown)} is not a member (members: {', '.join(names)})", field="optional")
+        if self.optional and self.fit == "lodo":
+            raise InputError("fit = 'lodo' learns one weight per member across sets, so every member must score "
+                             "every set: drop optional or use fit = 'cv' / given weights", field="optional")
 
     def default_name(self) -> str:
         """The name a method gets when none is given: ``<prompt>-<selector>-k<k>``, the scorer's, or
@@ -137,6 +146,7 @@ class MethodSpec:
             weights: Any = "learned" if self.fit == "cv" else list(self.weights) or [1.0] * len(self.members)
             return {"type": "ensemble", "combine": self.combine, "weights": weights,
                     **({"fit": self.fit} if self.fit != "fixed" else {}),
+                    **({"optional": list(self.optional)} if self.optional else {}),
                     "members": {m.name: {k: v for k, v in m.describe().items() if k != "paper"}
                                 for m in self.members}, "paper": self.paper}
         gen = asdict(self.generate)

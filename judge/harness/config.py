@@ -36,7 +36,7 @@ LLM_KEYS = {
 SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
 CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str}
 ENSEMBLE_KEYS = {"type": str, "name": str, "members": list, "weights": list, "combine": str, "fit": str,
-                 "paper": str}
+                 "optional": list, "paper": str}
 GENERATE_KEYS = {f.name for f in fields(GenerateConfig)}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
@@ -234,9 +234,12 @@ def _ensemble(path: str, where: str, index: int, raw: dict[str, Any], by_name: d
     weights = raw.get("weights", [])
     if not all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights):
         raise _err(path, f"{where}.weights", f"must be numbers, got {weights!r}")
+    optional = raw.get("optional", [])
+    if not all(isinstance(n, str) for n in optional):
+        raise _err(path, f"{where}.optional", f"must be member names, got {optional!r}")
     return _spec(path, where, name=raw.get("name", ""), type="ensemble", index=index, members=tuple(members),
                  weights=tuple(float(w) for w in weights), combine=raw.get("combine", "rank-mean"),
-                 fit=raw.get("fit", "fixed"), paper=raw.get("paper"))
+                 fit=raw.get("fit", "fixed"), optional=tuple(optional), paper=raw.get("paper"))
 
 
 def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:

@@ -18,7 +18,7 @@ from typing import Any
 from ..datasets.split import split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, score_rows
 from ..engine import check_names as engine_check_names
-from ..errors import InputError, UnknownNameError
+from ..errors import InputError, MissingInputError, UnknownNameError
 from ..io import atomic_write_text
 from ..items import Item
 from ..qualities import Quality
@@ -88,9 +88,9 @@ def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
     """The cell's method checked against its items and pool (errors name the config entry)."""
     try:
         return prepare(cell.method, cell.items, cell.quality, pool=cell.pool, seed=cell.seed)
-    except InputError as exc:
-        raise InputError(f"{cell.dataset} {cell.quality.name}: {exc}",
-                         file=f"{exp.path}: methods[{cell.method.index}]") from None
+    except InputError as exc:  # the same class: a missing input stays one (``applicable`` skips it)
+        raise type(exc)(f"{cell.dataset} {cell.quality.name}: {exc}",
+                        file=f"{exp.path}: methods[{cell.method.index}]") from None
 
 
 def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
@@ -104,6 +104,8 @@ def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
     }
     if prep.training:  # other datasets give other weights: a resume must not mix them
         meta["trained_on"] = [t.label for t in prep.training]
+    if prep.left_out:  # an ensemble without some optional members on this set
+        meta["left_out"] = dict(prep.left_out)
     return meta
 
 
@@ -144,7 +146,7 @@ def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Pre
     for cell in cells:
         try:
             keep.append((cell, prepare_cell(cell, exp)))
-        except InputError as exc:
+        except MissingInputError as exc:
             if cell.method.type != "classic":
                 raise
             skipped.append((cell, exc.reason.split(": ", 2)[-1]))

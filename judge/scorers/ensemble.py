@@ -81,6 +81,7 @@ class EnsembleScorer(Scorer):
         fit: str = "fixed",
         quality: Quality | None = None,
         training: Sequence[TrainingSet] = (),
+        left_out: Sequence[tuple[str, str]] = (),
     ) -> None:
         if combine not in COMBINE_RULES:
             raise ValueError(f"combine must be one of {', '.join(COMBINE_RULES)}, got {combine!r}")
@@ -99,6 +100,8 @@ class EnsembleScorer(Scorer):
         self.fit = fit
         self.quality = quality
         self.training = list(training)
+        #: Optional members left out of this ensemble on these items (name, why), for the results.
+        self.left_out = list(left_out)
         #: With ``fit = "lodo"``: the weights learned on the training sets (once scored).
         self.learned: tuple[float, ...] | None = None
         self._memo: _State | None = None
@@ -107,6 +110,8 @@ class EnsembleScorer(Scorer):
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {"type": "ensemble", "combine": self.combine, "weights": self.weights,
                                   "members": [n for n, _ in self.members]}
+        if self.left_out:
+            out["left_out"] = dict(self.left_out)
         if self.fit == "cv":
             out.update(weights="learned", fit=f"cv ({FOLDS} folds by conversation)")
         if self.fit == "lodo":

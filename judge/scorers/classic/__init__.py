@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import InputError
+from ...errors import MissingInputError
 from ...items import Item
 from ...registry import Registry
 from ..base import Scorer
@@ -52,11 +52,11 @@ def check_inputs(scorer_name: str, items: Sequence[Item], requires: Sequence[str
     """Refuse, before any computation, items that lack an input the scorer needs or are at a wrong level."""
     for it in items:
         if it.level not in levels:
-            raise InputError(f"scorer '{scorer_name}' supports {'/'.join(levels)}-level items, not {it.level}",
+            raise MissingInputError(f"scorer '{scorer_name}' supports {'/'.join(levels)}-level items, not {it.level}",
                              record=it.id, field="level")
         for need in requires:
             if not INPUTS[need](it):
-                raise InputError(f"scorer '{scorer_name}' needs '{need}', which this item lacks",
+                raise MissingInputError(f"scorer '{scorer_name}' needs '{need}', which this item lacks",
                                  record=it.id, field=need)
 
 

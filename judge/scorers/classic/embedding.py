@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, MissingInputError
 from ...items import Item
 from ..base import Score
 from . import register_classic
@@ -51,10 +51,10 @@ class EmbeddingCosine(ClassicScorer):
         super().check([it for it in items if it.level == "turn"])
         for it in items:
             if it.level not in self.levels:
-                raise InputError(f"scorer '{self.name}' supports {'/'.join(self.levels)}-level items, not "
+                raise MissingInputError(f"scorer '{self.name}' supports {'/'.join(self.levels)}-level items, not "
                                  f"{it.level}", record=it.id, field="level")
             if it.level == "dialog" and not [i for i in system_turn_indices(it) if i > 0]:
-                raise InputError(f"scorer '{self.name}' needs a system turn after another turn", record=it.id,
+                raise MissingInputError(f"scorer '{self.name}' needs a system turn after another turn", record=it.id,
                                  field="dialog")
 
     def pairs(self, it: Item) -> list[tuple[str, list[str]]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, UnknownNameError
+from ...errors import InputError, MissingInputError, UnknownNameError
 from ...items import Item
 from ..base import Score
 from . import hf, register_classic
@@ -71,9 +71,9 @@ class FedMetric(ClassicScorer):
     def check(self, items: Sequence[Item]) -> None:
         for it in items:
             if it.level == "turn" and it.response is None:
-                raise InputError("scorer 'fed-metric' needs 'response'", record=it.id, field="response")
+                raise MissingInputError("scorer 'fed-metric' needs 'response'", record=it.id, field="response")
             if it.level == "dialog" and not it.dialog:
-                raise InputError("scorer 'fed-metric' needs 'dialog'", record=it.id, field="dialog")
+                raise MissingInputError("scorer 'fed-metric' needs 'dialog'", record=it.id, field="dialog")
             if self.quality not in ("overall", *followups()[it.level]):
                 raise InputError(f"FED quality '{self.quality}' is not a {it.level}-level quality",
                                  record=it.id, field="level")

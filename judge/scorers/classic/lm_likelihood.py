@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import InputError, MissingInputError
 from ...items import Item
 from ..base import Score
 from . import hf, register_classic
@@ -62,10 +62,10 @@ class LikelihoodScorer(ClassicScorer):
         super().check([it for it in items if it.level == "turn"])
         for it in items:
             if it.level == "dialog" and not system_turn_indices(it):
-                raise InputError(f"scorer '{self.name}' needs system turns in the dialog", record=it.id,
+                raise MissingInputError(f"scorer '{self.name}' needs system turns in the dialog", record=it.id,
                                  field="dialog")
             if it.level not in self.levels:
-                raise InputError(f"scorer '{self.name}' does not support {it.level}-level items", record=it.id)
+                raise MissingInputError(f"scorer '{self.name}' does not support {it.level}-level items", record=it.id)
 
     def compute(self, items: Sequence[Item]) -> list[Score]:
         tok, net = hf.load(self.model, "causal-lm", f"scorer '{self.name}'")

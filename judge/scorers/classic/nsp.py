@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, MissingInputError
 from ...items import Item
 from ..base import Score
 from . import hf, register_classic
@@ -45,7 +45,7 @@ class NextSentenceScorer(ClassicScorer):
         super().check([it for it in items if it.level == "turn"])
         for it in items:
             if it.level == "dialog" and not self.item_pairs(it):
-                raise InputError("scorer 'bert-nsp' needs at least two turns", record=it.id, field="dialog")
+                raise MissingInputError("scorer 'bert-nsp' needs at least two turns", record=it.id, field="dialog")
 
     def item_pairs(self, it: Item) -> list[tuple[str, str]]:
         if it.level == "turn":

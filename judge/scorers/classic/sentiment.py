@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
+from ...errors import MissingInputError
 from ...items import USER, Item
 from ..base import Score
 from . import register_classic
@@ -40,7 +40,7 @@ class NextUserSentiment(ClassicScorer):
         for it in items:
             if not next_user_turns(it):
                 what = "'next_user'" if it.level == "turn" else "a user turn after a system turn in 'dialog'"
-                raise InputError(f"scorer '{self.name}' needs {what}, which this item lacks", record=it.id,
+                raise MissingInputError(f"scorer '{self.name}' needs {what}, which this item lacks", record=it.id,
                                  field="next_user" if it.level == "turn" else "dialog")
 
     def compute(self, items: Sequence[Item]) -> list[Score]:
