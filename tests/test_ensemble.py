@@ -6,6 +6,7 @@ Real SmolLM2 (llama.cpp), the real length scorer, real data and a real SQLite ca
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -504,3 +505,108 @@ def test_lodo_needs_other_sets(tmp_path, data_dir):
     proc = _cli("score", str(EXAMPLES), "--member", "scorer=length", "--member", "prompt=yesno", "--fit", "lodo",
                 "--quality", "overall")
     assert proc.returncode == 2 and "other sets of a judge run experiment" in proc.stderr
+
+
+# -- optional members: left out where a set lacks their input ------------------------------------------
+OPTIONAL_CONFIG = """
+name = "optional"
+data_dir = "{data}"
+output = "{out}"
+datasets = ["TU", "FT"]
+qualities = ["overall"]
+limit = 30
+[[methods]]
+name = "len"
+type = "classic"
+scorer = "length"
+[[methods]]
+name = "rouge"
+type = "classic"
+scorer = "rouge-l"
+[[methods]]
+name = "ens"
+type = "ensemble"
+members = ["len", "rouge"]
+optional = ["rouge"]
+"""
+
+
+def test_optional_member_is_left_out_only_where_its_input_is_missing(tmp_path, data_dir):
+    """Topical-USR has references and FED-Turn has none: the ensemble combines length and ROUGE-L on the
+    first and is length's percentile alone on the second; the cell's meta says which member was left
+    out and why, and the run lists the ROUGE-L cell itself as skipped, as before."""
+    out = tmp_path / "res"
+    cfg = tmp_path / "opt.toml"
+    cfg.write_text(OPTIONAL_CONFIG.format(data=data_dir, out=out))
+    logged: list[str] = []
+    run_experiment(load_experiment(cfg), progress=False, plots=False, log=logged.append)
+    assert any("skipped: rouge on fed-turn" in m for m in logged)
+    for ds, q, both in (("topical-usr", "Overall", True), ("fed-turn", "Overall", False)):
+        ens = read_rows(cell_path(out, "ens", ds, q, 0))
+        items = {it.id: it for it in load_benchmark(ds, data_dir)}
+        cell = [items[r["id"]] for r in ens]
+        lengths = {s.item_id: s.value for s in create_classic("length").score(cell)}
+        sl = sorted(lengths.values())
+        expected = {i: percentile(sl, v) for i, v in lengths.items()}
+        if both:
+            rouge = {s.item_id: s.value for s in create_classic("rouge-l").score(cell)}
+            sr = sorted(rouge.values())
+            expected = {i: (expected[i] + percentile(sr, rouge[i])) / 2 for i in expected}
+        assert [r["score"] for r in ens] == pytest.approx([expected[r["id"]] for r in ens], abs=2e-6)
+        assert not any("member_failed" in (r.get("flags") or []) for r in ens)
+        meta = json.loads(cell_path(out, "ens", ds, q, 0).with_suffix(".meta.json").read_text())
+        if both:
+            assert "left_out" not in meta
+        else:
+            assert list(meta["left_out"]) == ["rouge"] and "'reference'" in meta["left_out"]["rouge"]
+    assert len({r["score"] for r in read_rows(cell_path(out, "ens", "topical-usr", "Overall", 0))}) > 1
+
+
+def test_a_required_member_without_its_input_stops_the_run_naming_it(tmp_path, data_dir):
+    cfg = tmp_path / "opt.toml"
+    cfg.write_text(OPTIONAL_CONFIG.format(data=data_dir, out=tmp_path / "res").replace('optional = ["rouge"]\n', ""))
+    with pytest.raises(InputError, match=r"fed-turn Overall: .*member 'rouge': scorer 'rouge-l' needs 'reference'.*"
+                                         r"list it under optional"):
+        run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    assert not (tmp_path / "res").exists() or not list((tmp_path / "res").rglob("*.jsonl"))
+
+
+def test_optional_is_checked_with_the_spec():
+    length, rouge = MethodSpec(type="classic", scorer="length"), MethodSpec(type="classic", scorer="rouge-l")
+    with pytest.raises(InputError, match="bleu4 is not a member"):
+        MethodSpec(type="ensemble", members=(length, rouge), optional=("bleu4",))
+    with pytest.raises(InputError, match="fit = 'lodo' learns one weight per member"):
+        MethodSpec(type="ensemble", members=(length, rouge), optional=("rouge-l",), fit="lodo")
+    with pytest.raises(InputError, match="belong to ensembles"):
+        MethodSpec(type="classic", scorer="length", optional=("length",))
+    base = {"datasets": ["FT"], "methods": [{"type": "classic", "scorer": "length"}]}
+    bad = {**base, "methods": [*base["methods"], {"type": "classic", "scorer": "rouge-l"},
+                               {"type": "ensemble", "members": ["length", "rouge-l"], "optional": ["rouge"]}]}
+    with pytest.raises(InputError, match=r"methods\[2\].optional: rouge is not a member"):
+        parse_experiment(bad, "x.toml")
+    # Given weights follow the members kept; a set left with only weight-0 members is refused.
+    ens = MethodSpec(type="ensemble", members=(length, rouge), optional=("rouge-l",), weights=(0.0, 1.0))
+    no_refs = [it for it in load_items(EXAMPLES) if it.level == "turn"]
+    no_refs = [dataclasses.replace(it, references=()) for it in no_refs]
+    with pytest.raises(InputError, match="only members with weight 0 are left"):
+        prepare(ens, no_refs)
+    kept = prepare(ens.with_changes(weights=(2.0, 1.0)), no_refs)
+    assert [m.spec.name for m in kept.members] == ["length"] and kept.weights == (2.0,)
+    assert kept.left_out[0][0] == "rouge-l"
+
+
+def test_cli_optional_member_flag(tmp_path):
+    """`--member scorer=rouge-l,optional=true` on the example file (its dialog records have no reference):
+    the ensemble scores every record, and the meta records where ROUGE-L was left out."""
+    rows = tmp_path / "rows.jsonl"
+    dialogs = tmp_path / "dialogs.jsonl"
+    dialogs.write_text("".join(line + "\n" for line in EXAMPLES.read_text().splitlines() if '"dialog"' in line))
+    proc = _cli("score", str(dialogs), "--member", "scorer=length", "--member", "scorer=rouge-l,optional=true",
+                "-o", str(rows))
+    assert proc.returncode == 0, proc.stderr
+    out = [json.loads(x) for x in rows.read_text().splitlines()]
+    assert out and all(r["score"] is not None for r in out)
+    meta = json.loads(rows.with_suffix(".meta.json").read_text())
+    assert meta["spec"]["optional"] == ["rouge-l"]
+    proc = _cli("score", str(dialogs), "--member", "scorer=length", "--member", "scorer=rouge-l", "-o", str(rows))
+    assert proc.returncode == 2 and "member 'rouge-l'" in proc.stderr and "optional" in proc.stderr
