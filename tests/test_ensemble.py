@@ -539,8 +539,10 @@ def test_optional_member_is_left_out_only_where_its_input_is_missing(tmp_path, d
     cfg = tmp_path / "opt.toml"
     cfg.write_text(OPTIONAL_CONFIG.format(data=data_dir, out=out))
     logged: list[str] = []
-    run_experiment(load_experiment(cfg), progress=False, plots=False, log=logged.append)
-    assert any("skipped: rouge on fed-turn" in m for m in logged)
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=logged.append)
+    assert [(lo["method"], lo["dataset"], list(lo["members"])) for lo in summary["left_out"]] == [
+        ("ens", "fed-turn", ["rouge"])]
+    assert "Ensemble `ens` on fed-turn Overall without its optional `rouge`" in (out / "leaderboard.md").read_text()
     for ds, q, both in (("topical-usr", "Overall", True), ("fed-turn", "Overall", False)):
         ens = read_rows(cell_path(out, "ens", ds, q, 0))
         items = {it.id: it for it in load_benchmark(ds, data_dir)}

@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
         # Templates, manual sets, scales: everything short of loading a model.
         prepared, skipped = applicable(plan(exp), exp)
         cells = [c for c, _ in prepared]
-        for c in cells:
-            print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items")
+        for c, prep in prepared:
+            without = "".join(f"\twithout {name}" for name, _ in prep.left_out)
+            print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items{without}")
         for c, reason in skipped:
             print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
         print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings", file=sys.stderr)

@@ -215,6 +215,8 @@ def run_experiment(
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
     summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
                           for c, r in skipped]
+    summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
+                            "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
     summary["counters"] = backends.counters()
     from ..report import render_all
 

@@ -109,6 +109,9 @@ def render_markdown(summary: dict[str, Any]) -> str:
     out += ["", f"Failed items: {failed} (recorded with their error in the per-item files)."]
     for sk in summary.get("skipped", []):
         out.append(f"Not run (`–`): `{sk['method']}` on {sk['dataset']} {sk['quality']}: {sk['reason']}.")
+    for lo in summary.get("left_out", []):
+        out.append(f"Ensemble `{lo['method']}` on {lo['dataset']} {lo['quality']} without its optional "
+                   f"{', '.join(f'`{m}`' for m in lo['members'])} (the set lacks the input).")
     if summary.get("wall_s") is not None:
         out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
     return "\n".join(out) + "\n"
