@@ -29,9 +29,10 @@ ARGS = {
     "classic.toml": ["--limit", "5"],
     # The CPU leaderboard runs Qwen-1.5B, which CI does not install (the benchmark measures it): here
     # every LLM method runs on the 0.5B, so each ensemble and the dev/test split run end to end.
-    "cpu_leaderboard.toml": ["--limit", "5", "--datasets", "DGU,FT", "--model", "qwen2.5-coder-0.5b"],
+    "cpu_leaderboard.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "qwen2.5-coder-0.5b"],
     "cpu_leaderboard_dev.toml": ["--limit", "5", "--datasets", "DGU"],
-    "cpu_leaderboard_dev_q15.toml": ["--limit", "5", "--datasets", "DGU,FT", "--model", "qwen2.5-coder-0.5b"],
+    # DGU has references and FED-Dial next user turns: every classic member of the third round runs.
+    "cpu_leaderboard_dev_q15.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "qwen2.5-coder-0.5b"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     "table3_fed_turn.toml": ["--limit", "6"],
     "table4_fed_dial.toml": ["--limit", "4"],
