@@ -254,3 +254,22 @@ def test_criteria_prompt_runs_on_a_packaged_qwen(qwen05):
     good = [i for i, it in items.items() if it["system"] == "demo-good"]
     bad = [i for i, it in items.items() if it["system"] == "demo-bad"]
     assert sum(score[g] > score[b] for g in good for b in bad) >= 20
+
+
+@pytest.mark.slow
+def test_readme_best_cpu_ensemble_runs_on_a_packaged_qwen(qwen05, turn_examples, tmp_path):
+    """The README's best-method command (criteria prompt + optional reference similarity + optional
+    next-user sentiment), on the 0.5B that CI installs and turn records that carry references: every
+    item is scored, the reference similarity joins, and the next-user member is left out (no record
+    has a next user turn), as the output's meta says."""
+    out = tmp_path / "rows.jsonl"
+    proc = _judge("score", str(turn_examples), "--model", "qwen2.5-coder-0.5b", "--member", "prompt=yesno-criteria",
+                  "--member", "scorer=embedding-reference,optional=true",
+                  "--member", "scorer=next-user-sentiment,optional=true", "--threads", "2", "--no-cache", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) >= 10 and not any(r["error"] for r in rows)
+    assert len({r["score"] for r in rows}) > 2
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["spec"]["optional"] == ["embedding-reference", "next-user-sentiment"]
+    assert list(meta["scorer"]["left_out"]) == ["next-user-sentiment"], meta
