@@ -228,7 +228,7 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
     if "scorer" in changes:
         extra = set(changes) - {"scorer", "name"}
         if extra:
-            raise InputError(f"a classic member takes only scorer and name, got {', '.join(sorted(extra))}",
+            raise InputError(f"a classic member takes only scorer, name and optional, got {', '.join(sorted(extra))}",
                              field="--member")
         return MethodSpec(name=str(changes.get("name", "")), type="classic", scorer=str(changes["scorer"])), optional
     chat = changes.pop("chat", None)
