@@ -124,8 +124,12 @@ def prepare(
             raise InputError("fit = 'cv' learns weights from human ratings: name the quality to read (--quality)",
                              field="quality")
         members, left_out = _ensemble_members(spec, items, quality, pool, level)
-        return Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items),
-                        left_out=left_out)
+        prepared = Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items),
+                            left_out=left_out)
+        if spec.weights and not sum(prepared.weights):
+            raise InputError(f"only members with weight 0 are left on these items ({', '.join(m.spec.name for m in members)}; "
+                             f"left out: {', '.join(n for n, _ in left_out)})", field="weights")
+        return prepared
     if spec.type == "classic":
         from ..scorers.classic import create_classic
 
@@ -175,10 +179,6 @@ def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Q
     if not kept:
         raise MissingInputError("no member can score these items: " + "; ".join(f"{n}: {r}" for n, r in left_out),
                                 field="members")
-    names = {m.spec.name for m in kept}
-    if spec.weights and not sum(w for m, w in zip(spec.members, spec.weights) if m.name in names):
-        raise InputError(f"only members with weight 0 are left on these items ({', '.join(sorted(names))}; left out: "
-                         f"{', '.join(n for n, _ in left_out)})", field="weights")
     return tuple(kept), tuple(left_out)
 
 
