@@ -6,6 +6,7 @@ common prefix with the previous prompt are evaluated.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from ..cache import default_cache_path
 from ..config import GenerateConfig
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .chat import chat_parts
+from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
 
 #: llama.cpp settings judge sets itself, and where a user sets them (a backend option would clash).
 _OWNED = {"n_ctx": "--n-ctx (TOML: generate.max_context)", "n_threads": "--threads (generate.threads)",
@@ -59,18 +62,23 @@ class LlamaCppBackend(Backend):
         if owned:
             key = next(iter(owned))
             raise InputError(f"'{key}' is set by judge; use {owned[key]} instead", field="backend-option")
+        # Where AMX is advertised but trapped, llama.cpp's extra buffers are turned off (llamacpp_cpu.py);
+        # the setting then joins the cache key, since other kernels may move a probability slightly.
+        self.extra_buffers = extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent)
+        load = contextlib.nullcontext() if self.extra_buffers else without_extra_buffers(llama_cpp)
         try:
-            self.llm = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=config.max_context or 0,  # 0 = the model's training context
-                n_threads=threads,
-                n_threads_batch=threads,
-                n_batch=n_batch,
-                logits_all=False,
-                verbose=False,
-                seed=config.seed,
-                **llama_kwargs,
-            )
+            with load:
+                self.llm = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=config.max_context or 0,  # 0 = the model's training context
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_batch=n_batch,
+                    logits_all=False,
+                    verbose=False,
+                    seed=config.seed,
+                    **llama_kwargs,
+                )
         except Exception as exc:  # llama.cpp raises ValueError/RuntimeError with little detail
             raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
         self.n_vocab = self.llm.n_vocab()
@@ -202,6 +210,8 @@ class LlamaCppBackend(Backend):
         out: dict[str, object] = {"n_ctx": self.capabilities.max_context, "file": self.path.name, "sha256": self.sha256}
         if self.llama_options:
             out["llama"] = self.llama_options
+        if not self.extra_buffers:
+            out["extra_buffers"] = False
         return out
 
     def close(self) -> None:

@@ -1,0 +1,111 @@
+"""Whether this machine can run llama.cpp's AMX kernels, decided once per llama.cpp build.
+
+Some virtual machines advertise Intel AMX in ``/proc/cpuinfo`` (and the kernel grants the tile
+permission) while the hypervisor traps the tile instructions. A llama.cpp compiled natively there
+puts the weights in its AMX buffer and the process dies with SIGILL on the first prompt longer than
+a token. No error can be caught in-process, so a child process evaluates a short prompt with the
+embedded model first; if it dies of SIGILL, judge loads models without llama.cpp's extra buffer
+types (AMX and weight repacking), which run everywhere. The answer is kept in a small JSON file next
+to the cache, keyed by the llama.cpp library file, so the probe runs once per install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_PROBE = """
+import llama_cpp, sys
+m = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, verbose=False)
+m.eval(m.tokenize(b"A short probe of the matrix kernels, several tokens long."))
+"""
+
+_lock = threading.Lock()
+
+
+def cpu_advertises_amx(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU flags name AMX tiles (the only case the probe is needed for)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+    return any(line.startswith("flags") and "amx_tile" in line.split() for line in cpuinfo.splitlines())
+
+
+def _library_identity(llama_cpp: Any) -> str:
+    """A key for the compiled llama.cpp: the CPU library's path, size and mtime, and the package version."""
+    libdir = Path(llama_cpp.__file__).parent / "lib"
+    parts = [getattr(llama_cpp, "__version__", "?")]
+    for lib in sorted(libdir.glob("libggml-cpu*")) or sorted(libdir.glob("*ggml*")):
+        st = lib.stat()
+        parts.append(f"{lib}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def _probe_file(cache_dir: Path) -> Path:
+    return cache_dir / "llamacpp-cpu-probe.json"
+
+
+def extra_buffers_usable(llama_cpp: Any, probe_model: Path, cache_dir: Path) -> bool:
+    """True unless the CPU advertises AMX and a child process evaluating a prompt died of SIGILL."""
+    if not cpu_advertises_amx():
+        return True
+    key = _library_identity(llama_cpp)
+    path = _probe_file(cache_dir)
+    with _lock:
+        try:
+            known = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        if isinstance(known, dict) and isinstance(known.get(key), bool):
+            return bool(known[key])
+        try:
+            proc = subprocess.run([sys.executable, "-c", _PROBE, str(probe_model)], capture_output=True, timeout=300)
+            usable = proc.returncode != -signal.SIGILL
+        except subprocess.TimeoutExpired:
+            usable = True  # a slow machine, not a trapped instruction: keep llama.cpp's defaults
+        known = known if isinstance(known, dict) else {}
+        known[key] = usable
+        with contextlib.suppress(OSError):
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+            tmp.replace(path)
+        return usable
+
+
+@contextlib.contextmanager
+def without_extra_buffers(llama_cpp: Any) -> Iterator[None]:
+    """Load models with ``use_extra_bufts = False`` while the block runs.
+
+    llama-cpp-python builds its model parameters from ``llama_model_default_params`` and offers no
+    argument for this field, so the default is wrapped for the duration of one load (under a lock:
+    loads in other threads see the same setting and never a half-restored function)."""
+    low = llama_cpp.llama_cpp
+    original = low.llama_model_default_params
+
+    def params() -> Any:
+        p = original()
+        p.use_extra_bufts = False
+        return p
+
+    with _lock:
+        low.llama_model_default_params = params
+        top_original = getattr(llama_cpp, "llama_model_default_params", None)
+        if top_original is not None:
+            llama_cpp.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = original
+            if top_original is not None:
+                llama_cpp.llama_model_default_params = top_original
