@@ -63,7 +63,7 @@ def test_templates_declare_reads_and_an_undeclared_read_is_an_error(tmp_path: Pa
     with pytest.raises(TemplateError, match=r'references is shown only to templates that declare it: add reads = \["reference"\]'):
         load_template(undeclared).render(_turn(1))
     # prepare renders every item once: the mistake surfaces before any model loads, naming the file.
-    with pytest.raises(TemplateError, match="undeclared.j2"):
+    with pytest.raises(TemplateError, match=r"undeclared\.j2"):
         prepare(MethodSpec(prompt=str(undeclared)), [_turn(1)])
     declared = tmp_path / "declared.j2"
     declared.write_text('{#- judge\nanswer = "yesno"\nreads = ["reference"]\n-#}\n' + body)
@@ -189,7 +189,7 @@ def test_harness_refuses_uses_future_without_allow_future(tmp_path: Path, data_d
     cfg = tmp_path / "c.toml"
     cfg.write_text(REPORT_CONFIG.replace("allow_future = true\n", ""))
     exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir), output=str(tmp_path / "out"))
-    with pytest.raises(InputError, match="next-user.*allow_future = true"):
+    with pytest.raises(InputError, match=r"next-user.*allow_future = true"):
         run_experiment(exp, progress=False, plots=False, log=lambda m: None)
     assert not (tmp_path / "out" / "summary.json").exists()
 
@@ -204,10 +204,10 @@ def test_reports_list_reference_free_first_and_label_the_kinds(kinds_run: Path) 
     based = md.index("### Reference-based methods")
     assert free < based
     method_lines = [line.split("|")[1].strip() for line in md[free:].splitlines()
-                    if line.startswith("| ") and not line.startswith(("| method", "| ---", "| n (", "| ↳"))]
+                    if line.startswith("| ") and not line.startswith(("| method", "| ---", "| n (", "| ↳", "| human"))]
     assert method_lines[:4] == ["length", "next-user (uses-future)", "rouge-l", "ens-ref (uses-future)"]
     # Each kind has its own table (a best value per kind), and no row or column mixes them.
-    assert md.count("| method |") == 2
+    assert md.count("| method | TU | FD | avg |") == 2
     html = (kinds_run / "leaderboard.html").read_text()
     assert html.index("<h2>Reference-free methods") < html.index("<h2>Reference-based methods")
     assert "next-user (uses-future)</td>" in html

@@ -179,7 +179,7 @@ def print_correlations(cell: dict[str, Any], without_copies: dict[str, Any] | No
         line = f"{key:<9} {_fmt(c['value'])}  p={_fmt_p(c['p'])}"
         p = c["p"]
         if key == "spearman":
-            p = ci["p"] if "p" in ci else p
+            p = ci.get("p", p)
             line += (f" (item-level), bootstrap p {p_text(p, ci['n_boot'], ci.get('n_degenerate', 0))}"
                      f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
                      f"{ci.get('n_units', '?')} {unit}"

@@ -113,9 +113,9 @@ def build(summary: dict[str, Any]) -> Leaderboard:
     for r in summary["results"]:
         n_by.setdefault((r["dataset"], r["quality"]), r["n"])
         conv_by.setdefault((r["dataset"], r["quality"]), _conversations(r["ci"]))
-    for avg in summary["averages"].values():
-        if avg.get("ci"):
-            conv_by.setdefault(("*", None), _conversations(avg["ci"]))
+    # The overall average's conversations: those of a method that covers every set (the most any has).
+    overall = [n for avg in summary["averages"].values() if (n := _conversations(avg.get("ci"))) is not None]
+    conv_by[("*", None)] = max(overall) if overall else None
     for d in datasets:
         multi = len(d["qualities"]) > 1
         for q in d["qualities"]:
