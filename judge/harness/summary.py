@@ -191,7 +191,10 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
                                                 else float("nan")) for r in mine}
         per_set, overall = stats.dstc10_average(per_q)
         avg: dict[str, Any] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
-                               "n_left_out": sum(r["without_copies"]["n_left_out"] for r in mine)}
+                               "n_left_out": sum(r["without_copies"]["n_left_out"] for r in mine),
+                               # Coverage as the full average counts it (sets it could not score count too).
+                               "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)),
+                                             len(exp.datasets)]}
         if len(exp.datasets) > 1:
             parts = []
             for (mm, ds, _q), key in first.items():
