@@ -8,12 +8,16 @@ A template file starts with a Jinja comment holding TOML metadata::
     level = "turn"           # "turn" or "dialog" (optional: any)
     min = 0                  # rating scale; defaults to the quality's scale
     max = 2
+    reads = ["reference"]    # inputs beyond the conversation (optional): "reference", "next_user"
     -#}
 
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
 ``quality`` (name, description, min, max) and ``answer`` (``{"kind", "min", "max"}``).
-An item is a plain mapping: ``id, level, context, response, dialog, fact, references``, where
-turns are ``{"speaker": "user"|"system", "text": ...}``.
+An item is a plain mapping: ``id, level, context, response, dialog, fact``, where turns are
+``{"speaker": "user"|"system", "text": ...}``; plus ``references`` only when the template declares
+``reads = ["reference"]`` and ``next_user`` (the user's turn after the rated response) only when it
+declares ``"next_user"``. The declaration is what reports use to tell reference-based and
+uses-future methods apart, so an undeclared read is an error at render time, not a silent one.
 """
 
 from __future__ import annotations
@@ -57,13 +61,15 @@ class PromptTemplate:
     answer: AnswerType
     quality: Quality | None
     level: str | None
+    #: Inputs beyond the conversation the template reads (``reference``, ``next_user``), as declared.
+    reads: frozenset[str] = frozenset()
 
     def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
         """Render the prompt for ``item`` with ``examples`` given as (example item, shown label)."""
         q = quality or self.quality
         ctx = {
-            "item": item_view(item),
-            "examples": [{"item": item_view(ex), "label": label} for ex, label in examples],
+            "item": item_view(item, self.reads),
+            "examples": [{"item": item_view(ex, self.reads), "label": label} for ex, label in examples],
             "quality": _quality_view(q),
             "answer": _answer_view(self.answer),
         }
@@ -71,7 +77,12 @@ class PromptTemplate:
         try:
             return template.render(ctx)
         except Exception as exc:  # the template is untrusted code: whatever it raises is its own fault
-            raise TemplateError(f"{self.path}: {render_error(exc)}") from None
+            text = render_error(exc)
+            hidden = [k for k in TEMPLATE_READS if k not in self.reads and f"'{TEMPLATE_READS[k]}'" in text]
+            if hidden:
+                text += (f" ({TEMPLATE_READS[hidden[0]]} is shown only to templates that declare it: add "
+                         f'reads = ["{hidden[0]}"] to the template\'s metadata block)')
+            raise TemplateError(f"{self.path}: {text}") from None
 
     def example_label(self, example: Item, quality: Quality) -> str:
         """The label an in-context example shows, from its human mean for ``quality``."""
@@ -89,17 +100,26 @@ class PromptTemplate:
         return self.answer.format_label(human, lo, hi)
 
 
-def item_view(item: Item) -> dict[str, Any]:
-    """A plain mapping of an item for templates (no Python objects reach the sandbox)."""
-    return {
+#: Inputs a template may declare under ``reads``, and the item field each one shows.
+TEMPLATE_READS = {"reference": "references", "next_user": "next_user"}
+
+
+def item_view(item: Item, reads: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A plain mapping of an item for templates (no Python objects reach the sandbox). References and
+    the next user turn are shown only when ``reads`` declares them."""
+    view: dict[str, Any] = {
         "id": item.id,
         "level": item.level,
         "context": [{"speaker": t.speaker, "text": t.text} for t in item.context],
         "response": item.response,
         "dialog": [{"speaker": t.speaker, "text": t.text} for t in item.dialog],
         "fact": item.fact,
-        "references": list(item.references),
     }
+    if "reference" in reads:
+        view["references"] = list(item.references)
+    if "next_user" in reads:
+        view["next_user"] = item.next_user
+    return view
 
 
 def _quality_view(q: Quality | None) -> dict[str, Any] | None:
@@ -169,7 +189,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     except UnicodeDecodeError as exc:
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
-    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description"}
+    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads"}
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -182,6 +202,9 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
             raise TemplateError(f"{path}: metadata '{key}' must be a string, not {meta[key]!r}")
     if not 0 < meta.get("threshold", 0.5) < 1:
         raise TemplateError(f"{path}: metadata 'threshold' must be between 0 and 1, not {meta['threshold']!r}")
+    reads = meta.get("reads", [])
+    if not isinstance(reads, list) or any(r not in TEMPLATE_READS for r in reads):
+        raise TemplateError(f"{path}: metadata 'reads' must be a list of {sorted(TEMPLATE_READS)}, not {reads!r}")
     level = meta.get("level")
     if level not in (None, "turn", "dialog"):
         raise TemplateError(f"{path}: metadata 'level' must be 'turn' or 'dialog', not {level!r}")
@@ -208,7 +231,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     else:
         raise TemplateError(f"{path}: metadata 'answer' must be 'rating' or 'yesno', not {kind!r}")
     _compile(path, source)  # syntax errors surface at load time, not mid-run
-    return PromptTemplate(name or path.stem, path, source, answer, q, level)
+    return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads))
 
 
 def builtin_prompts() -> dict[str, Path]:

@@ -149,6 +149,9 @@ class Interval:
     ``unit`` is what was resampled ("item", or "group": whole conversations / context groups) and
     ``n_units`` how many of them there were; ``n_degenerate`` counts the resamples on which the
     correlation was undefined (a constant column): they are left out of the percentiles, and reported.
+    ``p_value`` is the two-sided bootstrap p of "the correlation is 0" from the same resamples (the
+    percentile-interval inversion, floored at 1/(usable resamples): see :func:`p_at_floor`), so that a
+    significance mark and the CI beside it come from the same unit.
     """
 
     low: float
@@ -159,6 +162,7 @@ class Interval:
     unit: str = "item"
     n_units: int = 0
     n_degenerate: int = 0
+    p_value: float = float("nan")
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -224,7 +228,7 @@ def _interval_result(vals: np.ndarray, level: float, n_boot: int, seed: int, uni
     if len(finite) == 0:
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
     lo, hi = _percentiles(finite, level)
-    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate)
+    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate, _two_sided_p(finite))
 
 
 @dataclass(frozen=True)
@@ -465,6 +469,19 @@ def paired_average(parts: Sequence[AveragePart], method: str = "spearman", *, n_
     point, reps, n, n_units, unit = _average_replicates(parts, method, n_boot, seed)
     return _paired_result(method, float(point[0]), float(point[1]), reps[0] - reps[1], n, n_boot, seed, level,
                           unit, n_units)
+
+
+def p_floor(n_boot: int, n_degenerate: int = 0) -> float:
+    """The smallest p-value a bootstrap of ``n_boot`` resamples can give: 1/(usable resamples)."""
+    usable = n_boot - n_degenerate
+    return 1.0 / usable if usable > 0 else float("nan")
+
+
+def p_at_floor(p_value: float | None, n_boot: int, n_degenerate: int = 0) -> bool:
+    """Whether a bootstrap p is its floor: every resample fell on one side of zero, so all it says is
+    p < 1/n_boot (more resamples would give a smaller value)."""
+    floor = p_floor(n_boot, n_degenerate)
+    return p_value is not None and math.isfinite(p_value) and math.isfinite(floor) and p_value <= floor * (1 + 1e-9)
 
 
 def significance_mark(p_value: float, alpha: float = 0.05) -> str:

@@ -261,9 +261,10 @@ def test_readme_best_cpu_ensemble_runs_on_a_packaged_qwen(qwen05, turn_examples,
     """The README's best-method command (criteria prompt + optional reference similarity + optional
     next-user sentiment), on the 0.5B that CI installs and turn records that carry references: every
     item is scored, the reference similarity joins, and the next-user member is left out (no record
-    has a next user turn), as the output's meta says."""
+    has a next user turn), as the output's meta says, with the method's kind."""
     out = tmp_path / "rows.jsonl"
     proc = _judge("score", str(turn_examples), "--model", "qwen2.5-coder-0.5b", "--member", "prompt=yesno-criteria",
+                  "--allow-future",
                   "--member", "scorer=embedding-reference,optional=true",
                   "--member", "scorer=next-user-sentiment,optional=true", "--threads", "2", "--no-cache", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -273,3 +274,4 @@ def test_readme_best_cpu_ensemble_runs_on_a_packaged_qwen(qwen05, turn_examples,
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["spec"]["optional"] == ["embedding-reference", "next-user-sentiment"]
     assert list(meta["scorer"]["left_out"]) == ["next-user-sentiment"], meta
+    assert meta["kind"] == {"kind": "reference-based", "uses_future": True, "reads": ["next_user", "reference"]}

@@ -149,10 +149,11 @@ def test_markdown_marks_seeds_and_nonsignificance(results):
     summary = load_summary(results)
     s = copy.deepcopy(summary)
     r = s["results"][0]
-    r["sd"], r["p"] = 0.0123, 0.5
+    # The mark reads the conversation bootstrap's p (the CI's), not scipy's item-level one.
+    r["sd"], r["p"], r["ci"]["p"] = 0.0123, 0.001, 0.5
     md = render_markdown(s)
     assert f"{r['spearman']:.3f} ± 0.012\\*" in md
-    assert "method,dataset,quality,n,spearman" in render_csv(s)
+    assert "method,kind,uses_future,dataset,quality,n,n_conversations,spearman" in render_csv(s)
 
 
 def test_paper_values_lookup():
@@ -191,7 +192,8 @@ def test_an_average_over_fewer_sets_is_marked_and_never_best(tmp_path, results, 
     full = next(line for line in md.splitlines() if line.startswith("| length |")).rstrip(" |").split(" | ")[-1]
     full = full.split(" [")[0]
     # The partial average is the larger number here, yet it is not bold (nor is a lone full average).
-    assert float(avg.split()[0]) > float(full.strip("*"))
+    # (Averages now carry the not-significant mark of their own bootstrap, `\\*`.)
+    assert float(avg.split()[0].replace("\\*", "")) > float(full.replace("\\*", "").strip("*"))
 
 
 def test_paper_row_carries_the_papers_own_average(results):

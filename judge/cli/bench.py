@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
 from ..io import atomic_file, check_output_path
+from ..report.table import p_text
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_judge_options, parse_scales, report_counters, spec_from_args
@@ -138,13 +139,17 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
             how += f", seeds {','.join(str(c['seed']) for c in cells)}"
     failed = sum(c["n_failed"] for c in cells)
     print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
+    kind = spec.get("kind", "unknown") + (", uses-future (reads the user's turn after the rated response)"
+                                          if spec.get("uses_future") else "")
+    print(f"kind      {kind}")
     print(f"items     {first['n_items']} scored of {rated} rated ({unrated} without a rating skipped), "
           f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else "")
           + (f"; {split} half of the conversations" if (split := summary["experiment"].get("split")) else ""))
-    for c in cells:
+    without = next((r.get("without_copies") for r in summary["results"]), None)
+    for i, c in enumerate(cells):
         if len(cells) > 1:
             print(f"seed {c['seed']}")
-        print_correlations(c)
+        print_correlations(c, without if i == 0 else None)
     if len(cells) > 1:
         for key in ("spearman", "pearson", "kendall"):
             vals = [c[key]["value"] for c in cells if c[key]["value"] is not None]
@@ -161,21 +166,34 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
           f"{t['load_s']:.1f} s; cache {t['cache_hits']} hits, {t['cache_misses']} misses{rss}")
 
 
-def print_correlations(cell: dict[str, Any]) -> None:
-    """The n / Spearman (with its CI) / Pearson / Kendall lines of one cell, non-significant values marked."""
+def print_correlations(cell: dict[str, Any], without_copies: dict[str, Any] | None = None) -> None:
+    """The n / Spearman (with its CI and bootstrap p) / Pearson / Kendall lines of one cell. Spearman's
+    significance is the conversation bootstrap's (the CI's unit; ``< 1/n_boot`` at its floor); Pearson
+    and Kendall keep scipy's item-level p. A reference-based cell adds its value without the items
+    whose response is (nearly) a reference."""
     ci = cell["ci"]
-    print(f"n         {cell['spearman']['n']}")
+    unit = "conversations" if ci.get("unit") == "group" else "items"
+    print(f"n         {cell['spearman']['n']} items, {ci.get('n_units', '?')} {unit}")
     for key in ("spearman", "pearson", "kendall"):
         c = cell[key]
         line = f"{key:<9} {_fmt(c['value'])}  p={_fmt_p(c['p'])}"
+        p = c["p"]
         if key == "spearman":
-            unit = "conversations" if ci.get("unit") == "group" else "items"
-            line += (f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
+            p = ci.get("p", p)
+            line += (f" (item-level), bootstrap p {p_text(p, ci['n_boot'], ci.get('n_degenerate', 0))}"
+                     f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
                      f"{ci.get('n_units', '?')} {unit}"
                      + (f", {ci['n_degenerate']} degenerate" if ci.get("n_degenerate") else "") + ")")
-        if c["p"] is None or c["p"] >= 0.05:
+        if p is None or p >= 0.05:
             line += " (not significant, p >= 0.05)"
         print(line)
+    if without_copies is not None:
+        w = without_copies
+        wci = w["ci"]
+        print(f"without   reference copies ({w['n_left_out']} items whose response is (nearly) a reference left "
+              f"out): spearman {_fmt(w['spearman'])}  95% CI [{_fmt(wci['low'])}, {_fmt(wci['high'])}], "
+              f"bootstrap p {p_text(wci.get('p'), wci['n_boot'], wci.get('n_degenerate', 0))}, n {w['n']} items, "
+              f"{wci.get('n_units', '?')} {unit}")
 
 
 def _fmt(x: float | None) -> str:

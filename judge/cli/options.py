@@ -59,6 +59,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="reuse label distributions from the persistent cache (default on; --no-cache)")
     c.add_argument("--cache-path", default=None, metavar="PATH",
                    help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
+    g.add_argument("--allow-future", action="store_true", default=False,
+                   help="allow a method (or --member) that reads the user's turn after the rated response "
+                   "(next-user-sentiment on turn-level items): refused otherwise, as a live judge never has it; "
+                   "reports label it uses-future (judge serve refuses it always)")
     g.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                    help="backend-specific option, repeatable; VALUE is read as JSON when it parses "
                    "(e.g. dtype=bfloat16, device=cuda, gguf_cache=true, tensor_parallel_size=2)")
@@ -202,7 +206,8 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
             raise InputError(f"expects comma-separated numbers, got {args.weights!r}", field="--weights") from None
     try:
         return MethodSpec(name=args.name or "", type="ensemble", members=tuple(members), weights=weights,
-                          combine=args.combine, fit=args.fit, optional=optional)
+                          combine=args.combine, fit=args.fit, optional=optional,
+                          allow_future=args.allow_future)
     except InputError as exc:
         flag = {"weights": "--weights", "combine": "--combine", "fit": "--fit"}.get(exc.field or "", "--member")
         if exc.field == "optional":
@@ -243,7 +248,8 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
 
 def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
     if args.scorer:
-        return MethodSpec(name=args.name or "", type="classic", scorer=args.scorer, options=scorer_options(args))
+        return MethodSpec(name=args.name or "", type="classic", scorer=args.scorer, options=scorer_options(args),
+                          allow_future=args.allow_future)
     for flag, minimum in (("k", 0), ("top_k", 1), ("threads", 1), ("n_ctx", 1), ("batch_size", 1)):
         value = getattr(args, flag, None)
         if value is not None and value < minimum:
@@ -257,6 +263,7 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
         k=args.k, seeds=seeds or (base,), group_guard=args.group_guard, order=args.example_order,
         manual_set=args.manual_set, pool=args.pool, backend=args.backend, model=args.model,
         options=backend_options(args), generate=generate_config(args), top_k=args.top_k, rule=args.rule,
+        allow_future=args.allow_future,
     )
 
 

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..engine import BackendPool, MethodSpec, build, prepare, run_rows
+from ..engine.kinds import MethodKinds
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..scorers.base import Scorer
@@ -84,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:
-    """``OUTPUT.meta.json`` beside a scores file: the method spec and the scorer's resolved settings."""
-    meta = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe()}
+    """``OUTPUT.meta.json`` beside a scores file: the method spec, the scorer's resolved settings and
+    its kind (reference-free or reference-based, uses-future), from what the scorer declares it reads."""
+    meta = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe(),
+            "kind": MethodKinds(scorer.reads()).to_dict()}
     fitted = scorer.fitted()
     if fitted is not None:
         meta["fitted"] = fitted

@@ -100,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
     labelled = load_items(spec.pool) if spec.pool else reference or []
     known = _registered_qualities(source, labelled) if source else ()
     quality = resolve_quality(args.quality, labelled, known, parse_scales(args))
+    from ..serve.service import check_servable
+
+    check_servable(spec, reference)  # before the port opens: e.g. a method that reads the next user turn
     sock = bind(args.host, args.port)
     try:
         from ..serve.app import Settings, create_app

@@ -116,8 +116,19 @@ def prepare(
     item's own conversation kept out by the selector's guard. With ``items`` None (a judge built before
     its data is known, as ``make_judge`` does) the checks that need the data wait for it and the pool
     defaults to the rated items of each ``score`` call. ``seed`` overrides the spec's first seed.
+    A method that reads the next user turn on turn-level items is refused here unless it opts in
+    (``allow_future``), before anything loads.
     """
     check_names(spec)
+    from .kinds import check_future, method_kinds
+
+    check_future(spec, method_kinds(spec, quality), items[0].level if items else level)
+    return _prepare(spec, items, quality, pool=pool, seed=seed, level=level)
+
+
+def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
+             pool: Sequence[Item] | None, seed: int | None, level: str) -> Prepared:
+    """``prepare`` without the top-level checks (an ensemble's members are covered by its own)."""
     seed = spec.seeds[0] if seed is None else seed
     if spec.type == "ensemble":
         if spec.fit == "cv" and quality is None:
@@ -170,7 +181,7 @@ def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Q
     left_out: list[tuple[str, str]] = []
     for member in spec.members:
         try:
-            kept.append(prepare(member, items, quality, pool=pool, level=level))
+            kept.append(_prepare(member, items, quality, pool=pool, seed=None, level=level))
         except MissingInputError as exc:
             if member.name not in spec.optional:
                 raise MissingInputError(f"member '{member.name}': {exc.reason} (list it under optional to leave it "
@@ -249,9 +260,12 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
         members = [(m.spec.name, _factory(m, backends)) for m in prepared.members]
         training = [TrainingSet(t.label, t.reference or [], t.quality, [_factory(m, backends) for m in t.members])
                     for t in prepared.training if t.quality is not None]
+        from .kinds import spec_reads
+
         return EnsembleScorer(spec.name, members, weights=prepared.weights, combine=spec.combine,
                               reference=prepared.reference, fit=spec.fit, quality=prepared.quality,
-                              training=training, left_out=prepared.left_out)
+                              training=training, left_out=prepared.left_out,
+                              reads=spec_reads(spec, prepared.quality))
     if prepared.classic is not None:
         return prepared.classic
     spec = prepared.spec

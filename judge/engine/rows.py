@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from ..items import Item
+from ..reference_copy import reference_copy
 from ..scorers.base import Score
 
 #: Decimal places of every float in a row.
@@ -26,10 +27,11 @@ def rounded(x: float | None) -> float | None:
 
 
 def item_flags(item: Item) -> list[str]:
-    """Odd but legitimate properties of the input that a reader of the scores should see."""
-    if item.level == "turn" and not (item.response or "").strip():
-        return ["empty_response"]
-    return []
+    """Odd but legitimate properties of the input that a reader of the scores should see: the item's
+    own (``Item.flags``, e.g. an empty response) and a response that is (nearly) one of its references
+    (``response_is_reference`` / ``response_near_reference``, see judge.reference_copy)."""
+    copy = reference_copy(item)
+    return list(item.flags) + ([copy] if copy else [])
 
 
 def item_row(item: Item, score: Score, method: str, quality: str | None, seed: int | None = None) -> dict[str, Any]:

@@ -68,6 +68,9 @@ class MethodSpec:
     optional: tuple[str, ...] = ()
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
+    #: Opt in to a method (or member) that reads the user's turn after the rated response on turn-level
+    #: items (``next_user``): refused otherwise, as a live judge never has it (see engine.kinds).
+    allow_future: bool = False
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 

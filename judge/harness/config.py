@@ -32,11 +32,12 @@ LLM_KEYS = {
     "type": str, "name": str, "prompt": str, "selector": str, "k": (int, list), "seeds": (int, list),
     "backend": str, "model": str, "options": dict, "selector_options": dict, "generate": dict,
     "top_k": int, "rule": str, "chat": bool, "paper": str, "group_guard": bool, "pool": str,
+    "allow_future": bool,
 }
 SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
-CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str}
+CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str, "allow_future": bool}
 ENSEMBLE_KEYS = {"type": str, "name": str, "members": list, "weights": list, "combine": str, "fit": str,
-                 "optional": list, "paper": str}
+                 "optional": list, "paper": str, "allow_future": bool}
 GENERATE_KEYS = {f.name for f in fields(GenerateConfig)}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
@@ -239,7 +240,8 @@ def _ensemble(path: str, where: str, index: int, raw: dict[str, Any], by_name: d
         raise _err(path, f"{where}.optional", f"must be member names, got {optional!r}")
     return _spec(path, where, name=raw.get("name", ""), type="ensemble", index=index, members=tuple(members),
                  weights=tuple(float(w) for w in weights), combine=raw.get("combine", "rank-mean"),
-                 fit=raw.get("fit", "fixed"), optional=tuple(optional), paper=raw.get("paper"))
+                 fit=raw.get("fit", "fixed"), optional=tuple(optional), paper=raw.get("paper"),
+                 allow_future=raw.get("allow_future", False))
 
 
 def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:
@@ -296,7 +298,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 raise _err(path, f"{where}.scorer", "missing (the classic scorer's name, e.g. 'length')")
             mid = raw.get("name", raw["scorer"])
             slots.append(_spec(path, where, name=mid, type="classic", index=i, scorer=raw["scorer"],
-                                 options=dict(raw.get("options", {})), paper=raw.get("paper")))
+                                 options=dict(raw.get("options", {})), paper=raw.get("paper"),
+                                 allow_future=raw.get("allow_future", False)))
             continue
         _check_keys(path, where, raw, LLM_KEYS)
         m = {**defaults, **raw}
@@ -330,7 +333,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                 model=m.get("model") or None, options=dict(m.get("options", {})), order=sel_opts.get("order", "ascending"),
                 manual_set=sel_opts.get("manual_set"), pool=m.get("pool"), generate=generate,
                 top_k=m.get("top_k", 3), rule=m.get("rule", "topk"), group_guard=m.get("group_guard", True),
-                paper=m.get("paper"),
+                paper=m.get("paper"), allow_future=m.get("allow_future", False),
             ))
     by_name = {m.name: m for m in slots if m is not None}
     for pos, (i, raw) in ensembles.items():

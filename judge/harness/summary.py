@@ -9,6 +9,8 @@ from typing import Any
 
 from .. import stats
 from ..agreement import krippendorff_alpha
+from ..engine.kinds import method_kinds
+from ..reference_copy import reference_copy
 from ..results import SCHEMA
 from .config import Experiment
 from .timing import CellTiming, method_timing
@@ -43,8 +45,27 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
 
 
 def _interval(ci: stats.Interval) -> dict[str, Any]:
+    """A CI as summary.json holds it, with the bootstrap p of the same resamples (``p``; its floor is
+    1/(n_boot - n_degenerate)) that the reports' significance marks read."""
+    p = None if not math.isfinite(ci.p_value) else float(f"{ci.p_value:.6g}")
     return {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": ci.n_boot, "seed": ci.seed,
-            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate}
+            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate, "p": p}
+
+
+def _conversations(ci: dict[str, Any]) -> int | None:
+    """How many conversations the CI resampled (None when it resampled single items)."""
+    return ci["n_units"] if ci.get("unit") == "group" else None
+
+
+def without_copies(rows: Sequence[dict[str, Any]], copies: set[str], n_boot: int, seed: int) -> dict[str, Any]:
+    """One reference-based cell again without the items whose response is (nearly) a reference: the
+    Spearman recomputed on the reduced set (its own ranks), its conversation-bootstrap CI and p, and n."""
+    kept = [r for r in rows if r["id"] not in copies]
+    pred, human = [r["score"] for r in kept], [r["human"] for r in kept]
+    rho = stats.correlate(pred, human)
+    ci = _interval(stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=_groups(kept)))
+    return {"spearman": _f(rho.value), "n": rho.n, "n_left_out": len(rows) - len(kept), "ci": ci,
+            "n_conversations": _conversations(ci)}
 
 
 def _groups(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -89,6 +110,8 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "spearman": _f(mean), "sd": _f(sd) if len(cs) > 1 else None,
             # p-value and CI are those of a single run; with several seeds they belong to the first.
             "p": one["spearman"]["p"], "ci": one["ci"], "n": one["spearman"]["n"],
+            # The significance the reports mark: the conversation bootstrap's, as the CI's.
+            "p_boot": one["ci"].get("p"), "n_conversations": _conversations(one["ci"]),
             "pearson": one["pearson"], "kendall": one["kendall"],
             "system_spearman": one.get("system_spearman"),
             "n_failed": sum(x["n_failed"] for x in cs),
@@ -111,6 +134,9 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
     if len(exp.datasets) > 1:
         for m, avg in averages.items():
             avg["ci"] = _interval(stats.average_ci(_parts(first, rows, m), n_boot=exp.bootstrap, seed=exp.seed))
+    kinds = {m.name: method_kinds(m) for m in exp.methods}
+    _add_without_copies(exp, cells, rows, first, results, averages,
+                        {m for m, k in kinds.items() if k.reference_based})
     comparisons = _comparisons(exp, first, rows)
     ceiling: dict[str, dict[str, Any]] = {}
     seen = set()
@@ -128,7 +154,8 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
             **exp.split_info(),
         },
-        "methods": {m.name: m.describe() for m in exp.methods},
+        # Each method's kind (reference-free / reference-based, uses-future), from what it declares it reads.
+        "methods": {m.name: {**m.describe(), **kinds[m.name].to_dict()} for m in exp.methods},
         "datasets": [{"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
                       "qualities": list(d.qualities),
                       **({"path": str(d.source.path)} if d.source is not None else {})} for d in exp.datasets],
@@ -141,6 +168,43 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "timing": _timing(cells, timings or {}),
         "wall_s": None if wall_s is None else round(wall_s, 1),
     }
+
+
+def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
+                        first: dict[tuple[str, str, str], tuple], results: list[dict[str, Any]],
+                        averages: dict[str, Any], reference_based: set[str]) -> None:
+    """Every reference-based result again without the items whose response is (nearly) one of its
+    references (``without_copies``), and its DSTC10 average on those reduced sets: the part of a
+    reference-based figure that does not come from scoring the reference itself."""
+    copies: dict[str, set[str]] = {}
+    for c in cells:
+        copies.setdefault(c.dataset, set()).update(it.id for it in c.items if reference_copy(it))
+    for r in results:
+        key = first.get((r["method"], r["dataset"], r["quality"]))
+        if r["method"] in reference_based and key is not None:
+            r["without_copies"] = without_copies(rows[key], copies.get(r["dataset"], set()), exp.bootstrap, exp.seed)
+    for m in reference_based:
+        mine = [r for r in results if r["method"] == m and "without_copies" in r]
+        if not mine or m not in averages:
+            continue
+        per_q = {(r["dataset"], r["quality"]): (v if (v := r["without_copies"]["spearman"]) is not None
+                                                else float("nan")) for r in mine}
+        per_set, overall = stats.dstc10_average(per_q)
+        avg: dict[str, Any] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
+                               "n_left_out": sum(r["without_copies"]["n_left_out"] for r in mine),
+                               # Coverage as the full average counts it (sets it could not score count too).
+                               "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)),
+                                             len(exp.datasets)]}
+        if len(exp.datasets) > 1:
+            parts = []
+            for (mm, ds, _q), key in first.items():
+                if mm != m:
+                    continue
+                kept = [x for x in rows[key] if x["id"] not in copies.get(ds, set())]
+                parts.append(stats.AveragePart(ds, ([x["score"] for x in kept],), [x["human"] for x in kept],
+                                               _groups(kept)))
+            avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed))
+        averages[m]["without_copies"] = avg
 
 
 def _timing(cells: Sequence[Any], timings: dict[tuple, CellTiming]) -> dict[str, Any]:

@@ -1,4 +1,11 @@
-"""The results as a long CSV (one row per method, set and quality), for spreadsheets."""
+"""The results as a long CSV (one row per method, set and quality), for spreadsheets.
+
+Rows come reference-free methods first (then reference-based), as the leaderboards list them; the
+``kind`` and ``uses_future`` columns say which is which. ``p`` is scipy's item-level p-value; the
+significance (``significant``, ``p_bootstrap``) is the conversation bootstrap's, the CI's own unit,
+and ``p_bootstrap_text`` prints a p at its floor as ``< 1/n_boot``. The ``*_without_copies`` columns
+repeat a reference-based cell without the items whose response is (nearly) a reference.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +14,46 @@ import io
 from typing import Any
 
 from .paper import paper_value
+from .table import KIND_SECTIONS, p_text
 
-FIELDS = ["method", "dataset", "quality", "n", "spearman", "sd_over_seeds", "p", "ci_low", "ci_high", "significant",
-          "pearson", "pearson_p", "kendall", "kendall_p", "system_spearman", "n_failed", "paper_label", "paper"]
+FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_conversations", "spearman", "sd_over_seeds",
+          "p", "ci_low", "ci_high", "p_bootstrap", "p_bootstrap_text", "significant", "pearson", "pearson_p",
+          "kendall", "kendall_p", "system_spearman", "n_failed", "paper_label", "paper",
+          "spearman_without_copies", "n_without_copies", "ci_low_without_copies", "ci_high_without_copies"]
 
 
 def render_csv(summary: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
     w.writeheader()
-    for r in summary["results"]:
-        label = summary["methods"][r["method"]].get("paper")
+    order = {kind: i for i, (kind, _title) in enumerate(KIND_SECTIONS)}
+    methods = summary["methods"]
+
+    def rank(r: dict[str, Any]) -> tuple[int, bool]:
+        spec = methods[r["method"]]
+        return order.get(spec.get("kind", "unknown"), len(order)), bool(spec.get("uses_future"))
+
+    for r in sorted(summary["results"], key=rank):
+        spec = methods[r["method"]]
+        label = spec.get("paper")
         pv = paper_value(label, r["dataset"], r["quality"]) if label else None
+        ci = r["ci"]
+        p_boot = ci["p"] if "p" in ci else r["p"]
+        wc = r.get("without_copies") or {}
         w.writerow({
-            "method": r["method"], "dataset": r["dataset"], "quality": r["quality"], "n": r["n"],
-            "spearman": r["spearman"], "sd_over_seeds": r["sd"], "p": r["p"], "ci_low": r["ci"]["low"],
-            "ci_high": r["ci"]["high"], "significant": r["p"] is not None and r["p"] < 0.05,
+            "method": r["method"], "kind": spec.get("kind", "unknown"), "uses_future": bool(spec.get("uses_future")),
+            "dataset": r["dataset"], "quality": r["quality"], "n": r["n"],
+            "n_conversations": ci["n_units"] if ci.get("unit") == "group" else "",
+            "spearman": r["spearman"], "sd_over_seeds": r["sd"], "p": r["p"], "ci_low": ci["low"],
+            "ci_high": ci["high"], "p_bootstrap": p_boot,
+            "p_bootstrap_text": p_text(p_boot, ci.get("n_boot"), ci.get("n_degenerate", 0)),
+            "significant": p_boot is not None and p_boot < 0.05,
             "pearson": r["pearson"]["value"], "pearson_p": r["pearson"]["p"], "kendall": r["kendall"]["value"],
             "kendall_p": r["kendall"]["p"],
             "system_spearman": (r.get("system_spearman") or {}).get("value"), "n_failed": r["n_failed"],
             "paper_label": label or "", "paper": "" if pv is None else pv.value,
+            "spearman_without_copies": wc.get("spearman", ""), "n_without_copies": wc.get("n", ""),
+            "ci_low_without_copies": (wc.get("ci") or {}).get("low", ""),
+            "ci_high_without_copies": (wc.get("ci") or {}).get("high", ""),
         })
     return buf.getvalue()

@@ -10,6 +10,9 @@ from .table import (
     AVERAGE_COMPARISON_HEADER,
     FITTED_HEADER,
     TIMING_HEADER,
+    CellValue,
+    Leaderboard,
+    Row,
     average_comparison_cells,
     build,
     cell_label,
@@ -22,6 +25,7 @@ _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}td.best{font-weight:bold;background:#e8f5e9}
 td.ns{color:#888}tr.paper td{color:#555;font-style:italic}tr.ceiling td{background:#f5f5f5}
+tr.copies td{color:#555}
 .ci{color:#666;font-size:85%}"""
 
 
@@ -31,34 +35,15 @@ def render_html(summary: dict[str, Any]) -> str:
     h = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
          f"<title>{escape(board.title)}</title><style>{_CSS}</style></head><body>",
          f"<h1>{escape(board.title)}</h1>",
-         "<p>Spearman with the mean human rating; brackets: 95% bootstrap CI; * = not significant (p &ge; 0.05); "
+         "<p>Spearman with the mean human rating; brackets: 95% bootstrap CI resampling conversations; * = not "
+         "significant (the bootstrap p of the same resamples &ge; 0.05); reference-free and reference-based "
+         "methods are in separate tables, never averaged together; (uses-future) = reads the user's turn after "
+         "the rated response; &ldquo;without reference copies&rdquo; = without the items whose response is "
+         "(nearly) a reference; "
          f"&dagger; = some scores estimated from sampled answers; &Dagger; = some read from a top-N list; bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set.</p>",
-         '<table class="leaderboard"><thead><tr><th>method</th>']
-    h += [f"<th>{escape(c.label)}</th>" for c in board.columns]
-    h.append("</tr></thead><tbody>")
-    for r in board.rows:
-        h.append(f'<tr><td class="method">{escape(r.method)}</td>')
-        for c in r.cells:
-            cls = []
-            if c.best:
-                cls.append("best")
-            if c.value is not None and not c.is_average and not c.significant:
-                cls.append("ns")
-            text = cell_label(c)
-            ci = f' <span class="ci">[{fmt(c.low, 2)}, {fmt(c.high, 2)}]</span>' if c.low is not None else ""
-            failed = f" ({c.n_failed} failed)" if c.n_failed and c.value is not None else ""
-            h.append(f'<td class="{" ".join(cls)}" data-value="{"" if c.value is None else c.value}">'
-                     f"{escape(text)}{ci}{escape(failed)}</td>")
-        h.append("</tr>")
-        if r.paper_label and any(c.paper for c in r.cells):
-            h.append(f'<tr class="paper"><td>paper: {escape(r.paper_label)}</td>'
-                     + "".join(f"<td>{escape(c.paper.text()) if c.paper else ''}</td>" for c in r.cells) + "</tr>")
-    if any(x is not None for x in board.ceiling):
-        h.append('<tr class="ceiling"><td>human agreement (Krippendorff &alpha;)</td>'
-                 + "".join(f"<td>{fmt(x)}</td>" for x in board.ceiling) + "</tr>")
-    h.append('<tr class="n"><td>n (items)</td>' + "".join(
-        f"<td>{'' if c.n is None else c.n}</td>" for c in board.columns) + "</tr>")
-    h.append("</tbody></table>")
+         ]
+    for _kind, title, rows in board.sections():
+        h += _leaderboard(board, title, rows)
     h += _table("Paired comparisons of the averages (same items, stratified bootstrap over conversations)",
                 AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.get("average_comparisons") or []))
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
@@ -69,6 +54,43 @@ def render_html(summary: dict[str, Any]) -> str:
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")
     return "\n".join(h) + "\n"
+
+
+def _cell_html(c: CellValue, with_n: bool = False) -> str:
+    cls = []
+    if c.best:
+        cls.append("best")
+    if c.marked:
+        cls.append("ns")
+    text = cell_label(c)
+    ci = f' <span class="ci">[{fmt(c.low, 2)}, {fmt(c.high, 2)}]</span>' if c.low is not None else ""
+    failed = f" ({c.n_failed} failed)" if c.n_failed and c.value is not None else ""
+    n = f" n={c.n}" if with_n and c.n is not None and c.value is not None else ""
+    return (f'<td class="{" ".join(cls)}" data-value="{"" if c.value is None else c.value}">'
+            f"{escape(text)}{ci}{escape(failed)}{n}</td>")
+
+
+def _leaderboard(board: Leaderboard, title: str, rows: list[Row]) -> list[str]:
+    """One kind's table: its methods, the paper and without-copies lines, agreement, n rows."""
+    h = [f"<h2>{escape(title)}</h2>", '<table class="leaderboard"><thead><tr><th>method</th>']
+    h += [f"<th>{escape(c.label)}</th>" for c in board.columns]
+    h.append("</tr></thead><tbody>")
+    for r in rows:
+        h.append(f'<tr><td class="method">{escape(r.label)}</td>' + "".join(_cell_html(c) for c in r.cells) + "</tr>")
+        if r.paper_label and any(c.paper for c in r.cells):
+            h.append(f'<tr class="paper"><td>paper: {escape(r.paper_label)}</td>'
+                     + "".join(f"<td>{escape(c.paper.text()) if c.paper else ''}</td>" for c in r.cells) + "</tr>")
+        if r.without_copies is not None:
+            h.append('<tr class="copies"><td>without reference copies</td>'
+                     + "".join(_cell_html(c, with_n=True) for c in r.without_copies) + "</tr>")
+    if any(x is not None for x in board.ceiling):
+        h.append('<tr class="ceiling"><td>human agreement (Krippendorff &alpha;)</td>'
+                 + "".join(f"<td>{fmt(x)}</td>" for x in board.ceiling) + "</tr>")
+    h.append('<tr class="n"><td>n (items)</td>' + "".join(
+        f"<td>{'' if c.n is None else c.n}</td>" for c in board.columns) + "</tr>")
+    h.append('<tr class="n"><td>n (conversations)</td>' + "".join(
+        f"<td>{'' if c.n_conversations is None else c.n_conversations}</td>" for c in board.columns) + "</tr>")
+    return [*h, "</tbody></table>"]
 
 
 def _table(title: str, header: tuple[str, ...], rows: list[list[str]]) -> list[str]:

@@ -37,17 +37,37 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
 
 
+def copies_text(c: CellValue) -> str:
+    """A cell of the ``↳ without reference copies`` line: the value on the reduced set, its CI and n."""
+    if c.value is None:
+        return "–"
+    s = cell_label(c, star="\\*")
+    if c.low is not None:
+        s += f" [{fmt(c.low, 2)}, {fmt(c.high, 2)}]"
+    return s + (f" n={c.n}" if c.n is not None else "")
+
+
 def leaderboard_md(board: Leaderboard) -> list[str]:
-    head = ["method"] + [c.label for c in board.columns]
-    lines = [_md_row(head), _md_row(["---"] + ["---:"] * len(board.columns))]
-    for r in board.rows:
-        lines.append(_md_row([r.method] + [cell_text(c) for c in r.cells]))
-        if r.paper_label and any(c.paper for c in r.cells):
-            lines.append(_md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
-    if any(x is not None for x in board.ceiling):
-        lines.append(_md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
-    lines.append(_md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
-    return lines
+    """One table per kind (reference-free first), each with its own best values; the kinds are never
+    averaged together. Reference-based rows are followed by their values without the items whose
+    response is (nearly) a reference."""
+    lines: list[str] = []
+    for _kind, title, rows in board.sections():
+        head = ["method"] + [c.label for c in board.columns]
+        lines += [f"### {title}", "", _md_row(head), _md_row(["---"] + ["---:"] * len(board.columns))]
+        for r in rows:
+            lines.append(_md_row([r.label] + [cell_text(c) for c in r.cells]))
+            if r.paper_label and any(c.paper for c in r.cells):
+                lines.append(_md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
+            if r.without_copies is not None:
+                lines.append(_md_row(["↳ without reference copies"] + [copies_text(c) for c in r.without_copies]))
+        if any(x is not None for x in board.ceiling):
+            lines.append(_md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
+        lines.append(_md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
+        lines.append(_md_row(["n (conversations)"] + [str(c.n_conversations) if c.n_conversations is not None else ""
+                                                      for c in board.columns]))
+        lines.append("")
+    return lines[:-1]
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
@@ -65,7 +85,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
         (f"Spearman correlation with the mean human rating; {limit}. "
          f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
          f"seed {exp['seed']}). "
-         "`*` = not significant (p ≥ 0.05); **bold** = best in its column; `± sd` = over selection seeds. "
+         "`*` = not significant: the bootstrap p of the same resamples is ≥ 0.05 (the overall `avg` is marked "
+         "by its stratified bootstrap); **bold** = best in its column within its table; `± sd` = over selection "
+         "seeds. Reference-free and reference-based methods (any member reads the reference response) are in "
+         "separate tables and never averaged together; `(uses-future)` = the method reads the user's turn after "
+         "the rated response, which a live judge never has. `↳ without reference copies`: the same cells "
+         "without the items whose response is (nearly) one of its references (flags `response_is_reference`, "
+         "`response_near_reference`; see docs/data-format.md), Spearman recomputed on the reduced set, n = its "
+         "items. "
          "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets); "
          "`(6 of 8)` = an average over fewer parts than the column has (a correlation was undefined), never bold. "
          "The overall `avg` CI is a stratified bootstrap: each replicate resamples every set's conversations "
@@ -75,7 +102,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
          "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."),
         "",
     ]
-    out += leaderboard_md(board)
+    out += ["## Leaderboard", ""] + leaderboard_md(board)
     comps = summary.get("comparisons") or []
     if comps:
         boots = ", ".join(sorted({str(c.get("n_boot", "?")) for c in comps}))
@@ -87,8 +114,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
                 _md_row(["---"] * 4 + ["---:"] * 6)]
         for c in comps:
             out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-                                f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", p_text(c["p"]),
-                                p_text(c["williams_p"])]))
+                                f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]",
+                                p_text(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)), p_text(c["williams_p"])]))
     out += _average_comparisons_md(summary.get("average_comparisons") or [])
     sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
     if sys_rows:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..stats import p_at_floor, p_floor
 from .paper import PaperValue, paper_value
 
 
@@ -14,6 +15,8 @@ class Column:
     key: tuple[str, str | None]  # (dataset, quality); quality None = the set's average; ("*", None) = all sets
     label: str
     n: int | None = None
+    #: Conversations the column's CIs resample (None: items were resampled, or no CI).
+    n_conversations: int | None = None
 
 
 @dataclass
@@ -31,8 +34,13 @@ class CellValue:
     paper: PaperValue | None = None
     #: Averages: (parts with a value, parts expected); fewer than expected is marked and never best.
     covers: tuple[int, int] | None = None
-    #: An average column's cell: no p-value of its own, so never marked not significant.
+    #: An average column's cell: marked not significant only when its bootstrap gave it a p-value.
     is_average: bool = False
+    #: Conversations behind the CI (None: single items were resampled).
+    n_conversations: int | None = None
+    #: The bootstrap that gave ``p``: its resamples and the degenerate ones (for ``< 1/n_boot``).
+    n_boot: int | None = None
+    n_degenerate: int = 0
 
     @property
     def partial(self) -> bool:
@@ -42,12 +50,39 @@ class CellValue:
     def significant(self) -> bool:
         return self.p is not None and math.isfinite(self.p) and self.p < 0.05
 
+    @property
+    def marked(self) -> bool:
+        """Whether the cell gets the not-significant mark: a set's cell whose bootstrap p is >= .05 (or
+        undefined), or an average whose stratified bootstrap gave a p >= .05."""
+        if self.value is None:
+            return False
+        if self.is_average:
+            return self.p is not None and not self.significant
+        return not self.significant
+
 
 @dataclass
 class Row:
     method: str
     paper_label: str | None
     cells: list[CellValue] = field(default_factory=list)
+    #: ``reference-free`` / ``reference-based`` (``unknown`` in summaries written before kinds were
+    #: recorded) and whether it reads the next user turn.
+    kind: str = "unknown"
+    uses_future: bool = False
+    #: Reference-based rows: the same cells without the items whose response is (nearly) a reference.
+    without_copies: list[CellValue] | None = None
+
+    @property
+    def label(self) -> str:
+        """The method's name as tables print it (``uses-future`` methods say so)."""
+        return self.method + (" (uses-future)" if self.uses_future else "")
+
+
+#: The order and titles of the leaderboard's sections, one per kind: never averaged together.
+KIND_SECTIONS = (("reference-free", "Reference-free methods"),
+                 ("reference-based", "Reference-based methods (read the reference response)"),
+                 ("unknown", "Methods of unrecorded kind (summary written before kinds were recorded)"))
 
 
 @dataclass
@@ -58,54 +93,74 @@ class Leaderboard:
     ceiling: list[float | None]
     meta: dict[str, Any]
 
+    def sections(self) -> list[tuple[str, str, list[Row]]]:
+        """(kind, title, rows) per kind present, reference-free first; within a kind, methods that do
+        not read the future come first, then config order."""
+        out = []
+        for kind, title in KIND_SECTIONS:
+            rows = sorted((r for r in self.rows if r.kind == kind), key=lambda r: r.uses_future)
+            if rows:
+                out.append((kind, title, rows))
+        return out
+
 
 def build(summary: dict[str, Any]) -> Leaderboard:
     """Methods x (set, quality) columns, plus per-set and overall DSTC10 averages where they add information."""
     datasets = summary["datasets"]
     columns: list[Column] = []
     n_by: dict[tuple[str, str], int] = {}
+    conv_by: dict[tuple[str, str | None], int | None] = {}
     for r in summary["results"]:
         n_by.setdefault((r["dataset"], r["quality"]), r["n"])
+        conv_by.setdefault((r["dataset"], r["quality"]), _conversations(r["ci"]))
+    # The overall average's conversations: those of a method that covers every set (the most any has).
+    overall = [n for avg in summary["averages"].values() if (n := _conversations(avg.get("ci"))) is not None]
+    conv_by[("*", None)] = max(overall) if overall else None
     for d in datasets:
         multi = len(d["qualities"]) > 1
         for q in d["qualities"]:
-            columns.append(Column((d["name"], q), f"{d['abbrev']} {q}" if multi else d["abbrev"], n_by.get((d["name"], q))))
+            columns.append(Column((d["name"], q), f"{d['abbrev']} {q}" if multi else d["abbrev"], n_by.get((d["name"], q)),
+                                  conv_by.get((d["name"], q))))
         if multi and len(datasets) > 1:
             columns.append(Column((d["name"], None), f"{d['abbrev']} avg"))
     if len(datasets) > 1:
-        columns.append(Column(("*", None), "avg"))
+        columns.append(Column(("*", None), "avg", n_conversations=conv_by.get(("*", None))))
     res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
     rows = []
     for m, spec in summary["methods"].items():
-        row = Row(m, spec.get("paper"))
+        row = Row(m, spec.get("paper"), kind=spec.get("kind", "unknown"), uses_future=bool(spec.get("uses_future")))
+        avg = summary["averages"].get(m, {})
         for col in columns:
             ds, q = col.key
             if q is not None:
                 r = res.get((m, ds, q))
-                if r is None:
-                    row.cells.append(CellValue(None))
-                    continue
-                row.cells.append(CellValue(
-                    r["spearman"], r["sd"], r["p"], r["ci"]["low"], r["ci"]["high"], r["n"], r["n_failed"],
-                    r.get("n_estimated", 0), r.get("n_incomplete", 0),
-                    paper=paper_value(row.paper_label, ds, q) if row.paper_label else None))
+                row.cells.append(CellValue(None) if r is None else _cell(r, r["spearman"], r["ci"], paper=(
+                    paper_value(row.paper_label, ds, q) if row.paper_label else None)))
             else:
-                avg = summary["averages"].get(m, {})
-                v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
-                covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
-                ci = avg.get("ci") if ds == "*" else None
-                row.cells.append(CellValue(v, low=ci["low"] if ci else None, high=ci["high"] if ci else None,
-                                           covers=tuple(covers) if covers else None, is_average=True))
+                row.cells.append(_average_cell(avg, ds))
         _paper_averages(row, columns)
+        if "without_copies" in avg or any("without_copies" in r for (mm, _, _), r in res.items() if mm == m):
+            row.without_copies = []
+            for col in columns:
+                ds, q = col.key
+                r = res.get((m, ds, q)) if q is not None else None
+                w = r.get("without_copies") if r is not None else None
+                if q is not None:
+                    row.without_copies.append(CellValue(None) if w is None else _cell(w, w["spearman"], w["ci"]))
+                else:
+                    row.without_copies.append(_average_cell(avg.get("without_copies") or {}, ds))
         rows.append(row)
     for j in range(len(columns)):
-        # An average over fewer sets than the column's is not comparable: it is never the best.
-        vals = [v for r in rows if (v := r.cells[j].value) is not None and not r.cells[j].partial]
-        if len(vals) > 1:
-            top = max(vals)
-            for r in rows:
-                if r.cells[j].value == top and not r.cells[j].partial:
-                    r.cells[j].best = True
+        # Best within each kind: a reference-based figure never outranks a reference-free one.
+        for kind, _title in KIND_SECTIONS:
+            mine = [r for r in rows if r.kind == kind]
+            # An average over fewer sets than the column's is not comparable: it is never the best.
+            vals = [v for r in mine if (v := r.cells[j].value) is not None and not r.cells[j].partial]
+            if len(vals) > 1:
+                top = max(vals)
+                for r in mine:
+                    if r.cells[j].value == top and not r.cells[j].partial:
+                        r.cells[j].best = True
     ceiling: list[float | None] = []
     for col in columns:
         ds, q = col.key
@@ -113,6 +168,31 @@ def build(summary: dict[str, Any]) -> Leaderboard:
         ceiling.append(a["interval"] if a else None)
     exp = summary["experiment"]
     return Leaderboard(f"Leaderboard: {exp['name']}", columns, rows, ceiling, exp)
+
+
+def _conversations(ci: dict[str, Any] | None) -> int | None:
+    return ci.get("n_units") if ci and ci.get("unit") == "group" else None
+
+
+def _cell(r: dict[str, Any], value: float | None, ci: dict[str, Any], paper: PaperValue | None = None) -> CellValue:
+    """A (set, quality) cell from a summary result (or its ``without_copies`` part). Its significance is
+    the conversation bootstrap's p (``ci.p``); summaries written before it was recorded give scipy's."""
+    p = ci["p"] if "p" in ci else r.get("p")
+    return CellValue(value, r.get("sd"), p, ci["low"], ci["high"], r["n"], r.get("n_failed", 0),
+                     r.get("n_estimated", 0), r.get("n_incomplete", 0), paper=paper,
+                     n_conversations=_conversations(ci), n_boot=ci.get("n_boot"),
+                     n_degenerate=ci.get("n_degenerate", 0))
+
+
+def _average_cell(avg: dict[str, Any], ds: str) -> CellValue:
+    """An average column's cell: the overall average carries its stratified bootstrap CI and p."""
+    v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
+    covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
+    ci = avg.get("ci") if ds == "*" else None
+    return CellValue(v, p=ci.get("p") if ci else None, low=ci["low"] if ci else None,
+                     high=ci["high"] if ci else None, covers=tuple(covers) if covers else None, is_average=True,
+                     n_conversations=_conversations(ci), n_boot=ci.get("n_boot") if ci else None,
+                     n_degenerate=ci.get("n_degenerate", 0) if ci else 0)
 
 
 def _paper_averages(row: Row, columns: list[Column]) -> None:
@@ -151,7 +231,7 @@ def cell_label(c: CellValue, star: str = "*") -> str:
     s = fmt(c.value)
     if c.sd is not None:
         s += f" ± {fmt(c.sd)}"
-    if not c.is_average and not c.significant:
+    if c.marked:
         s += star
     if c.partial and c.covers is not None:
         s += f" ({c.covers[0]} of {c.covers[1]})"
@@ -208,9 +288,16 @@ AVERAGE_COMPARISON_HEADER = ("A", "B", "sets", "n", "avg A", "avg B", "A − B [
 def average_comparison_cells(comps: list[dict[str, Any]]) -> list[list[str]]:
     """One row of text per entry of ``summary["average_comparisons"]``."""
     return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-             f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]", p_text(c["p"])] for c in comps]
+             f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]",
+             p_text(c["p"], c.get("n_boot"), c.get("n_degenerate", 0))] for c in comps]
 
 
-def p_text(p: float | None) -> str:
-    """A p-value as reports print it (3 significant digits; ``–`` when undefined)."""
-    return "–" if p is None else f"{p:.3g}"
+def p_text(p: float | None, n_boot: int | None = None, n_degenerate: int = 0) -> str:
+    """A p-value as reports print it (3 significant digits; ``–`` when undefined). A bootstrap p at its
+    floor (every resample on one side of zero) prints as ``< 1/n_boot``, e.g. ``< .001``: that is all
+    the resamples can say."""
+    if p is None or not math.isfinite(p):
+        return "–"
+    if n_boot is not None and p_at_floor(p, n_boot, n_degenerate):
+        return "< " + f"{p_floor(n_boot, n_degenerate):.3g}".removeprefix("0")
+    return f"{p:.3g}"

@@ -54,6 +54,13 @@ class Scorer(Protocol):
         """Raise InputError before any model work when ``items`` cannot be scored by this method
         (a missing input, a template that does not render). Default: nothing to check."""
 
+    def reads(self) -> frozenset[str]:
+        """Inputs beyond the conversation and the rated response that the method reads: ``reference``
+        (a reference-based method) and ``next_user`` (the user's turn after the rated response: a
+        method that uses the future, which a live judge never has). Reports and ``judge serve`` go by
+        this declaration. Default: neither."""
+        return frozenset()
+
     def warm(self) -> None:
         """Do now the work every later ``score`` call needs, so that the first caller does not wait for
         it (an ensemble scores its fixed reference set and fits its weights). Default: nothing."""

@@ -82,6 +82,7 @@ class EnsembleScorer(Scorer):
         quality: Quality | None = None,
         training: Sequence[TrainingSet] = (),
         left_out: Sequence[tuple[str, str]] = (),
+        reads: frozenset[str] = frozenset(),
     ) -> None:
         if combine not in COMBINE_RULES:
             raise ValueError(f"combine must be one of {', '.join(COMBINE_RULES)}, got {combine!r}")
@@ -102,6 +103,8 @@ class EnsembleScorer(Scorer):
         self.training = list(training)
         #: Optional members left out of this ensemble on these items (name, why), for the results.
         self.left_out = list(left_out)
+        #: The union of what the members read (members are built lazily, so the builder declares it).
+        self._reads = frozenset(reads)
         #: With ``fit = "lodo"``: the weights learned on the training sets (once scored).
         self.learned: tuple[float, ...] | None = None
         self._memo: _State | None = None
@@ -118,6 +121,11 @@ class EnsembleScorer(Scorer):
             out.update(weights=list(self.learned) if self.learned else "learned",
                        fit=f"lodo (fitted on {', '.join(t.name for t in self.training)})")
         return out
+
+    def reads(self) -> frozenset[str]:
+        """What any member reads beyond the conversation (an ensemble is as reference-based, and as
+        future-reading, as its most demanding member)."""
+        return self._reads
 
     def fitted(self) -> dict[str, object] | None:
         """The weights learned for the latest ``score`` (or ``warm``) call's reference: with ``fit = "cv"`` each

@@ -73,6 +73,10 @@ class LLMJudge(Scorer):
             **self.selector.describe(),
         }
 
+    def reads(self) -> frozenset[str]:
+        """What the template declares it reads beyond the conversation (its ``reads`` metadata)."""
+        return self.prompt.reads
+
     def check(self, items: Sequence[Item]) -> None:
         """Render every item once (no examples): template errors are bad input, found before scoring."""
         for item in items:

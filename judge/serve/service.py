@@ -16,6 +16,7 @@ from typing import Any
 
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
+from ..engine.kinds import MethodKinds
 from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
@@ -93,6 +94,7 @@ class JudgeService:
             "batching": self.batching,
             "spec": self.spec.describe(),
             "scorer": self.scorer.describe(),
+            "kind": MethodKinds(self.scorer.reads()).to_dict(),
             "fitted": self.scorer.fitted(),
             "versions": versions(),
         }
@@ -102,8 +104,12 @@ class JudgeService:
 
 
 def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
-    """The spec options a service cannot honour without a file: examples need ``--pool``, an ensemble
-    needs ``--reference-set`` (and nothing else does)."""
+    """The spec options a service cannot honour: examples need ``--pool``, an ensemble needs
+    ``--reference-set`` (and nothing else does), and no served method may read the user's turn after
+    the rated response (a live request has none yet), ``allow_future`` or not."""
+    from ..engine.kinds import check_live, method_kinds
+
+    check_live(spec, method_kinds(spec))
     if spec.type == "ensemble" and reference is None:
         raise InputError("an ensemble places each item among a reference set; a service has no file to rank "
                          "against, so give one (--reference-set FILE)", field="--reference-set")

@@ -10,6 +10,9 @@ from ...items import Item
 from ..base import Score, Scorer
 from . import check_inputs
 
+#: Inputs whose use changes what kind of method a scorer is (see ``Scorer.reads``).
+DECLARED_READS = frozenset({"reference", "next_user"})
+
 
 class ClassicScorer(Scorer):
     """Subclasses set ``name``, ``requires``, ``levels`` and implement ``compute(items) -> list[Score]``."""
@@ -24,6 +27,10 @@ class ClassicScorer(Scorer):
 
     def check(self, items: Sequence[Item]) -> None:
         check_inputs(self.name, items, self.requires, self.levels)
+
+    def reads(self) -> frozenset[str]:
+        """The declared ``requires`` that reports tell apart (a reference, the next user turn)."""
+        return frozenset(self.requires) & DECLARED_READS
 
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         items = list(items)
