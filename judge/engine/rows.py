@@ -26,10 +26,8 @@ def rounded(x: float | None) -> float | None:
 
 
 def item_flags(item: Item) -> list[str]:
-    """Odd but legitimate properties of the input that a reader of the scores should see."""
-    if item.level == "turn" and not (item.response or "").strip():
-        return ["empty_response"]
-    return []
+    """Odd but legitimate properties of the input that a reader of the scores should see (``Item.flags``)."""
+    return list(item.flags)
 
 
 def item_row(item: Item, score: Score, method: str, quality: str | None, seed: int | None = None) -> dict[str, Any]:
