@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 Level = Literal["turn", "dialog"]
@@ -144,7 +145,7 @@ def item_flags(item: Item) -> tuple[str, ...]:
         "empty_context": turn and not item.context,
         "empty_context_turn": any(not t.text.strip() for t in turns),
         "context_ends_with_system": turn and bool(item.context) and item.context[-1].speaker == SYSTEM,
-        "repeated_speaker": any(a.speaker == b.speaker for a, b in zip(turns, turns[1:])),
+        "repeated_speaker": any(a.speaker == b.speaker for a, b in pairwise(turns)),
         "response_repeats_context": turn and bool(response)
         and any(_norm(t.text) == _norm(response) for t in item.context),
         "long_turn": any(len(t) > LONG_TURN_CHARS for t in texts),

@@ -9,6 +9,8 @@ default (512), as the CPU leaderboard ran. Real FED-Turn and FED-Dial items, rea
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from judge.backends import create_backend
@@ -19,6 +21,7 @@ from judge.prompts import get_prompt
 from judge.qualities import find_quality
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
+
 
 @pytest.fixture(scope="module")
 def reuse():
@@ -127,7 +130,7 @@ def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
         # A long dialog and the same dialog one turn longer: they share more than one batch of tokens.
         long_dialog = Item(id="long", level="dialog", dialog=tuple(t for it in fd[:6] for t in it.dialog))
         longer = Item(id="longer", level="dialog", dialog=long_dialog.dialog + (Turn(USER, "Thanks, bye!"),))
-        pairs = list(zip(prompts, prompts[1:])) + [
+        pairs = list(pairwise(prompts)) + [
             (Prompt(criteria.render(long_dialog), chat=True), Prompt(criteria.render(longer), chat=True))]
         for before, prompt in pairs:
             reused.llm.reset()
