@@ -107,7 +107,7 @@ JSONL_CASES = [
     ("unknown-speaker", line(context=[{"speaker": "narrator", "text": "hi"}]),
      ["line 1", "field 'context[0].speaker'", "unknown speaker", "user"]),
     ("turn-text-null", line(context=[{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": None}]),
-     ["line 1", "field 'context[1].text'", "expected string"]),
+     ["line 1", "field 'context[1].text'", "missing"]),
     ("empty-dialog", line(context=..., response=..., dialog=[]), ["line 1", "field 'dialog'", "empty"]),
     ("dialog-and-response", line(context=..., dialog=[{"speaker": "user", "text": "hi"}]),
      ["line 1", "field 'response'"]),
