@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 Level = Literal["turn", "dialog"]
@@ -94,12 +95,12 @@ class Item:
     def flags(self) -> tuple[str, ...]:
         """Notes on odd but valid data that output rows carry, e.g. ``("empty_response",)``.
 
-        An empty reply is a real (bad) chatbot output that people rated, so it is scored like any
-        other response; the flag lets readers of the results find such items.
+        Real logs hold empty replies, blank messages, bots that speak twice in a row, pasted walls of
+        text, emoji and other scripts. People rated such items, so they are scored like any other; the
+        flags (docs/data-format.md, "Odd but real data") let readers of the results find them. They are
+        a fixed function of the item, listed in the order of ``ITEM_FLAGS``.
         """
-        if self.level == "turn" and not (self.response or "").strip():
-            return ("empty_response",)
-        return ()
+        return item_flags(self)
 
     @property
     def turns(self) -> tuple[Turn, ...]:
@@ -118,3 +119,37 @@ class Item:
         if self.level == "turn":
             return self.response or ""
         return "\n".join(t.text for t in self.dialog if t.speaker == SYSTEM)
+
+
+#: A turn (or response) longer than this many characters is flagged ``long_turn``: chat messages are
+#: rarely longer, and a long one takes most of a small model's context window and attention.
+LONG_TURN_CHARS = 1000
+
+#: Every flag an item can carry, in the order rows list them (docs/data-format.md).
+ITEM_FLAGS = ("empty_response", "empty_context", "empty_context_turn", "context_ends_with_system", "repeated_speaker",
+              "response_repeats_context", "long_turn", "multiline_turn", "non_ascii")
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def item_flags(item: Item) -> tuple[str, ...]:
+    """The odd-but-real properties of ``item`` (see ``Item.flags``)."""
+    turn = item.level == "turn"
+    turns = item.context if turn else item.dialog
+    texts = [t.text for t in turns] + ([item.response or ""] if turn else [])
+    response = (item.response or "").strip()
+    found = {
+        "empty_response": turn and not response,
+        "empty_context": turn and not item.context,
+        "empty_context_turn": any(not t.text.strip() for t in turns),
+        "context_ends_with_system": turn and bool(item.context) and item.context[-1].speaker == SYSTEM,
+        "repeated_speaker": any(a.speaker == b.speaker for a, b in pairwise(turns)),
+        "response_repeats_context": turn and bool(response)
+        and any(_norm(t.text) == _norm(response) for t in item.context),
+        "long_turn": any(len(t) > LONG_TURN_CHARS for t in texts),
+        "multiline_turn": any("\n" in t.strip() for t in texts),
+        "non_ascii": any(not t.isascii() for t in texts + [item.fact or ""]),
+    }
+    return tuple(f for f in ITEM_FLAGS if found[f])

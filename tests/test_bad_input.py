@@ -106,13 +106,13 @@ JSONL_CASES = [
     ("turn-extra-key", line(context=[{"speaker": "user", "text": "hi", "txt": "x"}]), ["field 'context[0].txt'"]),
     ("unknown-speaker", line(context=[{"speaker": "narrator", "text": "hi"}]),
      ["line 1", "field 'context[0].speaker'", "unknown speaker", "user"]),
-    ("empty-turn", line(context=[{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "  \n"}]),
-     ["line 1", "field 'context[1].text'", "empty"]),
+    ("turn-text-null", line(context=[{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": None}]),
+     ["line 1", "field 'context[1].text'", "missing"]),
     ("empty-dialog", line(context=..., response=..., dialog=[]), ["line 1", "field 'dialog'", "empty"]),
     ("dialog-and-response", line(context=..., dialog=[{"speaker": "user", "text": "hi"}]),
      ["line 1", "field 'response'"]),
-    ("dialog-empty-turn", line(context=..., response=..., dialog=[{"speaker": "bot", "text": ""}]),
-     ["field 'dialog[0].text'"]),
+    ("dialog-turn-text-list", line(context=..., response=..., dialog=[{"speaker": "bot", "text": ["hi"]}]),
+     ["field 'dialog[0].text'", "expected string"]),
     ("typo-key", line(respone="x"), ["line 1", "field 'respone'", "did you mean 'response'"]),
     ("reference-number", line(reference=5), ["field 'reference'"]),
     ("reference-list-of-numbers", line(reference=["ok", 5]), ["field 'reference[1]'"]),
@@ -184,6 +184,14 @@ def test_undeclared_scale_is_refused_when_needed(cli, tmp_path, scores, quality)
     assert_clear(rc, err, str(path), f"quality '{quality}' has no known scale", f"--scale {quality}=MIN:MAX")
     # A blank response is data, not an error: the same file with one passes validation.
     path.write_text(line(scores=scores, response="  ", scales={quality: [0, 5]}) + "\n")
+    with pytest.raises(ModelLoaded):
+        cli("score", path, "--quality", quality, "-o", tmp_path / "out.jsonl")
+    # So are blank turns of a context or a dialog (a real log's empty bot reply): they pass validation too.
+    path.write_text(line(scores=scores, scales={quality: [0, 5]},
+                         context=[{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "  \n"},
+                                  {"speaker": "user", "text": "hello?"}]) + "\n"
+                    + line(id="d", scores=scores, context=..., response=...,
+                           dialog=[{"speaker": "bot", "text": ""}, {"speaker": "user", "text": "hi"}]) + "\n")
     with pytest.raises(ModelLoaded):
         cli("score", path, "--quality", quality, "-o", tmp_path / "out.jsonl")
 

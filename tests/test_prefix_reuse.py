@@ -1,11 +1,15 @@
-"""Prefix reuse and reordering change speed, never scores: checked against from-scratch evaluation.
+"""Prefix reuse and reordering change speed, never scores: checked against from-scratch evaluation, exactly.
 
-Real model throughout (the packaged SmolLM2 via llama.cpp): the session's ``smollm2`` backend keeps the
-longest common token prefix in its KV cache, and a second instance with ``reuse_prefix=False``
-evaluates every prompt from an empty cache. Real FED-Turn items, real templates and selectors.
+Real models throughout (the packaged SmolLM2 and Qwen2.5-Coder-0.5B via llama.cpp): a backend that keeps
+the shared token prefix in its KV cache (in whole batches of ``n_batch`` tokens), and a second instance
+with ``reuse_prefix=False`` that evaluates every prompt from an empty cache. The SmolLM2 pair runs with
+``n_batch=32`` so that prompts of a few hundred tokens reuse whole batches; the Qwen pair keeps the
+default (512), as the CPU leaderboard ran. Real FED-Turn and FED-Dial items, real templates and selectors.
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import pytest
 
@@ -18,12 +22,17 @@ from judge.qualities import find_quality
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 
-TOL = 1e-4
+
+@pytest.fixture(scope="module")
+def reuse():
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
+    yield backend
+    backend.close()
 
 
 @pytest.fixture(scope="module")
 def scratch():
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False)
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False, n_batch=32)
     yield backend
     backend.close()
 
@@ -37,10 +46,7 @@ def _same(a, b):
     assert [s.item_id for s in a] == [s.item_id for s in b]
     for x, y in zip(a, b):
         assert x.ok and y.ok, (x.error, y.error)
-        assert x.value == pytest.approx(y.value, abs=TOL)
-        assert x.label_probs.keys() == y.label_probs.keys()
-        for lab in x.label_probs:
-            assert x.label_probs[lab] == pytest.approx(y.label_probs[lab], abs=TOL)
+        assert x.value == y.value and x.label_probs == y.label_probs and x.top == y.top  # bit for bit
         assert x.examples == y.examples
 
 
@@ -48,7 +54,7 @@ def _same(a, b):
     ("fed-turn-interesting", "Interesting", "manual", 3),  # rating 0-2, the same 3 examples for every item
     ("yesno", "Overall", "bm25-context", 2),  # yes/no, examples differ per item (reordering groups shared ones)
 ])
-def test_reuse_and_reordering_match_from_scratch(smollm2, scratch, fed, prompt, quality, selector, k):
+def test_reuse_and_reordering_match_from_scratch(reuse, scratch, fed, prompt, quality, selector, k):
     q = find_quality(quality, "turn")
     pool = [it for it in fed if it.human(q.name) is not None]
     items = fed[:3]
@@ -57,8 +63,8 @@ def test_reuse_and_reordering_match_from_scratch(smollm2, scratch, fed, prompt, 
         return LLMJudge(get_prompt(prompt), backend, quality=q, selector=get_selector(selector, seed=0),
                         k=k, pool=pool, batch_size=4)
 
-    smollm2.llm.reset()
-    reused = list(judge(smollm2).score(items))
+    reuse.llm.reset()
+    reused = list(judge(reuse).score(items))
     fresh = list(judge(scratch).score(items))
     _same(reused, fresh)
     assert all(s.n_evaluated_tokens == s.n_prompt_tokens for s in fresh)
@@ -66,9 +72,11 @@ def test_reuse_and_reordering_match_from_scratch(smollm2, scratch, fed, prompt, 
     assert sum(s.n_evaluated_tokens for s in reused) < sum(s.n_prompt_tokens for s in reused)
     if selector == "manual":  # the same examples for all: only the first prompt run is evaluated in full
         assert sum(s.n_evaluated_tokens < s.n_prompt_tokens / 2 for s in reused) == len(items) - 1
+    assert all(s.n_evaluated_tokens == s.n_prompt_tokens or (s.n_prompt_tokens - s.n_evaluated_tokens) % 32 == 0
+               for s in reused), "reuse is in whole batches only"
 
 
-def test_window_sorts_interleaved_prompts_and_yields_in_input_order(smollm2, scratch):
+def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scratch):
     a = (Turn(USER, "I have been learning to bake sourdough bread at home, but my loaves come out flat and "
                     "dense every time. I feed the starter daily. What am I doing wrong?"),)
     b = (Turn(USER, "Can you recommend a good science fiction novel?"),
@@ -79,10 +87,10 @@ def test_window_sorts_interleaved_prompts_and_yields_in_input_order(smollm2, scr
     items = [Item(id=f"i{n}", level="turn", context=a if n % 2 == 0 else b, response=r)
              for n, r in enumerate(responses)]
     yesno = get_prompt("yesno")
-    smollm2.llm.reset()
-    sorted_run = list(LLMJudge(yesno, smollm2, batch_size=2).score(items))
-    smollm2.llm.reset()
-    in_order = list(LLMJudge(yesno, smollm2, batch_size=1).score(items))  # window 1: no reordering
+    reuse.llm.reset()
+    sorted_run = list(LLMJudge(yesno, reuse, batch_size=2).score(items))
+    reuse.llm.reset()
+    in_order = list(LLMJudge(yesno, reuse, batch_size=1).score(items))  # window 1: no reordering
     fresh = list(LLMJudge(yesno, scratch, batch_size=2).score(items))
     _same(sorted_run, fresh)
     _same(in_order, fresh)
@@ -102,3 +110,36 @@ def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_pa
         assert not plain.capabilities.prefix_reuse
     finally:
         plain.close()
+
+
+def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
+    """Regression (docs/results.md, "Reproducing the figures"): reusing a shared prefix of any length
+    made a prompt's logits depend on the prompt evaluated before it, because llama.cpp computes a token's
+    row according to the batch it falls in (Qwen's repacked 4-bit kernels); a FED-Dial cell gave .379
+    alone and .375 after another set's prompts. With reuse in whole batches of n_batch (default 512), every
+    answer equals the from-scratch one bit for bit, after a predecessor sharing any length of prefix."""
+    from judge.backends.base import Prompt
+
+    config = GenerateConfig(threads=2)
+    reused = create_backend("llamacpp", "qwen2.5-coder-0.5b", config)
+    fresh = create_backend("llamacpp", "qwen2.5-coder-0.5b", config, reuse_prefix=False)
+    try:
+        fd = load_benchmark("fed-dial", data_dir)
+        criteria = get_prompt("yesno-criteria")
+        prompts = sorted((Prompt(criteria.render(it), chat=True) for it in fd[:12]), key=lambda p: p.text)
+        # A long dialog and the same dialog one turn longer: they share more than one batch of tokens.
+        long_dialog = Item(id="long", level="dialog", dialog=tuple(t for it in fd[:6] for t in it.dialog))
+        longer = Item(id="longer", level="dialog", dialog=long_dialog.dialog + (Turn(USER, "Thanks, bye!"),))
+        pairs = list(pairwise(prompts)) + [
+            (Prompt(criteria.render(long_dialog), chat=True), Prompt(criteria.render(longer), chat=True))]
+        for before, prompt in pairs:
+            reused.llm.reset()
+            reused.label_logprobs([before], ["Yes", "No"])
+            after = reused.label_logprobs([prompt], ["Yes", "No"])[0]
+            alone = fresh.label_logprobs([prompt], ["Yes", "No"])[0]
+            assert after.logprobs == alone.logprobs and after.top == alone.top
+        kept = after.n_prompt_tokens - after.n_evaluated_tokens
+        assert reused.n_batch == 512 and kept >= 512 and kept % 512 == 0  # whole batches were reused
+    finally:
+        reused.close()
+        fresh.close()

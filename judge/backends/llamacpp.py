@@ -1,7 +1,9 @@
 """llama.cpp backend (the embedded default): full-vocabulary next-token log-probabilities.
 
-Consecutive prompts that share a prefix reuse the KV cache: only the tokens after the longest
-common prefix with the previous prompt are evaluated.
+Consecutive prompts that share a prefix reuse the KV cache, in whole batches only: the longest common
+prefix with the previous prompt is rounded down to a multiple of ``n_batch`` and the rest is evaluated.
+A prompt's answer is then bit-identical to evaluating it alone from an empty cache, whatever ran before
+it (see ``_eval``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class LlamaCppBackend(Backend):
         self.sha256 = file_sha256(self.path)
         self.config = config
         self.reuse_prefix = reuse_prefix
+        self.n_batch = n_batch
         #: llama.cpp settings given as backend options (flash_attn, type_k, ...): they can move answers.
         self.llama_options = dict(sorted(llama_kwargs.items()))
         threads = config.threads or os.cpu_count() or 1
@@ -158,10 +161,14 @@ class LlamaCppBackend(Backend):
             n = min(len(prev), len(toks))
             diff = np.nonzero(prev[:n] != np.asarray(toks[:n]))[0]
             keep = int(diff[0]) if len(diff) else n
-            # At least the last two tokens run again: the last one must, to produce logits, and llama.cpp
-            # computes a one-token batch through other kernels whose logits differ from a from-scratch
-            # evaluation (up to 0.9 in a logit with llama-cpp-python 0.3.36); two or more tokens match exactly.
-            keep = max(0, min(keep, len(toks) - 2))
+            # Only whole batches of n_batch tokens are reused, so the tokens evaluated fall into the same
+            # batches as in a from-scratch evaluation. llama.cpp's CPU kernels compute a row differently
+            # depending on the batch it is in (a one-token batch goes through other kernels, up to 0.9 in a
+            # logit; the repacked 4-bit matmuls take rows four at a time and the batch's tail row by row),
+            # so reusing an arbitrary prefix made a prompt's answer depend on the prompt before it: the same
+            # item scored differently alone and after another set's items (docs/results.md, "Reproducing the
+            # figures"). The last token always runs, to produce logits.
+            keep = min(keep, len(toks) - 1) // self.n_batch * self.n_batch
         # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding.
         llm.n_tokens = keep
         new = toks[keep:]
@@ -207,7 +214,10 @@ class LlamaCppBackend(Backend):
         # must not be served the old file's cached answers. llama.cpp options given by the user
         # (flash attention changes a probability by up to .03) join them only when there are some, so
         # the keys of the default settings stay what they were.
-        out: dict[str, object] = {"n_ctx": self.capabilities.max_context, "file": self.path.name, "sha256": self.sha256}
+        # "reuse" names how the KV prefix is reused: answers cached before prefix reuse kept to whole batches
+        # depended on the prompt evaluated before them, and must not be served as this engine's answers.
+        out: dict[str, object] = {"n_ctx": self.capabilities.max_context, "file": self.path.name, "sha256": self.sha256,
+                                  "reuse": f"whole batches of {self.n_batch}"}
         if self.llama_options:
             out["llama"] = self.llama_options
         if not self.extra_buffers:

@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if spec.type == "llm" and spec.k:
         used = [len(r["examples"]) for r in rows]
         print(f"examples  {statistics.fmean(used):.2f} shown per item on average (k {spec.k}); "
-              f"{sum(u < spec.k for u in used)} item-runs had fewer (context window or small pool)")
+              f"{sum(u < spec.k for u in used)} item-runs had fewer (context window or small pool); "
+              f"pool: {spec.pool or summary['experiment']['example_pool']}")
     report_counters(summary.get("counters", {}))
     return EXIT_FAILED_ITEMS if any(c["n_failed"] for c in summary["cells"]) else EXIT_OK
 

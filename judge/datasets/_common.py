@@ -488,7 +488,8 @@ _TURN_KEYS = ("speaker", "text")
 def parse_turns(
     raw: Any, *, file: str, rec: str | int, field: str, strict_keys: bool = False
 ) -> tuple[Turn, ...]:
-    """A JSON array of ``{"speaker": ..., "text": ...}`` -> Turns with normalised speakers.
+    """A JSON array of ``{"speaker": ..., "text": ...}`` -> Turns with normalised speakers (texts stripped;
+    a blank text becomes "", which the item's flags report).
 
     ``strict_keys`` rejects other keys in a turn object (users' JSONL: catches typos).
     """
@@ -523,7 +524,7 @@ def parse_turns(
                 record=rec,
                 field=where + ".speaker",
             )
-        if not text.strip():
-            raise InputError("empty turn text", file=file, record=rec, field=where + ".text")
+        # An empty or blank turn is data (a real log's bot that said nothing, an empty message): it is
+        # kept as "" and the item is flagged (Item.flags: empty_context_turn), never refused.
         turns.append(Turn(role, text.strip()))
     return tuple(turns)

@@ -102,6 +102,11 @@ class Experiment:
         """The split this experiment scores, for provenance (empty when it scores every item)."""
         return {} if self.split is None else {"split": self.split, "split_seed": self.split_seed}
 
+    def example_pool(self) -> str:
+        """Where k-shot methods without a pool file of their own take examples from: with a split, the dev
+        half of the set (a test item is never shown as an example), else every rated item of it."""
+        return "dev half" if self.split else "whole set"
+
     def with_overrides(
         self,
         *,

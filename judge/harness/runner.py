@@ -44,7 +44,7 @@ class Cell:
     quality: Quality
     seed: int
     items: list[Item]  # the items scored (rated for this quality), in file order
-    pool: list[Item]  # example pool: every rated item of the set
+    pool: list[Item]  # example pool: every rated item of the set, or of its dev half when the run has a split
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -67,10 +67,14 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
     load = load or (lambda name: load_benchmark(name, exp.data_dir))
     sets: dict[str, list[Item]] = {}
     subsets: dict[str, list[Item]] = {}
+    pools: dict[str, list[Item]] = {}
     for ds in exp.datasets:
         sets[ds.name] = list(ds.source.items) if ds.source is not None else load(ds.name)
         subsets[ds.name] = seeded_subset(split_items(sets[ds.name], exp.split, exp.split_seed), exp.limit,
                                          exp.limit_seed)
+        # With a split, in-context examples come from the dev half only: a test item is never shown as an
+        # example, so choosing on dev and reporting on test reads no test label at all.
+        pools[ds.name] = split_items(sets[ds.name], "dev", exp.split_seed) if exp.split else sets[ds.name]
     cells = []
     for m in exp.methods:
         for ds in exp.datasets:
@@ -78,7 +82,7 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
             for qname in ds.qualities:
                 q = info.quality(qname)
                 items = [it for it in subsets[ds.name] if it.human(q.name) is not None]
-                pool = [it for it in sets[ds.name] if it.human(q.name) is not None]
+                pool = [it for it in pools[ds.name] if it.human(q.name) is not None]
                 for seed in m.run_seeds():
                     cells.append(Cell(m, ds.name, q, seed, items, pool))
     return cells
@@ -102,11 +106,17 @@ def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
         "quality": cell.quality.name, "seed": cell.seed, "limit": exp.limit, "limit_seed": exp.limit_seed,
         "items": [it.id for it in cell.items],
     }
+    if _uses_examples(prep):  # where the examples came from: another pool gives other prompts
+        meta["example_pool"] = prep.spec.pool or exp.example_pool()
     if prep.training:  # other datasets give other weights: a resume must not mix them
         meta["trained_on"] = [t.label for t in prep.training]
     if prep.left_out:  # an ensemble without some optional members on this set
         meta["left_out"] = dict(prep.left_out)
     return meta
+
+
+def _uses_examples(prep: Prepared) -> bool:
+    return prep.spec.k > 0 or any(_uses_examples(m) for m in prep.members)
 
 
 def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> None:

@@ -153,6 +153,8 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "name": exp.name, "description": exp.description, "config": exp.path, "data_dir": exp.data_dir,
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
             **exp.split_info(),
+            # k-shot methods without a pool file of their own draw examples from here (never the test half).
+            "example_pool": exp.example_pool(),
         },
         # Each method's kind (reference-free / reference-based, uses-future), from what it declares it reads.
         "methods": {m.name: {**m.describe(), **kinds[m.name].to_dict()} for m in exp.methods},

@@ -81,6 +81,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if exp.get("split"):
         limit += (f", drawn from the {exp['split']} half of each set's conversations (split_seed "
                   f"{exp['split_seed']}; conversations never cross halves)")
+        if exp.get("example_pool") and any(m.get("k") for m in summary["methods"].values()):
+            limit += f"; in-context examples from the {exp['example_pool']}"
     out += [
         (f"Spearman correlation with the mean human rating; {limit}. "
          f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
