@@ -95,7 +95,7 @@ def test_scheduled_run_writes_the_rows_and_cache_entries_of_method_by_method_run
         evaluated = [json.loads(v)["n_evaluated_tokens"] for (v,) in db.execute("SELECT value FROM dists")]
     with sqlite3.connect(alone) as db:
         evaluated_alone = [json.loads(v)["n_evaluated_tokens"] for (v,) in db.execute("SELECT value FROM dists")]
-    assert sum(evaluated) < 0.7 * sum(evaluated_alone), (sum(evaluated), sum(evaluated_alone))
+    assert sum(evaluated) < 0.8 * sum(evaluated_alone), (sum(evaluated), sum(evaluated_alone))
 
 
 def test_prompts_of_one_family_go_to_the_backend_back_to_back(smollm2, data_dir):
@@ -198,14 +198,16 @@ def test_check_prints_the_shared_prefix_of_each_family(tmp_path, data_dir):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [x for x in proc.stdout.splitlines() if x.startswith("family ")]
-    assert len(lines) == 2, proc.stdout
+    assert len(lines) == 3, proc.stdout  # fedq-turn on FT; criteria on FT and on TU
     fedq = next(x for x in lines if x.startswith("family fedq-turn on fed-turn: 9 prompts"))
     criteria = next(x for x in lines if x.startswith("family criteria on topical-usr: 3 prompts"))
     for line in (fedq, criteria):
         shared, total = (float(v) for v in line.split("shared prefix ")[1].split(" tokens")[0].split(" of "))
         assert 0 < shared < total
-    # The fedq prompts differ only by their last line; rating-criteria's first line says how to answer.
+    # The fedq prompts differ only by their last line; rating-criteria's first line says how to answer,
+    # so the three criteria prompts have only the preamble's first words in common.
     assert "6 items" in fedq and float(fedq.split("(")[2].split("%")[0]) >= 80
+    assert float(criteria.split("(")[2].split("%")[0]) < 20
 
 
 @pytest.mark.slow
