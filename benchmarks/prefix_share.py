@@ -120,11 +120,11 @@ def raw_pass(spec: dict[str, Any]) -> dict[str, Any]:
 # -- the driver ----------------------------------------------------------------------------------------
 
 def subprocess_pass(spec: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.run([sys.executable, __file__, "--pass-json", json.dumps(spec)], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"pass {spec.get('name')} failed:\n{proc.stderr[-3000:]}")
+        raise SystemExit(f"pass {spec.get('name')} failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
