@@ -9,6 +9,7 @@ A template file starts with a Jinja comment holding TOML metadata::
     min = 0                  # rating scale; defaults to the quality's scale
     max = 2
     reads = ["reference"]    # inputs beyond the conversation (optional): "reference", "next_user"
+    family = "fedq-turn"     # prompts written to share all but their last line (optional)
     -#}
 
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
@@ -63,6 +64,8 @@ class PromptTemplate:
     level: str | None
     #: Inputs beyond the conversation the template reads (``reference``, ``next_user``), as declared.
     reads: frozenset[str] = frozenset()
+    #: The family of prompts this one was written to share a prefix with (None: none declared).
+    family: str | None = None
 
     def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
         """Render the prompt for ``item`` with ``examples`` given as (example item, shown label)."""
@@ -189,7 +192,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     except UnicodeDecodeError as exc:
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
-    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads"}
+    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads", "family"}
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -197,7 +200,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (int, float))
                              or not math.isfinite(meta[key])):
             raise TemplateError(f"{path}: metadata '{key}' must be a finite number, not {meta[key]!r}")
-    for key in ("answer", "quality", "level", "description"):
+    for key in ("answer", "quality", "level", "description", "family"):
         if key in meta and not isinstance(meta[key], str):
             raise TemplateError(f"{path}: metadata '{key}' must be a string, not {meta[key]!r}")
     if not 0 < meta.get("threshold", 0.5) < 1:
@@ -231,7 +234,9 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     else:
         raise TemplateError(f"{path}: metadata 'answer' must be 'rating' or 'yesno', not {kind!r}")
     _compile(path, source)  # syntax errors surface at load time, not mid-run
-    return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads))
+    family = meta.get("family")
+    return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads),
+                          str(family) if family else None)
 
 
 def builtin_prompts() -> dict[str, Path]:
@@ -247,7 +252,13 @@ def get_prompt(name: str) -> PromptTemplate:
     return load_template(prompts[name], name=name)
 
 
-def fed_prompt_name(level: str, quality: str) -> str:
-    """Built-in rating prompt for a FED quality, e.g. ('turn', 'Semantically appropriate')."""
-    prefix = "fed-turn" if level == "turn" else "fed-dial"
+#: Prompt names that stand for one built-in prompt per FED quality: the paper's (``fed``) and the
+#: shared-prefix family (``fedq``: conversation first, the quality's question last).
+PER_QUALITY_PROMPTS = ("fed", "fedq")
+
+
+def fed_prompt_name(level: str, quality: str, family: str = "fed") -> str:
+    """Built-in rating prompt for a FED quality, e.g. ('turn', 'Semantically appropriate') ->
+    ``fed-turn-semantically-appropriate``; ``family="fedq"`` gives the shared-prefix family's."""
+    prefix = f"{family}-turn" if level == "turn" else f"{family}-dial"
     return f"{prefix}-{quality.lower().replace(' ', '-')}"

@@ -24,3 +24,19 @@ def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     assert float(table["defaults"][4]) == 0.0 and float(table["flash_attn=true"][4]) < 0.1
 
 
+def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(data_dir):
+    """The smallest run of benchmarks/prefix_share.py: every pass prints its row, the ratios are against
+    the same run's baseline, and the scheduled runs' cell files equal the one-by-one runs' byte for byte
+    (the exit status may say a target was missed: two items are too few for the ratios)."""
+    proc = subprocess.run([sys.executable, "benchmarks/prefix_share.py", "--data-dir", str(data_dir), "--items", "2",
+                           "--fed-items", "2", "--variant", "flash_attn=true"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr
+    out = proc.stdout
+    for label in ("criteria-1 ", "criteria-6 ", "criteria-6-each", "fedq-1 ", "fedq-9 ", "fedq-9-each",
+                  "criteria-1 again", "criteria-6 flash_attn=true"):
+        assert any(line.startswith(label) for line in out.splitlines()), (label, out)
+    assert "raw llama.cpp:" in out and out.count("target: ") == 4
+    assert "rows: criteria-6 vs criteria-6-each: 12 rows, cell files byte-identical: True" in out, out
+    assert "rows: fedq-9 vs fedq-9-each: 18 rows, cell files byte-identical: True" in out, out
+    assert "variant flash_attn=true:" in out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,22 @@ _OWNED = {"n_ctx": "--n-ctx (TOML: generate.max_context)", "n_threads": "--threa
           "n_threads_batch": "--threads (generate.threads)", "seed": "generate.seed",
           "model_path": "--model", "logits_all": "nothing (judge reads the last position only)",
           "verbose": "nothing"}
+
+
+def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
+    """The model's tokenizer alone (``vocab_only``: no weights are read), for counting the tokens of
+    prompts without loading a model (``judge run --check``). Text is tokenized as a prompt body, without
+    BOS or chat template."""
+    try:
+        import llama_cpp
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise MissingExtraError("the llama.cpp backend", "llamacpp", "llama-cpp-python") from exc
+    path = resolve_model_path(model)
+    try:
+        llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    except Exception as exc:
+        raise BackendError(f"llama.cpp could not read the vocabulary of {path}: {exc}") from exc
+    return lambda text: list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
 
 class LlamaCppBackend(Backend):
@@ -202,6 +218,11 @@ class LlamaCppBackend(Backend):
             top = [(self._piece(int(i)), float(lp[i])) for i in top_idx]
             out.append(LabelDist(cands, top, n_prompt_tokens=len(toks), n_evaluated_tokens=n_eval))
         return out
+
+    def counters(self) -> dict[str, int]:
+        """Tokens run through the model so far (after prefix reuse), when any were: what a run cost, for
+        reports and benchmarks (absent when every answer came from the cache)."""
+        return {"tokens_evaluated": self.tokens_evaluated} if self.tokens_evaluated else {}
 
     def _decode_failure(self, n_tokens: int, exc: Exception) -> Failure:
         """A failed ``llama_decode`` fails only this prompt. The KV cache may hold part of it, so it is

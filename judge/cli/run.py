@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
         for c, reason in skipped:
             print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
         print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings", file=sys.stderr)
+        from ..harness.runner import family_report
+
+        for line in family_report(prepared):
+            print(line)
         return EXIT_OK
     summary = run_experiment(exp, progress=not args.no_progress)
     report_counters(summary.get("counters", {}))

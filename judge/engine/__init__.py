@@ -5,8 +5,8 @@ harness, ``judge serve``, ``make_judge``, benchmark scripts) translates its inpu
 
 from .build import BackendPool, Prepared, build, build_scorer, check_names, prepare, resolve_prompt
 from .rows import ROW_KEYS, item_row
-from .run import run_rows, score_rows
+from .run import run_rows, run_rows_together, score_rows
 from .spec import MethodSpec
 
 __all__ = ["ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
-           "item_row", "prepare", "resolve_prompt", "run_rows", "score_rows"]
+           "item_row", "prepare", "resolve_prompt", "run_rows", "run_rows_together", "score_rows"]

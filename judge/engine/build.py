@@ -23,7 +23,7 @@ from ..backends import Backend, create_backend
 from ..backends.registry import BACKENDS
 from ..errors import InputError, MissingInputError, UnknownNameError
 from ..items import Item
-from ..prompts import PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
+from ..prompts import PER_QUALITY_PROMPTS, PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
 from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge
@@ -48,8 +48,8 @@ def check_names(spec: MethodSpec) -> None:
     if is_template_path(spec.prompt):
         if not Path(spec.prompt).exists():
             raise InputError("template file not found", file=spec.prompt, field="prompt")
-    elif spec.prompt != "fed" and spec.prompt not in builtin_prompts():
-        raise UnknownNameError("prompt", spec.prompt, [*builtin_prompts(), "fed"])
+    elif spec.prompt not in PER_QUALITY_PROMPTS and spec.prompt not in builtin_prompts():
+        raise UnknownNameError("prompt", spec.prompt, [*builtin_prompts(), *PER_QUALITY_PROMPTS])
 
 
 def is_template_path(prompt: str) -> bool:
@@ -58,13 +58,14 @@ def is_template_path(prompt: str) -> bool:
 
 
 def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> PromptTemplate:
-    """The template a spec names: a template path, ``fed`` (the FED prompt of the quality), or a built-in."""
+    """The template a spec names: a template path, ``fed`` / ``fedq`` (the FED prompt of the quality, the
+    paper's or the shared-prefix family's), or a built-in."""
     if is_template_path(spec.prompt):
         return load_template(spec.prompt, quality=quality)
-    if spec.prompt == "fed":
+    if spec.prompt in PER_QUALITY_PROMPTS:
         if quality is None:
-            raise InputError("--prompt fed needs --quality (it rates one FED quality)", field="quality")
-        return get_prompt(fed_prompt_name(level, quality.name))
+            raise InputError(f"--prompt {spec.prompt} needs --quality (it rates one FED quality)", field="quality")
+        return get_prompt(fed_prompt_name(level, quality.name, spec.prompt))
     return get_prompt(spec.prompt)
 
 
@@ -212,6 +213,13 @@ def example_pool(spec: MethodSpec, candidates: Sequence[Item], quality: Quality 
     return rated
 
 
+def backend_key(spec: MethodSpec) -> str:
+    """What decides which loaded model a method runs on: LLM methods with equal keys share one backend
+    (and so can be scheduled together, :mod:`judge.engine.schedule`)."""
+    return json.dumps([spec.backend, spec.model, dict(spec.options), asdict(spec.generate)], sort_keys=True,
+                      default=str)
+
+
 class BackendPool:
     """Backends by settings: consecutive methods with the same backend, model, options and generation
     settings share one loaded model. Each is behind the persistent cache unless ``generate.cache`` is off."""
@@ -222,8 +230,7 @@ class BackendPool:
         self._closed: dict[str, int] = {}
 
     def get(self, spec: MethodSpec) -> Backend:
-        key = json.dumps([spec.backend, spec.model, dict(spec.options), asdict(spec.generate)], sort_keys=True,
-                         default=str)
+        key = backend_key(spec)
         if key != self._key or self._backend is None:
             self.close()
             backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
@@ -276,9 +283,22 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
                     top_n=spec.generate.top_n, batch_size=spec.generate.batch_size)
 
 
+class MemberFactory:
+    """Builds an ensemble member's scorer when the ensemble reaches it (one model loaded at a time).
+    ``share_key`` (LLM members: :func:`backend_key`) tells the ensemble which members run on one
+    backend, so that it can build those together and score them in one prefix-scheduled pass."""
+
+    def __init__(self, prepared: Prepared, backends: BackendPool) -> None:
+        self.prepared = prepared
+        self.backends = backends
+        self.share_key = backend_key(prepared.spec) if prepared.spec.type == "llm" else None
+
+    def __call__(self) -> Scorer:
+        return build(self.prepared, self.backends)
+
+
 def _factory(prepared: Prepared, backends: BackendPool) -> Callable[[], Scorer]:
-    """Builds a member's scorer when the ensemble reaches it (one model loaded at a time)."""
-    return lambda: build(prepared, backends)
+    return MemberFactory(prepared, backends)
 
 
 def build_scorer(

@@ -2,6 +2,8 @@
 
 Order is fixed (methods in config order, then sets, qualities, seeds), so the same config always
 writes the same files. Backends are created lazily and reused while consecutive cells share one.
+LLM cells of one backend and set are computed together, their prompts ordered by prefix across the
+cells (:func:`schedule_groups`); each still writes exactly the rows it writes alone.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets.split import split_items
-from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, score_rows
+from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
+from ..engine.build import backend_key
+from ..engine.schedule import LaneCost, family_shares
 from ..errors import InputError, MissingInputError, UnknownNameError
 from ..io import atomic_write_text
 from ..items import Item
 from ..qualities import Quality
 from ..results import cell_path, read_rows
+from ..scorers.llm import LLMJudge
 from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
 from .fitted import read_fitted, write_fitted
@@ -206,16 +211,22 @@ def run_experiment(
     bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)
     try:
-        for cell, prep, path, rows, nbytes in todo:
-            bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
-                                f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
-            remaining = cell.items[len(rows):]
-            if not cell.items and not path.exists():
-                path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
-            if remaining:
-                _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
-            if exp.retry_failed:
-                _retry_failed(cell, prep, path, backends)
+        for group in schedule_groups(todo):
+            if len(group) > 1:
+                first = todo[group[0]][0]
+                bar.set_postfix_str(f"{len(group)} cells of {first.method.model or 'the default model'} on "
+                                    f"{abbrev[first.dataset]}", refresh=False)
+                _compute_together([todo[i] for i in group], backends, bar.update)
+            for cell, prep, path, rows, nbytes in (todo[i] for i in group):
+                bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
+                                    f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
+                remaining = cell.items[len(rows):]
+                if not cell.items and not path.exists():
+                    path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
+                if remaining and len(group) == 1:
+                    _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
+                if exp.retry_failed:
+                    _retry_failed(cell, prep, path, backends)
     finally:
         bar.close()
         backends.close()
@@ -258,6 +269,74 @@ def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[It
             rows=writer.rows, seconds=seconds, load_s=load_s,
             cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
             cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
+
+
+def schedule_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> list[list[int]]:
+    """The order cells are computed in, as groups of indices into ``todo``: the LLM cells with items left
+    that run on one backend (same backend, model, options and generation settings) and one set form
+    one group, computed in one prefix-scheduled pass where the first of them stands; every other cell
+    is a group of its own. Groups of one compute exactly as before."""
+    groups: list[list[int]] = []
+    where: dict[tuple[str, str], int] = {}
+    for i, (cell, _, _, rows, _) in enumerate(todo):
+        if cell.method.type == "llm" and len(rows) < len(cell.items):
+            key = (backend_key(cell.method), cell.dataset)
+            if key in where:
+                groups[where[key]].append(i)
+                continue
+            where[key] = len(groups)
+        groups.append([i])
+    return groups
+
+
+def _compute_together(entries: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
+                      backends: BackendPool, progress: Callable[[int], None]) -> None:
+    """Score the remaining items of several LLM cells of one backend and set in one pass whose prompts
+    are ordered by prefix across the cells (:func:`judge.engine.run_rows_together`). Each cell gets the
+    rows, cache entries and files it gets alone, each row fsynced as it and the cell's earlier rows are
+    done; each cell's time file gets its own share (its prompt building and backend calls)."""
+    writers = [CellWriter(path, nbytes) for _, _, path, _, nbytes in entries]
+    costs = [LaneCost() for _ in entries]
+    loads = [0.0] * len(entries)
+    try:
+        judges: list[LLMJudge] = []
+        for i, (_, prep, *_rest) in enumerate(entries):
+            start = time.perf_counter()
+            scorer = build(prep, backends)  # the first loads the model; the rest share it
+            loads[i] = time.perf_counter() - start
+            assert isinstance(scorer, LLMJudge), "only LLM cells are scheduled together"
+            judges.append(scorer)
+        run_rows_together(judges, [c.items[len(rows):] for c, _, _, rows, _ in entries],
+                          [c.method.name for c, *_ in entries], [c.quality.name for c, *_ in entries],
+                          [w.append for w in writers], progress, seeds=[_row_seed(c) for c, *_ in entries],
+                          costs=costs)
+    finally:
+        for (_, _, path, _, _), writer, cost, load_s in zip(entries, writers, costs, loads, strict=True):
+            writer.close()
+            add_timing(path, CellTiming(
+                rows=writer.rows, seconds=cost.seconds, load_s=load_s,
+                cache_hits=cost.counters.get("cache_hits", 0), cache_misses=cost.counters.get("cache_misses", 0),
+                peak_rss_mib=peak_rss_mib()))
+
+
+def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:
+    """``judge run --check``'s lines on prompt families: per set and family, the prefix its prompts
+    share per item, in tokens of the model for llama.cpp methods (its vocabulary only is read) and in
+    characters for other backends, which ``--check`` does not contact."""
+    from ..backends.llamacpp import vocab_tokenizer
+    from ..backends.registry import BACKENDS
+
+    tokenizers: dict[str | None, Callable[[str], list[int]]] = {}
+
+    def tokenizer(spec: MethodSpec) -> Callable[[str], list[int]] | None:
+        if BACKENDS.canonical(spec.backend) != "llamacpp":
+            return None
+        if spec.model not in tokenizers:
+            tokenizers[spec.model] = vocab_tokenizer(spec.model)
+        return tokenizers[spec.model]
+
+    shares = family_shares([(c.dataset, p, c.items) for c, p in prepared], tokenizer)
+    return [s.describe() for s in shares]
 
 
 def _row_seed(cell: Cell) -> int | None:

@@ -54,6 +54,34 @@ class TrainingSet:
     members: Sequence[Callable[[], Scorer]]
 
 
+def member_scores(makes: Sequence[Callable[[], Scorer]], items: list[Item]) -> list[dict[str, Score]]:
+    """Each member's scores of ``items`` by item id. LLM members that run on one backend (factories
+    with the same ``share_key``) are built together and scored in one pass whose prompts are ordered by
+    prefix across them (:mod:`judge.engine.schedule`): the criteria prompt and its aspect questions
+    share all but their last line. Other members score one after the other, as before; members of
+    another model wait until the previous model's group is done (one model loaded at a time)."""
+    from ..engine.schedule import score_together
+    from .llm import LLMJudge
+
+    keys = [getattr(m, "share_key", None) for m in makes]
+    out: list[dict[str, Score] | None] = [None] * len(makes)
+    for i, make in enumerate(makes):
+        if out[i] is not None:
+            continue
+        group = [j for j in range(i, len(makes)) if keys[i] is not None and keys[j] == keys[i]]
+        if len(group) > 1:
+            judges = [judge for j in group if isinstance(judge := makes[j](), LLMJudge)]
+            if len(judges) == len(group):
+                found: list[dict[str, Score]] = [{} for _ in group]
+                for lane, score in score_together(judges, [items] * len(group)):
+                    found[lane][score.item_id] = score
+                for j, scores in zip(group, found, strict=True):
+                    out[j] = scores
+                continue
+        out[i] = {s.item_id: s for s in make().score(items)}
+    return [scores or {} for scores in out]
+
+
 def percentile(sorted_ref: Sequence[float], value: float) -> float:
     """Mid-rank percentile of ``value`` among ``sorted_ref`` (in [0, 1]; ties count half)."""
     below = bisect.bisect_left(sorted_ref, value)
@@ -150,7 +178,7 @@ class EnsembleScorer(Scorer):
         # An item is a reference item only if it is the same item, not merely the same id: a served
         # request may reuse an id of the reference file for a different reply.
         extra = [it for it in items if ref_by_id.get(it.id) != it]
-        fresh = [{s.item_id: s for s in make().score(extra)} if extra else {} for _, make in self.members]
+        fresh = member_scores([make for _, make in self.members], extra) if extra else [{} for _ in self.members]
         extra_ids = {it.id for it in extra}
         for item in items:
             if item.id in extra_ids:
@@ -170,7 +198,7 @@ class EnsembleScorer(Scorer):
         return self._memo
 
     def _state(self, reference: list[Item]) -> _State:
-        per_member = [self._member_scores(make, reference) for _, make in self.members]
+        per_member = self._members_scores([make for _, make in self.members], reference)
         names = [n for n, _ in self.members]
         if self.fit == "cv":
             by_fold, folds, everyone = self._cv(reference, per_member)
@@ -192,7 +220,7 @@ class EnsembleScorer(Scorer):
         if self.learned is None:
             sets = []
             for t in self.training:
-                per_member = [self._member_scores(make, list(t.items)) for make in t.members]
+                per_member = self._members_scores(t.members, list(t.items))
                 values = self._values(t.items, per_member)
                 sets.append(complete_rows(values, [it.human(t.quality.name) for it in t.items], len(self.members)))
             self.learned = fit_weights_sets(sets, len(self.members))
@@ -219,10 +247,11 @@ class EnsembleScorer(Scorer):
             return None
         return percentile(ref, s.value) if self.combine == "rank-mean" else s.value
 
-    def _member_scores(self, make: Callable[[], Scorer], reference: list[Item]) -> tuple[dict[str, Score], list[float]]:
-        """One member's scores of the reference items, and those scores sorted (failures left out)."""
-        scores = {s.item_id: s for s in make().score(reference)}
-        return scores, sorted(s.value for s in scores.values() if s.ok and s.value is not None)
+    def _members_scores(self, makes: Sequence[Callable[[], Scorer]], reference: list[Item]
+                        ) -> list[tuple[dict[str, Score], list[float]]]:
+        """Each member's scores of the reference items, and those scores sorted (failures left out)."""
+        return [(scores, sorted(s.value for s in scores.values() if s.ok and s.value is not None))
+                for scores in member_scores(makes, reference)]
 
     def _combine(self, item: Item, per_member: Sequence[tuple[Score, list[float]]],
                  weights: Sequence[float]) -> Score:

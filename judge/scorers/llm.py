@@ -121,9 +121,8 @@ class LLMJudge(Scorer):
         bounded by the window however many items stream through.
         """
         if self.k and self.pool is None:
-            # The documented default pool: the rated items being scored (needs them all up front).
             items = list(items)
-            self.pool = [it for it in items if self.quality and it.human(self.quality.name) is not None]
+            self.default_pool(items)
         it = iter(items)
         while chunk := list(islice(it, self.window)):
             built = [self.build_prompt(item) for item in chunk]
@@ -137,13 +136,20 @@ class LLMJudge(Scorer):
                 idx = order[start:start + self.batch_size]
                 dists = self.backend.label_logprobs([built[i][0] for i in idx], self.candidates, self.top_n)
                 for i, dist in zip(idx, dists, strict=True):
-                    done[i] = self._to_score(chunk[i], built[i][1], dist)
+                    done[i] = self.to_score(chunk[i], built[i][1], dist)
                 while nxt < len(chunk) and done[nxt] is not None:
                     yield done[nxt]  # type: ignore[misc]
                     done[nxt] = None
                     nxt += 1
 
-    def _to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
+    def default_pool(self, items: Sequence[Item]) -> None:
+        """Without a pool given, examples come from the rated items being scored (all of them, so the
+        pool is fixed before the first prompt is built); nothing to do for zero-shot or a given pool."""
+        if self.k and self.pool is None:
+            self.pool = [it for it in items if self.quality and it.human(self.quality.name) is not None]
+
+    def to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
+        """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""
         ids = [ex.id for ex in examples]
         if isinstance(dist, Failure):
             return Score(item.id, None, examples=ids, error=dist.reason, flags=(dist.flag,) if dist.flag else ())

@@ -1,0 +1,289 @@
+"""``prefix_share`` benchmark: many questions in one pass, against one question and the raw hardware.
+
+Every pass is a ``judge run`` (``run_experiment``) of the default model (SmolLM2-135M via llama.cpp)
+in its own subprocess, with a fresh SQLite cache and results folder, so that its wall time and its
+peak memory are its own. In one run it measures:
+
+* ``criteria-1``: ``yesno-criteria`` on N Topical-USR items (the baseline, run first and last);
+* ``criteria-6``: the six prompts of the criteria family (``prompts/_criteria.j2``) on the same items,
+  as one ``judge run`` (scheduled by prefix: docs/harness.md);
+* ``criteria-6-each``: the same six methods one ``judge run`` each (what a run cost before scheduling,
+  and the rows the scheduled run must reproduce byte for byte);
+* ``fedq-1`` / ``fedq-9`` / ``fedq-9-each``: the shared FED family (``prompt = "fedq"``, zero-shot) on
+  FED-Turn's Overall alone, on all nine turn qualities in one run, and one run per quality;
+* ``raw``: llama-cpp-python alone (no judge code in the pass) evaluating the token ids of the
+  ``criteria-1`` prompts, each from an empty KV cache: the machine's prompt throughput in tokens/s;
+* ``--variant flash_attn=true`` etc.: ``criteria-6`` with a llama.cpp option, its scores compared
+  with the default's (the option joins the cache key: docs/backends.md).
+
+It prints each pass's wall time (model load excluded), items/s, tokens evaluated (after prefix reuse),
+unique-token throughput and peak RSS, the ratios against the baseline of the same run, and whether
+the scheduled rows equal the one-by-one rows. Exit status 1 when a target is missed.
+
+    python benchmarks/prefix_share.py --data-dir ../shared/data                 # 48 TU items, 48 FT items
+    python benchmarks/prefix_share.py --data-dir ../shared/data --items 12 --fed-items 12 --variant flash_attn=true
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CRITERIA = ["yesno-criteria", "yesno-aspect-relevant", "yesno-aspect-fluent", "yesno-aspect-engaging",
+            "yesno-aspect-consistent", "rating-criteria"]
+TARGETS = {"criteria": 1.6, "fedq": 2.5, "unique_throughput": 0.85, "memory": 1.2}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+# -- the passes (each runs in its own process) ----------------------------------------------------------
+
+def _config(path: Path, *, name: str, dataset: str, qualities: str, limit: int, methods: list[dict[str, Any]],
+            data_dir: str, output: Path, cache: Path, threads: int) -> Path:
+    def method(m: dict[str, Any]) -> str:
+        opts = m.get("options", {})
+        options = ", ".join(f"{k} = {json.dumps(v)}" for k, v in opts.items())
+        lines = ["[[methods]]", f'name = "{m["name"]}"', f'prompt = "{m["prompt"]}"']
+        if m.get("rule"):
+            lines.append(f'rule = "{m["rule"]}"')
+        if opts:
+            lines.append(f"options = {{ {options} }}")
+        lines.append(f'generate = {{ threads = {threads}, cache_path = "{cache}" }}')
+        return "\n".join(lines)
+
+    text = "\n".join([
+        f'name = "{name}"', f'data_dir = "{data_dir}"', f'output = "{output}"', f"limit = {limit}",
+        f'datasets = [{{ name = "{dataset}", qualities = {qualities} }}]', "",
+        *(method(m) + "\n" for m in methods)])
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
+    """One ``judge run`` (or several, one per method, for an ``-each`` pass) on a fresh cache."""
+    sys.path.insert(0, str(ROOT))
+    from judge.harness import load_experiment, run_experiment
+
+    work = Path(spec["work"])
+    groups = [[m] for m in spec["methods"]] if spec["each"] else [spec["methods"]]
+    wall = load = 0.0
+    tokens = rows = 0
+    for i, methods in enumerate(groups):
+        out = work / f"out{i}"
+        cfg = _config(work / f"run{i}.toml", name=spec["name"], dataset=spec["dataset"], qualities=spec["qualities"],
+                      limit=spec["limit"], methods=methods, data_dir=spec["data_dir"], output=out,
+                      cache=work / "cache.sqlite", threads=spec["threads"])
+        t0 = time.perf_counter()
+        summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda _msg: None)
+        wall += time.perf_counter() - t0
+        for t in summary["timing"].values():
+            if t:
+                load += t["load_s"]
+                rows += t["rows"]
+        tokens += summary["counters"].get("tokens_evaluated", 0)
+    cells = {str(path).split("/items/", 1)[1]: path.read_text("utf-8") for path in sorted(work.glob("out*/items/**/*.jsonl"))}
+    return {"wall": wall - load, "load": load, "rows": rows, "tokens": tokens, "peak_mb": peak_rss_mb(),
+            "cells": cells}
+
+
+def raw_pass(spec: dict[str, Any]) -> dict[str, Any]:
+    """llama-cpp-python alone: each prompt's token ids evaluated from an empty KV cache."""
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=spec["model_path"], n_ctx=spec["n_ctx"], n_threads=spec["threads"],
+                          n_threads_batch=spec["threads"], n_batch=512, logits_all=False, verbose=False,
+                          **spec.get("options", {}))
+    prompts = spec["prompts"]
+    llm.reset()
+    llm.eval(prompts[0][:64])  # warm-up, untimed
+    t0 = time.perf_counter()
+    for toks in prompts:
+        llm.reset()
+        llm.eval(toks)
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "tokens": sum(len(t) for t in prompts), "peak_mb": peak_rss_mb()}
+
+
+# -- the driver ----------------------------------------------------------------------------------------
+
+def subprocess_pass(spec: dict[str, Any]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run([sys.executable, __file__, "--pass-json", json.dumps(spec)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"pass {spec.get('name')} failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def raw_prompts(data_dir: str, limit: int, threads: int) -> tuple[list[list[int]], str, int]:
+    """Token ids of the ``criteria-1`` prompts, exactly as judge sends them (chat template included),
+    made with judge's own prompt building before the raw pass, which then runs without judge."""
+    sys.path.insert(0, str(ROOT))
+    from judge.config import GenerateConfig
+    from judge.datasets import load_benchmark
+    from judge.datasets.benchmarks import dataset_info
+    from judge.engine import BackendPool, MethodSpec, build_scorer
+    from judge.harness.runner import seeded_subset
+    from judge.scorers.llm import LLMJudge
+
+    items = [it for it in seeded_subset(load_benchmark("topical-usr", data_dir), limit, 0)
+             if it.human("Overall") is not None]
+    backends = BackendPool()
+    judge = build_scorer(MethodSpec(prompt="yesno-criteria", generate=GenerateConfig(threads=threads, cache=False)),
+                         items, dataset_info("topical-usr").quality("overall"), backends=backends)
+    assert isinstance(judge, LLMJudge)
+    backend = judge.backend
+    toks = [backend.tokens(judge.build_prompt(it)[0]) for it in items]  # type: ignore[attr-defined]
+    path, n_ctx = str(backend.path), backend.capabilities.max_context  # type: ignore[attr-defined]
+    backends.close()
+    return toks, path, n_ctx
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", default="../shared/data")
+    ap.add_argument("--items", type=int, default=48, help="Topical-USR items (seeded subset)")
+    ap.add_argument("--fed-items", type=int, default=48, help="FED-Turn items (seeded subset)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE",
+                    help="a llama.cpp option to try on the criteria-6 pass (repeat), e.g. flash_attn=true")
+    ap.add_argument("--skip-each", action="store_true", help="skip the one-by-one passes (no equality check)")
+    ap.add_argument("--pass-json", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.pass_json:
+        spec = json.loads(args.pass_json)
+        print(json.dumps(raw_pass(spec) if spec.get("raw") else run_pass(spec)))
+        return 0
+
+    data_dir = str(Path(args.data_dir).resolve())
+    tmp = Path(tempfile.mkdtemp(prefix="prefix_share_"))
+    load0 = os.getloadavg()
+    crit = [{"name": p, "prompt": p, **({"rule": "expected"} if p.startswith("rating") else {})} for p in CRITERIA]
+
+    def spec(name: str, methods: list[dict[str, Any]], *, fed: bool = False, each: bool = False,
+             qualities: str = '["overall"]') -> dict[str, Any]:
+        work = tmp / name
+        work.mkdir()
+        return {"name": name, "work": str(work), "methods": methods, "each": each, "threads": args.threads,
+                "data_dir": data_dir, "dataset": "fed-turn" if fed else "topical-usr", "qualities": qualities,
+                "limit": args.fed_items if fed else args.items}
+
+    fedq = [{"name": "fedq", "prompt": "fedq"}]
+    plan: list[tuple[str, dict[str, Any]]] = [("criteria-1", spec("criteria-1", crit[:1])),
+                                              ("criteria-6", spec("criteria-6", crit))]
+    if not args.skip_each:
+        plan.append(("criteria-6-each", spec("criteria-6-each", crit, each=True)))
+    for v in args.variant:
+        key, _, value = v.partition("=")
+        opt = {key: json.loads(value)}
+        plan.append((f"criteria-6 {v}", spec(f"criteria-6-{key}", [{**m, "options": opt} for m in crit])))
+    plan += [("fedq-1", spec("fedq-1", fedq, fed=True)), ("fedq-9", spec("fedq-9", fedq, fed=True, qualities='"all"'))]
+    if not args.skip_each:
+        plan.append(("fedq-9-each", spec("fedq-9-each", fedq, fed=True)))
+    plan.append(("criteria-1 again", spec("criteria-1b", crit[:1])))
+
+    results: dict[str, dict[str, Any]] = {}
+    toks, model_path, n_ctx = raw_prompts(data_dir, args.items, args.threads)
+    results["raw"] = subprocess_pass({"raw": True, "name": "raw", "prompts": toks, "model_path": model_path,
+                                      "n_ctx": n_ctx, "threads": args.threads})
+    for label, s in plan:
+        print(f"... {label}", file=sys.stderr, flush=True)
+        if label == "fedq-9-each":
+            per = []
+            sys.path.insert(0, str(ROOT))
+            from judge.datasets.benchmarks import dataset_info
+
+            for q in dataset_info("fed-turn").qualities:
+                sub = {**s, "work": str(Path(s["work"]) / q.key.replace(" ", "-")),
+                       "qualities": json.dumps([q.name])}
+                Path(sub["work"]).mkdir()
+                per.append(subprocess_pass(sub))
+            results[label] = {"wall": sum(p["wall"] for p in per), "load": sum(p["load"] for p in per),
+                              "rows": sum(p["rows"] for p in per), "tokens": sum(p["tokens"] for p in per),
+                              "peak_mb": max(p["peak_mb"] for p in per),
+                              "cells": {k: v for p in per for k, v in p["cells"].items()}}
+        else:
+            results[label] = subprocess_pass(s)
+    load1 = os.getloadavg()
+    return report(results, args, load0, load1)
+
+
+def _scores(cells: dict[str, str]) -> dict[tuple[str, str], float | None]:
+    out = {}
+    for name, text in cells.items():
+        for line in text.splitlines():
+            row = json.loads(line)
+            out[(name, row["id"])] = row["score"]
+    return out
+
+
+def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, load0: tuple, load1: tuple) -> int:
+    raw = results["raw"]
+    raw_tps = raw["tokens"] / raw["wall"]
+    base = (results["criteria-1"]["wall"] + results["criteria-1 again"]["wall"]) / 2
+    fed_base = results["fedq-1"]["wall"]
+    print(f"prefix_share: SmolLM2-135M (llama.cpp, {args.threads} threads), fresh cache per pass; "
+          f"{args.items} Topical-USR items, {args.fed_items} FED-Turn items")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+          f"load average at start {load0[0]:.2f}, at end {load1[0]:.2f}")
+    print(f"raw llama.cpp: {raw['tokens']} tokens of the criteria-1 prompts, each from an empty KV cache: "
+          f"{raw['wall']:.2f} s, {raw_tps:.0f} tokens/s, peak RSS {raw['peak_mb']:.0f} MB")
+    print(f"{'pass':28} {'wall s':>8} {'rows':>5} {'items/s':>8} {'tok eval':>9} {'uniq tok/s':>10} "
+          f"{'vs raw':>7} {'ratio':>7} {'peak MB':>8}")
+    for label, r in results.items():
+        if label == "raw":
+            continue
+        ref = fed_base if label.startswith("fedq") else base
+        tps = r["tokens"] / r["wall"] if r["wall"] else 0.0
+        print(f"{label:28} {r['wall']:8.2f} {r['rows']:5d} {r['rows'] / r['wall']:8.2f} {r['tokens']:9d} "
+              f"{tps:10.0f} {tps / raw_tps:6.2f}x {r['wall'] / ref:6.2f}x {r['peak_mb']:8.0f}")
+    ok = True
+    crit_ratio = results["criteria-6"]["wall"] / base
+    fed_ratio = results["fedq-9"]["wall"] / fed_base
+    uniq = min(results[k]["tokens"] / results[k]["wall"] for k in ("criteria-6", "fedq-9")) / raw_tps
+    mem = max(results["criteria-6"]["peak_mb"] / results["criteria-1"]["peak_mb"],
+              results["fedq-9"]["peak_mb"] / results["fedq-1"]["peak_mb"])
+    lines = [("criteria family, 6 prompts vs 1 (time)", crit_ratio, TARGETS["criteria"], crit_ratio <= TARGETS["criteria"]),
+             ("fedq family, 9 turn qualities vs 1 (time)", fed_ratio, TARGETS["fedq"], fed_ratio <= TARGETS["fedq"]),
+             ("unique-token throughput vs raw (lower of the two)", uniq, TARGETS["unique_throughput"],
+              uniq >= TARGETS["unique_throughput"]),
+             ("peak memory vs one method (higher of the two)", mem, TARGETS["memory"], mem <= TARGETS["memory"])]
+    for what, value, target, met in lines:
+        print(f"target: {what}: {value:.2f}x (target {'>=' if 'throughput' in what else '<='} {target}x): "
+              f"{'met' if met else 'MISSED'}")
+        ok &= met
+    for sched, each in (("criteria-6", "criteria-6-each"), ("fedq-9", "fedq-9-each")):
+        if each not in results:
+            continue
+        a, b = results[sched]["cells"], results[each]["cells"]
+        same = sorted(a) == sorted(b) and all(a[k] == b[k] for k in a)
+        sa, sb = _scores(a), _scores(b)
+        diff = max((abs((sa[k] or 0) - (sb.get(k) or 0)) for k in sa), default=0.0)
+        print(f"rows: {sched} vs {each}: {len(sa)} rows, cell files byte-identical: {same}, max |score diff| {diff:.1e}")
+        ok &= same
+    for label in results:
+        if label.startswith("criteria-6 ") and "=" in label:
+            sa, sb = _scores(results[label]["cells"]), _scores(results["criteria-6"]["cells"])
+            keys = [k for k in sb if k in sa]
+            diff = max((abs((sa[k] or 0) - (sb[k] or 0)) for k in keys), default=0.0)
+            ratio = results["criteria-6"]["wall"] / results[label]["wall"]
+            print(f"variant {label.split(' ', 1)[1]}: speed {ratio:.2f}x of the defaults, max |score diff| {diff:.1e} "
+                  f"over {len(keys)} scores (equal to the digit: {diff == 0})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
