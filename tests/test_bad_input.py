@@ -261,7 +261,7 @@ def test_fed_prompt_without_quality(cli, tmp_path):
     rc, err = cli("score", path, "--k", "2", "--selector", "random")
     assert_clear(rc, err, "field 'quality'", "in-context examples")
     rc, err = cli("score", path, "--k", "2")
-    assert_clear(rc, err, "field 'selector'", "needs an example selector")
+    assert_clear(rc, err, "field '--selector'", "needs an example selector")
 
 
 BENCH_CASES = [

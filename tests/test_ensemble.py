@@ -212,8 +212,8 @@ def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path):
 @pytest.mark.parametrize(("args", "message"), [
     (["--member", "prompt=yesno"], "'--member': an ensemble needs at least two members"),
     (["--member", "prompt=yesno", "--member", "colour=red"], "'--member': expects KEY=VALUE pairs"),
-    (["--member", "prompt=yesno", "--member", "k=two"], "k must be int"),
-    (["--member", "prompt=yesno", "--member", "k=2"], "k > 0 needs a selector"),
+    (["--member", "prompt=yesno", "--member", "k=two"], "k must be an integer, got str"),
+    (["--member", "prompt=yesno", "--member", "k=2"], "k = 2 needs an example selector"),
     (["--member", "prompt=yesno", "--member", "scorer=length,k=2"], "a classic member takes only scorer, name and optional"),
     (["--member", "prompt=yesno", "--member", "prompt=rating", "--weights", "1"], "'--weights': 1 weights for 2 members"),
     (["--weights", "1,2"], "--weights needs ensemble members"),

@@ -23,7 +23,8 @@ from ..harness.runner import run_experiment
 from ..io import atomic_file, check_output_path
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, parse_scales, report_counters, spec_from_args
+from ..counters import report_counters
+from .options import add_judge_options, parse_scales, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import report_counters
+from ..counters import report_counters
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -16,7 +16,8 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, parse_scales, report_counters, resolve_quality, spec_from_args
+from ..counters import report_counters
+from .options import add_judge_options, parse_scales, resolve_quality, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
