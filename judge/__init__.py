@@ -60,6 +60,7 @@ def make_judge(
         "generate": config or GenerateConfig(), "top_k": top_k, "rule": rule})
     judge = build(prepare(spec, None, quality, pool=pool, level=quality.level if quality else "turn"), BackendPool())
     assert isinstance(judge, LLMJudge)
+    judge.spec = spec
     return judge
 
 

@@ -144,7 +144,7 @@ class MethodSpec:
         :class:`GenerateConfig` or a mapping of its fields; ``seeds`` and other list fields take one
         value or a list.
         """
-        hints = spec_field_types()
+        hints = spec_field_types(cls)
         out: dict[str, Any] = {}
         for key, value in values.items():
             if key not in hints:
@@ -184,10 +184,10 @@ _TYPE_NAMES: dict[Any, str] = {str: "a string", int: "an integer", float: "a num
                                dict: "a table", list: "a list"}
 
 
-def spec_field_types() -> dict[str, Any]:
-    """Every field of :class:`MethodSpec` with its resolved type (what :meth:`MethodSpec.from_mapping` checks)."""
-    hints = get_type_hints(MethodSpec)
-    return {f.name: hints[f.name] for f in fields(MethodSpec)}
+def spec_field_types(cls: type[MethodSpec] = MethodSpec) -> dict[str, Any]:
+    """Every field of the spec with its resolved type (what :meth:`MethodSpec.from_mapping` checks)."""
+    hints = get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls)}
 
 
 def _hint(key: str, known: Mapping[str, Any]) -> str:
