@@ -24,7 +24,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     """One message at the start of the run, instead of one error per test that reads the data."""
     if data_missing():
         return (f"judge: {MISSING}: the tests that read it are skipped. Fetch it with `{FETCH}` "
-                "(about 20 MB from the public sources; `judge data list` shows what and from where).")
+                "(`judge data list` shows the files and where they come from).")
     return None
 
 

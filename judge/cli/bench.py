@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..counters import report_counters
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
@@ -23,7 +24,6 @@ from ..harness.runner import run_experiment
 from ..io import atomic_file, check_output_path
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from ..counters import report_counters
 from .options import add_judge_options, parse_scales, spec_from_args
 
 

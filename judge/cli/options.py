@@ -12,8 +12,8 @@ from ..engine.spec import spec_field_types
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
-from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 from ..qualities import Quality, Scale, parse_scale, quality_for
+from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 from ..selectors import ORDERS, SELECTOR_NAMES
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import EXIT_FAILED_ITEMS, EXIT_OK
 from ..counters import report_counters
+from . import EXIT_FAILED_ITEMS, EXIT_OK
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
