@@ -20,12 +20,14 @@ def data_missing() -> bool:
     return not DATA_DIR.is_dir()
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """One message at the start of the run, instead of one error per test that reads the data."""
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """One message at the start of the run (at any verbosity), instead of one error per test that reads the data."""
     if data_missing():
-        return (f"judge: {MISSING}: the tests that read it are skipped. Fetch it with `{FETCH}` "
-                "(`judge data list` shows the files and where they come from).")
-    return None
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (f"judge: {MISSING}: the tests that read it are skipped. Fetch it with `{FETCH}` "
+                   "(`judge data list` shows the files and where they come from).")
+        if reporter is not None:
+            reporter.write_line(message, yellow=True)
 
 
 @pytest.fixture(scope="session")

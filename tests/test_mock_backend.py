@@ -148,10 +148,10 @@ def test_documented_harness_run_on_the_mock_backend(tmp_path, data_dir):
     """docs/backends.md: a shipped config, every LLM method on the mock backend, end to end in seconds."""
     out = tmp_path / "mock-run"
     proc = _cli("run", "benchmarks/configs/table5_selection.toml", "--data-dir", str(data_dir), "--backend", "mock",
-                "--datasets", "FT", "--limit", "20", "-o", str(out), "--no-progress",
+                "--datasets", "FT", "--limit", "10", "-o", str(out), "--no-progress",
                 env={"JUDGE_CACHE": str(tmp_path / "cache.sqlite")})
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     methods = summary["methods"]
     assert len(methods) >= 10 and all(m.get("backend") == "mock" for m in methods.values() if m["type"] == "llm")
-    assert all(r["n"] == 20 and r["n_failed"] == 0 for r in summary["results"])
+    assert all(r["n"] == 10 and r["n_failed"] == 0 for r in summary["results"])
