@@ -24,3 +24,13 @@ def test_missing_benchmark_data_is_one_message_and_skips(tmp_path):
     assert f"judge data download --data-dir {missing}" in out
     assert " error" not in out and "Traceback" not in out
     assert "skipped" in out
+
+
+def test_ci_runs_the_readmes_test_command_exactly_then_the_slow_suites():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    test_command = next(line for line in first_block if "pytest" in line)
+    assert test_command == "pip install '.[test]' && pytest -m \"not slow\""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in ci
+    assert ci.index("pytest -m slow") > ci.index(test_command)  # never less than the whole suite
