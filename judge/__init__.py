@@ -54,11 +54,13 @@ def make_judge(
     selector and a backend. With ``k`` > 0 and no ``pool``, examples come from the rated items of each
     ``score`` call (each item's own conversation kept out). This is a :class:`MethodSpec` built
     through the same builder as every command."""
-    spec = MethodSpec(prompt=prompt, selector=selector, k=k, seeds=(seed,), group_guard=group_guard, order=order,
-                      manual_set=manual_set, backend=backend, model=model, options=backend_options,
-                      generate=config or GenerateConfig(), top_k=top_k, rule=rule)
+    spec = MethodSpec.from_mapping({
+        "prompt": prompt, "selector": selector, "k": k, "seeds": seed, "group_guard": group_guard, "order": order,
+        "manual_set": manual_set, "backend": backend, "model": model, "options": backend_options,
+        "generate": config or GenerateConfig(), "top_k": top_k, "rule": rule})
     judge = build(prepare(spec, None, quality, pool=pool, level=quality.level if quality else "turn"), BackendPool())
     assert isinstance(judge, LLMJudge)
+    judge.spec = spec
     return judge
 
 

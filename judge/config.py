@@ -7,7 +7,9 @@ from dataclasses import asdict, dataclass
 from .errors import InputError
 
 #: Smallest value of each integer setting that has one; a value below it is refused, never adjusted.
-_MINIMUM = {"concurrency": 1, "max_retries": 0}
+_MINIMUM = {"concurrency": 1, "max_retries": 0, "batch_size": 1, "top_n": 1}
+#: The same for settings that may also be None (the model's own context, every core).
+_MINIMUM_OR_NONE = {"max_context": 1, "threads": 1}
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,14 @@ class GenerateConfig:
         no entry point quietly turns ``concurrency=0`` into 1 or ``max_retries=-1`` into 0."""
         for name, minimum in _MINIMUM.items():
             value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"must be an integer, got {value!r}", field=name)
+            if value < minimum:
+                raise InputError(f"must be >= {minimum}, got {value}", field=name)
+        for name, minimum in _MINIMUM_OR_NONE.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InputError(f"must be an integer, got {value!r}", field=name)
             if value < minimum:

@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = ROOT.parent / "shared" / "data"
+#: The benchmark files, beside the repository; ``JUDGE_TEST_DATA`` points elsewhere (the suite's own
+#: test of the missing-data message uses it).
+DATA_DIR = Path(os.environ.get("JUDGE_TEST_DATA") or ROOT.parent / "shared" / "data")
+#: What a newcomer runs to get them.
+FETCH = f"judge data download --data-dir {DATA_DIR}"
+MISSING = f"benchmark data not found at {DATA_DIR}"
+
+
+def data_missing() -> bool:
+    return not DATA_DIR.is_dir()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """One message at the start of the run (at any verbosity), instead of one error per test that reads the data."""
+    if data_missing():
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (f"judge: {MISSING}: the tests that read it are skipped. Fetch it with `{FETCH}` "
+                   "(`judge data list` shows the files and where they come from).")
+        if reporter is not None:
+            reporter.write_line(message, yellow=True)
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    if not DATA_DIR.is_dir():
-        pytest.fail(f"benchmark data not found at {DATA_DIR} (expected ../shared/data beside the repository)")
+    if data_missing():
+        pytest.skip(f"{MISSING} (fetch it with `{FETCH}`)")
     return DATA_DIR
 
 

@@ -239,9 +239,9 @@ OPTION_CASES = [
     (["--threads", "-2"], ["field '--threads'", ">= 1"]),
     (["--n-ctx", "0"], ["field '--n-ctx'", ">= 1"]),
     # Refused by GenerateConfig itself (every entry point), once silently raised to 1 / 0.
-    (["--concurrency", "0"], ["field 'concurrency'", ">= 1, got 0"]),
-    (["--backend", "openai", "--concurrency", "-4"], ["field 'concurrency'", ">= 1, got -4"]),
-    (["--max-retries", "-1"], ["field 'max_retries'", ">= 0, got -1"]),
+    (["--concurrency", "0"], ["field '--concurrency'", ">= 1, got 0"]),
+    (["--backend", "openai", "--concurrency", "-4"], ["field '--concurrency'", ">= 1, got -4"]),
+    (["--max-retries", "-1"], ["field '--max-retries'", ">= 0, got -1"]),
     (["--limit", "0"], ["field '--limit'", ">= 1"]),
     (["--limit", "-3"], ["field '--limit'", ">= 1"]),
     (["--template", "/nonexistent/my.j2"], ["/nonexistent/my.j2", "template file not found"]),
@@ -269,7 +269,7 @@ def test_fed_prompt_without_quality(cli, tmp_path):
     rc, err = cli("score", path, "--k", "2", "--selector", "random")
     assert_clear(rc, err, "field 'quality'", "in-context examples")
     rc, err = cli("score", path, "--k", "2")
-    assert_clear(rc, err, "field 'selector'", "needs an example selector")
+    assert_clear(rc, err, "field '--selector'", "needs an example selector")
 
 
 BENCH_CASES = [
@@ -364,8 +364,8 @@ SUBPROCESS_CASES = [
     ("unknown-prompt", good(1), ["--prompt", "yesnoo"], ["Did you mean: yesno"]),
     ("negative-k", good(1), ["--k", "-1"], ["'--k'"]),
     ("zero-concurrency", good(1), ["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--concurrency", "0"],
-     ["field 'concurrency'", ">= 1, got 0"]),
-    ("negative-max-retries", good(1), ["--max-retries", "-1"], ["field 'max_retries'", ">= 0, got -1"]),
+     ["field '--concurrency'", ">= 1, got 0"]),
+    ("negative-max-retries", good(1), ["--max-retries", "-1"], ["field '--max-retries'", ">= 0, got -1"]),
 ]
 
 

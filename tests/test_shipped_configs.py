@@ -45,6 +45,17 @@ def test_every_shipped_config_is_listed_here():
     assert sorted(p.name for p in CONFIGS) == sorted(ARGS)
 
 
+@pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, capsys):
+    """The fast part of every config, in the README's command: it parses, and each cell of the same run as
+    below is validated against its data (templates, manual sets, scales) without loading a model. The
+    runs themselves are ``slow`` (27 minutes together): CI runs them after the README's command."""
+    from judge.cli import main
+
+    assert main(["run", str(config), "--data-dir", str(data_dir), "--check", *ARGS[config.name]]) == 0
+    assert " cells, " in capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_shipped_config_runs_end_to_end(config: Path, tmp_path: Path, data_dir: Path):

@@ -18,6 +18,7 @@ BACKENDS.register_lazy("openai", "judge.backends.openai_api:OpenAIBackend")
 BACKENDS.register_lazy("transformers", "judge.backends.hf:TransformersBackend")
 BACKENDS.register_lazy("hf", "judge.backends.hf:TransformersBackend")
 BACKENDS.register_lazy("vllm", "judge.backends.vllm:VLLMBackend")
+BACKENDS.register_lazy("mock", "judge.backends.mock:MockBackend")
 
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:

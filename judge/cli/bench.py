@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..counters import report_counters
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
@@ -24,7 +25,7 @@ from ..io import atomic_file, check_output_path
 from ..report.table import p_text
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, parse_scales, report_counters, spec_from_args
+from .options import add_judge_options, parse_scales, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import TextIO
+from dataclasses import asdict, fields, replace
 
 from ..backends import backend_names
-from ..config import GenerateConfig
 from ..engine import MethodSpec
-from ..engine.spec import COMBINE_RULES, FIT_RULES
+from ..engine.spec import spec_field_types
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
 from ..qualities import Quality, Scale, parse_scale, quality_for
+from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 from ..selectors import ORDERS, SELECTOR_NAMES
 
 
@@ -150,35 +148,47 @@ def _json_value(text: str) -> object:
         return text  # a bare word: a string
 
 
-def generate_config(args: argparse.Namespace) -> GenerateConfig:
-    return GenerateConfig(
-        chat=args.chat,
-        max_context=args.n_ctx,
-        threads=args.threads,
-        batch_size=args.batch_size,
-        concurrency=args.concurrency,
-        max_retries=args.max_retries,
-        timeout=args.timeout,
-        cache=args.cache,
-        cache_path=args.cache_path,
-        seed=args.seed or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
-    )
+def generate_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The generation flags as :class:`GenerateConfig` fields (checked by ``MethodSpec.from_mapping``)."""
+    return {
+        "chat": args.chat,
+        "max_context": args.n_ctx,
+        "threads": args.threads,
+        "batch_size": args.batch_size,
+        "concurrency": args.concurrency,
+        "max_retries": args.max_retries,
+        "timeout": args.timeout,
+        "cache": args.cache,
+        "cache_path": args.cache_path,
+        "seed": args.seed or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
+    }
 
 
-def report_counters(counters: dict[str, int], file: TextIO | None = None) -> None:
-    """One stderr line each for cache hits/misses and API token usage (when there were any)."""
-    file = file or sys.stderr
-    if "cache_hits" in counters:
-        print(f"judge: cache: {counters['cache_hits']} hits, {counters['cache_misses']} misses", file=file)
-    if "requests" in counters:
-        print(f"judge: API usage: {counters['requests']} requests answered, {counters['prompt_tokens']} prompt "
-              f"tokens, {counters['completion_tokens']} completion tokens, {counters['retries']} retries", file=file)
+#: The flag behind a spec field, where it is not ``--`` + the field with dashes (errors name the flag).
+FLAGS = {"generate.max_context": "--n-ctx", "generate.seed": "--seed", "generate.chat": "--chat",
+         "order": "--example-order", "options": "--backend-option", "prompt": "--prompt", "seeds": "--seed",
+         "members": "--member", "optional": "--member optional=true"}
 
 
-#: What an ``--member`` may change, and the type of each value.
-MEMBER_KEYS: dict[str, type] = {"name": str, "prompt": str, "selector": str, "k": int, "rule": str, "top_k": int,
-                                "model": str, "backend": str, "chat": bool, "scorer": str, "manual_set": str,
-                                "optional": bool}
+def flag_for(field: str | None, flags: Mapping[str, str] = FLAGS) -> str:
+    """The command-line flag that sets spec field ``field`` (``generate.threads`` -> ``--threads``)."""
+    field = field or "spec"
+    if field in flags:
+        return flags[field]
+    return "--" + field.removeprefix("generate.").replace("_", "-")
+
+
+def spec_from_flags(values: Mapping[str, object], flags: Mapping[str, str] = FLAGS) -> MethodSpec:
+    """``MethodSpec.from_mapping`` with its errors naming the flag instead of the spec field."""
+    try:
+        return MethodSpec.from_mapping(values)
+    except InputError as exc:
+        raise InputError(exc.reason, field=flag_for(exc.field, flags)) from None
+
+
+#: What an ``--member`` may change: spec fields (typed by ``MethodSpec``), ``chat`` and ``optional``.
+MEMBER_KEYS = ("name", "prompt", "selector", "k", "rule", "top_k", "model", "backend", "chat", "scorer",
+               "manual_set", "optional")
 
 
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
@@ -204,67 +214,57 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
             weights = tuple(float(w) for w in args.weights.split(","))
         except ValueError:
             raise InputError(f"expects comma-separated numbers, got {args.weights!r}", field="--weights") from None
-    try:
-        return MethodSpec(name=args.name or "", type="ensemble", members=tuple(members), weights=weights,
-                          combine=args.combine, fit=args.fit, optional=optional,
-                          allow_future=args.allow_future)
-    except InputError as exc:
-        flag = {"weights": "--weights", "combine": "--combine", "fit": "--fit"}.get(exc.field or "", "--member")
-        if exc.field == "optional":
-            flag = "--member optional=true"
-        raise InputError(exc.reason, field=flag) from None
+    return spec_from_flags({"name": args.name or "", "type": "ensemble", "members": tuple(members),
+                            "weights": weights, "combine": args.combine, "fit": args.fit, "optional": optional,
+                            "allow_future": args.allow_future})
 
 
 def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
     """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one), and
-    whether it is optional (``optional=true``: left out on data that lacks its input)."""
+    whether it is optional (``optional=true``: left out on data that lacks its input). Values of text
+    fields are kept as written; the others are read as TOML values (``k=2``, ``chat=false``)."""
     changes: dict[str, object] = {}
-    keys = ", ".join(sorted(MEMBER_KEYS))
+    text_fields = {name for name, hint in spec_field_types().items() if hint is str or hint == (str | None)}
     for pair in text.split(","):
         key, raw = key_value(pair, "--member", str)
         if key not in MEMBER_KEYS:
-            raise InputError(f"expects KEY=VALUE pairs with keys {keys}, got {pair!r}", field="--member")
-        kind = MEMBER_KEYS[key]
-        parsed = raw if kind is str else _option_value(str(raw))
-        if not isinstance(parsed, kind) or (kind is int and isinstance(parsed, bool)):
-            raise InputError(f"{key} must be {kind.__name__}, got {raw!r}", field="--member")
-        changes[key] = parsed
-    optional = bool(changes.pop("optional", False))
+            raise InputError(f"expects KEY=VALUE pairs with keys {', '.join(sorted(MEMBER_KEYS))}, got {pair!r}",
+                             field="--member")
+        changes[key] = raw if key in text_fields else _option_value(str(raw))
+    optional = changes.pop("optional", False)
+    if not isinstance(optional, bool):
+        raise InputError(f"{text!r}: optional must be true or false, got {optional!r}", field="--member")
     if "scorer" in changes:
         extra = set(changes) - {"scorer", "name"}
         if extra:
             raise InputError(f"a classic member takes only scorer, name and optional, got {', '.join(sorted(extra))}",
                              field="--member")
-        return MethodSpec(name=str(changes.get("name", "")), type="classic", scorer=str(changes["scorer"])), optional
-    chat = changes.pop("chat", None)
-    generate = replace(base.generate, chat=chat) if isinstance(chat, bool) else base.generate
-    if "k" in changes and changes["k"] and base.selector == "none" and "selector" not in changes:
-        raise InputError("k > 0 needs a selector, e.g. selector=bm25-context", field="--member")
+        values: dict[str, object] = {"name": changes.get("name", ""), "type": "classic", "scorer": changes["scorer"]}
+    else:
+        values = {f.name: getattr(base, f.name) for f in fields(base)}
+        if "chat" in changes:
+            values["generate"] = {**asdict(base.generate), "chat": changes.pop("chat")}
+        values.update(changes, name=changes.get("name", ""))
     try:
-        return replace(base, name="", generate=generate, **changes), optional  # type: ignore[arg-type]
+        return MethodSpec.from_mapping(values), optional
     except InputError as exc:
-        raise InputError(f"{text!r}: {exc.reason}", field="--member") from None
+        key = (exc.field or "").removeprefix("generate.")
+        raise InputError(f"{text!r}: {key} {exc.reason}", field="--member") from None
 
 
 def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
     if args.scorer:
-        return MethodSpec(name=args.name or "", type="classic", scorer=args.scorer, options=scorer_options(args),
-                          allow_future=args.allow_future)
-    for flag, minimum in (("k", 0), ("top_k", 1), ("threads", 1), ("n_ctx", 1), ("batch_size", 1)):
-        value = getattr(args, flag, None)
-        if value is not None and value < minimum:
-            raise InputError(f"must be >= {minimum}, got {value}", field="--" + flag.replace("_", "-"))
-    if args.k > 0 and args.selector in (None, "none", "zero-shot"):
-        raise InputError(f"--k {args.k} needs an example selector (--selector {', '.join(SELECTOR_NAMES[1:])})",
-                         field="selector")
+        return spec_from_flags({"name": args.name or "", "type": "classic", "scorer": args.scorer,
+                                "options": scorer_options(args),
+                                "allow_future": args.allow_future}, {**FLAGS, "options": "--scorer-option"})
     base = args.seed if args.seed is not None else 0
-    return MethodSpec(
-        name=args.name or "", prompt=args.template or args.prompt or "yesno", selector=args.selector or "none",
-        k=args.k, seeds=seeds or (base,), group_guard=args.group_guard, order=args.example_order,
-        manual_set=args.manual_set, pool=args.pool, backend=args.backend, model=args.model,
-        options=backend_options(args), generate=generate_config(args), top_k=args.top_k, rule=args.rule,
-        allow_future=args.allow_future,
-    )
+    return spec_from_flags({
+        "name": args.name or "", "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none",
+        "k": args.k, "seeds": seeds or (base,), "group_guard": args.group_guard, "order": args.example_order,
+        "manual_set": args.manual_set, "pool": args.pool, "backend": args.backend, "model": args.model,
+        "options": backend_options(args), "generate": generate_settings(args), "top_k": args.top_k, "rule": args.rule,
+        "allow_future": args.allow_future,
+    })
 
 
 def key_value(text: str, field: str, parse: Callable[[str], object]) -> tuple[str, object]:

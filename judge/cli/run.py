@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..counters import report_counters
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import report_counters
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from ..counters import report_counters
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..engine import BackendPool, MethodSpec, build, prepare, run_rows
@@ -17,7 +18,7 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, parse_scales, report_counters, resolve_quality, spec_from_args
+from .options import add_judge_options, parse_scales, resolve_quality, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -8,21 +8,17 @@ be validated cheaply, compared, and written into results files.
 
 from __future__ import annotations
 
+import difflib
+import types
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from ..config import GenerateConfig
 from ..errors import InputError
+from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 
 MethodType = Literal["llm", "classic", "ensemble"]
-
-#: How an ensemble combines its members' scores (:mod:`judge.scorers.ensemble`).
-COMBINE_RULES = ("rank-mean", "mean")
-#: Where an ensemble's weights come from: given (``fixed``), learned by grouped cross-validation on the
-#: set being scored (``cv``), or learned on the other sets of a ``judge run`` experiment (``lodo``:
-#: leave one dataset out).
-FIT_RULES = ("fixed", "cv", "lodo")
 
 #: Option names that would carry a secret; keys come only from environment variables.
 SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
@@ -137,6 +133,31 @@ class MethodSpec:
     def run_seeds(self) -> tuple[int, ...]:
         return self.seeds if self.seeded else self.seeds[:1]
 
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> MethodSpec:
+        """The spec that ``values`` (field name -> value) describe: the one translator every entry point
+        uses (CLI flags, TOML ``[[methods]]`` tables, ``make_judge`` keywords).
+
+        Field names, types and defaults are read from the dataclass itself, so a field added to
+        :class:`MethodSpec` is accepted, type-checked and defaulted here with no other change. A value
+        of the wrong type, an unknown key (with the closest known one) or a setting the spec refuses
+        raises an :class:`InputError` whose ``field`` is the spec's field name (``generate.threads`` for
+        generation settings); each entry point renames that field into its own words (``--threads``,
+        ``methods[0].generate.threads``) and keeps the message. ``generate`` takes a
+        :class:`GenerateConfig` or a mapping of its fields; ``seeds`` and other list fields take one
+        value or a list.
+        """
+        hints = spec_field_types(cls)
+        out: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in hints:
+                raise InputError(f"unknown key{_hint(key, hints)}", field=key)
+            out[key] = _convert(key, value, hints[key])
+        try:
+            return cls(**out)
+        except TypeError as exc:  # a field the dataclass refused (cannot happen for keys checked above)
+            raise InputError(str(exc), field="spec") from None
+
     def with_changes(self, **changes: Any) -> MethodSpec:
         """A copy with fields replaced (validated again)."""
         return replace(self, **changes)
@@ -160,6 +181,100 @@ class MethodSpec:
             "options": dict(self.options), "generate": gen, "top_k": self.top_k, "rule": self.rule,
             "paper": self.paper,
         }
+
+
+_TYPE_NAMES: dict[Any, str] = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+                               dict: "a table", list: "a list"}
+
+
+def spec_field_types(cls: type[MethodSpec] = MethodSpec) -> dict[str, Any]:
+    """Every field of the spec with its resolved type (what :meth:`MethodSpec.from_mapping` checks)."""
+    hints = get_type_hints(cls)
+    return {f.name: hints[f.name] for f in fields(cls)}
+
+
+def _hint(key: str, known: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(known))}"
+
+
+def _type_name(hint: Any) -> str:
+    origin = get_origin(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(hint))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(hint) if a is not type(None))
+    if origin is tuple:
+        return f"{_type_name(get_args(hint)[0])} or a list of them"
+    if hint is GenerateConfig:
+        return "a table of generation settings"
+    return _TYPE_NAMES.get(origin or hint, getattr(hint, "__name__", str(hint)))
+
+
+def _convert(key: str, value: Any, hint: Any) -> Any:
+    """``value`` checked against the field type ``hint`` (tuples from lists, ints as floats where a
+    float is asked, a generation table into a :class:`GenerateConfig`); InputError naming ``key`` else."""
+    origin = get_origin(hint)
+    bad = InputError(f"must be {_type_name(hint)}, got {type(value).__name__}", field=key)
+    if hint is Any:
+        return value
+    if origin is Literal:
+        if value not in get_args(hint):
+            raise InputError(f"must be {_type_name(hint)}, got {value!r}", field=key)
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in get_args(hint):
+            return None
+        for arg in get_args(hint):
+            if arg is not type(None):
+                try:
+                    return _convert(key, value, arg)
+                except InputError:
+                    pass
+        raise bad
+    if origin is tuple:
+        inner = get_args(hint)[0]
+        seq = value if isinstance(value, list | tuple) else [value]
+        try:
+            return tuple(_convert(key, v, inner) for v in seq)
+        except InputError:
+            raise InputError(f"must be {_type_name(hint)}, got {value!r}", field=key) from None
+    if origin is not None and issubclass(origin, Mapping):
+        if not isinstance(value, Mapping):
+            raise bad
+        return dict(value)
+    if hint is GenerateConfig:
+        return _generate(key, value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if hint in (int, float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or (hint is int and not isinstance(value, int)):
+            raise bad
+        return hint(value)
+    if isinstance(hint, type) and not isinstance(value, hint):
+        raise bad
+    return value
+
+
+def _generate(key: str, value: Any) -> GenerateConfig:
+    """A :class:`GenerateConfig` from itself or a table of its fields (errors name ``generate.<field>``)."""
+    if isinstance(value, GenerateConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise InputError(f"must be {_type_name(GenerateConfig)}, got {type(value).__name__}", field=key)
+    hints = get_type_hints(GenerateConfig)
+    known = {f.name: hints[f.name] for f in fields(GenerateConfig)}
+    checked: dict[str, Any] = {}
+    for name, v in value.items():
+        if name not in known:
+            raise InputError(f"unknown key{_hint(name, known)}", field=f"{key}.{name}")
+        checked[name] = _convert(f"{key}.{name}", v, known[name])
+    try:
+        return GenerateConfig(**checked)
+    except InputError as exc:
+        raise InputError(exc.reason, field=f"{key}.{exc.field}") from None
 
 
 def check_no_secrets(options: Mapping[str, Any], flag: str) -> None:

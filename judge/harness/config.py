@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import GenerateConfig
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
-from ..engine.spec import MethodSpec
+from ..engine.spec import MethodSpec, spec_field_types
 from ..errors import InputError, JudgeError
 from ..qualities import Scale, parse_scale
 from ..results import slug
@@ -28,17 +27,21 @@ TOP_KEYS = {
     "seed": int, "compare": list, "retry_failed": bool, "scales": dict, "split": str, "split_seed": int,
 }
 DATASET_KEYS = {"name": str, "qualities": (list, str), "path": str, "quality": str, "scales": dict}
-LLM_KEYS = {
-    "type": str, "name": str, "prompt": str, "selector": str, "k": (int, list), "seeds": (int, list),
-    "backend": str, "model": str, "options": dict, "selector_options": dict, "generate": dict,
-    "top_k": int, "rule": str, "chat": bool, "paper": str, "group_guard": bool, "pool": str,
-    "allow_future": bool,
-}
+#: Keys of an LLM method table that TOML reads its own way: lists of k and seeds expand into several
+#: methods, ``chat`` is short for ``generate.chat``, ``selector_options`` holds order and manual_set.
+_TOML_LLM_KEYS: dict[str, Any] = {"type": str, "k": (int, list), "seeds": (int, list), "selector_options": dict,
+                                  "generate": dict, "chat": bool}
+#: Spec fields an LLM table does not set directly (ensemble fields, the entry's position, the selector
+#: options set through ``selector_options``).
+_NOT_LLM_KEYS = {"members", "weights", "combine", "fit", "optional", "index", "scorer", "order", "manual_set"}
+#: Every other MethodSpec field is a key of an LLM table as it is, type-checked by MethodSpec.from_mapping
+#: (``object`` here), so a field added to the spec is a TOML key with no change in this file.
+LLM_KEYS: dict[str, Any] = {**{name: object for name in spec_field_types() if name not in _NOT_LLM_KEYS},
+                            **_TOML_LLM_KEYS}
 SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
 CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str, "allow_future": bool}
 ENSEMBLE_KEYS = {"type": str, "name": str, "members": list, "weights": list, "combine": str, "fit": str,
                  "optional": list, "paper": str, "allow_future": bool}
-GENERATE_KEYS = {f.name for f in fields(GenerateConfig)}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
 
@@ -220,9 +223,10 @@ def _as_int_list(path: str, where: str, value: Any, minimum: int) -> list[int]:
 
 
 def _spec(path: str, where: str, **values: Any) -> MethodSpec:
-    """A MethodSpec, its own validation errors (secrets in options, k without a selector) named by entry."""
+    """``MethodSpec.from_mapping``, its errors (a type, a secret in options, k without a selector) named
+    by entry: ``methods[2].top_k``."""
     try:
-        return MethodSpec(**values)
+        return MethodSpec.from_mapping(values)
     except InputError as exc:
         raise _err(path, f"{where}.{exc.field or 'options'}", exc.reason) from None
 
@@ -309,36 +313,24 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         _check_keys(path, where, raw, LLM_KEYS)
         m = {**defaults, **raw}
         gen = {**defaults.get("generate", {}), **raw.get("generate", {})}
-        for key in gen:
-            if key not in GENERATE_KEYS:
-                close = difflib.get_close_matches(key, sorted(GENERATE_KEYS), n=1, cutoff=0.6)
-                hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(GENERATE_KEYS))}"
-                raise _err(path, f"{where}.generate.{key}", f"unknown key{hint}")
         sel_opts = {**defaults.get("selector_options", {}), **raw.get("selector_options", {})}
         _check_keys(path, f"{where}.selector_options", sel_opts, SELECTOR_OPTION_KEYS)
         if "chat" in m:
             gen.setdefault("chat", m["chat"])
-        try:
-            generate = GenerateConfig(**gen)
-        except InputError as exc:
-            raise _err(path, f"{where}.generate.{exc.field}", exc.reason) from None
-        except (TypeError, ValueError) as exc:
-            raise _err(path, f"{where}.generate", str(exc)) from None
         ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
         seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
         selector = m.get("selector", "none")
-        if any(k > 0 for k in ks) and selector == "none":
-            raise _err(path, f"{where}.selector", "k > 0 needs a selector (e.g. 'random' or 'bm25-context')")
         base = m.get("name") or f"{m.get('prompt', 'yesno')}-{selector}"
+        # Spec fields as written; the TOML-only keys are translated below.
+        fields_as_written = {key: value for key, value in m.items() if key not in _TOML_LLM_KEYS}
+        if "model" in fields_as_written and not fields_as_written["model"]:
+            fields_as_written["model"] = None  # model = "" means the default model
         for k in ks:
             mid = m["name"] if (len(ks) == 1 and m.get("name")) else f"{base}-k{k}"
             slots.append(_spec(
-                path, where, name=mid, type="llm", index=i, prompt=m.get("prompt", "yesno"),
-                selector=selector if k else "none", k=k, seeds=tuple(seeds), backend=m.get("backend", "llamacpp"),
-                model=m.get("model") or None, options=dict(m.get("options", {})), order=sel_opts.get("order", "ascending"),
-                manual_set=sel_opts.get("manual_set"), pool=m.get("pool"), generate=generate,
-                top_k=m.get("top_k", 3), rule=m.get("rule", "topk"), group_guard=m.get("group_guard", True),
-                paper=m.get("paper"), allow_future=m.get("allow_future", False),
+                path, where, **{**fields_as_written, "name": mid, "type": "llm", "index": i,
+                                "selector": selector if k else "none", "k": k, "seeds": tuple(seeds),
+                                "generate": gen, **sel_opts},
             ))
     by_name = {m.name: m for m in slots if m is not None}
     for pos, (i, raw) in ensembles.items():

@@ -22,12 +22,18 @@ import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..engine.spec import COMBINE_RULES, FIT_RULES
 from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
 from .base import Score, Scorer
 from .ensemble_fit import FOLDS, complete_rows, cv_weights, fit_weights_sets
+
+#: How an ensemble combines its members' scores (a method's ``combine``; engine specs check against these).
+COMBINE_RULES = ("rank-mean", "mean")
+#: Where an ensemble's weights come from: given (``fixed``), learned by grouped cross-validation on the
+#: set being scored (``cv``), or learned on the other sets of a ``judge run`` experiment (``lodo``:
+#: leave one dataset out).
+FIT_RULES = ("fixed", "cv", "lodo")
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, LabelDist, Prompt
@@ -15,6 +16,9 @@ from ..selectors import Selector, ZeroShot
 from .base import Score, Scorer
 from .rules import ScoringError, score_distribution
 
+if TYPE_CHECKING:
+    from ..engine.spec import MethodSpec
+
 
 class LLMJudge(Scorer):
     """Scores items by reading the backend's next-token distribution over the prompt's answer labels.
@@ -22,6 +26,9 @@ class LLMJudge(Scorer):
     ``pool`` is where in-context examples come from (default: the rated items being scored, with the
     selector's leakage guard keeping each item's own conversation out of its examples).
     """
+
+    #: The method spec this judge was built from, when it came through ``make_judge`` (provenance).
+    spec: MethodSpec | None = None
 
     def __init__(
         self,

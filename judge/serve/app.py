@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..cli.options import report_counters
+from ..counters import report_counters
 from ..datasets._common import parse_json
 from ..errors import BackendError, InputError, JudgeError
 from ..io import dumps

@@ -1,0 +1,138 @@
+"""A mock backend: deterministic label distributions without a model, for testing pipelines.
+
+No language model runs. Each candidate answer's logit comes from a hash of (seed, prompt text, chat
+flag, candidate), so the same prompt always gets the same distribution, a changed prompt (other
+examples, another template) gets another one, and a run takes milliseconds. It keeps the contract of
+the real backends, so a pipeline that passes with it meets the same checks with a model: labels must
+be single "tokens" (here: one optional leading space and at most ``token_chars`` other characters,
+none of them whitespace, the way "Yes", " yes" and "3" are single tokens of real vocabularies),
+prompts that overflow the context window fail as ``too_long``, and failures can be injected
+(``fail_rate``, ``fail_every``) to test how a pipeline reports them. Scores carry no judgement of
+quality: use it for plumbing, never for numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import GenerateConfig
+from ..errors import InputError
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
+
+#: The options ``--backend-option`` may set, with their defaults.
+OPTIONS: dict[str, Any] = {
+    "seed": 0,  # changes every distribution (a different "model")
+    "latency_ms": 0.0,  # sleep per prompt, to test progress, timeouts and concurrency
+    "fail_rate": 0.0,  # share of prompts that fail, chosen by hash of the prompt (the same ones every run)
+    "fail_every": 0,  # fail every Nth prompt the backend is handed (0: never)
+    "chars_per_token": 4.0,  # n_prompt_tokens = ceil(characters / chars_per_token)
+    "token_chars": 8,  # the longest label (besides one leading space) that counts as one token
+    "chat_template": True,  # whether the "model" has a chat template (chat prompts fail without one)
+    "max_context": 8192,  # tokens a prompt may hold when --n-ctx is not given
+}
+#: The options that change a distribution (the rest only change timing or failures, never an answer).
+_ANSWER_OPTIONS = ("seed", "chars_per_token", "token_chars", "chat_template")
+#: Tokens the chat wrapper adds around a chat prompt.
+_CHAT_OVERHEAD = 8
+
+
+def _unit(*parts: object) -> float:
+    """A number in [0, 1) from a hash of ``parts``: stable across runs, processes and platforms."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class MockBackend(Backend):
+    """Hash-based label distributions; see the module docstring and docs/backends.md."""
+
+    name = "mock"
+
+    def __init__(self, model: str | None, config: GenerateConfig, **options: Any) -> None:
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise InputError(f"the mock backend has no option '{unknown[0]}' (options: {', '.join(OPTIONS)})",
+                             field="backend-option")
+        opts = {**OPTIONS, **options}
+        self.seed = self._number(opts, "seed", int, 0)
+        self.latency_ms = self._number(opts, "latency_ms", float, 0)
+        self.fail_rate = self._number(opts, "fail_rate", float, 0)
+        if self.fail_rate > 1:
+            raise InputError(f"fail_rate must be between 0 and 1, got {self.fail_rate}", field="backend-option")
+        self.fail_every = self._number(opts, "fail_every", int, 0)
+        self.chars_per_token = self._number(opts, "chars_per_token", float, 0, strict=True)
+        self.token_chars = self._number(opts, "token_chars", int, 1)
+        if not isinstance(opts["chat_template"], bool):
+            raise InputError(f"chat_template must be true or false, got {opts['chat_template']!r}",
+                             field="backend-option")
+        self.chat_template = opts["chat_template"]
+        self.model_id = model or "mock"
+        self.config = config
+        window = config.max_context or self._number(opts, "max_context", int, 1)
+        self.capabilities = Capabilities(full_vocab=True, top_n=None, chat_template=self.chat_template,
+                                         max_context=window, batching=False, prefix_reuse=False)
+        self.prompts_seen = 0
+        self.failures = 0
+
+    @staticmethod
+    def _number(opts: dict[str, Any], key: str, kind: type, minimum: float, strict: bool = False) -> Any:
+        value = opts[key]
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if kind is int:
+            ok = ok and float(value).is_integer()
+        if not ok or value < minimum or (strict and value == minimum):
+            bound = f"> {minimum}" if strict else f">= {minimum}"
+            raise InputError(f"{key} must be a {'whole ' if kind is int else ''}number {bound}, got {value!r}",
+                             field="backend-option")
+        return kind(value)
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        n = max(1, math.ceil(len(prompt.text) / self.chars_per_token))
+        return n + (_CHAT_OVERHEAD if prompt.chat else 0)
+
+    def single_token(self, text: str) -> bool | None:
+        body = text[1:] if text.startswith(" ") else text
+        return 0 < len(body) <= self.token_chars and not any(ch.isspace() for ch in body)
+
+    def _logit(self, prompt: Prompt, candidate: str) -> float:
+        # Spread over [-4, 4]: distributions range from near-certain to flat, like a small model's.
+        return 8.0 * _unit(self.seed, int(prompt.chat), prompt.text, candidate) - 4.0
+
+    def label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[LabelDist | Failure]:
+        return [self._one(p, candidates, top_n) for p in prompts]
+
+    def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
+        self.prompts_seen += 1
+        if self.latency_ms:
+            time.sleep(self.latency_ms / 1000)
+        if prompt.chat and not self.chat_template:
+            return Failure(f"model {self.model_id} has no chat template; use chat=False")
+        n_tokens = self.count_tokens(prompt)
+        if n_tokens >= self.capabilities.max_context:
+            return too_long(n_tokens, self.capabilities.max_context)
+        if (self.fail_every and self.prompts_seen % self.fail_every == 0) or (
+                self.fail_rate and _unit("fail", self.seed, prompt.text) < self.fail_rate):
+            self.failures += 1
+            return Failure("mock backend: injected failure (fail_rate / fail_every)")
+        readable = sorted({c for c in candidates if self.single_token(c)})
+        logits = {c: self._logit(prompt, c) for c in readable}
+        # The rest of a vocabulary: one pseudo-token holding the mass no candidate takes.
+        rest = self._logit(prompt, "\x00rest")
+        top_logit = max([rest, *logits.values()])
+        logz = top_logit + math.log(sum(math.exp(v - top_logit) for v in [rest, *logits.values()]))
+        logprobs = {c: v - logz for c, v in logits.items()}
+        top = sorted(logprobs.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
+        return LabelDist(logprobs, top, n_prompt_tokens=n_tokens, n_evaluated_tokens=n_tokens)
+
+    def settings(self) -> dict[str, object]:
+        # Latency and failure injection never change an answer (failures are never cached), so they
+        # stay out of cache keys: a run with failures injected reuses the answers of one without.
+        return {"mock": {k: getattr(self, k) for k in _ANSWER_OPTIONS}, "n_ctx": self.capabilities.max_context}
+
+    def close(self) -> None:
+        pass
