@@ -116,13 +116,15 @@ class LLMJudge(Scorer):
         Scores are yielded as soon as every earlier item of the window is done, so memory stays
         bounded by the window however many items stream through.
         """
-        if self.k and self.pool is None:
-            # The documented default pool: the rated items being scored (needs them all up front).
+        pool = self.pool
+        if self.k and pool is None:
+            # The documented default pool: the rated items of *this* call (needs them all up front). It
+            # is kept local, so a later call draws its examples from its own items, not from these.
             items = list(items)
-            self.pool = [it for it in items if self.quality and it.human(self.quality.name) is not None]
+            pool = [it for it in items if self.quality and it.human(self.quality.name) is not None]
         it = iter(items)
         while chunk := list(islice(it, self.window)):
-            built = [self.build_prompt(item) for item in chunk]
+            built = [self.build_prompt(item, pool) for item in chunk]
             order = list(range(len(chunk)))
             # Declared as a capability so it survives wrappers (the cache forwards its inner backend's).
             if self.backend.capabilities.prefix_reuse:
