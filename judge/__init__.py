@@ -12,6 +12,10 @@ Quick use::
 
 from __future__ import annotations
 
+from .distribution import check_not_shadowed
+
+check_not_shadowed()  # first: the unrelated PyPI package 'judge' would otherwise half-replace this one
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +33,7 @@ from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector
 from .stats import correlate, correlations
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the distribution is dialogue-judge (judge.distribution)
 
 
 def make_judge(
