@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -39,7 +40,7 @@ def reply_is_reference(item: Item) -> bool:
     return item.response is not None and any(_folded(r) == _folded(item.response) for r in item.references)
 
 
-def check(results: Path, data_dir: Path, methods: list[str] | None = None) -> list[dict[str, object]]:
+def check(results: Path, data_dir: Path, methods: list[str] | None = None) -> list[dict[str, Any]]:
     """One row per cell (seed 0): Spearman on all items and without the reply-is-reference ones."""
     summary = json.loads((results / "summary.json").read_text(encoding="utf-8"))
     identical: dict[str, set[str]] = {}
