@@ -12,10 +12,6 @@ Quick use::
 
 from __future__ import annotations
 
-from .distribution import check_not_shadowed
-
-check_not_shadowed()  # first: the unrelated PyPI package 'judge' would otherwise half-replace this one
-
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +19,7 @@ from .backends import Prompt, backend_names, create_backend
 from .config import GenerateConfig
 from .datasets import load_benchmark, load_items
 from .datasets.benchmarks import DATASETS, dataset_info, registered_quality
+from .distribution import check_not_shadowed
 from .engine import BackendPool, MethodSpec, build, build_scorer, prepare
 from .errors import InputError, JudgeError, TemplateError, UnknownNameError
 from .items import Item, Turn
@@ -33,7 +30,10 @@ from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector
 from .stats import correlate, correlations
 
-__version__ = "0.1.0"  # the distribution is dialogue-judge (judge.distribution)
+__version__ = "0.1.0"  # of the distribution dialogue-judge (judge.distribution)
+
+# Refuse to run beside the unrelated PyPI package 'judge', which would otherwise half-replace this one.
+check_not_shadowed()
 
 
 def make_judge(

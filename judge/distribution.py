@@ -43,7 +43,7 @@ def unrelated_installed(paths: Sequence[str] | None = None, package_dir: Path | 
         metadata.distributions(name=UNRELATED_NAME, path=list(paths))
     for dist in found:
         files = {str(f).replace("\\", "/") for f in dist.files or ()}
-        if dist.metadata.get("Summary", "") == UNRELATED_SUMMARY or \
+        if UNRELATED_SUMMARY in (dist.metadata.get_all("Summary") or ()) or \
                 any(f"judge/{m}" in files for m in UNRELATED_MODULES):
             return f"{UNRELATED_NAME} {dist.version} (installed metadata: {dist.locate_file('')})"
     folder = package_dir or Path(__file__).parent

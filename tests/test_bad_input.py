@@ -420,8 +420,8 @@ def test_bad_model(tmp_path, capsys, kind):
 
 def test_mistyped_rule_in_a_config_stops_before_any_model(cli, tmp_path, data_dir):
     """`rule = "expectd"` in a `judge run` config: refused with the other names, naming the entry."""
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(f'name = "r"\ndata_dir = "{data_dir}"\noutput = "{tmp_path / 'out'}"\ndatasets = ["FT"]\n'
+    cfg, out = tmp_path / "c.toml", tmp_path / "out"
+    cfg.write_text(f'name = "r"\ndata_dir = "{data_dir}"\noutput = "{out}"\ndatasets = ["FT"]\n'
                    'qualities = ["Overall"]\nlimit = 3\n[[methods]]\nprompt = "yesno"\n'
                    '[[methods]]\nprompt = "rating"\nrule = "expectd"\n')
     for command in (("run", cfg), ("run", cfg, "--check")):

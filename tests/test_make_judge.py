@@ -87,7 +87,7 @@ def test_bad_quality_name_is_refused_before_a_model_loads(no_model, name, parts)
 
 
 def test_mistyped_rule_is_refused_before_a_model_loads(no_model):
-    with pytest.raises(UnknownNameError, match="unknown scoring rule 'expectd'.*Did you mean: expected"):
+    with pytest.raises(UnknownNameError, match=r"unknown scoring rule 'expectd'.*Did you mean: expected"):
         make_judge(prompt="rating", rule="expectd")
     with pytest.raises(ModelLoaded):  # control: a correct rule reaches the (tripwired) backend
         make_judge(prompt="rating", rule="expected")

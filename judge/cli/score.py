@@ -19,8 +19,15 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
+from .options import (
+    add_judge_options,
+    add_progress_option,
+    parse_scales,
+    report_counters,
+    resolve_quality,
+    spec_from_args,
+)
 from .score_table import ScoreTable
-from .options import add_judge_options, add_progress_option, parse_scales, report_counters, resolve_quality, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
