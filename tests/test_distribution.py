@@ -31,8 +31,10 @@ def _dist_info(site: Path, summary: str, files: list[str]) -> None:
 
 
 def _python(code: str, *paths: Path) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` importing from ``paths`` (run from the first, as `python -c` puts its folder first)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=paths[0],
+                          timeout=120)
 
 
 def test_pyproject_names_the_distribution_and_its_extras() -> None:
