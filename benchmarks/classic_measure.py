@@ -22,7 +22,7 @@ from judge.stats import correlations
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data_dir", help="folder holding the benchmark files (e.g. ../shared/data)")
     p.add_argument("out", help="JSONL file the rows are appended to")
     p.add_argument("scorers", help='JSON list of [scorer, options, limit], e.g. \'[["length", {}, null]]\'')

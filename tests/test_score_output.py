@@ -7,13 +7,16 @@ Terminals are real pseudo-terminals (the `pty` module); the model is the embedde
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -39,12 +42,13 @@ def _judge_on_terminal(*args: str, stdout_tty: bool = True, timeout: float = 600
     masters, slaves = [], []
     for _ in range(2 if stdout_tty else 1):
         m, s = pty.openpty()
+        fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # 40 rows, 120 columns, as a window has
         masters.append(m)
         slaves.append(s)
     err_slave = slaves[-1]
     out_slave = slaves[0] if stdout_tty else subprocess.PIPE
     proc = subprocess.Popen([sys.executable, "-m", "judge", *args], cwd=ROOT, stdout=out_slave, stderr=err_slave,
-                            stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "120"})
+                            stdin=subprocess.DEVNULL)
     for s in slaves:
         os.close(s)
     chunks: dict[int, bytearray] = {m: bytearray() for m in masters}
