@@ -55,7 +55,7 @@ class ScoreTable:
         rated = [r for r in self.rows if r.get("human") is not None]
         if not self.with_human or not rated:
             return
-        from ...harness.summary import cell_stats
+        from ..harness.summary import cell_stats
 
         cell = cell_stats(self.rows, n_boot, seed)
         sp, ci = cell["spearman"], cell["ci"]
