@@ -88,10 +88,10 @@ def main() -> None:
     print(f"\n{'setting':<24}{'s/item':>8}{'tok/s':>9}{'ratio':>8}{'max |score diff|':>18}")
     for name, runs in results.items():
         s = sum(r[0] for r in runs) / len(runs)
-        toks = sum(r[1] for r in runs) / len(runs)
+        tokens = sum(r[1] for r in runs) / len(runs)
         diff = max((abs(a - b) for r in runs for a, b in zip(r[2], base_scores, strict=True)
                     if a is not None and b is not None), default=float("nan"))
-        print(f"{name:<24}{s / n:8.2f}{toks / s:9.1f}{base_s / s:7.2f}x{diff:18.2e}")
+        print(f"{name:<24}{s / n:8.2f}{tokens / s:9.1f}{base_s / s:7.2f}x{diff:18.2e}")
     print(f"peak RSS {peak_rss_mb():.0f} MB; load average at end {os.getloadavg()[0]:.1f}")
 
 

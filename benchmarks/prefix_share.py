@@ -164,8 +164,8 @@ def main() -> int:
     ap.add_argument("--pass-json", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pass_json:
-        spec = json.loads(args.pass_json)
-        print(json.dumps(raw_pass(spec) if spec.get("raw") else run_pass(spec)))
+        one = json.loads(args.pass_json)
+        print(json.dumps(raw_pass(one) if one.get("raw") else run_pass(one)))
         return 0
 
     data_dir = str(Path(args.data_dir).resolve())

@@ -36,6 +36,7 @@ from judge.engine import BackendPool, MethodSpec, build_scorer
 from judge.items import Item
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
+from judge.selectors.bm25 import BM25Selector
 
 
 def peak_rss_mb() -> float:
@@ -78,6 +79,7 @@ def pool_curve(base: list[Item], queries: list[Item], sizes: list[int], quality,
     for n in sizes:
         pool = grow_pool(base, n)
         sel = get_selector("bm25-context", seed=0)
+        assert isinstance(sel, BM25Selector)
         t0 = time.perf_counter()
         sel.index(pool)
         build = time.perf_counter() - t0

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.answers import candidates
+from judge.backends.llamacpp import LlamaCppBackend
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
@@ -62,6 +63,13 @@ def make_judges(backends: BackendPool, items: list[Item], pool: list[Item], k: i
     return judges
 
 
+def llama_backend(judges: list[LLMJudge]) -> LlamaCppBackend:
+    """The judges' llama.cpp backend (built without the cache: this script reads its model directly)."""
+    backend = judges[0].backend
+    assert isinstance(backend, LlamaCppBackend), type(backend)
+    return backend
+
+
 def judge_pass(judges: list[LLMJudge], items: list[Item]) -> dict:
     t0 = time.perf_counter()
     values, n_eval, n_prompt = [], 0, 0
@@ -75,7 +83,7 @@ def judge_pass(judges: list[LLMJudge], items: list[Item]) -> dict:
 
 def naive_pass(judges: list[LLMJudge], items: list[Item]) -> dict:
     """The loop a user writes with llama-cpp-python: build the prompt, reset, eval it all, read logits."""
-    backend = judges[0].backend
+    backend = llama_backend(judges)
     llm = backend.llm
     import llama_cpp
 
@@ -103,7 +111,7 @@ def naive_pass(judges: list[LLMJudge], items: list[Item]) -> dict:
     return {"wall": time.perf_counter() - t0, "values": values, "n_eval": n_eval}
 
 
-def raw_pass(backend, items: list[Item], judges: list[LLMJudge], n: int) -> dict:
+def raw_pass(backend: LlamaCppBackend, items: list[Item], judges: list[LLMJudge], n: int) -> dict:
     """Tokens/s of one evaluation of ``n`` tokens of real prompt text (from an empty KV cache)."""
     toks: list[int] = []
     for item in items:
@@ -126,10 +134,11 @@ def raw_pass(backend, items: list[Item], judges: list[LLMJudge], n: int) -> dict
 def token_counts(judges: list[LLMJudge], pool: list[Item], sizes: list[int]) -> None:
     """Prompt and evaluated tokens per item for several ``--limit`` values, without running the model:
     the judge's window order (prompts sorted by text per quality) and the backend's common-prefix rule."""
-    backend = judges[0].backend
+    backend = llama_backend(judges)
     print(f"{'items':>5} {'prompt tok/item':>15} {'evaluated tok/item':>18} {'token ratio (naive / judge)':>27}")
     for n in sizes:
-        items, prev, n_eval, n_prompt = pool[:n], [], 0, 0
+        items, n_eval, n_prompt = pool[:n], 0, 0
+        prev: list[int] = []
         for j in judges:
             for p in sorted((j.build_prompt(it)[0] for it in items), key=lambda p: (p.chat, p.text)):
                 toks = backend.tokens(p)
@@ -159,7 +168,7 @@ def main() -> int:
     items = pool[: args.limit]
     backends = BackendPool()
     judges = make_judges(backends, items, pool, args.k, args.threads)
-    backend = judges[0].backend
+    backend = llama_backend(judges)
     if args.tokens_only:
         token_counts(judges, pool, args.tokens_only)
         return 0
@@ -168,8 +177,8 @@ def main() -> int:
     raws = [raw_pass(backend, items, judges, args.raw_tokens)]
     print(f"  raw: {raws[0]['tps']:.0f} tokens/s", file=sys.stderr, flush=True)
     runs: list[tuple[str, dict]] = []
-    for r in range(args.repeat):
-        order = ("judge", "naive") if r % 2 == 0 else ("naive", "judge")
+    for rep in range(args.repeat):
+        order = ("judge", "naive") if rep % 2 == 0 else ("naive", "judge")
         for kind in order:
             runs.append((kind, judge_pass(judges, items) if kind == "judge" else naive_pass(judges, items)))
             print(f"  {kind} pass: {runs[-1][1]['wall']:.1f} s", file=sys.stderr, flush=True)

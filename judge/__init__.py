@@ -18,18 +18,22 @@ from typing import Any
 from .backends import Prompt, backend_names, create_backend
 from .config import GenerateConfig
 from .datasets import load_benchmark, load_items
-from .datasets.benchmarks import DATASETS, dataset_info
+from .datasets.benchmarks import DATASETS, dataset_info, registered_quality
+from .distribution import check_not_shadowed
 from .engine import BackendPool, MethodSpec, build, build_scorer, prepare
 from .errors import InputError, JudgeError, TemplateError, UnknownNameError
 from .items import Item, Turn
 from .prompts import PromptTemplate, builtin_prompts, get_prompt, load_template
-from .qualities import Quality
+from .qualities import Quality, quality_for
 from .scorers.base import Score, Scorer
 from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector
 from .stats import correlate, correlations
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # of the distribution dialogue-judge (judge.distribution)
+
+# Refuse to run beside the unrelated PyPI package 'judge', which would otherwise half-replace this one.
+check_not_shadowed()
 
 
 def make_judge(
@@ -40,7 +44,7 @@ def make_judge(
     selector: str = "none",
     k: int = 0,
     pool: Sequence[Item] | None = None,
-    quality: Quality | None = None,
+    quality: Quality | str | None = None,
     config: GenerateConfig | None = None,
     top_k: int = 3,
     rule: str = "topk",
@@ -52,8 +56,12 @@ def make_judge(
 ) -> LLMJudge:
     """An LLM judge from names: a built-in prompt (``fed`` with a FED quality, or a template path), a
     selector and a backend. With ``k`` > 0 and no ``pool``, examples come from the rated items of each
-    ``score`` call (each item's own conversation kept out). This is a :class:`MethodSpec` built
-    through the same builder as every command."""
+    ``score`` call (each item's own conversation kept out). ``quality`` is a :class:`Quality` or its
+    name, read from the ``pool``'s items (their set's qualities, the scales they declare) or, without a
+    pool, from the registered benchmark sets (``"appropriateness"``). This is a :class:`MethodSpec`
+    built through the same builder as every command."""
+    if isinstance(quality, str):
+        quality = _quality_named(quality, pool)
     spec = MethodSpec.from_mapping({
         "prompt": prompt, "selector": selector, "k": k, "seeds": seed, "group_guard": group_guard, "order": order,
         "manual_set": manual_set, "backend": backend, "model": model, "options": backend_options,
@@ -62,6 +70,22 @@ def make_judge(
     assert isinstance(judge, LLMJudge)
     judge.spec = spec
     return judge
+
+
+def _quality_named(name: str, pool: Sequence[Item] | None) -> Quality:
+    """``make_judge(quality="...")``: the Quality a name means for the pool, else for the registered sets."""
+    if pool:
+        items = list(pool)
+        try:
+            known = dataset_info(items[0].dataset).qualities if items[0].dataset else ()
+        except UnknownNameError:
+            known = ()
+        return quality_for(name, items, items[0].level, known=known, strict=False)
+    try:
+        return registered_quality(name)
+    except UnknownNameError as exc:
+        raise InputError(f"{exc} (no benchmark set rates it; for your own data's quality pass a pool whose items "
+                         "declare its scale, or a Quality object)", field="quality") from None
 
 
 __all__ = [

@@ -72,7 +72,7 @@ class MissingExtraError(BackendError):
 
     def __init__(self, what: str, extra: str, module: str) -> None:
         super().__init__(
-            f"{what} needs the optional dependency '{module}'. Install it with: pip install 'judge[{extra}]'"
+            f"{what} needs the optional dependency '{module}'. Install it with: pip install 'dialogue-judge[{extra}]'"
         )
 
 

@@ -74,7 +74,7 @@ class SplitModel:
 
     @property
     def install(self) -> str:
-        return f"pip install 'judge[{self.extra}]'"
+        return f"pip install 'dialogue-judge[{self.extra}]'"
 
 
 class ChecksumError(BackendError):

@@ -233,6 +233,8 @@ OPTION_CASES = [
     (["--selector", "nonne"], ["unknown selector 'nonne'", "Did you mean: none"]),
     (["--backend", "llamacp"], ["unknown backend 'llamacp'", "Did you mean: llamacpp"]),
     (["--quality", "overal"], ["unknown quality 'overal'", "Did you mean: overall"]),
+    (["--rule", "expectd"], ["unknown scoring rule 'expectd'", "Did you mean: expected"]),
+    (["--member", "prompt=rating,rule=expectd", "--member", "prompt=yesno"], ["unknown scoring rule 'expectd'"]),
     (["--k", "-1"], ["field '--k'", ">= 0", "-1"]),
     (["--top-k", "0"], ["field '--top-k'", ">= 1"]),
     (["--batch-size", "0"], ["field '--batch-size'", ">= 1"]),
@@ -363,6 +365,9 @@ SUBPROCESS_CASES = [
     ("undeclared-scale", line(scores={"overall": 4}), ["--quality", "overall"], ["no known scale", "--scale"]),
     ("unknown-prompt", good(1), ["--prompt", "yesnoo"], ["Did you mean: yesno"]),
     ("negative-k", good(1), ["--k", "-1"], ["'--k'"]),
+    # A model path that does not exist would fail when loaded: the rule's refusal must come first.
+    ("mistyped-rule", good(1), ["--rule", "expectd", "--model", "/nonexistent/model.gguf"],
+     ["unknown scoring rule 'expectd'", "Did you mean: expected"]),
     ("zero-concurrency", good(1), ["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--concurrency", "0"],
      ["field '--concurrency'", ">= 1, got 0"]),
     ("negative-max-retries", good(1), ["--max-retries", "-1"], ["field '--max-retries'", ">= 0, got -1"]),
@@ -419,3 +424,15 @@ def test_bad_model(tmp_path, capsys, kind):
     rc = main(["score", str(EXAMPLES), "--model", model, "-o", str(out)])
     assert_clear(rc, capsys.readouterr().err, model)
     assert not out.exists()
+
+
+def test_mistyped_rule_in_a_config_stops_before_any_model(cli, tmp_path, data_dir):
+    """`rule = "expectd"` in a `judge run` config: refused with the other names, naming the entry."""
+    cfg, out = tmp_path / "c.toml", tmp_path / "out"
+    cfg.write_text(f'name = "r"\ndata_dir = "{data_dir}"\noutput = "{out}"\ndatasets = ["FT"]\n'
+                   'qualities = ["Overall"]\nlimit = 3\n[[methods]]\nprompt = "yesno"\n'
+                   '[[methods]]\nprompt = "rating"\nrule = "expectd"\n')
+    for command in (("run", cfg), ("run", cfg, "--check")):
+        rc, err = cli(*command)
+        assert_clear(rc, err, "c.toml", "methods[1]", "unknown scoring rule 'expectd'", "Did you mean: expected")
+    assert not (tmp_path / "out").exists()

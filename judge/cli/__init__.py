@@ -7,6 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ..distribution import ShadowedError, check_not_shadowed
 from ..errors import JudgeError
 
 #: Subcommand name -> module under judge.cli with ``add_parser(subparsers)`` and ``run(args) -> int``.
@@ -35,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        # Again here: if the unrelated 'judge' package was installed over this one, its __init__ ran, not ours.
+        check_not_shadowed()
+    except ShadowedError as exc:
+        print(f"judge: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -25,7 +25,7 @@ from ..io import atomic_file, check_output_path
 from ..report.table import p_text
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, parse_scales, spec_from_args
+from .options import add_judge_options, add_progress_option, parse_scales, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -51,6 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CI (default 1000)")
     p.add_argument("--seeds", default=None, help="comma-separated selection seeds, one run each, e.g. 0,1,2 "
                    "(default for --selector random: 3 seeds from --seed, else --seed); prints mean and sd")
+    add_progress_option(p)
     add_judge_options(p)
     return p
 
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
             methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
         )
-        summary = run_experiment(exp, plots=False)
+        summary = run_experiment(exp, plots=False, progress=not args.no_progress)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
         if args.output:
             _copy_rows(exp, args.output)

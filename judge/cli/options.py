@@ -102,6 +102,13 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "TOML/JSONL file (default: the shipped set for the dataset)")
 
 
+def add_progress_option(p: argparse.ArgumentParser) -> None:
+    """``--no-progress``: the progress bar (rate, ETA) goes to stderr only when it is a terminal, and not at all
+    with this flag."""
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (it is shown only when "
+                   "stderr is a terminal)")
+
+
 def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
     """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
     return dict(parse_scale(text) for text in args.scale)

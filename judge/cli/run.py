@@ -7,6 +7,7 @@ import sys
 
 from ..counters import report_counters
 from . import EXIT_FAILED_ITEMS, EXIT_OK
+from .options import add_progress_option
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("dev", "test"), default=None,
                    help="score only this half of each set's conversations (overrides split): choose methods on "
                    "dev, report on test")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_option(p)
     p.add_argument("--check", action="store_true", help="validate the config and every cell against its data "
                    "(templates, manual sets, scales) and list the cells; load no model")
     return p

@@ -1,11 +1,14 @@
-"""``judge score INPUT``: one JSON line per item (the row schema of judge.engine.rows), no statistics."""
+"""``judge score INPUT``: one JSON line per item (the row schema of judge.engine.rows); on a terminal, a
+table of the rows and a summary instead (:mod:`judge.cli.score_table`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -18,7 +21,14 @@ from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, parse_scales, resolve_quality, spec_from_args
+from .options import (
+    add_judge_options,
+    add_progress_option,
+    parse_scales,
+    resolve_quality,
+    spec_from_args,
+)
+from .score_table import ScoreTable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -27,6 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default=None, help="write JSONL here (atomically) instead of stdout")
     p.add_argument("--limit", type=int, default=None, help="score only the first N items (examples are still "
                    "drawn from the whole file)")
+    p.add_argument("--format", choices=("table", "jsonl"), default=None,
+                   help="what goes to stdout: table (a table of id, score, most likely label and human rating, and "
+                   "a summary with Spearman against the human ratings) or jsonl (one JSON row per item). Default: "
+                   "table on a terminal without -o, else jsonl; -o always writes JSONL to the file")
+    add_progress_option(p)
     add_judge_options(p)
     return p
 
@@ -63,19 +78,31 @@ def run(args: argparse.Namespace) -> int:
     backends = BackendPool()
     try:
         scorer = build(prep, backends)
-        bar = tqdm(total=len(items), desc="scoring", unit="item", file=sys.stderr, disable=None, leave=False)
+        # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
+        bar = tqdm(total=len(items), desc="scoring", unit="item", file=sys.stderr,
+                   disable=True if args.no_progress else None, leave=False)
         qn = quality.name if quality else None
         is_llm = spec.type == "llm"
+        table = None
+        if output_format(args) == "table":
+            table = ScoreTable([it.id for it in items], qn is not None and any(it.human(qn) is not None for it in items),
+                               lambda line: tqdm.write(line, file=sys.stdout))
+            table.header()
         # -o: rows stream into a temp file beside the target, renamed over it only when every item is
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = run_rows(scorer, items, spec.name, qn, write, bar.update, seed=prep.seed if is_llm else None)
+                failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update,
+                                  seed=prep.seed if is_llm else None)
             write_meta(args.output, spec, scorer)
+        elif table is not None:
+            failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=prep.seed if is_llm else None)
         else:
             failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
                               seed=prep.seed if is_llm else None)
         bar.close()
+        if table is not None:
+            table.summary()
         report_counters(backends.counters())
     finally:
         backends.close()
@@ -83,6 +110,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """``--format``, else a table for a person at a terminal and JSONL for a pipe, a file or ``-o``."""
+    if args.format is not None:
+        return str(args.format)
+    return "table" if not args.output and sys.stdout.isatty() else "jsonl"
+
+
+def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None) -> Callable[[dict[str, Any]], None]:
+    """The row writer of ``-o``, also adding each row to the table when one is printed."""
+    if table is None:
+        return write
+
+    def both(row: dict[str, Any]) -> None:
+        write(row)
+        table.add(row)
+
+    return both
 
 
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import UnknownNameError
+from ..errors import InputError, UnknownNameError
 from ..items import Level
 from ..qualities import FED_DIAL, FED_TURN, GRADE, GUPTA, USR, ZHAO, Quality
 
@@ -79,3 +79,27 @@ def dataset_info(name: str) -> DatasetInfo:
         if d.abbrev.lower() == name.lower() or d.name.lower() == name.lower():
             return d
     raise UnknownNameError("dataset", name, list(DATASETS) + [d.abbrev for d in DATASETS.values()])
+
+
+def registered_quality(name: str) -> Quality:
+    """The quality ``name`` of the registered benchmark sets, when every set that rates it uses one scale
+    (``appropriateness``: 1-5 in both Zhao sets). A name the sets rate on different scales (``Overall``:
+    0-4 in FED, 1-5 in USR) is refused, because guessing the scale would mislabel examples; so is a name
+    no set rates."""
+    found: dict[tuple[str, float, float], list[str]] = {}
+    quality: dict[tuple[str, float, float], Quality] = {}
+    for d in DATASETS.values():
+        for q in d.qualities:
+            if q.name.lower() == name.lower():
+                key = (q.level, q.min, q.max)
+                found.setdefault(key, []).append(d.name)
+                quality.setdefault(key, q)
+    if not found:
+        known = sorted({q.name for d in DATASETS.values() for q in d.qualities}, key=str.lower)
+        raise UnknownNameError("quality", name, known)
+    if len(found) > 1:
+        scales = "; ".join(f"{level} {lo:g}-{hi:g} in {', '.join(sets)}" for (level, lo, hi), sets in found.items())
+        raise InputError(f"'{name}' is rated on different scales or levels by the benchmark sets ({scales}): pass the set's "
+                         f"quality, e.g. dataset_info({next(iter(found.values()))[0]!r}).quality({name!r}), or a "
+                         "pool whose items carry it", field="quality")
+    return next(iter(quality.values()))

@@ -27,12 +27,13 @@ from ..prompts import PER_QUALITY_PROMPTS, PromptTemplate, builtin_prompts, fed_
 from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge
+from ..scorers.rules import RULES
 from ..selectors import SELECTORS, Selector, get_selector
 from .spec import MethodSpec
 
 
 def check_names(spec: MethodSpec) -> None:
-    """Resolve the spec's names (prompt, selector, backend, classic scorer) without touching data."""
+    """Resolve the spec's names (prompt, selector, backend, scoring rule, classic scorer) without touching data."""
     if spec.type == "ensemble":
         for member in spec.members:
             check_names(member)
@@ -45,6 +46,8 @@ def check_names(spec: MethodSpec) -> None:
         return
     BACKENDS.canonical(spec.backend)
     SELECTORS.canonical(spec.selector)
+    if spec.rule not in RULES:  # checked here, with the other names, so a typo stops the run before a model loads
+        raise UnknownNameError("scoring rule", spec.rule, RULES)
     if is_template_path(spec.prompt):
         if not Path(spec.prompt).exists():
             raise InputError("template file not found", file=spec.prompt, field="prompt")

@@ -70,8 +70,7 @@ def score_together(
     if any(j.backend is not backend for j in judges):
         raise ValueError("methods scheduled together must share one backend")
     lanes = [list(its) for its in items]
-    for judge, its in zip(judges, lanes, strict=True):
-        judge.default_pool(its)
+    pools = [judge.call_pool(its) for judge, its in zip(judges, lanes, strict=True)]
     rank: dict[str, int] = {}
     for its in lanes:
         for it in its:
@@ -89,7 +88,7 @@ def score_together(
         for lane, (judge, its) in enumerate(zip(judges, lanes, strict=True)):
             t0, c0 = perf_counter(), counters()
             while pos[lane] < len(its) and rank[its[pos[lane]].id] < end:
-                prompt, shown = judge.build_prompt(its[pos[lane]])
+                prompt, shown = judge.build_prompt(its[pos[lane]], pools[lane])
                 jobs.append((lane, pos[lane], prompt, shown))
                 pos[lane] += 1
             if costs is not None:

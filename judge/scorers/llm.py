@@ -127,12 +127,13 @@ class LLMJudge(Scorer):
         Scores are yielded as soon as every earlier item of the window is done, so memory stays
         bounded by the window however many items stream through.
         """
-        if self.k and self.pool is None:
-            items = list(items)
-            self.default_pool(items)
+        pool = self.pool
+        if self.k and pool is None:
+            items = list(items)  # the documented default pool needs every item of this call up front
+            pool = self.call_pool(items)
         it = iter(items)
         while chunk := list(islice(it, self.window)):
-            built = [self.build_prompt(item) for item in chunk]
+            built = [self.build_prompt(item, pool) for item in chunk]
             order = list(range(len(chunk)))
             # Declared as a capability so it survives wrappers (the cache forwards its inner backend's).
             if self.backend.capabilities.prefix_reuse:
@@ -149,11 +150,13 @@ class LLMJudge(Scorer):
                     done[nxt] = None
                     nxt += 1
 
-    def default_pool(self, items: Sequence[Item]) -> None:
-        """Without a pool given, examples come from the rated items being scored (all of them, so the
-        pool is fixed before the first prompt is built); nothing to do for zero-shot or a given pool."""
+    def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
+        """Where one call's examples come from: the given pool, or without one the rated items of that
+        call (all of them, fixed before the first prompt is built). Kept per call, never stored, so a
+        later call draws its examples from its own items."""
         if self.k and self.pool is None:
-            self.pool = [it for it in items if self.quality and it.human(self.quality.name) is not None]
+            return [it for it in items if self.quality and it.human(self.quality.name) is not None]
+        return self.pool
 
     def to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
         """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""

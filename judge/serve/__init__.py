@@ -4,7 +4,7 @@ One judge is built at startup through the engine (:mod:`judge.engine`) from the 
 ``judge score``; every request's items go through the same loader checks, the same scorer and the
 same row schema, so a response row is the row ``judge score`` writes for that item.
 
-Starlette and uvicorn are an optional extra (``pip install 'judge[serve]'``) and are imported only
+Starlette and uvicorn are an optional extra (``pip install 'dialogue-judge[serve]'``) and are imported only
 when the service starts, so ``import judge`` never pulls them in.
 """
 

@@ -122,9 +122,13 @@ def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
 
 
 def versions() -> dict[str, str | None]:
-    """Versions of judge, Python and the libraries that shape scores or serving."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for dist in ("judge", "llama-cpp-python", "starlette", "uvicorn"):
+    """Versions of this project (its installed distribution, else the source tree's), Python and the
+    libraries that shape scores or serving."""
+    from .. import __version__
+    from ..distribution import DISTRIBUTION, version
+
+    out: dict[str, str | None] = {"python": platform.python_version(), DISTRIBUTION: version() or __version__}
+    for dist in ("llama-cpp-python", "starlette", "uvicorn"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

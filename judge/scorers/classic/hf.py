@@ -29,7 +29,7 @@ def require(module: str, what: str) -> Any:
 
 
 def torch_modules(what: str) -> tuple[Any, Any]:
-    """(torch, transformers), or MissingExtraError naming ``pip install 'judge[classic]'``."""
+    """(torch, transformers), or MissingExtraError naming ``pip install 'dialogue-judge[classic]'``."""
     return require("torch", what), require("transformers", what)
 
 

@@ -1,0 +1,88 @@
+"""``judge score``'s output for a person at a terminal: a table of the rows and a summary.
+
+The rows are the same as the JSONL rows (:mod:`judge.engine.rows`); the table shows the id, the score,
+the most likely label with its probability and, when the data has one, the human rating. The summary
+gives n, failures and the mean score, and where the items carry human ratings Spearman's correlation
+with them and its 95% bootstrap CI resampling conversations (the statistics ``judge bench`` prints).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: Widest id shown in full; longer ids are cut with an ellipsis (the JSONL output keeps them whole).
+MAX_ID = 32
+
+
+class ScoreTable:
+    """Formats rows one at a time (so a long run shows them as they come) and the closing summary."""
+
+    def __init__(self, ids: Sequence[str], with_human: bool, write: Callable[[str], None]) -> None:
+        self.id_width = max([2, *(min(len(i), MAX_ID) for i in ids)])
+        self.with_human = with_human
+        self.write = write
+        self.rows: list[dict[str, Any]] = []
+
+    def header(self) -> None:
+        cols = [f"{'id':<{self.id_width}}", f"{'score':>7}", f"{'label (p)':<16}"]
+        if self.with_human:
+            cols.append(f"{'human':>6}")
+        self.write("  ".join(cols).rstrip())
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        rid = row["id"] if len(row["id"]) <= self.id_width else row["id"][: self.id_width - 1] + "…"
+        if row.get("error"):
+            cols = [f"{rid:<{self.id_width}}", f"{'failed':>7}", str(row["error"])]
+            self.write("  ".join(cols))
+            return
+        cols = [f"{rid:<{self.id_width}}", f"{row['score']:>7.3f}", f"{top_label(row.get('label_probs')):<16}"]
+        if self.with_human:
+            cols.append(f"{row['human']:>6g}" if row.get("human") is not None else f"{'-':>6}")
+        self.write("  ".join(cols).rstrip())
+
+    def summary(self, n_boot: int = 1000, seed: int = 0) -> None:
+        """n, failures and mean score; Spearman with the humans and its CI when the rows carry ratings."""
+        scores = [r["score"] for r in self.rows if r.get("score") is not None]
+        failed = sum(1 for r in self.rows if r.get("error"))
+        mean = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+        quality = next((r["quality"] for r in self.rows if r.get("quality")), None)
+        self.write("")
+        self.write(f"items     {len(self.rows)} scored, {failed} failed; mean score {mean}"
+                   + (f" (quality {quality})" if quality else ""))
+        rated = [r for r in self.rows if r.get("human") is not None]
+        if not self.with_human or not rated:
+            return
+        from ..harness.summary import cell_stats
+
+        cell = cell_stats(self.rows, n_boot, seed)
+        sp, ci = cell["spearman"], cell["ci"]
+        if sp["value"] is None:
+            self.write(f"spearman  undefined on {sp['n']} rated items (needs 3 or more, with varying scores and "
+                       "ratings)")
+            return
+        unit = "conversations" if ci.get("unit") == "group" else "items"
+        line = (f"spearman  {sp['value']:.3f} with the human ratings  p={_p(sp['p'])}  n={sp['n']}  95% CI "
+                f"[{_num(ci['low'])}, {_num(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
+                f"{ci.get('n_units', '?')} {unit})")
+        if sp["p"] is None or sp["p"] >= 0.05:
+            line += " (not significant, p >= 0.05)"
+        self.write(line)
+
+
+def top_label(probs: dict[str, float] | None) -> str:
+    """The most probable label and its probability, e.g. ``Yes (0.62)``; ``-`` without a distribution."""
+    if not probs:
+        return "-"
+    label, p = max(probs.items(), key=lambda kv: (kv[1] if kv[1] is not None else -1.0))
+    return f"{label.strip() or repr(label)} ({p:.2f})" if p is not None else label
+
+
+def _num(x: float | None) -> str:
+    return "nan" if x is None or not math.isfinite(x) else f"{x:.3f}"
+
+
+def _p(p: float | None) -> str:
+    return "nan" if p is None else f"{p:.3g}"
