@@ -90,12 +90,14 @@ def test_scheduled_run_writes_the_rows_and_cache_entries_of_method_by_method_run
         t = summary["timing"][m]
         assert (t["rows"], t["cache_misses"], t["cache_hits"]) == (6, 6, 0), (m, t)
         assert t["seconds"] > 0
-    # The scheduled pass ran fewer tokens: the criteria family shares its preamble and conversation.
+    # The scheduled pass never runs more tokens. It runs no fewer here: the KV prefix is reused in whole
+    # batches of n_batch (512) tokens only, so answers do not depend on the prompt before them, and these
+    # zero-shot prompts share less than one batch (docs/harness.md, "Prompt families").
     with sqlite3.connect(together) as db:
         evaluated = [json.loads(v)["n_evaluated_tokens"] for (v,) in db.execute("SELECT value FROM dists")]
     with sqlite3.connect(alone) as db:
         evaluated_alone = [json.loads(v)["n_evaluated_tokens"] for (v,) in db.execute("SELECT value FROM dists")]
-    assert sum(evaluated) < 0.8 * sum(evaluated_alone), (sum(evaluated), sum(evaluated_alone))
+    assert sum(evaluated) <= sum(evaluated_alone), (sum(evaluated), sum(evaluated_alone))
 
 
 def test_prompts_of_one_family_go_to_the_backend_back_to_back(smollm2, data_dir):
