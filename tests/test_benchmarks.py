@@ -26,6 +26,7 @@ def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     assert float(table["defaults"][4]) == 0.0 and float(table["flash_attn=true"][4]) < 0.1
 
 
+@pytest.mark.slow
 def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(data_dir):
     """The smallest run of benchmarks/prefix_share.py: every pass prints its row, the ratios are against
     the same run's baseline, and the scheduled runs' cell files equal the one-by-one runs' byte for byte

@@ -44,9 +44,10 @@ def _conversations(items, first: int, count: int):
 
 def test_examples_come_from_each_calls_own_items(zhao):
     """Two calls on different conversations: each call's examples are its own items (the second call's
-    came from the first call's items before)."""
+    came from the first call's items before). Which examples are shown is the selector's business, not the
+    model's: the mock backend answers here (deterministic, no model), keeping the real BM25 and templates."""
     quality = dataset_info("dailydialog-zhao").quality("appropriateness")
-    judge = make_judge(prompt="yesno", selector="bm25-context", k=2, quality=quality)
+    judge = make_judge(prompt="yesno", selector="bm25-context", k=2, quality=quality, backend="mock")
     first, second = _conversations(zhao, 0, 6), _conversations(zhao, 6, 6)
     assert first and second and not {it.id for it in first} & {it.id for it in second}
     for items in (first, second, first):
@@ -59,8 +60,9 @@ def test_examples_come_from_each_calls_own_items(zhao):
 
 
 def test_quality_by_name(zhao):
-    """A registered quality's name gives that quality; its examples carry the 1-5 labels."""
-    judge = make_judge(prompt="yesno", selector="bm25-context", k=2, quality="appropriateness")
+    """A registered quality's name gives that quality; its examples carry the 1-5 labels (the mock backend
+    answers: the quality is resolved before any model, and the examples come from the real selector)."""
+    judge = make_judge(prompt="yesno", selector="bm25-context", k=2, quality="appropriateness", backend="mock")
     assert judge.quality == dataset_info("dailydialog-zhao").quality("appropriateness")
     items = _conversations(zhao, 0, 4)
     scores = list(judge.score(items))

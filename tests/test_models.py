@@ -121,7 +121,7 @@ def test_missing_parts_name_the_pip_command(tmp_path):
     absent = SplitModel("ghost-model", "ghost.gguf", "0" * 64, 10, "ghost",
                         (ModelPart("judge-no-such-part1", "1.0", "judge_no_such_part1", "data/part01.bin"),))
     with pytest.raises(BackendError, match=r"ghost-model is not installed \(missing judge-no-such-part1==1.0\). "
-                                           r"Install it with: pip install 'judge\[ghost\]'.*unknown publisher"):
+                                           r"Install it with: pip install 'dialogue-judge\[ghost\]'.*unknown publisher"):
         ensure_assembled(absent, cache_dir=tmp_path)
     assert models.installed_state(absent, cache_dir=tmp_path) == "not installed"
 

@@ -112,6 +112,7 @@ def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_pa
         plain.close()
 
 
+@pytest.mark.slow
 def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
     """Regression (docs/results.md, "Reproducing the figures"): reusing a shared prefix of any length
     made a prompt's logits depend on the prompt evaluated before it, because llama.cpp computes a token's

@@ -61,13 +61,14 @@ def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[st
         from ..scorers.classic import create_classic
 
         return create_classic(str(spec.scorer), quality=quality, **dict(spec.options)).reads()
-    from ..prompts import builtin_prompts, get_prompt, load_template
+    from ..prompts import PER_QUALITY_PROMPTS, builtin_prompts, get_prompt, load_template
     from .build import is_template_path
 
     if is_template_path(spec.prompt):
         return load_template(spec.prompt, quality=quality).reads
-    if spec.prompt == "fed":  # one FED prompt per quality: the union of the family
-        return frozenset().union(*(get_prompt(n).reads for n in builtin_prompts() if n.startswith("fed-")))
+    if spec.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality (fed-*, fedq-*): the union of them
+        family = f"{spec.prompt}-"
+        return frozenset().union(*(get_prompt(n).reads for n in builtin_prompts() if n.startswith(family)))
     return get_prompt(spec.prompt).reads
 
 
