@@ -36,6 +36,8 @@ def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n
     """sha256 over everything that can change the returned distribution."""
     material = [SCHEMA_VERSION, backend.name, backend.model_id, prompt.text, bool(prompt.chat), list(candidates),
                 int(top_n), backend.settings()]
+    if prompt.shared and backend.capabilities.split_shared:
+        material.append({"shared": prompt.shared})  # absent otherwise: the keys of unsplit prompts stay as they were
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

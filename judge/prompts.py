@@ -10,6 +10,7 @@ A template file starts with a Jinja comment holding TOML metadata::
     max = 2
     reads = ["reference"]    # inputs beyond the conversation (optional): "reference", "next_user"
     family = "fedq-turn"     # prompts written to share all but their last line (optional)
+    shared_until = "Question:"  # the family's shared part ends where this text last occurs (optional)
     -#}
 
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
@@ -66,6 +67,15 @@ class PromptTemplate:
     reads: frozenset[str] = frozenset()
     #: The family of prompts this one was written to share a prefix with (None: none declared).
     family: str | None = None
+    #: The text before which the family's shared part ends (its last occurrence in a rendered prompt).
+    shared_until: str | None = None
+
+    def shared_chars(self, text: str) -> int:
+        """How many leading characters of a rendered prompt its family shares: up to the last occurrence
+        of ``shared_until`` (0 when undeclared or absent). The llama.cpp backend evaluates that part as
+        batches of its own, so that the family's next prompt reuses it and each answer is the same
+        whichever prompt of the family ran before."""
+        return max(text.rfind(self.shared_until), 0) if self.shared_until else 0
 
     def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
         """Render the prompt for ``item`` with ``examples`` given as (example item, shown label)."""
@@ -192,7 +202,8 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     except UnicodeDecodeError as exc:
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
-    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads", "family"}
+    allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads", "family",
+               "shared_until"}
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -200,7 +211,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (int, float))
                              or not math.isfinite(meta[key])):
             raise TemplateError(f"{path}: metadata '{key}' must be a finite number, not {meta[key]!r}")
-    for key in ("answer", "quality", "level", "description", "family"):
+    for key in ("answer", "quality", "level", "description", "family", "shared_until"):
         if key in meta and not isinstance(meta[key], str):
             raise TemplateError(f"{path}: metadata '{key}' must be a string, not {meta[key]!r}")
     if not 0 < meta.get("threshold", 0.5) < 1:
@@ -235,8 +246,10 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         raise TemplateError(f"{path}: metadata 'answer' must be 'rating' or 'yesno', not {kind!r}")
     _compile(path, source)  # syntax errors surface at load time, not mid-run
     family = meta.get("family")
+    if "shared_until" in meta and (not family or not meta["shared_until"]):
+        raise TemplateError(f"{path}: metadata 'shared_until' needs a 'family' and a non-empty text")
     return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads),
-                          str(family) if family else None)
+                          str(family) if family else None, meta.get("shared_until"))
 
 
 def builtin_prompts() -> dict[str, Path]:

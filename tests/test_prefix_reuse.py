@@ -98,6 +98,50 @@ def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scrat
     assert sum(s.n_evaluated_tokens for s in sorted_run) < sum(s.n_evaluated_tokens for s in in_order)
 
 
+def test_a_familys_shared_part_is_reused_and_answers_match_from_scratch(reuse, scratch, fed):
+    """The fedq family declares where its shared part ends (``shared_until``): each prompt is evaluated in
+    batches that start anew there, so the family's next prompt on the same item reuses the whole
+    conversation, not only whole batches of it, and every answer still equals the from-scratch one."""
+    from judge.backends.base import Prompt
+
+    names = ["fedq-turn-interesting", "fedq-turn-engaging", "fedq-turn-specific", "fedq-turn-relevant"]
+    templates = [get_prompt(n) for n in names]
+    prompts = [Prompt(t.render(it), shared=t.shared_chars(t.render(it))) for it in fed[:2] for t in templates]
+    assert all(p.shared and p.text[p.shared:].startswith("Question:") for p in prompts)
+    cuts = [reuse.shared_tokens(p, reuse.tokens(p)) for p in prompts]
+    assert all(0 < c < reuse.count_tokens(p) for c, p in zip(cuts, prompts))
+    assert all(reuse.tokens(p)[:c] == reuse.tokens(Prompt(p.text[: p.shared]))
+               for c, p in zip(cuts, prompts)), "the split does not change the prompt's tokens"
+    reuse.llm.reset()
+    together = reuse.label_logprobs(prompts, ["0", "1", "2"])
+    for prompt, dist in zip(prompts, together):
+        alone = scratch.label_logprobs([prompt], ["0", "1", "2"])[0]
+        assert dist.logprobs == alone.logprobs and dist.top == alone.top  # bit for bit
+        assert alone.n_evaluated_tokens == alone.n_prompt_tokens
+    # Per item, the first prompt is evaluated in full; the next ones only from the end of the shared part.
+    for i, (dist, cut) in enumerate(zip(together, cuts)):
+        if i % len(names):
+            assert dist.n_evaluated_tokens == dist.n_prompt_tokens - cut
+        else:  # a new item: its conversation is new, the instruction before it reused in whole batches
+            assert (dist.n_prompt_tokens - dist.n_evaluated_tokens) % 32 == 0
+    # Without the split the family's prompts share only whole batches of 32 tokens.
+    reuse.llm.reset()
+    unsplit = reuse.label_logprobs([Prompt(p.text) for p in prompts], ["0", "1", "2"])
+    assert sum(d.n_evaluated_tokens for d in unsplit) > sum(d.n_evaluated_tokens for d in together)
+
+
+def test_the_split_joins_the_cache_key_only_where_it_can_move_an_answer(smollm2):
+    from judge.backends.base import Prompt
+    from judge.backends.mock import MockBackend
+    from judge.cache import cache_key
+
+    text = "Conversation:\nUser: hi\nQuestion: Is it good? Answer:"
+    split = Prompt(text, shared=text.index("Question:"))
+    assert cache_key(smollm2, split, ["Yes", "No"], 20) != cache_key(smollm2, Prompt(text), ["Yes", "No"], 20)
+    mock = MockBackend(None, GenerateConfig())
+    assert cache_key(mock, split, ["Yes", "No"], 20) == cache_key(mock, Prompt(text), ["Yes", "No"], 20)
+
+
 def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_path):
     """The judge sorts a window only when the backend declares prefix reuse; the CLI wraps every backend
     in the cache, which must forward the declaration or the reordering would silently stop."""
@@ -141,6 +185,21 @@ def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
             assert after.logprobs == alone.logprobs and after.top == alone.top
         kept = after.n_prompt_tokens - after.n_evaluated_tokens
         assert reused.n_batch == 512 and kept >= 512 and kept % 512 == 0  # whole batches were reused
+        # Two prompts of the fedq family on one dialog (chat template): the second reuses the first's
+        # shared part, split where its question begins, and still answers as it does alone.
+        def split(name: str) -> Prompt:
+            text = get_prompt(name).render(long_dialog)
+            return Prompt(text, chat=True, shared=get_prompt(name).shared_chars(text))
+
+        labels = [str(n) for n in range(6)]
+        for name in ("fedq-dial-depth", "fedq-dial-coherent"):
+            reused.llm.reset()
+            reused.label_logprobs([split("fedq-dial-likeable")], labels)
+            after = reused.label_logprobs([split(name)], labels)[0]
+            alone = fresh.label_logprobs([split(name)], labels)[0]
+            assert after.logprobs == alone.logprobs and after.top == alone.top
+            cut = reused.shared_tokens(split(name), reused.tokens(split(name)))
+            assert after.n_evaluated_tokens == after.n_prompt_tokens - cut and cut > 512
     finally:
         reused.close()
         fresh.close()

@@ -119,6 +119,19 @@ def test_bad_metadata(tmp_path):
     p.write_text('{#- judge\nanswer = "rating"\n-#}\nx')
     with pytest.raises(TemplateError, match="min"):
         load_template(p)
+    p.write_text('{#- judge\nanswer = "yesno"\nshared_until = "Question:"\n-#}\nx')
+    with pytest.raises(TemplateError, match=r"shared_until.*family"):
+        load_template(p)
+
+
+def test_shared_until_marks_where_the_familys_shared_part_ends(tmp_path):
+    p = tmp_path / "f.j2"
+    p.write_text('{#- judge\nanswer = "yesno"\nfamily = "mine"\nshared_until = "Q:"\n-#}\n'
+                 'Example Q: a\nReply: {{ item.response }}\nQ: Good?')
+    t = load_template(p)
+    text = t.render(Item(id="1", level="turn", context=(Turn(USER, "hi"),), response="hello"))
+    assert text[t.shared_chars(text):] == "Q: Good?"  # the last occurrence
+    assert get_prompt("yesno").shared_chars(text) == 0  # undeclared: nothing is split
 
 
 def test_criteria_variant_names_roles_and_flags_empty_replies():

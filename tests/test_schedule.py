@@ -179,16 +179,19 @@ def test_fed_family_templates_render_and_declare_their_family(data_dir):
         names = [n for n in builtin_prompts() if n.startswith(f"fedq-{tag}-")]
         qualities = dataset_info("fed-turn" if level == "turn" else "fed-dial").qualities
         assert len(names) == len(qualities) == (9 if level == "turn" else 11)
-        texts = []
+        texts, cuts = [], []
         for q in qualities:
             p = get_prompt(f"fedq-{tag}-{q.key.replace(' ', '-')}")
             assert p.family == f"fedq-{tag}" and p.level == level and p.quality == q
             texts.append(p.render(item, [], q))
+            cuts.append(p.shared_chars(texts[-1]))
         # Conversation first, the question last: every prompt is the same text up to its question.
         shared = common_prefix(texts)
         assert all(t[:shared].endswith("Question: How ") or t[:shared].endswith("Question: ") for t in texts), \
             texts[0][shared - 40:shared + 20]
         assert all(t.count("\n", shared) == 1 and t.endswith("Answer:") for t in texts)
+        # The shared part each prompt declares (shared_until) ends where its question begins.
+        assert all(0 < c <= shared and t[c:].startswith("Question:") for c, t in zip(cuts, texts))
     for name in ("yesno-criteria", "rating-criteria", "yesno-aspect-fluent"):
         assert get_prompt(name).family == "criteria"
     assert get_prompt("fed-turn-fluent").family is None  # the paper's prompts stay as they were

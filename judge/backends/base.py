@@ -14,6 +14,10 @@ class Prompt:
 
     text: str
     chat: bool = False
+    #: How many leading characters of ``text`` the prompts of its family share (0: none declared; the
+    #: template's ``shared_until``). A backend with ``split_shared`` evaluates that part as batches of its
+    #: own, so the next prompt of the family can reuse it whatever ran before (see the llama.cpp backend).
+    shared: int = 0
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class Capabilities:
     batching: bool = False
     #: Consecutive prompts reuse the previous prompt's shared prefix (so sending them sorted pays).
     prefix_reuse: bool = False
+    #: A prompt's shared part (``Prompt.shared``) is evaluated apart from the rest, which can move its answer
+    #: slightly: the split then joins the prompt's cache key.
+    split_shared: bool = False
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """llama.cpp backend (the embedded default): full-vocabulary next-token log-probabilities.
 
-Consecutive prompts that share a prefix reuse the KV cache, in whole batches only: the longest common
-prefix with the previous prompt is rounded down to a multiple of ``n_batch`` and the rest is evaluated.
-A prompt's answer is then bit-identical to evaluating it alone from an empty cache, whatever ran before
-it (see ``_eval``).
+Consecutive prompts that share a prefix reuse the KV cache, in whole batches only. A prompt is evaluated
+in batches of ``n_batch`` tokens, starting anew where its family's shared part ends (``Prompt.shared``);
+the next prompt reuses the previous one's KV cache up to the last batch boundary the two evaluations
+have in common within their common prefix. A prompt's answer is then bit-identical to evaluating it
+alone from an empty cache, whatever ran before it (see ``_eval``).
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ class LlamaCppBackend(Backend):
         self._cand_cache: dict[str, int | None] = {}
         self._tok_cache: dict[int, str] = {}
         self.tokens_evaluated = 0
+        #: Where the batches that filled the KV cache began, and where the last one ended.
+        self._marks: list[int] = []
         template = self.llm.metadata.get("tokenizer.chat_template")
         self._chat: tuple[list[int], list[int]] | None = None
         if template:
@@ -118,6 +121,7 @@ class LlamaCppBackend(Backend):
             max_context=self._window(),
             batching=False,
             prefix_reuse=reuse_prefix,
+            split_shared=True,
         )
 
     def _window(self) -> int:
@@ -168,30 +172,58 @@ class LlamaCppBackend(Backend):
         return self._cand_cache[cand]
 
     # -- scoring --------------------------------------------------------------------------------
-    def _eval(self, toks: list[int]) -> tuple[np.ndarray, int]:
-        """Evaluate ``toks`` and return (next-token logits, number of tokens actually evaluated)."""
+    def shared_tokens(self, prompt: Prompt, toks: list[int]) -> int:
+        """The token position where the prompt's shared part ends (0: none declared). A tokenization that
+        merges tokens across the split gives none, so the prompt's tokens never depend on the split."""
+        if not prompt.shared:
+            return 0
+        head = self.tokens(Prompt(prompt.text[: prompt.shared], chat=prompt.chat))
+        if prompt.chat and self._chat is not None and self._chat[1]:
+            head = head[: -len(self._chat[1])]
+        return len(head) if 0 < len(head) < len(toks) and toks[: len(head)] == head else 0
+
+    def _starts(self, n: int, cut: int) -> list[int]:
+        """Where the batches of a from-scratch evaluation of ``n`` tokens begin: every ``n_batch`` tokens,
+        counted anew from ``cut`` (the end of the shared part; 0: none)."""
+        segments = [(0, cut), (cut, n)] if 0 < cut < n else [(0, n)]
+        return [s for a, b in segments for s in range(a, b, self.n_batch)]
+
+    def _eval(self, toks: list[int], cut: int = 0) -> tuple[np.ndarray, int]:
+        """Evaluate ``toks`` and return (next-token logits, number of tokens actually evaluated).
+
+        llama.cpp's CPU kernels compute a row differently depending on the batch it is in (a one-token
+        batch goes through other kernels, up to 0.9 in a logit; the repacked 4-bit matmuls take rows four at
+        a time and the batch's tail row by row). Reusing an arbitrary prefix therefore made a prompt's answer
+        depend on the prompt before it (the same item scored differently alone and after another set's
+        items; docs/results.md, "Reproducing the figures"). So a prompt's batches are fixed by the prompt
+        alone (``_starts``), and the KV cache is kept only up to a batch start that the previous evaluation
+        also had, with the same batches before it, within the tokens the two share. The last token always
+        runs, to produce logits.
+        """
         llm = self.llm
+        starts = self._starts(len(toks), cut)
         keep = 0
-        if self.reuse_prefix and llm.n_tokens:
+        if self.reuse_prefix and llm.n_tokens and self._marks:
             prev = llm.input_ids[: llm.n_tokens]
             n = min(len(prev), len(toks))
             diff = np.nonzero(prev[:n] != np.asarray(toks[:n]))[0]
-            keep = int(diff[0]) if len(diff) else n
-            # Only whole batches of n_batch tokens are reused, so the tokens evaluated fall into the same
-            # batches as in a from-scratch evaluation. llama.cpp's CPU kernels compute a row differently
-            # depending on the batch it is in (a one-token batch goes through other kernels, up to 0.9 in a
-            # logit; the repacked 4-bit matmuls take rows four at a time and the batch's tail row by row),
-            # so reusing an arbitrary prefix made a prompt's answer depend on the prompt before it: the same
-            # item scored differently alone and after another set's items (docs/results.md, "Reproducing the
-            # figures"). The last token always runs, to produce logits.
-            keep = min(keep, len(toks) - 1) // self.n_batch * self.n_batch
-        # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding.
+            common = int(diff[0]) if len(diff) else n
+            for i, start in enumerate(starts):
+                if start > common or self._marks[: i + 1] != starts[: i + 1]:
+                    break
+                keep = start
+        # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding, and splits what it is
+        # given into batches of n_batch from its first token: one call per segment of the prompt.
         llm.n_tokens = keep
-        new = toks[keep:]
-        llm.eval(new)
+        self._marks = []
+        tail = cut if keep < cut else keep  # shared_tokens keeps cut below len(toks)
+        if tail > keep:
+            llm.eval(toks[keep:tail])
+        llm.eval(toks[tail:])
+        self._marks = [*starts, len(toks)]
         ptr = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
-        return logits, len(new)
+        return logits, len(toks) - keep
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -204,7 +236,7 @@ class LlamaCppBackend(Backend):
                 out.append(too_long(len(toks), ctx))
                 continue
             try:
-                logits, n_eval = self._eval(toks)
+                logits, n_eval = self._eval(toks, self.shared_tokens(prompt, toks))
             except (RuntimeError, ValueError) as exc:  # "llama_decode returned N", or its token bookkeeping
                 out.append(self._decode_failure(len(toks), exc))
                 continue
@@ -228,6 +260,7 @@ class LlamaCppBackend(Backend):
         """A failed ``llama_decode`` fails only this prompt. The KV cache may hold part of it, so it is
         dropped: the next prompt must not reuse a prefix that was never fully evaluated."""
         self.llm.reset()
+        self._marks = []
         return Failure(f"llama.cpp could not evaluate the prompt ({n_tokens} tokens): {exc}")
 
     def settings(self) -> dict[str, object]:

@@ -106,7 +106,7 @@ class LLMJudge(Scorer):
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
             text = self.prompt.render(item, [(ex, labels[ex.id]) for ex in shown], self.quality)
-            return Prompt(text, chat=self.chat), shown
+            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text)), shown
 
         prompt, shown = render(ranked)
         limit = self.backend.capabilities.max_context - 1
