@@ -59,7 +59,8 @@ def test_a_model_without_extra_buffers_scores_like_the_default_and_keys_apart(tm
         a = default.label_logprobs(prompt, [" yes", " no"])[0]
         b = plain.label_logprobs(prompt, [" yes", " no"])[0]
         assert a.logprobs == pytest.approx(b.logprobs, abs=0.02)
-        assert "extra_buffers" not in default.settings()
+        # The default loads with extra buffers unless this machine's probe said otherwise (AMX trapped).
+        assert ("extra_buffers" in default.settings()) is (not default.extra_buffers)
         assert plain.settings()["extra_buffers"] is False
     finally:
         default.close()
