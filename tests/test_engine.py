@@ -31,10 +31,12 @@ def _cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess:
 
 
 def test_make_judge_shows_k_examples_from_the_scored_items_without_a_pool(data_dir):
-    """The documented default pool: the rated items being scored, each item's conversation kept out."""
+    """The documented default pool: the rated items being scored, each item's conversation kept out.
+    Which examples a prompt shows is decided before any model: the mock backend answers here (real BM25,
+    real templates), and the real model's k-shot path runs in test_manual_examples_through_make_judge."""
     info = dataset_info("dailydialog-zhao")
     items = load_benchmark(info.name, data_dir)[::50][:12]  # spread over many conversations
-    judge = make_judge("yesno", selector="bm25-context", k=4, quality=info.quality(info.overall),
+    judge = make_judge("yesno", selector="bm25-context", k=4, quality=info.quality(info.overall), backend="mock",
                        config=GenerateConfig(threads=2, cache=False))
     try:
         scores = list(judge.score(items[:12]))
@@ -86,22 +88,22 @@ def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_d
     """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints the bootstrap CI."""
     cache = tmp_path / "cache.sqlite"
     bench_out = tmp_path / "bench.jsonl"
-    proc = _cli("bench", "--data-dir", str(data_dir), "--dataset", "DZ", "--limit", "8", "--selector",
+    proc = _cli("bench", "--data-dir", str(data_dir), "--dataset", "DZ", "--limit", "4", "--selector",
                 "bm25-context", "--k", "2", "--threads", "2", "-o", str(bench_out), cache=cache)
     assert proc.returncode == 0, proc.stderr
-    for word in ("spearman", "pearson", "kendall", "95% CI [", "s/item over 8 rows", "cache 0 hits, 8 misses",
-                 "n         8"):
+    for word in ("spearman", "pearson", "kendall", "95% CI [", "s/item over 4 rows", "cache 0 hits, 4 misses",
+                 "n         4"):
         assert word in proc.stdout, proc.stdout
     cfg = _config(tmp_path, 'datasets = ["DZ"]\n[[methods]]\nprompt = "yesno"\nselector = "bm25-context"\nk = 2\n'
                             'generate = { threads = 2 }\n')
     run_out = tmp_path / "run"
-    proc = _cli("run", str(cfg), "--data-dir", str(data_dir), "--limit", "8", "-o", str(run_out), "--no-progress",
+    proc = _cli("run", str(cfg), "--data-dir", str(data_dir), "--limit", "4", "-o", str(run_out), "--no-progress",
                 cache=cache)
     assert proc.returncode == 0, proc.stderr
     cell = run_out / "items" / "yesno-bm25-context-k2" / "dailydialog-zhao" / "appropriateness" / "seed0.jsonl"
     assert bench_out.read_bytes() == cell.read_bytes()
     rows = [json.loads(x) for x in cell.read_text().splitlines()]
-    assert len(rows) == 8 and all(tuple(r) == ROW_KEYS for r in rows)
+    assert len(rows) == 4 and all(tuple(r) == ROW_KEYS for r in rows)
     assert all(len(r["examples"]) == 2 and r["estimated"] is False and r["complete"] is True for r in rows)
 
 
@@ -110,18 +112,18 @@ def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
     text = ('datasets = [{ name = "fed-turn", qualities = ["Overall", "Interesting"] }]\n'
             '[[methods]]\nname = "m3"\nprompt = "fed"\nselector = "manual"\nk = 3\n'
             f'generate = {{ threads = 2, cache_path = "{tmp_path / "c.sqlite"}" }}\n')
-    exp = load_experiment(_config(tmp_path, text)).with_overrides(data_dir=str(data_dir), limit=4)
+    exp = load_experiment(_config(tmp_path, text)).with_overrides(data_dir=str(data_dir), limit=3)
     first = run_experiment(exp.with_overrides(output=str(tmp_path / "a")), progress=False, plots=False,
                            log=lambda m: None)
     second = run_experiment(exp.with_overrides(output=str(tmp_path / "b")), progress=False, plots=False,
                             log=lambda m: None)
-    assert first["counters"]["cache_misses"] == 8
-    assert second["counters"] == {"cache_hits": 8, "cache_misses": 0}
+    assert first["counters"]["cache_misses"] == 6
+    assert second["counters"] == {"cache_hits": 6, "cache_misses": 0}
     # Each folder's time record says which run did the work: the first loaded the model and computed,
     # the second read every answer from the cache.
     t1, t2 = first["timing"]["m3"], second["timing"]["m3"]
-    assert (t1["rows"], t1["cache_hits"], t1["cache_misses"]) == (8, 0, 8)
-    assert (t2["rows"], t2["cache_hits"], t2["cache_misses"]) == (8, 8, 0)
+    assert (t1["rows"], t1["cache_hits"], t1["cache_misses"]) == (6, 0, 6)
+    assert (t2["rows"], t2["cache_hits"], t2["cache_misses"]) == (6, 6, 0)
     assert t1["load_s"] > 0 and t1["peak_rss_mib"] > 100 and t1["s_per_item"] > 0
     a = sorted((tmp_path / "a" / "items").rglob("*.jsonl"))
     b = sorted((tmp_path / "b" / "items").rglob("*.jsonl"))

@@ -138,13 +138,15 @@ def _dev_ids(data_dir, name):
 
 
 def test_cli_bench_and_run_show_only_dev_examples_on_the_test_half(tmp_path, data_dir):
-    """Real SmolLM2: every example shown to a test-half item is a dev-half item, in `judge bench --split test`
-    and in `judge run` with split = "test"; the meta, summary and output say where the pool came from."""
+    """Every example shown to a test-half item is a dev-half item, in `judge bench --split test` and in
+    `judge run` with split = "test"; the meta, summary and output say where the pool came from. The pool is
+    drawn before any model runs, so the mock backend answers (real BM25 and templates; the real model's
+    k-shot runs are in tests/test_engine.py and tests/test_selectors.py)."""
     env = {**os.environ}
     out = tmp_path / "bench"
     proc = subprocess.run([sys.executable, "-m", "judge", "bench", "--data-dir", str(data_dir), "--dataset", "FT",
                            "--prompt", "yesno", "--selector", "bm25-context", "--k", "2", "--limit", "3",
-                           "--split", "test", "--threads", "2", "--results", str(out)],
+                           "--split", "test", "--backend", "mock", "--results", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert "pool: dev half" in proc.stdout
@@ -158,7 +160,7 @@ def test_cli_bench_and_run_show_only_dev_examples_on_the_test_half(tmp_path, dat
     assert "in-context examples from the dev half" in (out / "leaderboard.md").read_text()
 
     cfg = tmp_path / "k.toml"
-    cfg.write_text('datasets = ["DZ"]\nsplit = "test"\nlimit = 3\n[defaults]\ngenerate = { threads = 2 }\n'
+    cfg.write_text('datasets = ["DZ"]\nsplit = "test"\nlimit = 3\n[defaults]\nbackend = "mock"\n'
                    '[[methods]]\nname = "b"\nprompt = "yesno"\nselector = "bm25-context"\nk = 2\n')
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "judge", "run", str(cfg), "--data-dir", str(data_dir),
