@@ -73,3 +73,24 @@ def test_likelihood_spec_refuses_an_unknown_signal():
     with pytest.raises(InputError, match="pmi"):
         MethodSpec(type="likelihood", signal="perplexity")
     assert MethodSpec(type="likelihood").name == "likelihood-pmi"
+
+
+def test_documented_cli_commands_score(tmp_path):
+    """docs/likelihood.md's `judge score --likelihood` and `--member likelihood=pmi` commands, as a user
+    runs them (subprocess, the embedded SmolLM2)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = root / "examples" / "dialogues.jsonl"
+    for extra in (["--likelihood", "conditional"], ["--member", "prompt=yesno-criteria", "--member", "likelihood=pmi"]):
+        out = tmp_path / "rows.jsonl"
+        proc = subprocess.run([sys.executable, "-m", "judge", "score", str(data), "--limit", "3", "--threads", "2",
+                               "-o", str(out), *extra], cwd=root, env={**os.environ}, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        assert len(rows) == 3 and all(r["score"] is not None for r in rows), rows
