@@ -21,6 +21,11 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument("--prompt", default=None, help="built-in prompt name (default: yesno); 'fed' picks the FED rating "
                    f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
+    g.add_argument("--method", default=None, metavar="NAME",
+                   help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-ref-user; "
+                   "judge/presets.toml) or one of --methods-file; --model, --threads and --name still apply")
+    g.add_argument("--methods-file", default=None, metavar="FILE",
+                   help="TOML file of [[methods]] tables, as in a judge run config, that --method names")
     g.add_argument("--template", default=None, help="path to your own Jinja2 template (overrides --prompt)")
     g.add_argument("--quality", default=None, help="quality to rate and to read human labels from")
     g.add_argument("--scale", action="append", default=[], metavar="QUALITY=MIN:MAX",
@@ -206,6 +211,8 @@ MEMBER_KEYS = ("name", "prompt", "selector", "k", "rule", "top_k", "model", "bac
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
     """The method the command-line flags describe: an ensemble with --member, a classic scorer with
     --scorer, else an LLM judge."""
+    if getattr(args, "method", None) or getattr(args, "methods_file", None):
+        return _named_from_args(args)
     if args.member:
         return _ensemble_from_args(args, seeds)
     if args.weights is not None:
@@ -213,6 +220,31 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
     if args.fit != "fixed":
         raise InputError("--fit needs ensemble members (--member ...)", field="fit")
     return _single_from_args(args, seeds)
+
+
+def _named_from_args(args: argparse.Namespace) -> MethodSpec:
+    """``--method NAME``: the named method with --model, --threads, --name and the cache flags applied."""
+    from ..engine.named import named_method, with_model
+
+    if not args.method:
+        raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
+    given = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template),
+                                      ("--scorer", args.scorer), ("--member", args.member),
+                                      ("--likelihood", getattr(args, "likelihood", None))) if value]
+    if given:
+        raise InputError(f"--method names the whole method; drop {', '.join(given)} (or write the method into a "
+                         "--methods-file)", field="--method")
+    spec = with_model(named_method(args.method, args.methods_file), args.model, args.threads)
+    spec = _with_cache(spec, args.cache, args.cache_path)
+    return replace(spec, name=args.name) if args.name else spec
+
+
+def _with_cache(spec: MethodSpec, cache: bool, path: str | None) -> MethodSpec:
+    if spec.type == "ensemble":
+        return replace(spec, members=tuple(_with_cache(m, cache, path) for m in spec.members))
+    if spec.type == "classic":
+        return spec
+    return replace(spec, generate=replace(spec.generate, cache=cache, cache_path=path or spec.generate.cache_path))
 
 
 def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:
