@@ -139,12 +139,16 @@ class Cache:
                 "INSERT OR REPLACE INTO dists (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
+    def _sequences(self) -> None:
+        """The table of per-token answers, created on first use (files written before it lack it)."""
+        self._retry_locked(lambda: self._db.execute(
+            "CREATE TABLE IF NOT EXISTS sequences (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
+            "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"))
+
     def get_sequence(self, key: str) -> TokenLogprobs | None:
         """A cached per-token answer (likelihood methods), in its own table so label keys never meet it."""
         with self._lock:
-            self._retry_locked(lambda: self._db.execute(
-                "CREATE TABLE IF NOT EXISTS sequences (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
-                "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"))
+            self._sequences()
             row = self._db.execute("SELECT value FROM sequences WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -154,6 +158,7 @@ class Cache:
     def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
         value = json.dumps({"logprobs": result.logprobs, "n_prompt_tokens": result.n_prompt_tokens}, allow_nan=True)
         with self._lock:
+            self._sequences()
             self._retry_locked(lambda: self._db.execute(
                 "INSERT OR REPLACE INTO sequences (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
