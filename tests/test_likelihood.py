@@ -94,3 +94,21 @@ def test_documented_cli_commands_score(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         rows = [json.loads(x) for x in out.read_text().splitlines()]
         assert len(rows) == 3 and all(r["score"] is not None for r in rows), rows
+
+
+def test_config_errors_name_file_and_key(tmp_path):
+    import pytest
+
+    from judge.errors import InputError
+    from judge.harness.config import load_experiment
+
+    path = tmp_path / "exp.toml"
+    path.write_text('datasets = ["FT"]\n[[methods]]\nname = "lik"\ntype = "likelihood"\nsignal = "pmi-mean"\n')
+    with pytest.raises(InputError, match=r"exp\.toml.*methods\[0\]\.signal.*pmi"):
+        load_experiment(path)
+    path.write_text('datasets = ["FT"]\n[[methods]]\ntype = "likelihood"\nprompt = "yesno"\n')
+    with pytest.raises(InputError, match=r"methods\[0\]\.prompt.*unknown key"):
+        load_experiment(path)
+    path.write_text('datasets = ["FT"]\n[[methods]]\ntype = "likelihood"\nsignal = "conditional"\n')
+    (method,) = load_experiment(path).methods
+    assert (method.name, method.signal) == ("likelihood-conditional", "conditional")
