@@ -16,6 +16,7 @@ import pytest
 
 from judge.datasets import load_items
 from judge.engine import prepare
+from judge.engine.kinds import check_live, method_kinds
 from judge.engine.named import PRESETS, load_methods, named_method
 from judge.errors import InputError, UnknownNameError
 
@@ -48,6 +49,28 @@ def test_every_preset_parses_and_prepares():
     for name in ("yesno", "criteria", "pmi", "criteria-pmi"):
         assert prepare(methods[name], items).spec.name == name
     assert named_method("criteria-pmi").members[1].type == "likelihood"
+
+
+def test_preset_kinds_come_from_what_their_methods_read():
+    """Reports classify a preset by its members' declarations; the one that reads the next user turn opts
+    in with allow_future (so judge score and bench run it, labelled uses-future) and is refused by serve."""
+    methods = load_methods(PRESETS)
+    for name in ("yesno", "criteria", "pmi", "criteria-pmi"):
+        kinds = method_kinds(methods[name])
+        assert (kinds.label, methods[name].allow_future) == ("reference-free", False), name
+    ref_user = methods["criteria-ref-user"]
+    assert method_kinds(ref_user).label == "reference-based, uses-future"
+    assert ref_user.allow_future and methods["next-user"].allow_future
+    items = [it for it in load_items(str(EXAMPLES)) if it.level == "turn"]
+    assert prepare(ref_user, items).spec.name == "criteria-ref-user"  # turn level: refused without allow_future
+    with pytest.raises(InputError, match="judge serve refuses it"):
+        check_live(ref_user, method_kinds(ref_user))
+
+
+def test_serve_refuses_the_preset_that_reads_the_next_user_turn():
+    proc = _judge("serve", "--method", "criteria-ref-user", "--port", "0")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "judge serve refuses it" in proc.stderr
 
 
 def test_unknown_names_and_bad_files_are_named(tmp_path: Path):

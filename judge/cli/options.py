@@ -236,6 +236,8 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
                          "--methods-file)", field="--method")
     spec = with_model(named_method(args.method, args.methods_file), args.model, args.threads)
     spec = _with_cache(spec, args.cache, args.cache_path)
+    if args.allow_future:
+        spec = replace(spec, allow_future=True)
     return replace(spec, name=args.name) if args.name else spec
 
 

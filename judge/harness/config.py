@@ -33,8 +33,7 @@ _TOML_LLM_KEYS: dict[str, Any] = {"type": str, "k": (int, list), "seeds": (int, 
                                   "generate": dict, "chat": bool}
 #: Spec fields an LLM table does not set directly (ensemble fields, the entry's position, the selector
 #: options set through ``selector_options``).
-_NOT_LLM_KEYS = {"members", "weights", "combine", "fit", "optional", "index", "scorer", "order", "manual_set",
-                 "signal"}
+_NOT_LLM_KEYS = {"members", "weights", "combine", "fit", "optional", "index", "scorer", "order", "manual_set"}
 #: Every other MethodSpec field is a key of an LLM table as it is, type-checked by MethodSpec.from_mapping
 #: (``object`` here), so a field added to the spec is a TOML key with no change in this file.
 LLM_KEYS: dict[str, Any] = {**{name: object for name in spec_field_types() if name not in _NOT_LLM_KEYS},
