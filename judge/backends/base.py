@@ -91,9 +91,11 @@ def too_long(n_tokens: int, window: int) -> Failure:
 class Backend(Protocol):
     """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
 
-    Four methods are required. Two are optional and have defaults here, so a backend that subclasses
+    Four methods are required. Three are optional and have defaults here, so a backend that subclasses
     ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
-    caching and streaming) and ``counters`` (usage figures for the run's report).
+    caching and streaming), ``counters`` (usage figures for the run's report) and ``sequence_logprobs``
+    (per-token log-probabilities of a given text, for likelihood methods; the default fails every
+    request, and ``capabilities.sequence_logprobs`` stays False).
     """
 
     name: str
