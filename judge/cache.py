@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
+from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs, gather
 
 SCHEMA_VERSION = 1
 
@@ -38,6 +38,14 @@ def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n
                 int(top_n), backend.settings()]
     if prompt.shared and backend.capabilities.split_shared:
         material.append({"shared": prompt.shared})  # absent otherwise: the keys of unsplit prompts stay as they were
+    blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
+    """sha256 over everything that can change a continuation's per-token log-probabilities."""
+    material = [SCHEMA_VERSION, "sequence", backend.name, backend.model_id, prompt.text, bool(prompt.chat),
+                continuation, backend.settings()]
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -131,6 +139,30 @@ class Cache:
                 "INSERT OR REPLACE INTO dists (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
+    def _sequences(self) -> None:
+        """The table of per-token answers, created on first use (files written before it lack it)."""
+        self._retry_locked(lambda: self._db.execute(
+            "CREATE TABLE IF NOT EXISTS sequences (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
+            "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"))
+
+    def get_sequence(self, key: str) -> TokenLogprobs | None:
+        """A cached per-token answer (likelihood methods), in its own table so label keys never meet it."""
+        with self._lock:
+            self._sequences()
+            row = self._db.execute("SELECT value FROM sequences WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        d = json.loads(row[0])
+        return TokenLogprobs([float(x) for x in d["logprobs"]], n_prompt_tokens=int(d["n_prompt_tokens"]))
+
+    def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
+        value = json.dumps({"logprobs": result.logprobs, "n_prompt_tokens": result.n_prompt_tokens}, allow_nan=True)
+        with self._lock:
+            self._sequences()
+            self._retry_locked(lambda: self._db.execute(
+                "INSERT OR REPLACE INTO sequences (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
+                (key, backend, model, value, time.time())))
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM dists").fetchone()[0])
@@ -198,6 +230,28 @@ class CachedBackend(Backend):
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
     ) -> list[LabelDist | Failure]:
         return gather(self.iter_label_logprobs(prompts, candidates, top_n), len(prompts))
+
+    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
+        """Per-token answers from the cache, keyed like label answers plus the continuation text; misses
+        go to the inner backend in one call. A NaN or +inf is returned as a Failure, never stored."""
+        out: list[TokenLogprobs | Failure | None] = []
+        keys = [sequence_key(self.inner, p, text) for p, text in requests]
+        for key in keys:
+            hit = self.cache.get_sequence(key)
+            self.hits += hit is not None
+            self.misses += hit is None
+            out.append(hit)
+        todo = [i for i, r in enumerate(out) if r is None]
+        if todo:
+            self.calls += 1
+            for i, res in zip(todo, self.inner.sequence_logprobs([requests[i] for i in todo]), strict=True):
+                if isinstance(res, TokenLogprobs):
+                    if any(math.isnan(x) or x == math.inf for x in res.logprobs):
+                        res = Failure("backend returned an invalid log-probability for a reply token")
+                    else:
+                        self.cache.put_sequence(keys[i], self.inner.name, self.inner.model_id, res)
+                out[i] = res
+        return out  # type: ignore[return-value]
 
     def count_tokens(self, prompt: Prompt) -> int:
         return self.inner.count_tokens(prompt)

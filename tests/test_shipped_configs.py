@@ -33,6 +33,10 @@ ARGS = {
     "cpu_leaderboard_dev.toml": ["--limit", "5", "--datasets", "DGU"],
     # DGU has references and FED-Dial next user turns: every classic member of the third round runs.
     "cpu_leaderboard_dev_q15.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "qwen2.5-coder-0.5b"],
+    # Round 4 (likelihood methods): every method on two sets with the embedded SmolLM2; the Qwen-1.5B
+    # numbers are the benchmark's, and its test-half file stays unrun on Qwen until the dev choice.
+    "cpu_leaderboard_dev_q15_r4.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_q15_r4_test.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     "table3_fed_turn.toml": ["--limit", "6"],
     "table4_fed_dial.toml": ["--limit", "4"],

@@ -116,3 +116,35 @@ def test_a_field_added_to_the_spec_is_a_one_place_change():
     # The TOML keys of an LLM table are the spec's fields (besides the TOML-only ones).
     assert {n for n in spec_field_types() if n not in {"members", "weights", "combine", "fit", "optional", "index",
                                                         "scorer", "order", "manual_set"}} <= set(LLM_KEYS)
+
+
+def test_a_likelihood_method_is_the_same_spec_from_cli_toml_and_a_mapping():
+    cli = _cli("--backend", "mock", "--likelihood", "pmi-min", "--threads", "1", "--name", "lik")
+    toml = _toml(type="likelihood", backend="mock", signal="pmi-min", name="lik", generate={"threads": 1})
+    mapping = MethodSpec.from_mapping({"type": "likelihood", "backend": "mock", "signal": "pmi-min", "name": "lik",
+                                       "generate": {"threads": 1}})
+    assert cli == toml == mapping and mapping.signal == "pmi-min"
+    # As an ensemble member: --member likelihood=SIGNAL is the TOML table of type "likelihood".
+    members = _cli("--backend", "mock", "--member", "prompt=yesno", "--member", "likelihood=pmi,name=lik")
+    table = parse_experiment({"datasets": ["TU"], "methods": [
+        {"name": "yesno-none-k0", "backend": "mock", "prompt": "yesno"},
+        {"name": "lik", "type": "likelihood", "backend": "mock"},
+        {"type": "ensemble", "members": ["yesno-none-k0", "lik"]}]}).methods[2]
+    assert members.members == tuple(dataclasses.replace(m, index=0) for m in table.members)
+
+
+def test_a_likelihood_mistake_gives_the_same_message():
+    with pytest.raises(InputError) as from_cli:
+        _cli("--likelihood", "perplexity")
+    with pytest.raises(InputError) as from_toml:
+        _toml(type="likelihood", signal="perplexity")
+    assert from_cli.value.field == "--likelihood" and "must be one of conditional, unconditional, pmi" in str(
+        from_cli.value)
+    assert str(from_toml.value).endswith("methods[0].signal: " + from_cli.value.reason)
+    # Flags of prompt methods are refused, not ignored: the spec says why (a TOML table: unknown key).
+    with pytest.raises(InputError, match=r"'--selector': a likelihood method shows no examples"):
+        _cli("--likelihood", "pmi", "--selector", "random")
+    with pytest.raises(InputError, match=r"methods\[0\]\.selector: unknown key"):
+        _toml(type="likelihood", selector="random")
+    with pytest.raises(InputError, match=r"'--likelihood': a likelihood method reads no prompt template"):
+        _cli("--likelihood", "pmi", "--prompt", "yesno")

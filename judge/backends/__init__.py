@@ -1,6 +1,6 @@
 """Model backends behind one contract (see ``base.py``); ``registry.py`` maps names to them."""
 
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs
 from .registry import backend_names, create_backend, register_backend
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "Failure",
     "LabelDist",
     "Prompt",
+    "TokenLogprobs",
     "backend_names",
     "create_backend",
     "register_backend",

@@ -39,6 +39,8 @@ class Capabilities:
     #: A prompt's shared part (``Prompt.shared``) is evaluated apart from the rest, which can move its answer
     #: slightly: the split then joins the prompt's cache key.
     split_shared: bool = False
+    #: ``sequence_logprobs`` reads the log-probability of every token of a given text (likelihood methods).
+    sequence_logprobs: bool = False
 
 
 @dataclass
@@ -61,6 +63,17 @@ class LabelDist:
 
 
 @dataclass
+class TokenLogprobs:
+    """Log-probabilities of the tokens of a given continuation, each read after the prompt and the
+    continuation's earlier tokens (what likelihood methods score, :mod:`judge.scorers.likelihood`)."""
+
+    logprobs: list[float]
+    n_prompt_tokens: int = 0
+    #: Tokens actually run through the model (0 for an answer served from the cache).
+    n_evaluated_tokens: int = 0
+
+
+@dataclass
 class Failure:
     """A prompt the backend could not answer; recorded per item, never dropped. ``flag`` names a
     property of the item behind the failure (``too_long``) that output rows carry in ``flags``."""
@@ -78,9 +91,11 @@ def too_long(n_tokens: int, window: int) -> Failure:
 class Backend(Protocol):
     """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
 
-    Four methods are required. Two are optional and have defaults here, so a backend that subclasses
+    Four methods are required. Three are optional and have defaults here, so a backend that subclasses
     ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
-    caching and streaming) and ``counters`` (usage figures for the run's report).
+    caching and streaming), ``counters`` (usage figures for the run's report) and ``sequence_logprobs``
+    (per-token log-probabilities of a given text, for likelihood methods; the default fails every
+    request, and ``capabilities.sequence_logprobs`` stays False).
     """
 
     name: str
@@ -115,6 +130,13 @@ class Backend(Protocol):
             return
         for i, p in enumerate(prompts):
             yield i, self.label_logprobs([p], candidates, top_n)[0]
+
+    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
+        """For each (prompt, continuation): the log-probability of every token of the continuation after
+        the prompt. Optional (``capabilities.sequence_logprobs``); the default fails every request,
+        because top-N APIs cannot read the probability of a token they did not rank."""
+        return [Failure(f"backend '{self.name}' cannot read the log-probabilities of a given text")
+                for _ in requests]
 
     def counters(self) -> dict[str, int]:
         """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""

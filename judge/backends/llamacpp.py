@@ -21,7 +21,7 @@ from ..cache import default_cache_path
 from ..config import GenerateConfig
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs, too_long
 from .chat import chat_parts
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
 
@@ -122,6 +122,7 @@ class LlamaCppBackend(Backend):
             batching=False,
             prefix_reuse=reuse_prefix,
             split_shared=True,
+            sequence_logprobs=True,
         )
 
     def _window(self) -> int:
@@ -225,6 +226,19 @@ class LlamaCppBackend(Backend):
         logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
         return logits, len(toks) - keep
 
+    def _extend(self, token: int) -> np.ndarray:
+        """Append one token to what ``_eval`` left in the KV cache, as a batch of its own, and return the
+        next-token logits. The token's position becomes a batch start in ``_marks``, so the next ``_eval``
+        keeps the KV cache only up to a batch start its own from-scratch evaluation also has: a prompt's
+        answer after a likelihood call stays equal to its answer alone."""
+        llm = self.llm
+        marks, position = self._marks[:-1], llm.n_tokens  # [:-1]: drop the length entry
+        self._marks = []  # a failed decode leaves nothing to reuse
+        llm.eval([token])
+        self._marks = [*marks, position, position + 1]
+        ptr = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
+
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
     ) -> list[LabelDist | Failure]:
@@ -255,6 +269,12 @@ class LlamaCppBackend(Backend):
         """Tokens run through the model so far (after prefix reuse), when any were: what a run cost, for
         reports and benchmarks (absent when every answer came from the cache)."""
         return {"tokens_evaluated": self.tokens_evaluated} if self.tokens_evaluated else {}
+
+    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
+        """Per-token log-probabilities of each continuation after its prompt (see ``llamacpp_sequence``)."""
+        from .llamacpp_sequence import sequence_logprobs
+
+        return sequence_logprobs(self, requests)
 
     def _decode_failure(self, n_tokens: int, exc: Exception) -> Failure:
         """A failed ``llama_decode`` fails only this prompt. The KV cache may hold part of it, so it is

@@ -131,6 +131,8 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
     first = cells[0]
     if spec["type"] == "classic":
         how = f"scorer {spec['scorer']}"
+    elif spec["type"] == "likelihood":
+        how = f"likelihood {spec['signal']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']})"
     elif spec["type"] == "ensemble":
         how = (f"{spec['combine']} ensemble of {', '.join(spec['members'])} "
                f"(weights {', '.join(f'{w:g}' for w in spec['weights'])})")

@@ -21,6 +21,11 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
     g.add_argument("--prompt", default=None, help="built-in prompt name (default: yesno); 'fed' picks the FED rating "
                    f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
+    g.add_argument("--method", default=None, metavar="NAME",
+                   help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-ref-user; "
+                   "judge/presets.toml) or one of --methods-file; --model, --threads and --name still apply")
+    g.add_argument("--methods-file", default=None, metavar="FILE",
+                   help="TOML file of [[methods]] tables, as in a judge run config, that --method names")
     g.add_argument("--template", default=None, help="path to your own Jinja2 template (overrides --prompt)")
     g.add_argument("--quality", default=None, help="quality to rate and to read human labels from")
     g.add_argument("--scale", action="append", default=[], metavar="QUALITY=MIN:MAX",
@@ -64,6 +69,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--backend-option", action="append", default=[], metavar="KEY=VALUE",
                    help="backend-specific option, repeatable; VALUE is read as JSON when it parses "
                    "(e.g. dtype=bfloat16, device=cuda, gguf_cache=true, tensor_parallel_size=2)")
+    g.add_argument("--likelihood", default=None, metavar="SIGNAL",
+                   help="score with the model's log-probabilities of the reply instead of a prompt: pmi (context "
+                   "against no context, default signal), conditional, unconditional, conditional-min, pmi-min, "
+                   "pmi-max (docs/likelihood.md)")
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
     c.add_argument("--scorer", default=None, help="run this classic scorer instead of an LLM judge "
                    "(length, bleu4, rouge-l, meteor, fed-metric, ...; `judge score --scorer ?` lists them)")
@@ -193,14 +202,17 @@ def spec_from_flags(values: Mapping[str, object], flags: Mapping[str, str] = FLA
         raise InputError(exc.reason, field=flag_for(exc.field, flags)) from None
 
 
-#: What an ``--member`` may change: spec fields (typed by ``MethodSpec``), ``chat`` and ``optional``.
+#: What an ``--member`` may change: spec fields (typed by ``MethodSpec``), ``chat``, ``optional`` and
+#: ``likelihood`` (the signal of a likelihood member).
 MEMBER_KEYS = ("name", "prompt", "selector", "k", "rule", "top_k", "model", "backend", "chat", "scorer",
-               "manual_set", "optional")
+               "manual_set", "optional", "likelihood")
 
 
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
     """The method the command-line flags describe: an ensemble with --member, a classic scorer with
     --scorer, else an LLM judge."""
+    if getattr(args, "method", None) or getattr(args, "methods_file", None):
+        return _named_from_args(args)
     if args.member:
         return _ensemble_from_args(args, seeds)
     if args.weights is not None:
@@ -210,8 +222,36 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
     return _single_from_args(args, seeds)
 
 
+def _named_from_args(args: argparse.Namespace) -> MethodSpec:
+    """``--method NAME``: the named method with --model, --threads, --name and the cache flags applied."""
+    from ..engine.named import named_method, with_model
+
+    if not args.method:
+        raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
+    given = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template),
+                                      ("--scorer", args.scorer), ("--member", args.member),
+                                      ("--likelihood", getattr(args, "likelihood", None))) if value]
+    if given:
+        raise InputError(f"--method names the whole method; drop {', '.join(given)} (or write the method into a "
+                         "--methods-file)", field="--method")
+    spec = with_model(named_method(args.method, args.methods_file), args.model, args.threads)
+    spec = _with_cache(spec, args.cache, args.cache_path)
+    if args.allow_future:
+        spec = replace(spec, allow_future=True)
+    return replace(spec, name=args.name) if args.name else spec
+
+
+def _with_cache(spec: MethodSpec, cache: bool, path: str | None) -> MethodSpec:
+    if spec.type == "ensemble":
+        return replace(spec, members=tuple(_with_cache(m, cache, path) for m in spec.members))
+    if spec.type == "classic":
+        return spec
+    return replace(spec, generate=replace(spec.generate, cache=cache, cache_path=path or spec.generate.cache_path))
+
+
 def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:
-    base = _single_from_args(argparse.Namespace(**{**vars(args), "scorer": None, "name": None}), seeds)
+    base = _single_from_args(argparse.Namespace(**{**vars(args), "scorer": None, "name": None, "likelihood": None}),
+                             seeds)
     parsed = [_member(base, text) for text in args.member]
     members = [m for m, _ in parsed]
     optional = tuple(m.name for m, is_optional in parsed if is_optional)
@@ -247,6 +287,14 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
             raise InputError(f"a classic member takes only scorer, name and optional, got {', '.join(sorted(extra))}",
                              field="--member")
         values: dict[str, object] = {"name": changes.get("name", ""), "type": "classic", "scorer": changes["scorer"]}
+    elif "likelihood" in changes:
+        extra = set(changes) - {"likelihood", "name", "model", "backend"}
+        if extra:
+            raise InputError(f"a likelihood member takes only likelihood, name, model, backend and optional, got "
+                             f"{', '.join(sorted(extra))}", field="--member")
+        values = {"name": changes.get("name", ""), "type": "likelihood", "signal": changes["likelihood"],
+                  "backend": changes.get("backend", base.backend), "model": changes.get("model", base.model),
+                  "options": base.options, "generate": base.generate, "seeds": base.seeds}
     else:
         values = {f.name: getattr(base, f.name) for f in fields(base)}
         if "chat" in changes:
@@ -265,6 +313,17 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
                                 "options": scorer_options(args),
                                 "allow_future": args.allow_future}, {**FLAGS, "options": "--scorer-option"})
     base = args.seed if args.seed is not None else 0
+    if getattr(args, "likelihood", None):
+        given = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template)) if value]
+        if given:
+            raise InputError(f"a likelihood method reads no prompt template; drop {', '.join(given)}",
+                             field="--likelihood")
+        return spec_from_flags({
+            "name": args.name or "", "type": "likelihood", "signal": args.likelihood, "k": args.k,
+            "selector": args.selector or "none", "pool": args.pool, "seeds": seeds or (base,), "backend": args.backend,
+            "model": args.model, "options": backend_options(args), "generate": generate_settings(args),
+            "allow_future": args.allow_future,
+        }, {**FLAGS, "signal": "--likelihood"})
     return spec_from_flags({
         "name": args.name or "", "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none",
         "k": args.k, "seeds": seeds or (base,), "group_guard": args.group_guard, "order": args.example_order,

@@ -45,6 +45,8 @@ def check_names(spec: MethodSpec) -> None:
             raise UnknownNameError("scorer", str(spec.scorer), classic_names())
         return
     BACKENDS.canonical(spec.backend)
+    if spec.type == "likelihood":
+        return
     SELECTORS.canonical(spec.selector)
     if spec.rule not in RULES:  # checked here, with the other names, so a typo stops the run before a model loads
         raise UnknownNameError("scoring rule", spec.rule, RULES)
@@ -152,6 +154,14 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
         if items is not None:
             scorer.check(items)
         return Prepared(spec, quality, seed, classic=scorer)
+    if spec.type == "likelihood":
+        from ..scorers.likelihood import utterances
+
+        for item in items or ():
+            if not utterances(item):
+                raise MissingInputError("a likelihood method needs a system turn to score", record=item.id,
+                                        field="dialog")
+        return Prepared(spec, quality, seed)
     level = items[0].level if items else level
     prompt = resolve_prompt(spec, quality, level)
     quality = quality or prompt.quality
@@ -279,6 +289,10 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
     if prepared.classic is not None:
         return prepared.classic
     spec = prepared.spec
+    if spec.type == "likelihood":
+        from ..scorers.likelihood import LikelihoodScorer
+
+        return LikelihoodScorer(backends.get(spec), str(spec.signal))
     assert prepared.prompt is not None and prepared.selector is not None
     backend = backends.get(spec)
     return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,

@@ -61,6 +61,10 @@ def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[st
         from ..scorers.classic import create_classic
 
         return create_classic(str(spec.scorer), quality=quality, **dict(spec.options)).reads()
+    if spec.type == "likelihood":
+        from ..scorers.likelihood import READS
+
+        return READS
     from ..prompts import PER_QUALITY_PROMPTS, builtin_prompts, get_prompt, load_template
     from .build import is_template_path
 

@@ -17,8 +17,11 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from ..config import GenerateConfig
 from ..errors import InputError
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
+from ..scorers.likelihood import SIGNALS
 
-MethodType = Literal["llm", "classic", "ensemble"]
+MethodType = Literal["llm", "classic", "ensemble", "likelihood"]
+#: Types that run a language model through a backend (backend, model, options and generate apply).
+MODEL_TYPES = ("llm", "likelihood")
 
 #: Option names that would carry a secret; keys come only from environment variables.
 SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
@@ -67,6 +70,9 @@ class MethodSpec:
     #: Opt in to a method (or member) that reads the user's turn after the rated response on turn-level
     #: items (``next_user``): refused otherwise, as a live judge never has it (see engine.kinds).
     allow_future: bool = False
+    #: Likelihood methods: the statistic of the reply's token log-probabilities
+    #: (:data:`judge.scorers.likelihood.SIGNALS`, default ``pmi``).
+    signal: str | None = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 
@@ -83,6 +89,16 @@ class MethodSpec:
                              field="selector")
         if self.type == "classic" and not self.scorer:
             raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
+        if self.type == "likelihood":
+            if self.signal is None:
+                object.__setattr__(self, "signal", "pmi")
+            if self.signal not in SIGNALS:
+                raise InputError(f"must be one of {', '.join(SIGNALS)}, got {self.signal!r}", field="signal")
+            if self.k or self.selector != "none" or self.pool is not None:
+                raise InputError("a likelihood method shows no examples: k, selector and pool belong to llm "
+                                 "methods", field="k" if self.k else "selector" if self.selector != "none" else "pool")
+        elif self.signal is not None:
+            raise InputError(f"signal belongs to likelihood methods, not to a {self.type} method", field="signal")
         if self.type == "ensemble":
             self._check_ensemble()
         elif self.members or self.weights or self.fit != "fixed" or self.optional:
@@ -121,6 +137,8 @@ class MethodSpec:
         ``ensemble(<member>+<member>...)``."""
         if self.type == "classic":
             return str(self.scorer)
+        if self.type == "likelihood":
+            return f"likelihood-{self.signal}"
         if self.type == "ensemble":
             return f"ensemble({'+'.join(m.name for m in self.members)})"
         return f"{self.prompt}-{self.selector}-k{self.k}"
@@ -174,6 +192,10 @@ class MethodSpec:
                     "members": {m.name: {k: v for k, v in m.describe().items() if k != "paper"}
                                 for m in self.members}, "paper": self.paper}
         gen = asdict(self.generate)
+        if self.type == "likelihood":
+            return {"type": "likelihood", "signal": self.signal, "backend": self.backend, "model": self.model,
+                    "options": dict(self.options), "generate": gen, "seeds": list(self.run_seeds()),
+                    "paper": self.paper}
         return {
             "type": "llm", "prompt": self.prompt, "selector": self.selector, "k": self.k,
             "seeds": list(self.run_seeds()), "group_guard": self.group_guard, "order": self.order,

@@ -16,7 +16,7 @@ from typing import Any
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
-from ..engine.spec import MethodSpec, spec_field_types
+from ..engine.spec import MODEL_TYPES, MethodSpec, spec_field_types
 from ..errors import InputError, JudgeError
 from ..qualities import Scale, parse_scale
 from ..results import slug
@@ -38,6 +38,9 @@ _NOT_LLM_KEYS = {"members", "weights", "combine", "fit", "optional", "index", "s
 #: (``object`` here), so a field added to the spec is a TOML key with no change in this file.
 LLM_KEYS: dict[str, Any] = {**{name: object for name in spec_field_types() if name not in _NOT_LLM_KEYS},
                             **_TOML_LLM_KEYS}
+#: A likelihood method: a model's log-probabilities of the reply (judge.scorers.likelihood).
+LIKELIHOOD_KEYS = {"type": str, "name": str, "signal": str, "backend": str, "model": str, "options": dict,
+                   "generate": dict, "paper": str}
 SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
 CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str, "allow_future": bool}
 ENSEMBLE_KEYS = {"type": str, "name": str, "members": list, "weights": list, "combine": str, "fit": str,
@@ -128,7 +131,7 @@ class Experiment:
         def override(m: MethodSpec) -> MethodSpec:
             if m.type == "ensemble":
                 return replace(m, members=tuple(override(x) for x in m.members))
-            if m.type != "llm":
+            if m.type not in MODEL_TYPES:
                 return m
             gen = replace(m.generate, threads=threads) if threads is not None else m.generate
             return replace(m, backend=backend or m.backend,
@@ -294,8 +297,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         if not isinstance(raw, dict):
             raise _err(path, where, "must be a table")
         mtype = raw.get("type", "llm" if "scorer" not in raw else "classic")
-        if mtype not in ("llm", "classic", "ensemble"):
-            raise _err(path, f"{where}.type", f"must be 'llm', 'classic' or 'ensemble', got {mtype!r}")
+        if mtype not in ("llm", "classic", "ensemble", "likelihood"):
+            raise _err(path, f"{where}.type", f"must be 'llm', 'classic', 'ensemble' or 'likelihood', got {mtype!r}")
         if mtype == "ensemble":
             _check_keys(path, where, raw, ENSEMBLE_KEYS)
             ensembles[len(slots)] = (i, raw)
@@ -310,7 +313,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
                                  options=dict(raw.get("options", {})), paper=raw.get("paper"),
                                  allow_future=raw.get("allow_future", False)))
             continue
-        _check_keys(path, where, raw, LLM_KEYS)
+        _check_keys(path, where, raw, LIKELIHOOD_KEYS if mtype == "likelihood" else LLM_KEYS)
         m = {**defaults, **raw}
         gen = {**defaults.get("generate", {}), **raw.get("generate", {})}
         sel_opts = {**defaults.get("selector_options", {}), **raw.get("selector_options", {})}
@@ -320,6 +323,14 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
         seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
         selector = m.get("selector", "none")
+        if mtype == "likelihood":
+            # Spec fields as written (defaults only where a likelihood table has the key), through the one
+            # translator like every other method.
+            values = {key: value for key, value in m.items() if key in LIKELIHOOD_KEYS and key != "generate"}
+            if not values.get("model"):
+                values.pop("model", None)  # model = "" means the default model
+            slots.append(_spec(path, where, **{**values, "type": "likelihood", "index": i, "generate": gen}))
+            continue
         base = m.get("name") or f"{m.get('prompt', 'yesno')}-{selector}"
         # Spec fields as written; the TOML-only keys are translated below.
         fields_as_written = {key: value for key, value in m.items() if key not in _TOML_LLM_KEYS}

@@ -1,0 +1,60 @@
+"""Methods by name: ``--method NAME`` in ``judge score``, ``judge bench`` and ``judge serve``.
+
+A methods file holds ``[[methods]]`` tables exactly as a ``judge run`` config does (and an optional
+``[defaults]``), so a method is written once and named everywhere; the shipped presets
+(``judge/presets.toml``) are such a file. Tables are read by the config parser into the same
+:class:`MethodSpec` every other entry point builds, so nothing here builds a judge.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import InputError, UnknownNameError
+from .spec import MODEL_TYPES, MethodSpec
+
+#: The shipped presets.
+PRESETS = Path(__file__).resolve().parents[1] / "presets.toml"
+#: Keys a methods file may hold at its top level.
+FILE_KEYS = ("methods", "defaults", "name", "description")
+
+
+def load_methods(path: str | Path) -> dict[str, MethodSpec]:
+    """Every method of a methods file, by name (errors name the file and the bad key)."""
+    from ..harness.config import parse_experiment
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the methods file: {exc.strerror}", file=str(p)) from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"invalid TOML: {exc}", file=str(p)) from None
+    extra = sorted(set(data) - set(FILE_KEYS))
+    if extra:
+        raise InputError(f"{extra[0]}: a methods file holds only {', '.join(FILE_KEYS)}", file=str(p))
+    # The config parser checks the tables; a methods file has no sets, so one registered name stands in
+    # for them (only the methods are kept).
+    exp = parse_experiment({"methods": data.get("methods", []), "defaults": data.get("defaults", {}),
+                            "datasets": ["FT"]}, str(p))
+    return {m.name: m for m in exp.methods}
+
+
+def named_method(name: str, methods_file: str | Path | None = None) -> MethodSpec:
+    """The method ``name`` of ``methods_file`` (when given), else of the shipped presets."""
+    methods = load_methods(methods_file if methods_file is not None else PRESETS)
+    if name not in methods:
+        raise UnknownNameError("method", name, list(methods))
+    return methods[name]
+
+
+def with_model(spec: MethodSpec, model: str | None, threads: int | None) -> MethodSpec:
+    """``spec`` with ``--model`` / ``--threads`` applied to every method that runs a model (members too)."""
+    if spec.type == "ensemble":
+        return replace(spec, members=tuple(with_model(m, model, threads) for m in spec.members))
+    if spec.type not in MODEL_TYPES:
+        return spec
+    gen = replace(spec.generate, threads=threads) if threads is not None else spec.generate
+    return replace(spec, model=model if model is not None else spec.model, generate=gen)

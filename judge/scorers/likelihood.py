@@ -1,0 +1,127 @@
+"""Reference-free likelihood signals read from the judge model itself (llama.cpp, one model load).
+
+Each system utterance is scored as a continuation of a plain-text transcript: log p(reply | context)
+and log p(reply | no context), per token, read through the backend's optional ``sequence_logprobs``.
+Their difference is a pointwise mutual information: how much the context explains the reply, which
+separates a fitting reply from a fluent one that belongs to another conversation. A dialog-level item
+is the mean over its system turns. These methods read neither references nor the turn after the
+rated response (``READS`` is empty): they are reference-free and never use the future.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+
+from ..backends.base import Backend, Failure, Prompt, TokenLogprobs
+from ..errors import InputError, MissingInputError
+from ..items import SYSTEM, Item, Turn
+from .base import Score, Scorer
+
+#: Statistics a likelihood method reports, each from per-token log-probabilities of the reply.
+SIGNALS = {
+    "conditional": "mean log p(token | context)",
+    "unconditional": "mean log p(token | no context)",
+    "pmi": "mean log p(token | context) - mean log p(token | no context)",
+    "conditional-min": "min log p(token | context) (the least expected token)",
+    "pmi-min": "min over tokens of log p(token | context) - log p(token | no context)",
+    "pmi-max": "max over tokens of log p(token | context) - log p(token | no context)",
+}
+#: The transcript's first line; the no-context prompt is this line and the reply's speaker only.
+HEADER = "A conversation between a user and a system."
+_LABELS = {SYSTEM: "System"}
+#: Inputs beyond the conversation a likelihood method reads (``Scorer.reads``; engine.kinds): none.
+READS: frozenset[str] = frozenset()
+
+
+def _line(turn: Turn) -> str:
+    return f"{_LABELS.get(turn.speaker, 'User')}: {turn.text}"
+
+
+def utterances(item: Item) -> list[tuple[tuple[Turn, ...], str]]:
+    """(preceding turns, reply) for every system utterance the item is scored on."""
+    if item.level == "turn":
+        return [(item.context, item.response or "")]
+    return [(item.dialog[:i], t.text) for i, t in enumerate(item.dialog) if t.speaker == SYSTEM]
+
+
+def conditional_prompt(context: Sequence[Turn]) -> Prompt:
+    return Prompt("\n".join([HEADER, *(_line(t) for t in context), "System:"]))
+
+
+def unconditional_prompt() -> Prompt:
+    return Prompt(f"{HEADER}\nSystem:")
+
+
+def statistic(signal: str, cond: list[float], uncond: list[float] | None) -> float:
+    """The signal's value for one reply from its per-token log-probabilities."""
+    if signal == "conditional":
+        return math.fsum(cond) / len(cond)
+    if signal == "conditional-min":
+        return min(cond)
+    assert uncond is not None and len(uncond) == len(cond)
+    if signal == "unconditional":
+        return math.fsum(uncond) / len(uncond)
+    pmi = [c - u for c, u in zip(cond, uncond, strict=True)]
+    if signal == "pmi":
+        return math.fsum(pmi) / len(pmi)
+    return min(pmi) if signal == "pmi-min" else max(pmi)
+
+
+class LikelihoodScorer(Scorer):
+    """One likelihood signal (``SIGNALS``) of a backend that reads per-token log-probabilities."""
+
+    def __init__(self, backend: Backend, signal: str = "pmi", *, name: str | None = None) -> None:
+        if signal not in SIGNALS:
+            raise InputError(f"must be one of {', '.join(SIGNALS)}, got {signal!r}", field="signal")
+        if not backend.capabilities.sequence_logprobs:
+            raise InputError(f"backend '{backend.name}' cannot read the log-probabilities of a reply; likelihood "
+                             "methods need one that can (llamacpp)", field="backend")
+        self.backend = backend
+        self.signal = signal
+        self.name = name or f"likelihood-{signal}|{backend.name}:{backend.model_id}"
+
+    def describe(self) -> dict[str, object]:
+        return {"method": "likelihood", "signal": self.signal, "backend": self.backend.name,
+                "model": self.backend.model_id}
+
+    def reads(self) -> frozenset[str]:
+        """Nothing beyond the conversation: the reply is scored against its context and against none."""
+        return READS
+
+    def check(self, items: Sequence[Item]) -> None:
+        for it in items:
+            if not utterances(it):
+                raise MissingInputError("a likelihood method needs a system turn to score", record=it.id,
+                                        field="dialog")
+
+    def score(self, items: Iterable[Item]) -> Iterator[Score]:
+        """Items one at a time (a kill loses at most one); the no-context prompt is shared by all."""
+        needs_prior = self.signal not in ("conditional", "conditional-min")
+        for item in items:
+            requests: list[tuple[Prompt, str]] = []
+            for context, reply in utterances(item):
+                requests.append((conditional_prompt(context), " " + reply))
+                if needs_prior:
+                    requests.append((unconditional_prompt(), " " + reply))
+            results = self.backend.sequence_logprobs(requests)
+            yield self._to_score(item, results, 2 if needs_prior else 1)
+
+    def _to_score(self, item: Item, results: list[TokenLogprobs | Failure], step: int) -> Score:
+        failed = next((r for r in results if isinstance(r, Failure)), None)
+        n_prompt = sum(r.n_prompt_tokens for r in results if isinstance(r, TokenLogprobs))
+        if failed is not None:
+            return Score(item.id, None, error=failed.reason, flags=(failed.flag,) if failed.flag else ())
+        values = []
+        for j in range(0, len(results), step):
+            cond = results[j]
+            uncond = results[j + 1] if step == 2 else None
+            assert isinstance(cond, TokenLogprobs) and (uncond is None or isinstance(uncond, TokenLogprobs))
+            if not cond.logprobs:
+                continue  # an empty reply has no token to score; the item is flagged empty_response
+            values.append(statistic(self.signal, cond.logprobs, None if uncond is None else uncond.logprobs))
+        if not values:
+            return Score(item.id, None, error="no reply token to score", n_prompt_tokens=n_prompt)
+        evaluated = sum(r.n_evaluated_tokens for r in results if isinstance(r, TokenLogprobs))
+        return Score(item.id, math.fsum(values) / len(values), n_prompt_tokens=n_prompt,
+                     n_evaluated_tokens=evaluated)

@@ -1,0 +1,201 @@
+"""Likelihood methods with the real SmolLM2 through llama.cpp, the SQLite cache and the engine."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judge.backends import LabelDist, Prompt, TokenLogprobs, create_backend
+from judge.cache import Cache, CachedBackend, cache_key
+from judge.config import GenerateConfig
+from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.engine.kinds import method_kinds
+from judge.engine.named import named_method
+from judge.errors import InputError
+from judge.items import SYSTEM, USER, Item, Turn
+from judge.scorers.likelihood import LikelihoodScorer, conditional_prompt, unconditional_prompt
+
+
+def _items() -> list[Item]:
+    fruit = (Turn(USER, "What is your favourite fruit?"),)
+    train = (Turn(USER, "When does the train to Paris leave?"),)
+    return [
+        Item("match", "turn", context=fruit, response="My favourite fruit is the apple, it is sweet and crunchy."),
+        Item("mismatch", "turn", context=train, response="My favourite fruit is the apple, it is sweet and crunchy."),
+        Item("dialog", "dialog", dialog=fruit + (Turn(SYSTEM, "Apples."), Turn(USER, "Why?"), Turn(SYSTEM, "Sweet."))),
+    ]
+
+
+def test_pmi_is_finite_deterministic_and_prefers_the_matching_context(smollm2):
+    scorer = LikelihoodScorer(smollm2, "pmi")
+    first = [s.value for s in scorer.score(_items())]
+    again = [s.value for s in scorer.score(_items()[::-1])][::-1]
+    assert all(v is not None and math.isfinite(v) for v in first)
+    assert first == again
+    # The same reply is better explained by the question it answers than by an unrelated one.
+    assert first[0] > first[1]  # type: ignore[operator]
+
+
+def test_every_signal_scores(smollm2):
+    from judge.scorers.likelihood import SIGNALS
+
+    for signal in SIGNALS:
+        values = [s.value for s in LikelihoodScorer(smollm2, signal).score(_items()[:1])]
+        assert values[0] is not None and math.isfinite(values[0]), signal
+
+
+def test_second_run_is_served_from_the_cache(smollm2, tmp_path):
+    cache = Cache(tmp_path / "c.sqlite")
+    backend = CachedBackend(smollm2, cache)
+    first = [s.value for s in LikelihoodScorer(backend, "pmi").score(_items())]
+    # 8 requests (a context and a no-context one per system reply); "match" and "mismatch" share their
+    # reply, so the second no-context request is the first one's, already cached.
+    assert (backend.misses, backend.hits) == (7, 1)
+    second = [s.value for s in LikelihoodScorer(backend, "pmi-max").score(_items())]
+    assert (backend.misses, backend.hits) == (7, 1 + 8)  # every request answered from the cache
+    third = [s.value for s in LikelihoodScorer(backend, "pmi").score(_items())]
+    assert third == first and second != first
+
+
+def test_ensemble_takes_a_likelihood_member(tmp_path):
+    gen = GenerateConfig(threads=2, cache_path=str(tmp_path / "c.sqlite"))
+    spec = MethodSpec(type="ensemble", members=(MethodSpec(prompt="yesno", generate=gen),
+                                                MethodSpec(type="likelihood", signal="pmi", generate=gen)))
+    items = _items()[:2]
+    pool = BackendPool()
+    try:
+        scores = list(build_scorer(spec, items, backends=pool).score(items))
+    finally:
+        pool.close()
+    assert [s.item_id for s in scores] == ["match", "mismatch"]
+    assert all(s.ok for s in scores)
+
+
+def test_likelihood_spec_refuses_an_unknown_signal():
+    with pytest.raises(InputError, match="pmi"):
+        MethodSpec(type="likelihood", signal="perplexity")
+    assert MethodSpec(type="likelihood").name == "likelihood-pmi"
+
+
+@pytest.mark.slow  # two CLI processes, each loading the model
+def test_documented_cli_commands_score(tmp_path):
+    """docs/likelihood.md's `judge score --likelihood` and `--member likelihood=pmi` commands, as a user
+    runs them (subprocess, the embedded SmolLM2)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = root / "examples" / "dialogues.jsonl"
+    for extra in (["--likelihood", "conditional"], ["--member", "prompt=yesno-criteria", "--member", "likelihood=pmi"]):
+        out = tmp_path / "rows.jsonl"
+        proc = subprocess.run([sys.executable, "-m", "judge", "score", str(data), "--limit", "3", "--threads", "2",
+                               "-o", str(out), *extra], cwd=root, env={**os.environ}, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        assert len(rows) == 3 and all(r["score"] is not None for r in rows), rows
+
+
+def test_config_errors_name_file_and_key(tmp_path):
+    from judge.harness.config import load_experiment
+
+    path = tmp_path / "exp.toml"
+    path.write_text('datasets = ["FT"]\n[[methods]]\nname = "lik"\ntype = "likelihood"\nsignal = "pmi-mean"\n')
+    with pytest.raises(InputError, match=r"exp\.toml.*methods\[0\]\.signal.*pmi"):
+        load_experiment(path)
+    path.write_text('datasets = ["FT"]\n[[methods]]\ntype = "likelihood"\nprompt = "yesno"\n')
+    with pytest.raises(InputError, match=r"methods\[0\]\.prompt.*unknown key"):
+        load_experiment(path)
+    path.write_text('datasets = ["FT"]\n[[methods]]\ntype = "likelihood"\nsignal = "conditional"\n')
+    (method,) = load_experiment(path).methods
+    assert (method.name, method.signal) == ("likelihood-conditional", "conditional")
+
+
+# --- llama.cpp: a likelihood call leaves the KV cache so that later answers equal their answers alone ---
+# A reusing backend and one that evaluates every prompt from an empty cache, both with n_batch=32 so that
+# prompts of a few dozen tokens reuse whole batches (as in test_prefix_reuse.py).
+
+@pytest.fixture(scope="module")
+def reuse():
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False, n_batch=32)
+    yield backend
+    backend.close()
+
+
+_CONTEXT = (Turn(USER, "I have been learning to bake sourdough bread at home, but my loaves come out flat and dense "
+                       "every time, even though the starter bubbles nicely. What am I doing wrong?"),)
+_REPLY = " Your dough may be over-proofed: shorten the second rise and shape it with more tension."
+
+
+def _label_prompt(reply: str) -> Prompt:
+    """A label prompt that starts with the likelihood prompt and its reply (the longest shared prefix)."""
+    return Prompt(conditional_prompt(_CONTEXT).text + reply + "\nIs this reply helpful? Answer:")
+
+
+def test_label_answer_after_a_likelihood_call_equals_the_answer_alone(reuse, scratch):
+    reuse.llm.reset()
+    reuse.sequence_logprobs([(conditional_prompt(_CONTEXT), _REPLY), (unconditional_prompt(), _REPLY)])
+    reuse.sequence_logprobs([(conditional_prompt(_CONTEXT), _REPLY)])
+    for reply in (_REPLY, _REPLY[:40]):  # the whole reply, and a prompt that parts from it inside the reply
+        (after,) = reuse.label_logprobs([_label_prompt(reply)], [" Yes", " No"])
+        (alone,) = scratch.label_logprobs([_label_prompt(reply)], [" Yes", " No"])
+        assert isinstance(after, LabelDist) and isinstance(alone, LabelDist)
+        assert after.logprobs == alone.logprobs and after.top == alone.top  # bit for bit
+        assert after.n_evaluated_tokens < after.n_prompt_tokens  # the likelihood call's KV prefix was reused
+        assert (after.n_prompt_tokens - after.n_evaluated_tokens) % 32 == 0  # in whole batches only
+        reuse.sequence_logprobs([(conditional_prompt(_CONTEXT), _REPLY)])
+
+
+def test_likelihood_answer_does_not_depend_on_what_ran_before(reuse, scratch):
+    request = (conditional_prompt(_CONTEXT), _REPLY)
+    (alone,) = scratch.sequence_logprobs([request])
+    reuse.llm.reset()
+    reuse.label_logprobs([_label_prompt(_REPLY)], [" Yes", " No"])
+    (after_label,) = reuse.sequence_logprobs([request])
+    (after_itself,) = reuse.sequence_logprobs([request])
+    for got in (after_label, after_itself):
+        assert isinstance(got, TokenLogprobs) and isinstance(alone, TokenLogprobs)
+        assert got.logprobs == alone.logprobs  # bit for bit
+    assert isinstance(after_itself, TokenLogprobs) and isinstance(alone, TokenLogprobs)
+    assert after_itself.n_evaluated_tokens < alone.n_evaluated_tokens  # reused, and still equal
+    assert len(alone.logprobs) == len(reuse._tok(_REPLY)) and alone.n_evaluated_tokens == (
+        alone.n_prompt_tokens + len(alone.logprobs) - 1)  # the prompt, then one decode per reply token but the last
+
+
+def test_a_likelihood_method_on_the_mock_backend_fails_clearly():
+    """The mock backend reads no per-token log-probabilities (its label answers are hashes, not a model),
+    so a likelihood method on it is refused with the reason, before any item is scored."""
+    spec = MethodSpec(type="likelihood", backend="mock")
+    items = _items()[:1]
+    with pytest.raises(InputError, match=r"backend 'mock' cannot read the log-probabilities of a reply"):
+        build_scorer(spec, items)
+
+
+def test_label_cache_keys_are_unchanged():
+    """Likelihood answers live in their own table with their own keys; a label answer's key is what it was
+    before likelihood methods existed (these values were computed on the code without them)."""
+    backend = create_backend("mock", None, GenerateConfig())
+    assert backend.capabilities.sequence_logprobs is False
+    assert cache_key(backend, Prompt("Is this reply good? Answer:"), [" Yes", " No"], 20) == (
+        "ac9e5dc599d4b0fcceb629102b6b91d0a8fb83e81689ff350d8d11d73638a811")
+    assert cache_key(backend, Prompt("Is this reply good? Answer:", chat=True, shared=5), [" Yes", " No"], 20) == (
+        "38201f1ca8ec52302a30fe474311aaaad6d44360a66b41e0f3f583952bc175ed")
+
+
+def test_likelihood_methods_are_reference_free_and_never_use_the_future(smollm2):
+    kinds = method_kinds(MethodSpec(type="likelihood"))
+    assert kinds.reads == frozenset() and kinds.label == "reference-free" and not kinds.uses_future
+    assert LikelihoodScorer(smollm2, "pmi").reads() == frozenset()
+    # An ensemble of a likelihood member and a reference-free prompt stays reference-free.
+    assert method_kinds(named_method("criteria-pmi")).label == "reference-free"
