@@ -83,13 +83,14 @@ def fault_server_part(args: argparse.Namespace) -> None:
 
 
 def llama_server_part(args: argparse.Namespace) -> None:
+    from judge.backends.llamacpp_cpu import llama_server_command
     from judge.models import resolve_model_path
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model_path(None)), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--n_threads", str(args.threads)]
+    cmd = llama_server_command(["--model", str(resolve_model_path(None)), "--host", "127.0.0.1", "--port", str(port),
+                                "--n_ctx", "2048", "--n_threads", str(args.threads)])
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -27,6 +27,7 @@ the scheduled rows equal the one-by-one rows. Exit status 1 when a target is mis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -100,12 +101,20 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def raw_pass(spec: dict[str, Any]) -> dict[str, Any]:
-    """llama-cpp-python alone: each prompt's token ids evaluated from an empty KV cache."""
+    """llama-cpp-python alone: each prompt's token ids evaluated from an empty KV cache. Only the model load
+    borrows judge's setting for machines that trap AMX, so that both sides run the same kernels."""
     import llama_cpp
 
-    llm = llama_cpp.Llama(model_path=spec["model_path"], n_ctx=spec["n_ctx"], n_threads=spec["threads"],
-                          n_threads_batch=spec["threads"], n_batch=512, logits_all=False, verbose=False,
-                          **spec.get("options", {}))
+    load: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if not spec["extra_buffers"]:
+        sys.path.insert(0, str(ROOT))
+        from judge.backends.llamacpp_cpu import without_extra_buffers
+
+        load = without_extra_buffers(llama_cpp)
+    with load:  # the same kernels judge's backend uses on this machine (docs/backends.md, AMX)
+        llm = llama_cpp.Llama(model_path=spec["model_path"], n_ctx=spec["n_ctx"], n_threads=spec["threads"],
+                              n_threads_batch=spec["threads"], n_batch=512, logits_all=False, verbose=False,
+                              **spec.get("options", {}))
     prompts = spec["prompts"]
     llm.reset()
     llm.eval(prompts[0][:64])  # warm-up, untimed
@@ -128,7 +137,7 @@ def subprocess_pass(spec: dict[str, Any]) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def raw_prompts(data_dir: str, limit: int, threads: int) -> tuple[list[list[int]], str, int]:
+def raw_prompts(data_dir: str, limit: int, threads: int) -> tuple[list[list[int]], str, int, bool]:
     """Token ids of the ``criteria-1`` prompts, exactly as judge sends them (chat template included),
     made with judge's own prompt building before the raw pass, which then runs without judge."""
     sys.path.insert(0, str(ROOT))
@@ -148,8 +157,9 @@ def raw_prompts(data_dir: str, limit: int, threads: int) -> tuple[list[list[int]
     backend = judge.backend
     toks = [backend.tokens(judge.build_prompt(it)[0]) for it in items]  # type: ignore[attr-defined]
     path, n_ctx = str(backend.path), backend.capabilities.max_context  # type: ignore[attr-defined]
+    extra = bool(backend.extra_buffers)  # type: ignore[attr-defined]
     backends.close()
-    return toks, path, n_ctx
+    return toks, path, n_ctx, extra
 
 
 def main() -> int:
@@ -196,9 +206,9 @@ def main() -> int:
     plan.append(("criteria-1 again", spec("criteria-1b", crit[:1])))
 
     results: dict[str, dict[str, Any]] = {}
-    toks, model_path, n_ctx = raw_prompts(data_dir, args.items, args.threads)
+    toks, model_path, n_ctx, extra = raw_prompts(data_dir, args.items, args.threads)
     results["raw"] = subprocess_pass({"raw": True, "name": "raw", "prompts": toks, "model_path": model_path,
-                                      "n_ctx": n_ctx, "threads": args.threads})
+                                      "n_ctx": n_ctx, "threads": args.threads, "extra_buffers": extra})
     for label, s in plan:
         print(f"... {label}", file=sys.stderr, flush=True)
         if label == "fedq-9-each":

@@ -93,10 +93,10 @@ def llama_server(tmp_path_factory):
     free loopback port; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it afterwards."""
     import socket
     import subprocess
-    import sys
     import time
     import urllib.request
 
+    from judge.backends.llamacpp_cpu import llama_server_command
     from judge.models import resolve_model_path
 
     pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
@@ -104,8 +104,8 @@ def llama_server(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_model_path(None)),
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
+    cmd = llama_server_command(["--model", str(resolve_model_path(None)), "--host", "127.0.0.1", "--port", str(port),
+                                "--n_ctx", "2048", "--n_threads", "2"])
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -65,3 +65,44 @@ def test_a_model_without_extra_buffers_scores_like_the_default_and_keys_apart(tm
     finally:
         default.close()
         plain.close()
+
+
+@pytest.mark.slow
+def test_llama_server_runs_without_extra_buffers_where_the_probe_failed(monkeypatch, tmp_path):
+    """The server the API tests and benchmarks start has no option for extra buffers: where the probe
+    failed, the command sets them off in the server's process, which then answers a real completion."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    from judge.backends.llamacpp_cpu import llama_server_command
+
+    monkeypatch.setattr("judge.backends.llamacpp_cpu.extra_buffers_usable", lambda *a: False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = llama_server_command(["--model", str(resolve_model_path(None)), "--host", "127.0.0.1",
+                                "--port", str(port), "--n_ctx", "512", "--n_threads", "2"])
+    assert cmd[1] == "-c" and "use_extra_bufts = False" in cmd[2]
+    log = tmp_path / "server.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        body = json.dumps({"prompt": "The capital of France is", "max_tokens": 1, "logprobs": 2}).encode()
+        while True:
+            assert proc.poll() is None, log.read_text()[-2000:]
+            try:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=body,
+                                             headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    answer = json.loads(r.read())
+                break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.5)
+        assert answer["choices"][0]["logprobs"]["top_logprobs"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

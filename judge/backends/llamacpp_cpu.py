@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,13 +99,36 @@ def without_extra_buffers(llama_cpp: Any) -> Iterator[None]:
         return p
 
     with _lock:
-        low.llama_model_default_params = params
-        top_original = getattr(llama_cpp, "llama_model_default_params", None)
-        if top_original is not None:
-            llama_cpp.llama_model_default_params = params
+        low.llama_model_default_params = params  # what Llama() reads when it builds a model's parameters
         try:
             yield
         finally:
             low.llama_model_default_params = original
-            if top_original is not None:
-                llama_cpp.llama_model_default_params = top_original
+
+
+_SERVER = """
+import runpy, sys, llama_cpp
+low = llama_cpp.llama_cpp
+default = low.llama_model_default_params
+def params():
+    p = default()
+    p.use_extra_bufts = False
+    return p
+low.llama_model_default_params = params
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+
+
+def llama_server_command(args: Sequence[str]) -> list[str]:
+    """The command that runs ``python -m llama_cpp.server`` with ``args`` on this machine: as it is, or,
+    where the AMX probe failed, with llama.cpp's extra buffer types off for the server's whole life (the
+    server has no option for it, and would die of SIGILL on its first prompt)."""
+    import llama_cpp
+
+    from ..cache import default_cache_path
+    from ..models import resolve_model_path
+
+    if extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent):
+        return [sys.executable, "-m", "llama_cpp.server", *args]
+    return [sys.executable, "-c", _SERVER, *args]
