@@ -63,6 +63,29 @@ def smollm2():
     backend.close()
 
 
+@pytest.fixture(scope="session")
+def reuse():
+    """SmolLM2 reusing the KV prefix with ``n_batch=32``, so that prompts of a few dozen tokens reuse whole
+    batches (the prefix-reuse and likelihood tests compare it with ``scratch``)."""
+    from judge.backends import create_backend
+    from judge.config import GenerateConfig
+
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="session")
+def scratch():
+    """SmolLM2 evaluating every prompt from an empty KV cache (``reuse_prefix=False``), same batches."""
+    from judge.backends import create_backend
+    from judge.config import GenerateConfig
+
+    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False, n_batch=32)
+    yield backend
+    backend.close()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_home(tmp_path_factory):
     """Keep the whole suite (CLI subprocesses included) out of the user's home: HOME, XDG_CACHE_HOME,

@@ -119,20 +119,6 @@ def test_config_errors_name_file_and_key(tmp_path):
 # A reusing backend and one that evaluates every prompt from an empty cache, both with n_batch=32 so that
 # prompts of a few dozen tokens reuse whole batches (as in test_prefix_reuse.py).
 
-@pytest.fixture(scope="module")
-def reuse():
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
-def scratch():
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False, n_batch=32)
-    yield backend
-    backend.close()
-
-
 _CONTEXT = (Turn(USER, "I have been learning to bake sourdough bread at home, but my loaves come out flat and dense "
                        "every time, even though the starter bubbles nicely. What am I doing wrong?"),)
 _REPLY = " Your dough may be over-proofed: shorten the second rise and shape it with more tension."

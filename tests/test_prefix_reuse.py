@@ -24,20 +24,6 @@ from judge.selectors import get_selector
 
 
 @pytest.fixture(scope="module")
-def reuse():
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
-def scratch():
-    backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False, n_batch=32)
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
 def fed(data_dir):
     return load_benchmark("fed-turn", data_dir)
 
