@@ -252,3 +252,20 @@ def test_sigkill_of_a_scheduled_run_then_rerun_matches_uninterrupted_run(tmp_pat
     assert rerun.returncode == 0, rerun.stderr
     assert _cells(tmp_path / "out") == _cells(tmp_path / "ref")
     assert f"{2 * n - done} misses" in rerun.stderr, rerun.stderr
+
+
+def test_check_passes_where_a_familys_model_is_not_installed(tmp_path, data_dir, capsys):
+    """The family lines are a report: a model that is not there yet (a packaged Qwen not installed, a GGUF
+    not downloaded) gives the shared prefixes in characters and says why; the check itself passes, and the
+    run stops on the model with the same message."""
+    from judge.cli import main
+
+    config = tmp_path / "check.toml"
+    config.write_text('name = "c"\nlimit = 3\ndatasets = [{ name = "fed-turn", qualities = ["Overall", "Fluent"] }]\n'
+                      '[defaults]\nmodel = "/nonexistent/judge.gguf"\n'
+                      '[[methods]]\nname = "fedq"\nprompt = "fedq"\n')
+    assert main(["run", str(config), "--data-dir", str(data_dir), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "note: family prefixes of /nonexistent/judge.gguf in characters:" in out
+    assert "neither a packaged model" in out
+    assert "family fedq-turn on fed-turn: 2 prompts" in out and " characters per prompt" in out

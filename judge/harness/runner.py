@@ -22,7 +22,7 @@ from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
 from ..engine import check_names as engine_check_names
 from ..engine.build import backend_key
 from ..engine.schedule import LaneCost, family_shares
-from ..errors import InputError, MissingInputError, UnknownNameError
+from ..errors import BackendError, InputError, MissingInputError, UnknownNameError
 from ..io import atomic_write_text
 from ..items import Item
 from ..qualities import Quality
@@ -326,17 +326,24 @@ def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:
     from ..backends.llamacpp import vocab_tokenizer
     from ..backends.registry import BACKENDS
 
-    tokenizers: dict[str | None, Callable[[str], list[int]]] = {}
+    tokenizers: dict[str | None, Callable[[str], list[int]] | None] = {}
+    notes: list[str] = []
 
     def tokenizer(spec: MethodSpec) -> Callable[[str], list[int]] | None:
         if BACKENDS.canonical(spec.backend) != "llamacpp":
             return None
         if spec.model not in tokenizers:
-            tokenizers[spec.model] = vocab_tokenizer(spec.model)
+            # The report is informational: a model not installed yet (the run itself will stop on it, with
+            # the same message) gives the prefixes in characters instead of failing the check.
+            try:
+                tokenizers[spec.model] = vocab_tokenizer(spec.model)
+            except BackendError as exc:
+                tokenizers[spec.model] = None
+                notes.append(f"note: family prefixes of {spec.model or 'the default model'} in characters: {exc}")
         return tokenizers[spec.model]
 
     shares = family_shares([(c.dataset, p, c.items) for c, p in prepared], tokenizer)
-    return [s.describe() for s in shares]
+    return [*notes, *(s.describe() for s in shares)]
 
 
 def _row_seed(cell: Cell) -> int | None:
