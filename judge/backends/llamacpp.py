@@ -48,6 +48,12 @@ def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
     return lambda text: list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
 
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-probabilities from logits, shifted by the maximum so that exp never overflows."""
+    top = logits.max()
+    return logits - (top + np.log(np.exp(logits - top).sum()))
+
+
 class LlamaCppBackend(Backend):
     """A GGUF model run in-process by llama-cpp-python."""
 
@@ -222,9 +228,7 @@ class LlamaCppBackend(Backend):
             llm.eval(toks[keep:tail])
         llm.eval(toks[tail:])
         self._marks = [*starts, len(toks)]
-        ptr = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-        logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
-        return logits, len(toks) - keep
+        return self._last_logits(), len(toks) - keep
 
     def _extend(self, token: int) -> np.ndarray:
         """Append one token to what ``_eval`` left in the KV cache, as a batch of its own, and return the
@@ -236,7 +240,11 @@ class LlamaCppBackend(Backend):
         self._marks = []  # a failed decode leaves nothing to reuse
         llm.eval([token])
         self._marks = [*marks, position, position + 1]
-        ptr = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        return self._last_logits()
+
+    def _last_logits(self) -> np.ndarray:
+        """The logits of the last position decoded (the only one llama.cpp keeps: ``logits_all`` is off)."""
+        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
 
     def label_logprobs(
@@ -255,9 +263,7 @@ class LlamaCppBackend(Backend):
                 out.append(self._decode_failure(len(toks), exc))
                 continue
             self.tokens_evaluated += n_eval
-            m = logits.max()
-            logz = m + np.log(np.exp(logits - m).sum())
-            lp = logits - logz
+            lp = log_softmax(logits)
             cands = {c: float(lp[i]) for c in candidates if (i := self._candidate_id(c)) is not None}
             top_idx = np.argpartition(-lp, top_n)[:top_n] if top_n < len(lp) else np.arange(len(lp))
             top_idx = top_idx[np.argsort(-lp[top_idx], kind="stable")]

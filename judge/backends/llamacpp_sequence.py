@@ -10,14 +10,9 @@ its prompt and its answer depends on the prompt and the reply only, never on wha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from .base import Failure, Prompt, TokenLogprobs, too_long
-
-if TYPE_CHECKING:
-    from .llamacpp import LlamaCppBackend
+from .llamacpp import LlamaCppBackend, log_softmax
 
 
 def sequence_logprobs(backend: LlamaCppBackend, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
@@ -55,7 +50,5 @@ def _evaluate(backend: LlamaCppBackend, prefix: list[int], cont: list[int]) -> t
         if j:
             logits = backend._extend(cont[j - 1])
             evaluated += 1
-        top = logits.max()
-        logz = top + np.log(np.exp(logits - top).sum())
-        lps.append(float(logits[target] - logz))
+        lps.append(float(log_softmax(logits)[target]))
     return lps, evaluated
