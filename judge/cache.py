@@ -9,6 +9,7 @@ Nothing secret goes in: backends keep API keys out of ``settings()``, and the ke
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -38,14 +39,17 @@ def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n
                 int(top_n), backend.settings()]
     if prompt.shared and backend.capabilities.split_shared:
         material.append({"shared": prompt.shared})  # absent otherwise: the keys of unsplit prompts stay as they were
-    blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return _digest(material)
 
 
 def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
     """sha256 over everything that can change a continuation's per-token log-probabilities."""
     material = [SCHEMA_VERSION, "sequence", backend.name, backend.model_id, prompt.text, bool(prompt.chat),
                 continuation, backend.settings()]
+    return _digest(material)
+
+
+def _digest(material: list[object]) -> str:
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -103,9 +107,12 @@ class Cache:
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
         self._db.execute("PRAGMA synchronous = NORMAL")
-        self._retry_locked(lambda: self._db.execute(
-            "CREATE TABLE IF NOT EXISTS dists (key TEXT PRIMARY KEY, backend TEXT NOT NULL, model TEXT NOT NULL, "
-            "value TEXT NOT NULL, created REAL NOT NULL)"))
+        # Label answers in `dists`; per-token answers (likelihood methods) in `sequences`, so that their keys
+        # never meet (a file written before `sequences` existed gets it here).
+        for table in ("dists", "sequences"):
+            create = (f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
+                      "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)")
+            self._retry_locked(functools.partial(self._db.execute, create))
 
     @staticmethod
     def _retry_locked(fn: Callable[[], object], tries: int = 50) -> object:
@@ -139,16 +146,9 @@ class Cache:
                 "INSERT OR REPLACE INTO dists (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
-    def _sequences(self) -> None:
-        """The table of per-token answers, created on first use (files written before it lack it)."""
-        self._retry_locked(lambda: self._db.execute(
-            "CREATE TABLE IF NOT EXISTS sequences (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
-            "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)"))
-
     def get_sequence(self, key: str) -> TokenLogprobs | None:
         """A cached per-token answer (likelihood methods), in its own table so label keys never meet it."""
         with self._lock:
-            self._sequences()
             row = self._db.execute("SELECT value FROM sequences WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -158,7 +158,6 @@ class Cache:
     def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
         value = json.dumps({"logprobs": result.logprobs, "n_prompt_tokens": result.n_prompt_tokens}, allow_nan=True)
         with self._lock:
-            self._sequences()
             self._retry_locked(lambda: self._db.execute(
                 "INSERT OR REPLACE INTO sequences (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
