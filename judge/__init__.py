@@ -59,7 +59,9 @@ def make_judge(
     ``score`` call (each item's own conversation kept out). ``quality`` is a :class:`Quality` or its
     name, read from the ``pool``'s items (their set's qualities, the scales they declare) or, without a
     pool, from the registered benchmark sets (``"appropriateness"``). This is a :class:`MethodSpec`
-    built through the same builder as every command."""
+    built through the same builder as every command. Other kinds of method (likelihood signals,
+    ensembles, classic scorers, the presets by name) are specs too: ``build_scorer(spec, items)``, with
+    ``judge.engine.named_method`` for a method by name."""
     if isinstance(quality, str):
         quality = _quality_named(quality, pool)
     spec = MethodSpec.from_mapping({

@@ -115,3 +115,42 @@ def test_serve_runs_a_named_method(methods_file: Path, tmp_path: Path):
         assert row["method"] == "words" and row["score"] == len(example_records()[0]["response"].split())
     finally:
         srv.stop()
+
+
+def test_runtime_flags_apply_to_every_model_the_method_runs():
+    """--backend, --model, --threads, --n-ctx, --no-cache and --backend-option reach both members of an
+    ensemble preset; the method's own prompt and signal stay."""
+    from judge.cli import build_parser
+    from judge.cli.options import spec_from_args
+
+    args = build_parser().parse_args(["score", str(EXAMPLES), "--method", "criteria-pmi", "--backend", "mock",
+                                      "--model", "m.gguf", "--threads", "1", "--n-ctx", "1024", "--no-cache",
+                                      "--backend-option", "n_batch=64"])
+    spec = spec_from_args(args)
+    criteria, pmi = spec.members
+    assert (criteria.prompt, pmi.type, pmi.signal) == ("yesno-criteria", "likelihood", "pmi")
+    for member in spec.members:
+        assert (member.backend, member.model, dict(member.options)) == ("mock", "m.gguf", {"n_batch": 64})
+        gen = member.generate
+        assert (gen.threads, gen.max_context, gen.cache, gen.batch_size) == (1, 1024, False, 16)
+    untouched = spec_from_args(build_parser().parse_args(["score", str(EXAMPLES), "--method", "criteria-pmi"]))
+    assert untouched == named_method("criteria-pmi")
+
+
+def test_method_defining_flags_are_refused_not_ignored(methods_file: Path):
+    """Every flag that would change what the method is gets named, instead of being quietly dropped."""
+    proc = _judge("score", str(EXAMPLES), "--method", "criteria", "--top-k", "5", "--selector", "bm25", "--k", "2",
+                  "--no-group-guard", "--fit", "cv")
+    assert proc.returncode == 2
+    assert "drop --top-k, --selector, --k, --no-group-guard, --fit" in proc.stderr
+
+
+def test_a_preset_runs_on_the_mock_backend_like_its_prompt(tmp_path: Path):
+    """``--method criteria --backend mock`` scores the rows ``--prompt yesno-criteria`` scores (names aside)."""
+    named, direct = tmp_path / "named.jsonl", tmp_path / "direct.jsonl"
+    assert _judge("score", str(EXAMPLES), "--method", "criteria", "--backend", "mock", "--name", "c",
+                  "-o", str(named)).returncode == 0
+    assert _judge("score", str(EXAMPLES), "--prompt", "yesno-criteria", "--backend", "mock", "--name", "c",
+                  "-o", str(direct)).returncode == 0
+    rows = [json.loads(x) for x in named.read_text().splitlines()]
+    assert rows and rows == [json.loads(x) for x in direct.read_text().splitlines()]

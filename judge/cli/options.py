@@ -23,7 +23,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
     g.add_argument("--method", default=None, metavar="NAME",
                    help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-ref-user; "
-                   "judge/presets.toml) or one of --methods-file; --model, --threads and --name still apply")
+                   "judge/presets.toml) or one of --methods-file. The flags of where and how to run it apply (--backend, "
+                   "--model, --threads, --n-ctx, API and cache flags, --chat, --name); flags that define a method "
+                   "(--prompt, --selector, --top-k, ...) are refused beside it")
     g.add_argument("--methods-file", default=None, metavar="FILE",
                    help="TOML file of [[methods]] tables, as in a judge run config, that --method names")
     g.add_argument("--template", default=None, help="path to your own Jinja2 template (overrides --prompt)")
@@ -222,31 +224,41 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
     return _single_from_args(args, seeds)
 
 
+#: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
+#: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
+#: context, batching, API and cache settings, --chat) apply to every model the method runs.
+METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "top_k", "rule", "selector", "k", "seed",
+                "pool", "group_guard", "example_order", "manual_set", "weights", "combine", "fit",
+                "scorer_model", "scorer_option", "seeds")
+_FLAG_NAMES = {"group_guard": "--no-group-guard"}
+
+
+def _flag_defaults() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(add_help=False)
+    add_judge_options(parser)
+    return parser.parse_args([])
+
+
 def _named_from_args(args: argparse.Namespace) -> MethodSpec:
-    """``--method NAME``: the named method with --model, --threads, --name and the cache flags applied."""
-    from ..engine.named import named_method, with_model
+    """``--method NAME``: the named method, run where and how the runtime flags say."""
+    from ..engine.named import named_method, with_runtime
 
     if not args.method:
         raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
-    given = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template),
-                                      ("--scorer", args.scorer), ("--member", args.member),
-                                      ("--likelihood", getattr(args, "likelihood", None))) if value]
+    defaults = _flag_defaults()
+    given = [_FLAG_NAMES.get(dest, "--" + dest.replace("_", "-")) for dest in METHOD_FLAGS
+             if getattr(args, dest, None) not in (None, getattr(defaults, dest, None))]
     if given:
         raise InputError(f"--method names the whole method; drop {', '.join(given)} (or write the method into a "
                          "--methods-file)", field="--method")
-    spec = with_model(named_method(args.method, args.methods_file), args.model, args.threads)
-    spec = _with_cache(spec, args.cache, args.cache_path)
+    mine, default = generate_settings(args), generate_settings(defaults)
+    generate = {key: value for key, value in mine.items() if key != "seed" and value != default[key]}
+    backend = args.backend if args.backend != defaults.backend else None
+    spec = with_runtime(named_method(args.method, args.methods_file), backend=backend, model=args.model,
+                        options=backend_options(args), generate=generate)
     if args.allow_future:
         spec = replace(spec, allow_future=True)
     return replace(spec, name=args.name) if args.name else spec
-
-
-def _with_cache(spec: MethodSpec, cache: bool, path: str | None) -> MethodSpec:
-    if spec.type == "ensemble":
-        return replace(spec, members=tuple(_with_cache(m, cache, path) for m in spec.members))
-    if spec.type == "classic":
-        return spec
-    return replace(spec, generate=replace(spec.generate, cache=cache, cache_path=path or spec.generate.cache_path))
 
 
 def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:

@@ -4,9 +4,11 @@ harness, ``judge serve``, ``make_judge``, benchmark scripts) translates its inpu
 :class:`MethodSpec` and comes through here."""
 
 from .build import BackendPool, Prepared, build, build_scorer, check_names, prepare, resolve_prompt
+from .named import load_methods, named_method, with_runtime
 from .rows import ROW_KEYS, item_row
 from .run import run_rows, run_rows_together, score_rows
 from .spec import MethodSpec
 
 __all__ = ["ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
-           "item_row", "prepare", "resolve_prompt", "run_rows", "run_rows_together", "score_rows"]
+           "item_row", "load_methods",
+           "named_method", "prepare", "resolve_prompt", "run_rows", "run_rows_together", "score_rows", "with_runtime"]

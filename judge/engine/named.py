@@ -9,8 +9,10 @@ A methods file holds ``[[methods]]`` tables exactly as a ``judge run`` config do
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError, UnknownNameError
 from .spec import MODEL_TYPES, MethodSpec
@@ -50,11 +52,18 @@ def named_method(name: str, methods_file: str | Path | None = None) -> MethodSpe
     return methods[name]
 
 
-def with_model(spec: MethodSpec, model: str | None, threads: int | None) -> MethodSpec:
-    """``spec`` with ``--model`` / ``--threads`` applied to every method that runs a model (members too)."""
+def with_runtime(spec: MethodSpec, *, backend: str | None = None, model: str | None = None,
+                 options: Mapping[str, object] | None = None,
+                 generate: Mapping[str, Any] | None = None) -> MethodSpec:
+    """``spec`` with where-and-how-to-run settings applied to every method that runs a model (members too):
+    the backend, the model, backend options (added to the method's own) and :class:`GenerateConfig`
+    fields. None (and an empty mapping) leaves the method's own setting."""
     if spec.type == "ensemble":
-        return replace(spec, members=tuple(with_model(m, model, threads) for m in spec.members))
+        return replace(spec, members=tuple(with_runtime(m, backend=backend, model=model, options=options, generate=generate)
+                                                for m in spec.members))
     if spec.type not in MODEL_TYPES:
         return spec
-    gen = replace(spec.generate, threads=threads) if threads is not None else spec.generate
-    return replace(spec, model=model if model is not None else spec.model, generate=gen)
+    gen = replace(spec.generate, **generate) if generate else spec.generate
+    merged = {**spec.options, **options} if options else spec.options
+    return replace(spec, backend=backend or spec.backend, model=model if model is not None else spec.model,
+                   options=merged, generate=gen)
