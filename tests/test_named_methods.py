@@ -44,9 +44,9 @@ def methods_file(tmp_path: Path) -> Path:
 
 def test_every_preset_parses_and_prepares():
     methods = load_methods(PRESETS)
-    assert {"yesno", "criteria", "pmi", "criteria-pmi", "criteria-ref-user"} <= set(methods)
+    assert {"yesno", "criteria", "pmi", "criteria-pmi", "criteria-pmi-pmimax", "criteria-ref-user"} <= set(methods)
     items = [it for it in load_items(str(EXAMPLES)) if it.level == "turn"]
-    for name in ("yesno", "criteria", "pmi", "criteria-pmi"):
+    for name in ("yesno", "criteria", "pmi", "criteria-pmi", "criteria-pmi-pmimax"):
         assert prepare(methods[name], items).spec.name == name
     assert named_method("criteria-pmi").members[1].type == "likelihood"
 
@@ -55,7 +55,7 @@ def test_preset_kinds_come_from_what_their_methods_read():
     """Reports classify a preset by its members' declarations; the one that reads the next user turn opts
     in with allow_future (so judge score and bench run it, labelled uses-future) and is refused by serve."""
     methods = load_methods(PRESETS)
-    for name in ("yesno", "criteria", "pmi", "criteria-pmi"):
+    for name in ("yesno", "criteria", "pmi", "criteria-pmi", "criteria-pmi-pmimax"):
         kinds = method_kinds(methods[name])
         assert (kinds.label, methods[name].allow_future) == ("reference-free", False), name
     ref_user = methods["criteria-ref-user"]

@@ -22,7 +22,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--prompt", default=None, help="built-in prompt name (default: yesno); 'fed' picks the FED rating "
                    f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
     g.add_argument("--method", default=None, metavar="NAME",
-                   help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-ref-user; "
+                   help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-pmi-pmimax, criteria-ref-user; "
                    "judge/presets.toml) or one of --methods-file. The flags of where and how to run it apply (--backend, "
                    "--model, --threads, --n-ctx, API and cache flags, --chat, --name); flags that define a method "
                    "(--prompt, --selector, --top-k, ...) are refused beside it")
