@@ -65,6 +65,7 @@ def test_llamacpp_options_judge_sets_itself_point_at_the_flag(option, instead):
     assert f"is set by judge; use {instead}" in proc.stderr and "multiple values" not in proc.stderr
 
 
+@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_llamacpp_options_are_part_of_the_cache_key(tmp_path):
     """Flash attention moves SmolLM2's probabilities (by up to .03 on DailyDialog prompts): a run with
     ``--backend-option flash_attn=true`` must not be served the default run's cached answers, and the

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 RATED = FIXTURES / "rated_0to2.jsonl"  # 8 items, overall on a declared 0-2 scale, two empty responses
@@ -48,6 +50,7 @@ def test_scale_flag_declares_a_scale_the_file_does_not(tmp_path):
     assert proc.returncode == 2 and "scores.overall" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     records = json.loads((data_dir / "dstc10_track5" / "dailydialog-zhao_eval.json").read_text())[::60]
     path = tmp_path / "mybot_eval.json"
@@ -59,6 +62,7 @@ def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     assert "dataset   mybot" in proc.stdout and f"n         {len(records)}" in proc.stdout
 
 
+@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_the_two_newer_dstc10_sets_by_name():
     for name, quality in (("PZ", "appropriateness"), ("convai2-grade", "relevance")):
         proc = _cli("bench", "--dataset", name, "--data-dir", str(FIXTURES), "--threads", "2", "--limit", "6")

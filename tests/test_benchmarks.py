@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     """Two timed DailyDialog-Zhao items, 1-shot, SmolLM2: the defaults against flash attention in ABBA
     order; the table has a ratio per setting (1.00x for the baseline) and the largest score difference

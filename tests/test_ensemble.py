@@ -192,6 +192,7 @@ def test_config_errors_name_the_entry(tmp_path):
     assert ok.with_overrides(methods=["ens-x"] if False else [ens.name]).methods == (ens,)
 
 
+@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path):
     """`judge bench FILE --member ... --member ...` prints the ensemble's statistics; its rows equal a
     `judge score` of the same members (both build through the engine)."""

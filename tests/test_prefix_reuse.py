@@ -38,7 +38,8 @@ def _same(a, b):
 
 @pytest.mark.parametrize("prompt, quality, selector, k", [
     ("fed-turn-interesting", "Interesting", "manual", 3),  # rating 0-2, the same 3 examples for every item
-    ("yesno", "Overall", "bm25-context", 2),  # yes/no, examples differ per item (reordering groups shared ones)
+    # yes/no, examples differ per item (reordering groups shared ones); 25 s, so in the slow suite
+    pytest.param("yesno", "Overall", "bm25-context", 2, marks=pytest.mark.slow),
 ])
 def test_reuse_and_reordering_match_from_scratch(reuse, scratch, fed, prompt, quality, selector, k):
     q = find_quality(quality, "turn")

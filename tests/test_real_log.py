@@ -124,6 +124,7 @@ def test_missing_optional_fields(items):
     assert a.references == () and a.fact is None and a.next_user is None
 
 
+@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_judge_score_scores_the_whole_log_with_its_flags(tmp_path):
     """Real SmolLM2 through `judge score`: every line scored (none refused, none failed), flags in the rows."""
     out = tmp_path / "scores.jsonl"
