@@ -154,3 +154,15 @@ def test_a_preset_runs_on_the_mock_backend_like_its_prompt(tmp_path: Path):
                   "-o", str(direct)).returncode == 0
     rows = [json.loads(x) for x in named.read_text().splitlines()]
     assert rows and rows == [json.loads(x) for x in direct.read_text().splitlines()]
+
+
+def test_another_backend_without_a_model_drops_the_methods_model():
+    """As ``judge run --backend``: a model named for one backend is not sent to another; its default runs."""
+    from judge.engine.named import with_runtime
+
+    spec = named_method("criteria-pmi")
+    pinned = with_runtime(spec, model="qwen2.5-coder-1.5b")
+    assert [m.model for m in pinned.members] == ["qwen2.5-coder-1.5b"] * 2
+    assert [m.model for m in with_runtime(pinned, backend="mock").members] == [None, None]
+    assert [m.model for m in with_runtime(pinned, backend="mock", model="m").members] == ["m", "m"]
+    assert with_runtime(pinned, generate={"threads": 1}).members[0].model == "qwen2.5-coder-1.5b"

@@ -10,5 +10,5 @@ from .run import run_rows, run_rows_together, score_rows
 from .spec import MethodSpec
 
 __all__ = ["ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
-           "item_row", "load_methods",
-           "named_method", "prepare", "resolve_prompt", "run_rows", "run_rows_together", "score_rows", "with_runtime"]
+           "item_row", "load_methods", "named_method", "prepare", "resolve_prompt", "run_rows", "run_rows_together",
+           "score_rows", "with_runtime"]

@@ -57,13 +57,17 @@ def with_runtime(spec: MethodSpec, *, backend: str | None = None, model: str | N
                  generate: Mapping[str, Any] | None = None) -> MethodSpec:
     """``spec`` with where-and-how-to-run settings applied to every method that runs a model (members too):
     the backend, the model, backend options (added to the method's own) and :class:`GenerateConfig`
-    fields. None (and an empty mapping) leaves the method's own setting."""
+    fields. None (and an empty mapping) leaves the method's own setting, except that another backend
+    without a model drops the method's model (one named for llama.cpp means nothing to another backend):
+    the backend's default runs. ``judge run``'s overrides and ``--method`` both come through here."""
     if spec.type == "ensemble":
-        return replace(spec, members=tuple(with_runtime(m, backend=backend, model=model, options=options, generate=generate)
-                                                for m in spec.members))
+        members = tuple(with_runtime(m, backend=backend, model=model, options=options, generate=generate)
+                        for m in spec.members)
+        return replace(spec, members=members)
     if spec.type not in MODEL_TYPES:
         return spec
     gen = replace(spec.generate, **generate) if generate else spec.generate
     merged = {**spec.options, **options} if options else spec.options
-    return replace(spec, backend=backend or spec.backend, model=model if model is not None else spec.model,
+    own_model = None if backend else spec.model
+    return replace(spec, backend=backend or spec.backend, model=model if model is not None else own_model,
                    options=merged, generate=gen)

@@ -16,7 +16,8 @@ from typing import Any
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
-from ..engine.spec import MODEL_TYPES, MethodSpec, spec_field_types
+from ..engine.named import with_runtime
+from ..engine.spec import MethodSpec, spec_field_types
 from ..errors import InputError, JudgeError
 from ..qualities import Scale, parse_scale
 from ..results import slug
@@ -128,16 +129,8 @@ class Experiment:
     ) -> Experiment:
         """The experiment with command-line overrides applied (backend/model/threads: every LLM method;
         ``datasets``: keep only these of the config's sets, by name or abbreviation)."""
-        def override(m: MethodSpec) -> MethodSpec:
-            if m.type == "ensemble":
-                return replace(m, members=tuple(override(x) for x in m.members))
-            if m.type not in MODEL_TYPES:
-                return m
-            gen = replace(m.generate, threads=threads) if threads is not None else m.generate
-            return replace(m, backend=backend or m.backend,
-                           model=model if model is not None else (None if backend else m.model), generate=gen)
-
-        chosen = [override(m) for m in self.methods]
+        generate = {"threads": threads} if threads is not None else None
+        chosen = [with_runtime(m, backend=backend, model=model, generate=generate) for m in self.methods]
         if methods is not None:
             known = [m.name for m in self.methods]
             missing = [x for x in methods if x not in known]
