@@ -7,6 +7,8 @@ peak memory are its own. In one run it measures:
 * ``criteria-1``: ``yesno-criteria`` on N Topical-USR items (the baseline, run first and last);
 * ``criteria-6``: the six prompts of the criteria family (``prompts/_criteria.j2``) on the same items,
   as one ``judge run`` (scheduled by prefix: docs/harness.md);
+* ``criteria-5``: its five yes/no prompts, which share everything before the question (``rating-criteria``
+  says how to answer in its first line, so it shares no prefix with them);
 * ``criteria-6-each``: the same six methods one ``judge run`` each (what a run cost before scheduling,
   and the rows the scheduled run must reproduce byte for byte);
 * ``fedq-1`` / ``fedq-9`` / ``fedq-9-each``: the shared FED family (``prompt = "fedq"``, zero-shot) on
@@ -43,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CRITERIA = ["yesno-criteria", "yesno-aspect-relevant", "yesno-aspect-fluent", "yesno-aspect-engaging",
             "yesno-aspect-consistent", "rating-criteria"]
-TARGETS = {"criteria": 1.6, "fedq": 2.5, "unique_throughput": 0.85, "memory": 1.2}
+TARGETS = {"criteria": 1.6, "criteria_yesno": 1.6, "fedq": 2.5, "unique_throughput": 0.85, "memory": 1.2}
 
 
 def peak_rss_mb() -> float:
@@ -193,7 +195,8 @@ def main() -> int:
 
     fedq = [{"name": "fedq", "prompt": "fedq"}]
     plan: list[tuple[str, dict[str, Any]]] = [("criteria-1", spec("criteria-1", crit[:1])),
-                                              ("criteria-6", spec("criteria-6", crit))]
+                                              ("criteria-6", spec("criteria-6", crit)),
+                                              ("criteria-5", spec("criteria-5", crit[:5]))]
     if not args.skip_each:
         plan.append(("criteria-6-each", spec("criteria-6-each", crit, each=True)))
     for v in args.variant:
@@ -262,11 +265,14 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace, load0: 
               f"{tps:10.0f} {tps / raw_tps:6.2f}x {r['wall'] / ref:6.2f}x {r['peak_mb']:8.0f}")
     ok = True
     crit_ratio = results["criteria-6"]["wall"] / base
+    yesno_ratio = results["criteria-5"]["wall"] / base
     fed_ratio = results["fedq-9"]["wall"] / fed_base
     uniq = min(results[k]["tokens"] / results[k]["wall"] for k in ("criteria-6", "fedq-9")) / raw_tps
     mem = max(results["criteria-6"]["peak_mb"] / results["criteria-1"]["peak_mb"],
               results["fedq-9"]["peak_mb"] / results["fedq-1"]["peak_mb"])
     lines = [("criteria family, 6 prompts vs 1 (time)", crit_ratio, TARGETS["criteria"], crit_ratio <= TARGETS["criteria"]),
+             ("criteria family, its 5 yes/no prompts vs 1 (time)", yesno_ratio, TARGETS["criteria_yesno"],
+              yesno_ratio <= TARGETS["criteria_yesno"]),
              ("fedq family, 9 turn qualities vs 1 (time)", fed_ratio, TARGETS["fedq"], fed_ratio <= TARGETS["fedq"]),
              ("unique-token throughput vs raw (lower of the two)", uniq, TARGETS["unique_throughput"],
               uniq >= TARGETS["unique_throughput"]),

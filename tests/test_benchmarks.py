@@ -37,10 +37,10 @@ def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(dat
                           text=True, timeout=900)
     assert proc.returncode in (0, 1), proc.stderr
     out = proc.stdout
-    for label in ("criteria-1 ", "criteria-6 ", "criteria-6-each", "fedq-1 ", "fedq-9 ", "fedq-9-each",
+    for label in ("criteria-1 ", "criteria-6 ", "criteria-5 ", "criteria-6-each", "fedq-1 ", "fedq-9 ", "fedq-9-each",
                   "criteria-1 again", "criteria-6 flash_attn=true"):
         assert any(line.startswith(label) for line in out.splitlines()), (label, out)
-    assert "raw llama.cpp:" in out and out.count("target: ") == 4
+    assert "raw llama.cpp:" in out and out.count("target: ") == 5
     assert "rows: criteria-6 vs criteria-6-each: 12 rows, cell files byte-identical: True" in out, out
     assert "rows: fedq-9 vs fedq-9-each: 18 rows, cell files byte-identical: True" in out, out
     assert "variant flash_attn=true:" in out

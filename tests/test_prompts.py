@@ -173,6 +173,25 @@ def test_aspect_questions_are_the_criteria_prompt_up_to_the_question():
         assert len(questions) == len(ASPECTS), "every aspect asks its own question"
 
 
+def test_the_yes_no_criteria_prompts_split_where_their_question_starts():
+    """The five yes/no prompts of the criteria family declare one shared part, so llama.cpp evaluates an
+    item's preamble and conversation once for all five: zero-shot, the part before the split is the same
+    text in all of them and ends where the question begins. `rating-criteria` differs from its first
+    line on, so it declares no split (one would only add a batch boundary)."""
+    for item in (TURN, DIAL):
+        shared = set()
+        for name in ["yesno-criteria", *ASPECTS]:
+            t = get_prompt(name)
+            assert (t.family, t.shared_until) == ("criteria", "Question:"), name
+            text = t.render(item)
+            cut = t.shared_chars(text)
+            assert 0 < cut < len(text) and text[cut:].startswith("Question: ") and "Question:" not in text[:cut]
+            shared.add(text[:cut])
+        assert len(shared) == 1
+    rating = get_prompt("rating-criteria")
+    assert rating.family == "criteria" and rating.shared_until is None
+
+
 def test_rating_criteria_is_the_criteria_text_asking_for_a_rating():
     """`rating-criteria` shows the criteria prompt's conversation block and asks for a 1-5 rating, read
     from its declared scale; its examples show the `value/max` labels a rating prompt shows."""
