@@ -436,3 +436,9 @@ def test_mistyped_rule_in_a_config_stops_before_any_model(cli, tmp_path, data_di
         rc, err = cli(*command)
         assert_clear(rc, err, "c.toml", "methods[1]", "unknown scoring rule 'expectd'", "Did you mean: expected")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_relative_data_dir_that_is_not_there_names_the_working_directory(cli):
+    """A config's ``data_dir`` is read from where judge runs: from another folder, the error says so."""
+    rc, err = cli("bench", "--data-dir", "no/such/data", "--dataset", "fed-turn")
+    assert_clear(rc, err, "no/such/data", "relative to the working directory", "--data-dir")

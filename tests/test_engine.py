@@ -143,3 +143,25 @@ def test_score_limit_does_not_shrink_the_example_pool(tmp_path):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["ex-01", "ex-02"]
     assert all(len(r["examples"]) == 2 and not set(r["examples"]) & {"ex-01", "ex-02"} for r in rows)
+
+
+def test_a_template_check_is_repeated_for_other_items_and_skipped_only_for_the_same(tmp_path, data_dir):
+    """`prepare` renders every item once so that a template error stops a run before a model loads; a
+    check already passed for the same template, quality and item objects (an ensemble's member that is
+    also a cell) is not repeated, and other items, even with the same ids, are checked again."""
+    from dataclasses import replace
+
+    from judge.engine.build import prepare
+    from judge.errors import TemplateError
+
+    template = tmp_path / "strict.j2"
+    template.write_text('{#- judge\nanswer = "yesno"\n-#}\n{{ item.response[0] }} Answer:')
+    info = dataset_info("fed-turn")
+    items = load_benchmark(info.name, data_dir)[:5]
+    spec = MethodSpec(name="strict", prompt=str(template), backend="mock")
+    quality = info.quality(info.overall)
+    prepare(spec, items, quality)
+    prepare(spec, items, quality)  # the same check: skipped, and still passes
+    emptied = [*items[:4], replace(items[4], response="")]  # same ids, one reply now empty: '[0]' fails
+    with pytest.raises(TemplateError, match=r"strict\.j2"):
+        prepare(spec, emptied, quality)

@@ -209,16 +209,40 @@ def test_check_prints_the_shared_prefix_of_each_family(tmp_path, data_dir):
     assert proc.returncode == 0, proc.stderr
     lines = [x for x in proc.stdout.splitlines() if x.startswith("family ")]
     assert len(lines) == 3, proc.stdout  # fedq-turn on FT; criteria on FT and on TU
-    fedq = next(x for x in lines if x.startswith("family fedq-turn on fed-turn: 9 prompts"))
-    criteria = next(x for x in lines if x.startswith("family criteria on topical-usr: 3 prompts"))
+    fedq = next(x for x in lines if x.startswith("family fedq-turn on fed-turn, llamacpp (default model): 9 prompts"))
+    criteria = next(x for x in lines if x.startswith("family criteria on topical-usr, llamacpp (default model): 3 prompts"))
     for line in (fedq, criteria):
         shared, total = (float(v) for v in line.split("shared prefix ")[1].split(" tokens")[0].split(" of "))
         assert 0 < shared < total
     # The fedq prompts differ only by their last line; rating-criteria's first line says how to answer,
     # so the three criteria prompts have only the preamble's first words in common.
-    assert "6 items" in fedq and float(fedq.split("(")[2].split("%")[0]) >= 80
-    assert float(criteria.split("(")[2].split("%")[0]) < 20
+    assert "6 items" in fedq and float(fedq.rsplit("(", 1)[1].split("%")[0]) >= 80
+    assert float(criteria.rsplit("(", 1)[1].split("%")[0]) < 20
 
+
+
+def test_family_prefixes_are_measured_on_items_spread_over_the_set(data_dir):
+    """`--check` measures a family's prefix on `sample` items spread evenly over a set (tokenizing every
+    prompt of a leaderboard cost more than the rest of the check), says how many, and gets what the
+    same measure gives on exactly those items."""
+    from judge.engine.build import prepare
+    from judge.engine.schedule import family_shares
+
+    info = dataset_info("fed-turn")
+    items = load_benchmark(info.name, data_dir)[:40]
+    quality = info.quality(info.overall)
+
+    def shares(its, **kw):
+        cells = [("fed-turn", prepare(MethodSpec(name=p, prompt=p, backend="mock"), its, quality), its)
+                 for p in CRITERIA[:2]]
+        (share,) = family_shares(cells, **kw)
+        return share
+
+    full, part = shares(items), shares(items, sample=4)
+    assert (full.items, full.measured, part.items, part.measured) == (40, 40, 40, 4)
+    assert "measured" not in full.describe() and "40 items (4 measured): shared prefix" in part.describe()
+    picked = shares([items[i] for i in (0, 10, 20, 30)])
+    assert (part.shared, part.length) == (picked.shared, picked.length) != (full.shared, full.length)
 
 @pytest.mark.slow
 def test_sigkill_of_a_scheduled_run_then_rerun_matches_uninterrupted_run(tmp_path, data_dir):
@@ -268,4 +292,4 @@ def test_check_passes_where_a_familys_model_is_not_installed(tmp_path, data_dir,
     out = capsys.readouterr().out
     assert "note: family prefixes of /nonexistent/judge.gguf in characters:" in out
     assert "neither a packaged model" in out
-    assert "family fedq-turn on fed-turn: 2 prompts" in out and " characters per prompt" in out
+    assert "family fedq-turn on fed-turn, llamacpp /nonexistent/judge.gguf: 2 prompts" in out and " characters per prompt" in out

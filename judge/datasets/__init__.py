@@ -108,9 +108,14 @@ def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:
     info = dataset_info(name)
     path = Path(data_dir) / info.path
     if not path.is_file():
+        where = "it does not exist (see the data README for where to get it)"
+        if not Path(data_dir).is_dir() and not Path(data_dir).is_absolute():
+            # A config's data_dir is read from where judge runs, which is easy to forget outside the repo.
+            where = (f"no such directory relative to the working directory {Path.cwd()} (run from the folder "
+                     "the path is written for, or pass --data-dir)")
         raise InputError(
             f"benchmark '{info.name}' ({info.abbrev}) expects the file '{info.path}' under the data "
-            f"directory '{data_dir}', but it does not exist (see the data README for where to get it)",
+            f"directory '{data_dir}', but {where}",
             file=str(path),
         )
     return load_items(path, format=info.format, dataset=info.name)

@@ -15,6 +15,7 @@ The CLI, the harness, ``judge serve``, ``make_judge`` and the benchmark scripts 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -167,9 +168,7 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
     quality = quality or prompt.quality
     selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
                             manual_set=spec.manual_set, order=spec.order)
-    # A template error (undefined variable, sandbox) is bad input and must surface now, not mid-run.
-    for item in items or ():
-        prompt.render(item, [], quality)
+    check_renders(prompt, items or (), quality)
     if spec.k and quality is None:
         raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                          field="quality")
@@ -180,6 +179,29 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
         if items is not None:
             selector.check(items, examples, quality)
     return Prepared(spec, quality, seed, prompt, selector, examples)
+
+
+#: Template checks passed in this process, by (template, quality, the items' identities), oldest first;
+#: each entry holds its items, so that no identity in a key can pass to another object.
+_RENDERED: OrderedDict[tuple[PromptTemplate, Quality | None, tuple[int, ...]], Sequence[Item]] = OrderedDict()
+_RENDERED_MAX = 512
+
+
+def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None) -> None:
+    """Render ``prompt`` for every item once, so that a template error (undefined variable, sandbox) is
+    bad input that surfaces before a model loads, not mid-run. A check already passed for the same
+    template, quality and item objects is not repeated: a ``judge run`` prepares each method on each set
+    once as a cell and again as the member of every ensemble that holds it, and rendering, not scoring,
+    is what ``--check`` spends its time on."""
+    key = (prompt, quality, tuple(map(id, items)))
+    if key in _RENDERED:
+        _RENDERED.move_to_end(key)
+        return
+    for item in items:
+        prompt.render(item, [], quality)
+    _RENDERED[key] = items
+    if len(_RENDERED) > _RENDERED_MAX:
+        _RENDERED.popitem(last=False)
 
 
 def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None,

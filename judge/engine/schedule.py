@@ -115,25 +115,34 @@ def score_together(
                 nxt[lane] += 1
 
 
+#: Items per family and set whose prefixes ``judge run --check`` measures, spread evenly over the set
+#: (tokenizing every prompt of a leaderboard takes longer than all the rest of the check).
+FAMILY_SAMPLE = 50
+
+
 @dataclass(frozen=True)
 class FamilyShare:
     """How much of their prompts the methods of one prompt family share on one set (``judge run
     --check``): per item scored by two of the family's prompts or more, the longest prefix all its
-    prompts have in common, in tokens of the model (characters where no tokenizer is at hand)."""
+    prompts have in common, in tokens of the model (characters where no tokenizer is at hand), averaged
+    over ``measured`` of those ``items``, spread evenly over them."""
 
     family: str
     dataset: str
+    model: str
     prompts: tuple[str, ...]
     items: int
+    measured: int
     shared: float
     length: float
     unit: str
 
     def describe(self) -> str:
         share = self.shared / self.length if self.length else 0.0
-        return (f"family {self.family} on {self.dataset}: {len(self.prompts)} prompts ({', '.join(self.prompts)}), "
-                f"{self.items} items: shared prefix {self.shared:.1f} of {self.length:.1f} {self.unit} per prompt "
-                f"({share:.0%}), zero-shot text")
+        over = f" ({self.measured} measured)" if self.measured < self.items else ""
+        return (f"family {self.family} on {self.dataset}, {self.model}: {len(self.prompts)} prompts "
+                f"({', '.join(self.prompts)}), {self.items} items{over}: shared prefix {self.shared:.1f} of "
+                f"{self.length:.1f} {self.unit} per prompt ({share:.0%}), zero-shot text")
 
 
 def common_prefix(seqs: Sequence[Sequence[Any]]) -> int:
@@ -151,11 +160,14 @@ def common_prefix(seqs: Sequence[Sequence[Any]]) -> int:
 def family_shares(
     cells: Sequence[tuple[str, Prepared, Sequence[Item]]],
     tokenizer: Callable[[MethodSpec], Callable[[str], list[int]] | None] = lambda spec: None,
+    *,
+    sample: int = FAMILY_SAMPLE,
 ) -> list[FamilyShare]:
     """The shared prefix of each prompt family (templates that declare ``family``) per set and model,
-    for cells given as (set name, prepared LLM method, items). Prompts are rendered without examples,
-    as the family's zero-shot methods send them; ``tokenizer(spec)`` gives the model's tokenizer (None:
-    count characters). The chat template, when one is used, adds the same tokens to every prompt."""
+    for cells given as (set name, prepared LLM method, items), measured on ``sample`` of the items that
+    two of the family's prompts score or more, spread evenly over them (in order). Prompts are rendered without examples, as the family's
+    zero-shot methods send them; ``tokenizer(spec)`` gives the model's tokenizer (None: count
+    characters). The chat template, when one is used, adds the same tokens to every prompt."""
     groups: dict[tuple[str, str, str], list[tuple[Prepared, Sequence[Item]]]] = {}
     for dataset, prep, items in cells:
         if prep.spec.type != "llm" or prep.prompt is None or prep.prompt.family is None:
@@ -166,22 +178,26 @@ def family_shares(
         names = tuple(dict.fromkeys(p.prompt.name for p, _ in members if p.prompt is not None))
         if len(names) < 2:
             continue
-        tok = tokenizer(members[0][0].spec)
-        unit = "tokens" if tok is not None else "characters"
-        per_item: dict[str, list[Sequence[Any]]] = {}
-        seen: dict[str, set[str]] = {}
+        # Per item, one (prepared method, item) per prompt of the family that scores it.
+        per_item: dict[str, dict[str, tuple[Prepared, Item]]] = {}
         for prep, items in members:
             assert prep.prompt is not None
             for item in items:
-                if prep.prompt.name in seen.setdefault(item.id, set()):
-                    continue
-                seen[item.id].add(prep.prompt.name)
-                text = prep.prompt.render(item, [], prep.quality)
-                per_item.setdefault(item.id, []).append(tok(text) if tok is not None else text)
-        shared = [(common_prefix(seqs), sum(len(s) for s in seqs) / len(seqs))
-                  for seqs in per_item.values() if len(seqs) > 1]
-        if not shared:
+                per_item.setdefault(item.id, {}).setdefault(prep.prompt.name, (prep, item))
+        shared_items = [pairs for pairs in per_item.values() if len(pairs) > 1]
+        if not shared_items:
             continue
-        out.append(FamilyShare(family, dataset, names, len(shared), sum(s for s, _ in shared) / len(shared),
+        spec = members[0][0].spec
+        tok = tokenizer(spec)
+        unit = "tokens" if tok is not None else "characters"
+        shared = []
+        n = len(shared_items)
+        picked = shared_items if n <= sample else [shared_items[i * n // sample] for i in range(sample)]
+        for pairs in picked:
+            texts = [p.prompt.render(item, [], p.quality) for p, item in pairs.values() if p.prompt is not None]
+            seqs: list[Sequence[Any]] = [tok(t) for t in texts] if tok is not None else list(texts)
+            shared.append((common_prefix(seqs), sum(len(s) for s in seqs) / len(seqs)))
+        out.append(FamilyShare(family, dataset, f"{spec.backend} {spec.model or '(default model)'}", names,
+                               len(shared_items), len(shared), sum(s for s, _ in shared) / len(shared),
                                sum(n for _, n in shared) / len(shared), unit))
     return out
