@@ -46,7 +46,8 @@ def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
     """sha256 over everything that can change a continuation's per-token log-probabilities."""
     material = [SCHEMA_VERSION, "sequence", backend.name, backend.model_id, prompt.text, bool(prompt.chat),
                 continuation, backend.settings()]
-    return _digest(material)
+    extra = backend.sequence_settings()
+    return _digest([*material, extra] if extra else material)
 
 
 def _digest(material: list[object]) -> str:
@@ -257,6 +258,9 @@ class CachedBackend(Backend):
 
     def settings(self) -> dict[str, object]:
         return self.inner.settings()
+
+    def sequence_settings(self) -> dict[str, object]:
+        return self.inner.sequence_settings()
 
     def single_token(self, text: str) -> bool | None:
         return self.inner.single_token(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -156,7 +157,60 @@ def test_likelihood_answer_does_not_depend_on_what_ran_before(reuse, scratch):
     assert isinstance(after_itself, TokenLogprobs) and isinstance(alone, TokenLogprobs)
     assert after_itself.n_evaluated_tokens < alone.n_evaluated_tokens  # reused, and still equal
     assert len(alone.logprobs) == len(reuse._tok(_REPLY)) and alone.n_evaluated_tokens == (
-        alone.n_prompt_tokens + len(alone.logprobs) - 1)  # the prompt, then one decode per reply token but the last
+        alone.n_prompt_tokens + len(alone.logprobs) - 1)  # the prompt, then every reply token but the last
+
+
+def _one_token_at_a_time(backend, prompt: Prompt, reply: str) -> list[float]:
+    """The reply's log-probabilities as the engine computed them before it evaluated a reply in batches:
+    each token but the last appended as a decode of its own (written out here, as a reference)."""
+    from judge.backends.llamacpp import log_softmax
+
+    backend.llm.reset()
+    backend._marks = []
+    cont = backend._tok(reply)
+    logits, _ = backend._eval(backend.tokens(prompt))
+    out = [float(log_softmax(logits)[cont[0]])]
+    for prev, target in itertools.pairwise(cont):
+        backend.llm.eval([prev])
+        out.append(float(log_softmax(backend._last_logits())[target]))
+    backend.llm.reset()
+    backend._marks = []
+    return out
+
+
+def test_a_reply_in_batches_matches_it_one_token_at_a_time(reuse, scratch):
+    """A reply longer than ``n_batch`` (32 here) runs in several batches, each position an output. Every
+    token's log-probability must be the one the token-by-token evaluation gives, up to the CPU kernels'
+    difference between a one-token batch and a longer one (measured on SmolLM2: up to .3 for a token,
+    .04 on average); a row read for the wrong position would differ by nats. And the answer stays the
+    same after another call, bit for bit."""
+    reply = _REPLY + " Then let it cool for an hour before you cut it, or the crumb will be gummy." * 2
+    request = (conditional_prompt(_CONTEXT), reply)
+    (alone,) = scratch.sequence_logprobs([request])
+    reference = _one_token_at_a_time(scratch, *request)
+    assert isinstance(alone, TokenLogprobs) and len(alone.logprobs) == len(reference) > 32
+    diffs = [abs(a - b) for a, b in zip(alone.logprobs, reference)]
+    assert max(diffs) < 1.0 and sum(diffs) / len(diffs) < 0.1
+    reuse.sequence_logprobs([(unconditional_prompt(), reply)])
+    (after,) = reuse.sequence_logprobs([request])
+    assert isinstance(after, TokenLogprobs) and after.logprobs == alone.logprobs
+
+
+def test_sequence_cache_keys_name_how_the_reply_was_evaluated(smollm2):
+    """Answers of the engine that decoded a reply token by token are never served as this engine's: the
+    llama.cpp backend adds how it evaluates a reply to its sequence keys (and to no label key); a backend
+    without ``sequence_settings`` keeps the keys it had (the value below was computed before they existed)."""
+    from judge.cache import SCHEMA_VERSION, _digest, sequence_key
+
+    prompt, text = unconditional_prompt(), " Hello."
+    mock = create_backend("mock", None, GenerateConfig())
+    assert mock.sequence_settings() == {}
+    assert sequence_key(mock, prompt, text) == "0ee2072fee7a150723f1693635123434995e5fddff38135075fe1122118c21a8"
+    assert smollm2.sequence_settings() == {"reply": "batches of n_batch, every position an output"}
+    before = _digest([SCHEMA_VERSION, "sequence", smollm2.name, smollm2.model_id, prompt.text, False, text,
+                      smollm2.settings()])
+    assert sequence_key(smollm2, prompt, text) != before
+
 
 
 def test_a_likelihood_method_on_the_mock_backend_fails_clearly():

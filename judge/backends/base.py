@@ -91,11 +91,11 @@ def too_long(n_tokens: int, window: int) -> Failure:
 class Backend(Protocol):
     """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
 
-    Four methods are required. Three are optional and have defaults here, so a backend that subclasses
+    Four methods are required. The optional ones have defaults here, so a backend that subclasses
     ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
     caching and streaming), ``counters`` (usage figures for the run's report) and ``sequence_logprobs``
-    (per-token log-probabilities of a given text, for likelihood methods; the default fails every
-    request, and ``capabilities.sequence_logprobs`` stays False).
+    with its ``sequence_settings`` (per-token log-probabilities of a given text, for likelihood methods;
+    the default fails every request, and ``capabilities.sequence_logprobs`` stays False).
     """
 
     name: str
@@ -137,6 +137,11 @@ class Backend(Protocol):
         because top-N APIs cannot read the probability of a token they did not rank."""
         return [Failure(f"backend '{self.name}' cannot read the log-probabilities of a given text")
                 for _ in requests]
+
+    def sequence_settings(self) -> dict[str, object]:
+        """What besides ``settings()`` changes a ``sequence_logprobs`` answer (its cache key's extra part).
+        Optional; none by default. Label answers never read it, so their keys stay as they were."""
+        return {}
 
     def counters(self) -> dict[str, int]:
         """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""

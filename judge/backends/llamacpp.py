@@ -230,21 +230,37 @@ class LlamaCppBackend(Backend):
         self._marks = [*starts, len(toks)]
         return self._last_logits(), len(toks) - keep
 
-    def _extend(self, token: int) -> np.ndarray:
-        """Append one token to what ``_eval`` left in the KV cache, as a batch of its own, and return the
-        next-token logits. The token's position becomes a batch start in ``_marks``, so the next ``_eval``
-        keeps the KV cache only up to a batch start its own from-scratch evaluation also has: a prompt's
-        answer after a likelihood call stays equal to its answer alone."""
+    def _extend_all(self, tokens: list[int]) -> np.ndarray:
+        """Append ``tokens`` to what ``_eval`` left in the KV cache, in batches of ``n_batch`` counted from
+        their first token, and return the next-token logits of every position (one row per token).
+
+        Each batch start joins ``_marks``, so the next ``_eval`` keeps the KV cache only up to a batch start
+        its own from-scratch evaluation also has: a prompt's answer after a likelihood call stays equal to
+        its answer alone. ``logits_all`` stays off (its buffer would hold the whole context's logits); each
+        batch flags its own positions as outputs instead."""
         llm = self.llm
-        marks, position = self._marks[:-1], llm.n_tokens  # [:-1]: drop the length entry
+        marks = self._marks[:-1]  # [:-1]: drop the length entry
         self._marks = []  # a failed decode leaves nothing to reuse
-        llm.eval([token])
-        self._marks = [*marks, position, position + 1]
-        return self._last_logits()
+        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        rows: list[np.ndarray] = []
+        for i in range(0, len(tokens), self.n_batch):
+            chunk, n_past = tokens[i:i + self.n_batch], llm.n_tokens
+            llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[n_past:n_past + len(chunk)] = chunk
+            llm.n_tokens += len(chunk)
+            marks.append(n_past)
+            rows.extend(self._logits_at(k) for k in range(len(chunk)))  # copied before the next decode
+        self._marks = [*marks, llm.n_tokens]
+        return np.stack(rows)
 
     def _last_logits(self) -> np.ndarray:
         """The logits of the last position decoded (the only one llama.cpp keeps: ``logits_all`` is off)."""
-        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
+        return self._logits_at(-1)
+
+    def _logits_at(self, i: int) -> np.ndarray:
+        """A copy of the logits of the ``i``-th output of the last decode (-1: its last)."""
+        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, i)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
 
     def label_logprobs(
@@ -281,6 +297,13 @@ class LlamaCppBackend(Backend):
         from .llamacpp_sequence import sequence_logprobs
 
         return sequence_logprobs(self, requests)
+
+    def sequence_settings(self) -> dict[str, object]:
+        """How a reply's tokens are evaluated (``llamacpp_sequence.REPLY_BATCHES``): answers of the engine
+        that decoded them one at a time have other keys, and are never served as this engine's."""
+        from .llamacpp_sequence import REPLY_BATCHES
+
+        return {"reply": REPLY_BATCHES}
 
     def _decode_failure(self, n_tokens: int, exc: Exception) -> Failure:
         """A failed ``llama_decode`` fails only this prompt. The KV cache may hold part of it, so it is

@@ -2,9 +2,14 @@
 
 The label methods read one position (the next token after the prompt); likelihood methods need a
 position per token of the reply. The prompt is evaluated as a label prompt is (``_eval``: its batches
-fixed by the prompt alone, so its KV prefix reuse follows the same rule), then each reply token but the
-last is appended as a one-token batch (``_extend``), so a reply of n tokens costs n - 1 decodes after
-its prompt and its answer depends on the prompt and the reply only, never on what ran before.
+fixed by the prompt alone, so its KV prefix reuse follows the same rule), then the reply's tokens but
+the last are appended in batches of their own, every position an output (``_extend_all``). The answer
+depends on the prompt and the reply only, never on what ran before.
+
+Until this engine appended them one token per decode: a reply of n tokens cost n - 1 decodes at the
+speed of generation, most of a likelihood method's time. A one-token batch goes through other CPU
+kernels than a longer one, so the two ways give slightly different log-probabilities, and the cache
+keys say which one an answer came from (``REPLY_BATCHES``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from collections.abc import Sequence
 
 from .base import Failure, Prompt, TokenLogprobs, too_long
 from .llamacpp import LlamaCppBackend, log_softmax
+
+#: How the reply is evaluated, for cache keys (``LlamaCppBackend.sequence_settings``).
+REPLY_BATCHES = "batches of n_batch, every position an output"
 
 
 def sequence_logprobs(backend: LlamaCppBackend, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
@@ -40,15 +48,12 @@ def sequence_logprobs(backend: LlamaCppBackend, requests: Sequence[tuple[Prompt,
 
 
 def _evaluate(backend: LlamaCppBackend, prefix: list[int], cont: list[int]) -> tuple[list[float], int]:
-    """The prompt through ``LlamaCppBackend._eval`` (as label prompts), then one one-token decode per
-    reply token but the last, each reading only its last position. One decode flagging every reply
-    position as an output would be cheaper; it would put the reply in other batches than this does, so
-    it is left for when it can be checked against this one."""
+    """The prompt's last position gives the first reply token's log-probability; one pass over the reply
+    but its last token gives the others."""
     logits, evaluated = backend._eval(prefix)
-    lps: list[float] = []
-    for j, target in enumerate(cont):
-        if j:
-            logits = backend._extend(cont[j - 1])
-            evaluated += 1
-        lps.append(float(log_softmax(logits)[target]))
+    lps = [float(log_softmax(logits)[cont[0]])]
+    if len(cont) > 1:
+        rows = backend._extend_all(cont[:-1])
+        evaluated += len(cont) - 1
+        lps.extend(float(log_softmax(row)[target]) for row, target in zip(rows, cont[1:], strict=True))
     return lps, evaluated
