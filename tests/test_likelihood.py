@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import pytest
 
 from judge.backends import LabelDist, Prompt, TokenLogprobs, create_backend
+from judge.backends.llamacpp_sequence import token_by_token
 from judge.cache import Cache, CachedBackend, cache_key
 from judge.config import GenerateConfig
 from judge.engine import BackendPool, MethodSpec, build_scorer
@@ -160,24 +160,6 @@ def test_likelihood_answer_does_not_depend_on_what_ran_before(reuse, scratch):
         alone.n_prompt_tokens + len(alone.logprobs) - 1)  # the prompt, then every reply token but the last
 
 
-def _one_token_at_a_time(backend, prompt: Prompt, reply: str) -> list[float]:
-    """The reply's log-probabilities as the engine computed them before it evaluated a reply in batches:
-    each token but the last appended as a decode of its own (written out here, as a reference)."""
-    from judge.backends.llamacpp import log_softmax
-
-    backend.llm.reset()
-    backend._marks = []
-    cont = backend._tok(reply)
-    logits, _ = backend._eval(backend.tokens(prompt))
-    out = [float(log_softmax(logits)[cont[0]])]
-    for prev, target in itertools.pairwise(cont):
-        backend.llm.eval([prev])
-        out.append(float(log_softmax(backend._last_logits())[target]))
-    backend.llm.reset()
-    backend._marks = []
-    return out
-
-
 def test_a_reply_in_batches_matches_it_one_token_at_a_time(reuse, scratch):
     """A reply longer than ``n_batch`` (32 here) runs in several batches, each position an output. Every
     token's log-probability must be the one the token-by-token evaluation gives, up to the CPU kernels'
@@ -187,7 +169,7 @@ def test_a_reply_in_batches_matches_it_one_token_at_a_time(reuse, scratch):
     reply = _REPLY + " Then let it cool for an hour before you cut it, or the crumb will be gummy." * 2
     request = (conditional_prompt(_CONTEXT), reply)
     (alone,) = scratch.sequence_logprobs([request])
-    reference = _one_token_at_a_time(scratch, *request)
+    reference = token_by_token(scratch, *request)
     assert isinstance(alone, TokenLogprobs) and len(alone.logprobs) == len(reference) > 32
     diffs = [abs(a - b) for a, b in zip(alone.logprobs, reference)]
     assert max(diffs) < 1.0 and sum(diffs) / len(diffs) < 0.1

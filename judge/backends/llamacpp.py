@@ -308,9 +308,13 @@ class LlamaCppBackend(Backend):
     def _decode_failure(self, n_tokens: int, exc: Exception) -> Failure:
         """A failed ``llama_decode`` fails only this prompt. The KV cache may hold part of it, so it is
         dropped: the next prompt must not reuse a prefix that was never fully evaluated."""
+        self.reset()
+        return Failure(f"llama.cpp could not evaluate the prompt ({n_tokens} tokens): {exc}")
+
+    def reset(self) -> None:
+        """Empty the KV cache: the next prompt is evaluated from scratch and reuses nothing."""
         self.llm.reset()
         self._marks = []
-        return Failure(f"llama.cpp could not evaluate the prompt ({n_tokens} tokens): {exc}")
 
     def settings(self) -> dict[str, object]:
         # The file's content hash, not only its name, goes into cache keys: a GGUF replaced in place

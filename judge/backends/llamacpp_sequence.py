@@ -14,6 +14,7 @@ keys say which one an answer came from (``REPLY_BATCHES``).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from .base import Failure, Prompt, TokenLogprobs, too_long
@@ -57,3 +58,19 @@ def _evaluate(backend: LlamaCppBackend, prefix: list[int], cont: list[int]) -> t
         evaluated += len(cont) - 1
         lps.extend(float(log_softmax(row)[target]) for row, target in zip(rows, cont[1:], strict=True))
     return lps, evaluated
+
+
+def token_by_token(backend: LlamaCppBackend, prompt: Prompt, text: str) -> list[float]:
+    """The continuation's log-probabilities as the engine computed them before it evaluated a reply in
+    batches: each token but the last appended as a decode of its own. Kept as the reference the batched
+    evaluation is checked and timed against (``tests/test_likelihood.py``, ``benchmarks/likelihood_speed.py``);
+    it leaves the KV cache empty, so it never feeds prefix reuse."""
+    cont = backend._tok(text)
+    backend.reset()
+    logits, _ = backend._eval(backend.tokens(prompt))
+    out = [float(log_softmax(logits)[cont[0]])] if cont else []
+    for prev, target in itertools.pairwise(cont):
+        backend.llm.eval([prev])
+        out.append(float(log_softmax(backend._last_logits())[target]))
+    backend.reset()
+    return out
