@@ -39,6 +39,7 @@ from judge.datasets.benchmarks import dataset_info
 from judge.harness.runner import seeded_subset
 from judge.items import Item
 from judge.scorers.likelihood import conditional_prompt, statistic, unconditional_prompt, utterances
+from judge.stats import correlate
 
 Request = tuple[Prompt, str]
 
@@ -116,6 +117,13 @@ def main() -> int:
     print(f"  peak RSS {peak_rss_mb():.0f} MB (one process, both sides)")
     print(f"  per-token |difference|: max {max(token_diffs):.4f}, mean {sum(token_diffs) / len(token_diffs):.4f}")
     print(f"  per-item PMI |difference|: max {max(pmi_diffs):.4f}, mean {sum(pmi_diffs) / len(pmi_diffs):.4f}")
+    # What a reported figure reads: how the items rank, against each other and against people.
+    new_pmi, old_pmi = [pmi(n) for n in new], [pmi(o) for o in old]
+    human = [it.human(info.overall) for it in items]
+    agree = correlate(new_pmi, old_pmi)
+    with_new, with_old = correlate(new_pmi, human), correlate(old_pmi, human)
+    print(f"  per-item PMI ranks: Spearman between the sides {agree.value:.4f}; with human {info.overall}: "
+          f"batched {with_new.value:.3f}, token-by-token {with_old.value:.3f} (n={with_new.n})")
     return 0
 
 

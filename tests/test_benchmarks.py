@@ -48,18 +48,22 @@ def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(dat
 
 @pytest.mark.slow  # the token-by-token side is what the benchmark shows to be slow
 def test_likelihood_speed_times_batched_replies_against_token_by_token(data_dir):
-    """Two FED-Dial dialogs, SmolLM2: both sides print a row, the speed-up is a ratio of the same run, and
+    """Three FED-Dial dialogs, SmolLM2: both sides print a row, the speed-up is a ratio of the same run, and
     the two sides' answers agree up to llama.cpp's kernels (a row read for the wrong position would
     differ by nats)."""
-    proc = subprocess.run([sys.executable, "benchmarks/likelihood_speed.py", "--data-dir", str(data_dir), "--limit", "2"],
+    proc = subprocess.run([sys.executable, "benchmarks/likelihood_speed.py", "--data-dir", str(data_dir), "--limit", "3"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
     assert "items/s" in lines["batched"] and "items/s" in lines["token-by-token"], proc.stdout
     assert float(lines["speed-up"].split(":")[1].strip().rstrip("x")) > 0
     token_max = float(lines["per-token"].split("max ")[1].split(",")[0])
-    pmi_mean = float(lines["per-item"].split("mean ")[1])
+    pmi_line = next(x for x in proc.stdout.splitlines() if "per-item PMI |difference|" in x)
+    ranks = next(x for x in proc.stdout.splitlines() if "per-item PMI ranks" in x)
+    pmi_mean = float(pmi_line.split("mean ")[1])
     assert token_max < 1.0 and pmi_mean < 0.1, proc.stdout
+    assert float(ranks.split("between the sides ")[1].split(";")[0]) >= 0.5, ranks  # 3 items: an adjacent swap at most
+    assert "with human Overall: batched " in ranks and "(n=3)" in ranks, ranks
 
 
 def test_classic_measure_runs_as_documented_and_matches_judge_bench(tmp_path, data_dir):
