@@ -15,6 +15,7 @@ The CLI, the harness, ``judge serve``, ``make_judge`` and the benchmark scripts 
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -185,6 +186,7 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
 #: each entry holds its items, so that no identity in a key can pass to another object.
 _RENDERED: OrderedDict[tuple[PromptTemplate, Quality | None, tuple[int, ...]], Sequence[Item]] = OrderedDict()
 _RENDERED_MAX = 512
+_RENDERED_LOCK = threading.Lock()
 
 
 def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None) -> None:
@@ -194,14 +196,16 @@ def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Qualit
     once as a cell and again as the member of every ensemble that holds it, and rendering, not scoring,
     is what ``--check`` spends its time on."""
     key = (prompt, quality, tuple(map(id, items)))
-    if key in _RENDERED:
-        _RENDERED.move_to_end(key)
-        return
+    with _RENDERED_LOCK:  # judges may be prepared from several threads of one process
+        if key in _RENDERED:
+            _RENDERED.move_to_end(key)
+            return
     for item in items:
         prompt.render(item, [], quality)
-    _RENDERED[key] = items
-    if len(_RENDERED) > _RENDERED_MAX:
-        _RENDERED.popitem(last=False)
+    with _RENDERED_LOCK:
+        _RENDERED[key] = items
+        if len(_RENDERED) > _RENDERED_MAX:
+            _RENDERED.popitem(last=False)
 
 
 def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None,
