@@ -138,6 +138,9 @@ def test_model_options_are_part_of_the_cache_key(t5_backend, tiny_t5):
 
 
 # -- causal path on the real packaged SmolLM2 (fixture hf_smollm2 in conftest.py) ------------------------
+# ``slow``: loading the GGUF through transformers (dequantised to fp32) takes 30 s, and the slow suite's
+# vLLM tests load it anyway, so these run there once rather than in the README's command.
+@pytest.mark.slow
 def test_gguf_loads_and_is_saved_for_reuse(hf_smollm2):
     from judge.models import SMOLLM2
 
@@ -160,6 +163,7 @@ def test_gguf_loads_and_is_saved_for_reuse(hf_smollm2):
     assert first[0].logprobs[" Paris"] > first[0].logprobs[" Rome"]
 
 
+@pytest.mark.slow
 def test_tokens_match_llamacpp(hf_smollm2, smollm2):
     for p in (Prompt("The capital of France is"), Prompt("Hello <|im_end|> there", chat=True),
               Prompt("Context:\nUser: hi\nResponse: hello! Is it good? Answer:", chat=True)):
@@ -170,6 +174,7 @@ def test_tokens_match_llamacpp(hf_smollm2, smollm2):
     assert chat.count(im_end) == 2  # the system turn's and the user turn's own ends, not the text's
 
 
+@pytest.mark.slow
 def test_causal_padding_invariance(hf_smollm2):
     prompts = [Prompt("Hi"), Prompt("Is the sky blue? Answer yes or no.", chat=True),
                Prompt("A much longer prompt about baking bread at home, flour, water, salt and yeast. " * 4)]
@@ -184,6 +189,7 @@ def test_causal_padding_invariance(hf_smollm2):
         assert [t for t, _ in a.top[:3]] == [t for t, _ in b.top[:3]]
 
 
+@pytest.mark.slow
 def test_too_long_prompt_fails_only_that_item(tmp_path, hf_smollm2):
     small = create_backend("transformers", str(hf_smollm2.gguf_copy), GenerateConfig(threads=2, max_context=64))
     res = small.label_logprobs([Prompt("word " * 200), Prompt("Hi")], ["Yes"])
@@ -191,6 +197,7 @@ def test_too_long_prompt_fails_only_that_item(tmp_path, hf_smollm2):
     assert not isinstance(res[1], Failure)
 
 
+@pytest.mark.slow
 def test_goodness_matches_llamacpp_and_ranks_good_above_bad(hf_smollm2, smollm2):
     items = load_items(EXAMPLES)
     hf = {s.item_id: s for s in LLMJudge(get_prompt("yesno"), hf_smollm2).score(items)}
