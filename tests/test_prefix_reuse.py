@@ -158,7 +158,7 @@ def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
     try:
         fd = load_benchmark("fed-dial", data_dir)
         criteria = get_prompt("yesno-criteria")
-        prompts = sorted((Prompt(criteria.render(it), chat=True) for it in fd[:12]), key=lambda p: p.text)
+        prompts = sorted((Prompt(criteria.render(it), chat=True) for it in fd[:8]), key=lambda p: p.text)
         # A long dialog and the same dialog one turn longer: they share more than one batch of tokens.
         long_dialog = Item(id="long", level="dialog", dialog=tuple(t for it in fd[:6] for t in it.dialog))
         longer = Item(id="longer", level="dialog", dialog=long_dialog.dialog + (Turn(USER, "Thanks, bye!"),))
