@@ -104,8 +104,8 @@ def main() -> int:
     new, old = answers["batched"], answers["token-by-token"]
     token_diffs = [abs(a - b) for ni, oi in zip(new, old, strict=True) for nr, orr in zip(ni, oi, strict=True)
                    for a, b in zip(nr, orr, strict=True)]
-    pmi_diffs = [abs(a - b) for a, b in ((pmi(n), pmi(o)) for n, o in zip(new, old, strict=True))
-                 if a is not None and b is not None]
+    new_pmi, old_pmi = [pmi(n) for n in new], [pmi(o) for o in old]
+    pmi_diffs = [abs(a - b) for a, b in zip(new_pmi, old_pmi, strict=True) if a is not None and b is not None]
     best = {k: min(v) for k, v in walls.items()}
     print(f"likelihood_speed: {info.name}, {len(items)} items, {sum(map(len, per_item))} requests, "
           f"{n_reply} reply tokens; model {backend.model_id}; {args.threads} threads; "
@@ -118,7 +118,6 @@ def main() -> int:
     print(f"  per-token |difference|: max {max(token_diffs):.4f}, mean {sum(token_diffs) / len(token_diffs):.4f}")
     print(f"  per-item PMI |difference|: max {max(pmi_diffs):.4f}, mean {sum(pmi_diffs) / len(pmi_diffs):.4f}")
     # What a reported figure reads: how the items rank, against each other and against people.
-    new_pmi, old_pmi = [pmi(n) for n in new], [pmi(o) for o in old]
     human = [it.human(info.overall) for it in items]
     agree = correlate(new_pmi, old_pmi)
     with_new, with_old = correlate(new_pmi, human), correlate(old_pmi, human)
