@@ -173,14 +173,15 @@ def test_aspect_questions_are_the_criteria_prompt_up_to_the_question():
         assert len(questions) == len(ASPECTS), "every aspect asks its own question"
 
 
-def test_the_yes_no_criteria_prompts_split_where_their_question_starts():
-    """The five yes/no prompts of the criteria family declare one shared part, so llama.cpp evaluates an
-    item's preamble and conversation once for all five: zero-shot, the part before the split is the same
-    text in all of them and ends where the question begins. `rating-criteria` differs from its first
-    line on, so it declares no split (one would only add a batch boundary)."""
+def test_the_criteria_prompts_built_for_sharing_split_where_their_question_starts():
+    """The five yes/no prompts of the criteria family and `rating-criteria-shared` declare one shared
+    part, so llama.cpp evaluates an item's preamble and conversation once for all six: zero-shot, the
+    part before the split is the same text in all of them and ends where the question begins.
+    `rating-criteria` differs from its first line on, so it declares no split (one would only add a
+    batch boundary)."""
     for item in (TURN, DIAL):
         shared = set()
-        for name in ["yesno-criteria", *ASPECTS]:
+        for name in ["yesno-criteria", *ASPECTS, "rating-criteria-shared"]:
             t = get_prompt(name)
             assert (t.family, t.shared_until) == ("criteria", "Question:"), name
             text = t.render(item)
@@ -210,3 +211,21 @@ def test_rating_criteria_is_the_criteria_text_asking_for_a_rating():
                                    "\nAnswer:")
     shown = t.render(TURN, [(DIAL, "4/5")])
     assert "Examples\n" in shown and "(very good)?\nAnswer: 4/5\n" in shown
+
+
+def test_rating_criteria_shared_asks_for_the_rating_in_its_question():
+    """`rating-criteria-shared` is the yes/no prompts' text up to the question, byte for byte, and puts
+    the 1-5 scale in its question, read from its declared scale; the published `rating-criteria` text
+    is a different prompt and stays as it was."""
+    from judge.answers import Rating
+
+    t = get_prompt("rating-criteria-shared")
+    assert t.answer == Rating(1, 5) and t.quality is not None and t.quality.name == "Overall"
+    for item, question in ((TURN, "How good is this reply as the next turn?"),
+                           (DIAL, "How good is the system in this conversation?")):
+        criteria = get_prompt("yesno-criteria").render(item)
+        text = t.render(item)
+        assert text[:criteria.index("Question: ")] == criteria[:criteria.index("Question: ")]
+        assert text.endswith(f"Question: {question} Answer with an integer rating from 1 (very bad) to 5 "
+                             "(very good).\nAnswer:")
+        assert text != get_prompt("rating-criteria").render(item)

@@ -194,7 +194,7 @@ def test_fed_family_templates_render_and_declare_their_family(data_dir):
         assert all(t.count("\n", shared) == 1 and t.endswith("Answer:") for t in texts)
         # The shared part each prompt declares (shared_until) ends where its question begins.
         assert all(0 < c <= shared and t[c:].startswith("Question:") for c, t in zip(cuts, texts))
-    for name in ("yesno-criteria", "rating-criteria", "yesno-aspect-fluent"):
+    for name in ("yesno-criteria", "rating-criteria", "rating-criteria-shared", "yesno-aspect-fluent"):
         assert get_prompt(name).family == "criteria"
     assert get_prompt("fed-turn-fluent").family is None  # the paper's prompts stay as they were
 
