@@ -244,6 +244,23 @@ def test_family_prefixes_are_measured_on_items_spread_over_the_set(data_dir):
     picked = shares([items[i] for i in (0, 10, 20, 30)])
     assert (part.shared, part.length) == (picked.shared, picked.length) != (full.shared, full.length)
 
+def test_reply_alone_prompts_are_measured_as_a_family_of_their_own(data_dir):
+    """The reply-alone prompts (context = "none") share their instruction with each other, not the
+    conversation with the given ones: `--check` gives them a line of their own, rendered as they are sent."""
+    from judge.engine.build import prepare
+    from judge.engine.schedule import family_shares
+
+    info = dataset_info("fed-turn")
+    items = load_benchmark(info.name, data_dir)[:10]
+    quality = info.quality(info.overall)
+    cells = [("fed-turn", prepare(MethodSpec(name=f"{p}-{view}", prompt=p, context=view, backend="mock"), items,
+                                  quality), items) for p in CRITERIA[:2] for view in ("given", "none")]
+    given, alone = family_shares(cells)
+    assert (given.family, alone.family) == ("criteria", "criteria (context none)")
+    assert given.prompts == alone.prompts == tuple(CRITERIA[:2])
+    assert alone.length < given.length and alone.shared < given.shared
+
+
 @pytest.mark.slow
 def test_sigkill_of_a_scheduled_run_then_rerun_matches_uninterrupted_run(tmp_path, data_dir):
     """The kill/resume guarantee of tests/test_kill_resume.py for a run whose cells are scheduled together."""

@@ -41,6 +41,9 @@ ARGS = {
     # numbers are the benchmark's, and its test-half file runs on Qwen once, for the dev choice.
     "cpu_leaderboard_dev_q15_r4.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "cpu_leaderboard_q15_r4_test.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    # Round 5 (contrasts with the reply alone): DGU's turns and FED-Dial's system turns without the user's.
+    "cpu_leaderboard_dev_q15_r5.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_q15_r5_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     "table3_fed_turn.toml": ["--limit", "6"],
     # Three dialogs (of 3-shot prompts holding four whole dialogs each, in 11 qualities): one quality,

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, fields, replace
 
 from ..backends import backend_names
+from ..context_views import CONTEXT_VIEWS
 from ..engine import MethodSpec
 from ..engine.spec import spec_field_types
 from ..errors import InputError
@@ -38,6 +39,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-k", type=int, default=3, help="top-K rating weighting (default 3)")
     g.add_argument("--rule", default="topk", help="scoring rule of rating prompts: topk (the paper's top-K "
                    "weighting, default) or expected (probability-weighted mean over every rating label)")
+    g.add_argument("--context", default="given", choices=CONTEXT_VIEWS,
+                   help="what of each item the prompt shows: given (default), or none: the reply alone (no "
+                   "conversation, no background; dialogs: the system's turns), the baseline of a contrast "
+                   "(docs/context.md)")
     g.add_argument("--name", default=None, help="method name written in each output row (default: "
                    "<prompt>-<selector>-k<k>, or the scorer's name)")
     g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
@@ -207,7 +212,7 @@ def spec_from_flags(values: Mapping[str, object], flags: Mapping[str, str] = FLA
 #: What an ``--member`` may change: spec fields (typed by ``MethodSpec``), ``chat``, ``optional`` and
 #: ``likelihood`` (the signal of a likelihood member).
 MEMBER_KEYS = ("name", "prompt", "selector", "k", "rule", "top_k", "model", "backend", "chat", "scorer",
-               "manual_set", "optional", "likelihood")
+               "manual_set", "optional", "likelihood", "context")
 
 
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
@@ -227,7 +232,7 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
 #: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
 #: context, batching, API and cache settings, --chat) apply to every model the method runs.
-METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "top_k", "rule", "selector", "k", "seed",
+METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "context", "top_k", "rule", "selector", "k", "seed",
                 "pool", "group_guard", "example_order", "manual_set", "weights", "combine", "fit",
                 "scorer_model", "scorer_option", "seeds")
 _FLAG_NAMES = {"group_guard": "--no-group-guard"}
@@ -322,7 +327,7 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
 def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
     if args.scorer:
         return spec_from_flags({"name": args.name or "", "type": "classic", "scorer": args.scorer,
-                                "options": scorer_options(args),
+                                "options": scorer_options(args), "context": args.context,
                                 "allow_future": args.allow_future}, {**FLAGS, "options": "--scorer-option"})
     base = args.seed if args.seed is not None else 0
     if getattr(args, "likelihood", None):
@@ -334,14 +339,14 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
             "name": args.name or "", "type": "likelihood", "signal": args.likelihood, "k": args.k,
             "selector": args.selector or "none", "pool": args.pool, "seeds": seeds or (base,), "backend": args.backend,
             "model": args.model, "options": backend_options(args), "generate": generate_settings(args),
-            "allow_future": args.allow_future,
+            "allow_future": args.allow_future, "context": args.context,
         }, {**FLAGS, "signal": "--likelihood"})
     return spec_from_flags({
         "name": args.name or "", "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none",
         "k": args.k, "seeds": seeds or (base,), "group_guard": args.group_guard, "order": args.example_order,
         "manual_set": args.manual_set, "pool": args.pool, "backend": args.backend, "model": args.model,
         "options": backend_options(args), "generate": generate_settings(args), "top_k": args.top_k, "rule": args.rule,
-        "allow_future": args.allow_future,
+        "allow_future": args.allow_future, "context": args.context,
     })
 
 

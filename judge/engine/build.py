@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..backends import Backend, create_backend
 from ..backends.registry import BACKENDS
+from ..context_views import in_view
 from ..errors import InputError, MissingInputError, UnknownNameError
 from ..items import Item
 from ..prompts import PER_QUALITY_PROMPTS, PromptTemplate, builtin_prompts, fed_prompt_name, get_prompt, load_template
@@ -145,7 +146,7 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
         members, left_out = _ensemble_members(spec, items, quality, pool, level)
         prepared = Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items),
                             left_out=left_out)
-        if spec.weights and not sum(prepared.weights):
+        if spec.weights and not any(prepared.weights):
             raise InputError(f"only members with weight 0 are left on these items ({', '.join(m.spec.name for m in members)}; "
                              f"left out: {', '.join(n for n, _ in left_out)})", field="weights")
         return prepared
@@ -169,7 +170,8 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
     quality = quality or prompt.quality
     selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
                             manual_set=spec.manual_set, order=spec.order)
-    check_renders(prompt, items or (), quality)
+    check_renders(prompt, [in_view(it, spec.context) for it in items] if items and spec.context != "given"
+                  else items or (), quality)
     if spec.k and quality is None:
         raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                          field="quality")
@@ -323,7 +325,7 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
     backend = backends.get(spec)
     return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
                     pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
-                    top_n=spec.generate.top_n, batch_size=spec.generate.batch_size)
+                    top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context)
 
 
 class MemberFactory:

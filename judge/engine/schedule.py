@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
+from ..context_views import in_view
 from ..items import Item
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
@@ -172,7 +173,9 @@ def family_shares(
     for dataset, prep, items in cells:
         if prep.spec.type != "llm" or prep.prompt is None or prep.prompt.family is None:
             continue
-        groups.setdefault((backend_key(prep.spec), dataset, prep.prompt.family), []).append((prep, items))
+        # The reply-alone prompts (context = "none") share among themselves, not with the given ones.
+        view = "" if prep.spec.context == "given" else f" (context {prep.spec.context})"
+        groups.setdefault((backend_key(prep.spec), dataset, prep.prompt.family + view), []).append((prep, items))
     out = []
     for (_, dataset, family), members in groups.items():
         names = tuple(dict.fromkeys(p.prompt.name for p, _ in members if p.prompt is not None))
@@ -194,7 +197,8 @@ def family_shares(
         n = len(shared_items)
         picked = shared_items if n <= sample else [shared_items[i * n // sample] for i in range(sample)]
         for pairs in picked:
-            texts = [p.prompt.render(item, [], p.quality) for p, item in pairs.values() if p.prompt is not None]
+            texts = [p.prompt.render(in_view(item, p.spec.context), [], p.quality) for p, item in pairs.values()
+                     if p.prompt is not None]
             seqs: list[Sequence[Any]] = [tok(t) for t in texts] if tok is not None else list(texts)
             shared.append((common_prefix(seqs), sum(len(s) for s in seqs) / len(seqs)))
         out.append(FamilyShare(family, dataset, f"{spec.backend} {spec.model or '(default model)'}", names,

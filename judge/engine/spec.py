@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from ..config import GenerateConfig
+from ..context_views import CONTEXT_VIEWS
 from ..errors import InputError
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 from ..scorers.likelihood import SIGNALS
@@ -73,6 +74,9 @@ class MethodSpec:
     #: Likelihood methods: the statistic of the reply's token log-probabilities
     #: (:data:`judge.scorers.likelihood.SIGNALS`, default ``pmi``).
     signal: str | None = None
+    #: LLM methods: what of the item the prompt shows (:data:`judge.context_views.CONTEXT_VIEWS`): the
+    #: conversation as ``given``, or ``none`` (the reply alone), the baseline of a contrast.
+    context: str = "given"
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 
@@ -99,6 +103,10 @@ class MethodSpec:
                                  "methods", field="k" if self.k else "selector" if self.selector != "none" else "pool")
         elif self.signal is not None:
             raise InputError(f"signal belongs to likelihood methods, not to a {self.type} method", field="signal")
+        if self.context not in CONTEXT_VIEWS:
+            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {self.context!r}", field="context")
+        if self.context != "given" and self.type != "llm":
+            raise InputError(f"context belongs to llm methods, not to a {self.type} method", field="context")
         if self.type == "ensemble":
             self._check_ensemble()
         elif self.members or self.weights or self.fit != "fixed" or self.optional:
@@ -119,8 +127,8 @@ class MethodSpec:
             raise InputError(f"must be one of {', '.join(COMBINE_RULES)}, got {self.combine!r}", field="combine")
         if self.weights and len(self.weights) != len(self.members):
             raise InputError(f"{len(self.weights)} weights for {len(self.members)} members", field="weights")
-        if any(w < 0 for w in self.weights) or (self.weights and sum(self.weights) <= 0):
-            raise InputError("weights must be >= 0 with a positive sum", field="weights")
+        if self.weights and not any(self.weights):
+            raise InputError("at least one weight must be non-zero", field="weights")
         if self.fit not in FIT_RULES:
             raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {self.fit!r}", field="fit")
         if self.fit != "fixed" and self.weights:
@@ -141,7 +149,7 @@ class MethodSpec:
             return f"likelihood-{self.signal}"
         if self.type == "ensemble":
             return f"ensemble({'+'.join(m.name for m in self.members)})"
-        return f"{self.prompt}-{self.selector}-k{self.k}"
+        return f"{self.prompt}-{self.selector}-k{self.k}" + ("" if self.context == "given" else f"-context-{self.context}")
 
     @property
     def seeded(self) -> bool:
@@ -201,6 +209,8 @@ class MethodSpec:
             "seeds": list(self.run_seeds()), "group_guard": self.group_guard, "order": self.order,
             "manual_set": self.manual_set, "pool": self.pool, "backend": self.backend, "model": self.model,
             "options": dict(self.options), "generate": gen, "top_k": self.top_k, "rule": self.rule,
+            # Only when not the default, so that the provenance of every earlier method reads as before.
+            **({"context": self.context} if self.context != "given" else {}),
             "paper": self.paper,
         }
 

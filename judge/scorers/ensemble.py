@@ -7,7 +7,10 @@ the whole set being scored (a harness cell, the file given to ``judge score``), 
 hand, so an item scores the same whether it is scored alone, in a resumed run or in a full one.
 ``mean`` averages the raw scores, for members that share a scale.
 
-Weights are given (equal by default) or, with ``fit = "cv"``, learned from the human ratings of the
+Weights are given (equal by default; the weighted sum is divided by the sum of their absolute values,
+so a negative weight subtracts a member: ``combine = "mean"`` with weights ``[1, -1]`` is half the
+difference of two members, a *contrast* such as a prompt's answer minus its answer for the reply alone,
+:mod:`judge.context_views`; an item on which a member of a contrast fails fails) or, with ``fit = "cv"``, learned from the human ratings of the
 reference set by cross-validation whose folds never split a conversation, or, with ``fit = "lodo"``,
 learned on the other sets of a ``judge run`` experiment (:mod:`judge.scorers.ensemble_fit`): no item
 is scored with weights fitted on its own rating.
@@ -269,7 +272,10 @@ class EnsembleScorer(Scorer):
                 errors.append(f"{name}: {s.error or 'no score'}")
                 continue
             used.append((s, value, w))
-        weight = sum(w for _, _, w in used)
+        if errors and any(w < 0 for w in weights):
+            # A contrast without one of its sides is another quantity, not a weaker estimate of it.
+            return Score(item.id, None, error="a member of a contrast (negative weight) failed: " + "; ".join(errors))
+        weight = sum(abs(w) for _, _, w in used)
         if weight == 0:  # no member, or only members without weight, scored the item
             return Score(item.id, None, error="every member failed: " + "; ".join(errors))
         total = sum(v * w for _, v, w in used) / weight

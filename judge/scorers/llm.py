@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, LabelDist, Prompt
+from ..context_views import in_view
 from ..items import SYSTEM, USER, Item, Turn
 from ..prompts import PromptTemplate
 from ..qualities import Quality
@@ -24,7 +25,8 @@ class LLMJudge(Scorer):
     """Scores items by reading the backend's next-token distribution over the prompt's answer labels.
 
     ``pool`` is where in-context examples come from (default: the rated items being scored, with the
-    selector's leakage guard keeping each item's own conversation out of its examples).
+    selector's leakage guard keeping each item's own conversation out of its examples). ``context``
+    is what of the rated item the prompt shows (:mod:`judge.context_views`); examples are shown as given.
     """
 
     #: The method spec this judge was built from, when it came through ``make_judge`` (provenance).
@@ -45,6 +47,7 @@ class LLMJudge(Scorer):
         top_n: int = 20,
         batch_size: int = 16,
         window: int | None = None,
+        context: str = "given",
     ) -> None:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -59,12 +62,14 @@ class LLMJudge(Scorer):
         self.chat = backend.capabilities.chat_template if chat is None else chat
         self.top_n = top_n
         self.batch_size = batch_size
+        self.context = context
         # Items whose prompts are built and reordered together (memory is bounded by it). batch_size 1
         # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
         self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
         check_labels(prompt.answer, backend, template=prompt.name)  # before any scoring
         self.candidates = candidates(prompt.answer)
-        self.name = f"{prompt.name}|{self.selector.name}|k={k}|{backend.name}:{backend.model_id}"
+        view = "" if context == "given" else f"|context={context}"
+        self.name = f"{prompt.name}|{self.selector.name}|k={k}{view}|{backend.name}:{backend.model_id}"
 
     def describe(self) -> dict[str, object]:
         return {
@@ -75,6 +80,7 @@ class LLMJudge(Scorer):
             "top_k": self.top_k,
             "rule": self.rule,
             "chat": self.chat,
+            **({"context": self.context} if self.context != "given" else {}),
             "backend": self.backend.name,
             "model": self.backend.model_id,
             **self.selector.describe(),
@@ -87,7 +93,7 @@ class LLMJudge(Scorer):
     def check(self, items: Sequence[Item]) -> None:
         """Render every item once (no examples): template errors are bad input, found before scoring."""
         for item in items:
-            self.prompt.render(item, [], self.quality)
+            self.prompt.render(in_view(item, self.context), [], self.quality)
 
     # -- prompts ------------------------------------------------------------------------------------
     def build_prompt(self, item: Item, pool: Sequence[Item] | None = None) -> tuple[Prompt, list[Item]]:
@@ -105,7 +111,7 @@ class LLMJudge(Scorer):
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
-            text = self.prompt.render(item, [(ex, labels[ex.id]) for ex in shown], self.quality)
+            text = self.prompt.render(in_view(item, self.context), [(ex, labels[ex.id]) for ex in shown], self.quality)
             return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text)), shown
 
         prompt, shown = render(ranked)
