@@ -73,16 +73,17 @@ def test_a_config_table_declares_a_contrast():
         parse_experiment({"datasets": ["FT"], "methods": [{"prompt": "yesno"}, {"prompt": "yesno", "context": "nope"}]})
 
 
-def _gen(**changes: object) -> GenerateConfig:
-    return GenerateConfig(threads=2, cache=False, **changes)  # type: ignore[arg-type]
+def _gen(cache: Path, **changes: object) -> GenerateConfig:
+    """A cache of the test's own: the ensembles read the answers their members just computed."""
+    return GenerateConfig(threads=2, cache_path=str(cache), **changes)  # type: ignore[arg-type]
 
 
-def test_a_contrast_is_half_the_difference_of_its_members_on_the_real_model():
+def test_a_contrast_is_half_the_difference_of_its_members_on_the_real_model(tmp_path):
     """The reply-alone prompt shows no conversation turn and no background; the ensemble's value is
     exactly (given − alone) / 2 of the members' own scores, item by item."""
     items = load_items(str(EXAMPLES))[:6]
-    given = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen())
-    alone = MethodSpec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen())
+    given = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite"))
+    alone = MethodSpec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen(tmp_path / "cache.sqlite"))
     contrast = MethodSpec(name="contrast", type="ensemble", members=(given, alone), combine="mean", weights=(1.0, -1.0))
     backends = BackendPool()
     try:
@@ -102,12 +103,12 @@ def test_a_contrast_is_half_the_difference_of_its_members_on_the_real_model():
         assert s.value == pytest.approx((x - y) / 2)  # type: ignore[operator]
 
 
-def test_a_contrast_without_one_side_fails_the_item_instead_of_scoring_the_other_side():
+def test_a_contrast_without_one_side_fails_the_item_instead_of_scoring_the_other_side(tmp_path):
     """With a context window too small for the longer conversations, the given prompt fails on those
     items while the reply alone still fits: a contrast fails them, an ordinary ensemble keeps going."""
     items = load_items(str(EXAMPLES))
-    given = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(max_context=165))
-    alone = MethodSpec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen(max_context=165))
+    given = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite", max_context=165))
+    alone = MethodSpec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen(tmp_path / "cache.sqlite", max_context=165))
     contrast = MethodSpec(name="contrast", type="ensemble", members=(given, alone), combine="mean", weights=(1.0, -1.0))
     plain = MethodSpec(name="both", type="ensemble", members=(given, alone))
     backends = BackendPool()
