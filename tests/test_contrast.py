@@ -59,6 +59,10 @@ def test_context_is_checked_with_the_spec_and_recorded_only_when_not_given():
     assert "context" not in MethodSpec(prompt="yesno-criteria").describe()  # earlier provenance unchanged
     with pytest.raises(InputError, match="at least one weight must be non-zero"):
         MethodSpec(type="ensemble", members=(MethodSpec(prompt="yesno"), alone), weights=(0.0, 0.0))
+    with pytest.raises(InputError, match=r"a contrast .* needs every member") as exc:
+        MethodSpec(type="ensemble", members=(MethodSpec(prompt="yesno"), alone), weights=(1.0, -1.0),
+                   optional=(alone.name,))
+    assert exc.value.field == "optional"
 
 
 def test_a_config_table_declares_a_contrast():

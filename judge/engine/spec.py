@@ -136,6 +136,9 @@ class MethodSpec:
         unknown = [n for n in self.optional if n not in names]
         if unknown:
             raise InputError(f"{', '.join(unknown)} is not a member (members: {', '.join(names)})", field="optional")
+        if self.optional and any(w < 0 for w in self.weights):
+            raise InputError("a contrast (a negative weight) needs every member on every set: leaving one out would "
+                             "score another quantity; drop optional", field="optional")
         if self.optional and self.fit == "lodo":
             raise InputError("fit = 'lodo' learns one weight per member across sets, so every member must score "
                              "every set: drop optional or use fit = 'cv' / given weights", field="optional")
