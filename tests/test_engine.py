@@ -165,3 +165,30 @@ def test_a_template_check_is_repeated_for_other_items_and_skipped_only_for_the_s
     emptied = [*items[:4], replace(items[4], response="")]  # same ids, one reply now empty: '[0]' fails
     with pytest.raises(TemplateError, match=r"strict\.j2"):
         prepare(spec, emptied, quality)
+
+
+def test_a_template_check_renders_the_reply_alone_as_it_is_sent_and_once(tmp_path, data_dir, monkeypatch):
+    """The check of a reply-alone method (context = "none") renders the items without their conversation,
+    so a template that needs one fails before a model loads, although the same items passed as given;
+    a second prepare of the same method and items (an ensemble's member that is also a cell) renders
+    nothing again."""
+    from judge.engine.build import prepare
+    from judge.errors import TemplateError
+    from judge.prompts import PromptTemplate
+
+    template = tmp_path / "needs-context.j2"
+    template.write_text('{#- judge\nanswer = "yesno"\n-#}\n{{ item.context[0].text }} {{ item.response }} Answer:')
+    info = dataset_info("fed-turn")
+    items = load_benchmark(info.name, data_dir)[:5]
+    quality = info.quality(info.overall)
+    prepare(MethodSpec(name="given", prompt=str(template), backend="mock"), items, quality)
+    with pytest.raises(TemplateError, match=r"needs-context\.j2"):
+        prepare(MethodSpec(name="alone", prompt=str(template), context="none", backend="mock"), items, quality)
+    renders = []
+    original = PromptTemplate.render
+    monkeypatch.setattr(PromptTemplate, "render", lambda self, *a, **k: renders.append(1) or original(self, *a, **k))
+    alone = MethodSpec(name="alone", prompt="yesno-criteria", context="none", backend="mock")
+    prepare(alone, items, quality)
+    assert len(renders) == len(items)
+    prepare(alone, items, quality)
+    assert len(renders) == len(items)

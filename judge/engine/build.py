@@ -170,8 +170,7 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
     quality = quality or prompt.quality
     selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
                             manual_set=spec.manual_set, order=spec.order)
-    check_renders(prompt, [in_view(it, spec.context) for it in items] if items and spec.context != "given"
-                  else items or (), quality)
+    check_renders(prompt, items or (), quality, spec.context)
     if spec.k and quality is None:
         raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                          field="quality")
@@ -186,24 +185,25 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
 
 #: Template checks passed in this process, by (template, quality, the items' identities), oldest first;
 #: each entry holds its items, so that no identity in a key can pass to another object.
-_RENDERED: OrderedDict[tuple[PromptTemplate, Quality | None, tuple[int, ...]], Sequence[Item]] = OrderedDict()
+_RENDERED: OrderedDict[tuple[PromptTemplate, Quality | None, str, tuple[int, ...]], Sequence[Item]] = OrderedDict()
 _RENDERED_MAX = 512
 _RENDERED_LOCK = threading.Lock()
 
 
-def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None) -> None:
-    """Render ``prompt`` for every item once, so that a template error (undefined variable, sandbox) is
-    bad input that surfaces before a model loads, not mid-run. A check already passed for the same
-    template, quality and item objects is not repeated: a ``judge run`` prepares each method on each set
-    once as a cell and again as the member of every ensemble that holds it, and rendering, not scoring,
-    is what ``--check`` spends its time on."""
-    key = (prompt, quality, tuple(map(id, items)))
+def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None,
+                  view: str = "given") -> None:
+    """Render ``prompt`` for every item once, as ``view`` shows it (:mod:`judge.context_views`), so that a
+    template error (undefined variable, sandbox) is bad input that surfaces before a model loads, not
+    mid-run. A check already passed for the same template, quality, view and item objects is not
+    repeated: a ``judge run`` prepares each method on each set once as a cell and again as the member of
+    every ensemble that holds it, and rendering, not scoring, is what ``--check`` spends its time on."""
+    key = (prompt, quality, view, tuple(map(id, items)))
     with _RENDERED_LOCK:  # judges may be prepared from several threads of one process
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return
     for item in items:
-        prompt.render(item, [], quality)
+        prompt.render(in_view(item, view), [], quality)
     with _RENDERED_LOCK:
         _RENDERED[key] = items
         if len(_RENDERED) > _RENDERED_MAX:
