@@ -8,7 +8,8 @@ A template file starts with a Jinja comment holding TOML metadata::
     level = "turn"           # "turn" or "dialog" (optional: any)
     min = 0                  # rating scale; defaults to the quality's scale
     max = 2
-    reads = ["reference"]    # inputs beyond the conversation (optional): "reference", "next_user"
+    reads = ["reference"]    # inputs beyond the conversation (optional): "reference", "next_user",
+                             # "alternatives"
     family = "fedq-turn"     # prompts written to share all but their last line (optional)
     shared_until = "Question:"  # the family's shared part ends where this text last occurs (optional)
     -#}
@@ -18,8 +19,10 @@ Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "l
 An item is a plain mapping: ``id, level, context, response, dialog, fact``, where turns are
 ``{"speaker": "user"|"system", "text": ...}``; plus ``references`` only when the template declares
 ``reads = ["reference"]`` and ``next_user`` (the user's turn after the rated response) only when it
-declares ``"next_user"``. The declaration is what reports use to tell reference-based and
-uses-future methods apart, so an undeclared read is an error at render time, not a silent one.
+declares ``"next_user"``; ``alternatives`` (the distinct replies to the same context among the items
+being scored, its own included, in one fixed order: :mod:`judge.alternatives`) only when it declares
+``"alternatives"``. The declaration is what reports use to tell reference-based, uses-future and
+listwise methods apart, so an undeclared read is an error at render time, not a silent one.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class PromptTemplate:
     answer: AnswerType
     quality: Quality | None
     level: str | None
-    #: Inputs beyond the conversation the template reads (``reference``, ``next_user``), as declared.
+    #: Inputs beyond the conversation the template reads (``reference``, ``next_user``, ``alternatives``).
     reads: frozenset[str] = frozenset()
     #: The family of prompts this one was written to share a prefix with (None: none declared).
     family: str | None = None
@@ -77,11 +80,13 @@ class PromptTemplate:
         whichever prompt of the family ran before."""
         return max(text.rfind(self.shared_until), 0) if self.shared_until else 0
 
-    def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None) -> str:
-        """Render the prompt for ``item`` with ``examples`` given as (example item, shown label)."""
+    def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None,
+               alternatives: Sequence[str] = ()) -> str:
+        """Render the prompt for ``item`` with ``examples`` given as (example item, shown label) and, for a
+        template that reads them, the ``alternatives`` replies to its context."""
         q = quality or self.quality
         ctx = {
-            "item": item_view(item, self.reads),
+            "item": item_view(item, self.reads, alternatives),
             "examples": [{"item": item_view(ex, self.reads), "label": label} for ex, label in examples],
             "quality": _quality_view(q),
             "answer": _answer_view(self.answer),
@@ -114,12 +119,12 @@ class PromptTemplate:
 
 
 #: Inputs a template may declare under ``reads``, and the item field each one shows.
-TEMPLATE_READS = {"reference": "references", "next_user": "next_user"}
+TEMPLATE_READS = {"reference": "references", "next_user": "next_user", "alternatives": "alternatives"}
 
 
-def item_view(item: Item, reads: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """A plain mapping of an item for templates (no Python objects reach the sandbox). References and
-    the next user turn are shown only when ``reads`` declares them."""
+def item_view(item: Item, reads: frozenset[str] = frozenset(), alternatives: Sequence[str] = ()) -> dict[str, Any]:
+    """A plain mapping of an item for templates (no Python objects reach the sandbox). References, the
+    next user turn and the alternatives are shown only when ``reads`` declares them."""
     view: dict[str, Any] = {
         "id": item.id,
         "level": item.level,
@@ -132,6 +137,8 @@ def item_view(item: Item, reads: frozenset[str] = frozenset()) -> dict[str, Any]
         view["references"] = list(item.references)
     if "next_user" in reads:
         view["next_user"] = item.next_user
+    if "alternatives" in reads:
+        view["alternatives"] = list(alternatives)
     return view
 
 

@@ -72,8 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if quality is not None and (args.quality is not None or args.k > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
-    # The example pool is the whole file (rated items), whatever --limit keeps for scoring.
-    prep = prepare(spec, items, quality, pool=all_items)
+    # The example pool is the whole file (rated items), whatever --limit keeps for scoring; so are the
+    # replies a listwise prompt compares.
+    prep = prepare(spec, items, quality, pool=all_items, population=all_items)
     quality = prep.quality
     backends = BackendPool()
     try:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..alternatives import alternatives_by_group, alternatives_for
 from ..backends import Backend, create_backend
 from ..backends.registry import BACKENDS
 from ..context_views import in_view
@@ -87,6 +88,9 @@ class Prepared:
     prompt: PromptTemplate | None = None
     selector: Selector | None = None
     pool: list[Item] | None = None
+    #: Where a template that reads ``alternatives`` finds the other replies to a context (None: the items
+    #: of each score call; ``()``: none).
+    population: Sequence[Item] | None = None
     classic: Scorer | None = None
     #: Ensembles: the prepared members, and the items their percentiles are taken over.
     members: tuple[Prepared, ...] = ()
@@ -116,6 +120,7 @@ def prepare(
     quality: Quality | None = None,
     *,
     pool: Sequence[Item] | None = None,
+    population: Sequence[Item] | None = None,
     seed: int | None = None,
     level: str = "turn",
 ) -> Prepared:
@@ -124,7 +129,10 @@ def prepare(
     ``pool`` is where examples come from; by default ``items`` themselves (their rated ones), each
     item's own conversation kept out by the selector's guard. With ``items`` None (a judge built before
     its data is known, as ``make_judge`` does) the checks that need the data wait for it and the pool
-    defaults to the rated items of each ``score`` call. ``seed`` overrides the spec's first seed.
+    defaults to the rated items of each ``score`` call. ``population`` is where a template that reads
+    ``alternatives`` finds the other replies to each context (None: the items of each ``score`` call;
+    the harness gives a set's whole half, so that a sample shows what the set holds). ``seed``
+    overrides the spec's first seed.
     A method that reads the next user turn on turn-level items is refused here unless it opts in
     (``allow_future``), before anything loads.
     """
@@ -132,18 +140,19 @@ def prepare(
     from .kinds import check_future, method_kinds
 
     check_future(spec, method_kinds(spec, quality), items[0].level if items else level)
-    return _prepare(spec, items, quality, pool=pool, seed=seed, level=level)
+    return _prepare(spec, items, quality, pool=pool, population=population, seed=seed, level=level)
 
 
 def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
-             pool: Sequence[Item] | None, seed: int | None, level: str) -> Prepared:
+             pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int | None,
+             level: str) -> Prepared:
     """``prepare`` without the top-level checks (an ensemble's members are covered by its own)."""
     seed = spec.seeds[0] if seed is None else seed
     if spec.type == "ensemble":
         if spec.fit == "cv" and quality is None:
             raise InputError("fit = 'cv' learns weights from human ratings: name the quality to read (--quality)",
                              field="quality")
-        members, left_out = _ensemble_members(spec, items, quality, pool, level)
+        members, left_out = _ensemble_members(spec, items, quality, pool, population, level)
         prepared = Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items),
                             left_out=left_out)
         if spec.weights and not any(prepared.weights):
@@ -170,7 +179,7 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
     quality = quality or prompt.quality
     selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
                             manual_set=spec.manual_set, order=spec.order)
-    check_renders(prompt, items or (), quality, spec.context)
+    check_renders(prompt, items or (), quality, spec.context, population)
     if spec.k and quality is None:
         raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                          field="quality")
@@ -180,38 +189,43 @@ def _prepare(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
         examples = example_pool(spec, candidates or (), quality)
         if items is not None:
             selector.check(items, examples, quality)
-    return Prepared(spec, quality, seed, prompt, selector, examples)
+    return Prepared(spec, quality, seed, prompt, selector, examples, population)
 
 
-#: Template checks passed in this process, by (template, quality, the items' identities), oldest first;
-#: each entry holds its items, so that no identity in a key can pass to another object.
-_RENDERED: OrderedDict[tuple[PromptTemplate, Quality | None, str, tuple[int, ...]], Sequence[Item]] = OrderedDict()
+#: Template checks passed in this process, by (template, quality, view, the items' identities and, for a
+#: template that reads alternatives, the population's), oldest first; each entry holds those objects,
+#: so that no identity in a key can pass to another object.
+_RENDERED: OrderedDict[tuple[object, ...], tuple[Sequence[Item], Sequence[Item]]] = OrderedDict()
 _RENDERED_MAX = 512
 _RENDERED_LOCK = threading.Lock()
 
 
 def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None,
-                  view: str = "given") -> None:
+                  view: str = "given", population: Sequence[Item] | None = None) -> None:
     """Render ``prompt`` for every item once, as ``view`` shows it (:mod:`judge.context_views`), so that a
     template error (undefined variable, sandbox) is bad input that surfaces before a model loads, not
     mid-run. A check already passed for the same template, quality, view and item objects is not
     repeated: a ``judge run`` prepares each method on each set once as a cell and again as the member of
-    every ensemble that holds it, and rendering, not scoring, is what ``--check`` spends its time on."""
-    key = (prompt, quality, view, tuple(map(id, items)))
+    every ensemble that holds it, and rendering, not scoring, is what ``--check`` spends its time on.
+    A template that reads ``alternatives`` is rendered with those of ``population`` (None: ``items``)."""
+    reads = "alternatives" in prompt.reads
+    others = (items if population is None else population) if reads else ()
+    key = (prompt, quality, view, tuple(map(id, items)), tuple(map(id, others)))
     with _RENDERED_LOCK:  # judges may be prepared from several threads of one process
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return
+    by_group = alternatives_by_group(others)
     for item in items:
-        prompt.render(in_view(item, view), [], quality)
+        prompt.render(in_view(item, view), [], quality, alternatives_for(item, by_group) if reads else ())
     with _RENDERED_LOCK:
-        _RENDERED[key] = items
+        _RENDERED[key] = (items, others)
         if len(_RENDERED) > _RENDERED_MAX:
             _RENDERED.popitem(last=False)
 
 
 def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None,
-                      pool: Sequence[Item] | None, level: str) -> tuple[tuple[Prepared, ...], tuple[tuple[str, str], ...]]:
+                      pool: Sequence[Item] | None, population: Sequence[Item] | None, level: str) -> tuple[tuple[Prepared, ...], tuple[tuple[str, str], ...]]:
     """An ensemble's members prepared for ``items``. An optional member whose input the items lack (a
     classic scorer refusing them before computing) is left out with its reason, so one ensemble can
     join a reference-based scorer where references exist and do without it elsewhere; a required
@@ -223,7 +237,7 @@ def _ensemble_members(spec: MethodSpec, items: Sequence[Item] | None, quality: Q
     left_out: list[tuple[str, str]] = []
     for member in spec.members:
         try:
-            kept.append(_prepare(member, items, quality, pool=pool, seed=None, level=level))
+            kept.append(_prepare(member, items, quality, pool=pool, population=population, seed=None, level=level))
         except MissingInputError as exc:
             if member.name not in spec.optional:
                 raise MissingInputError(f"member '{member.name}': {exc.reason} (list it under optional to leave it "
@@ -325,7 +339,8 @@ def build(prepared: Prepared, backends: BackendPool) -> Scorer:
     backend = backends.get(spec)
     return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
                     pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
-                    top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context)
+                    top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
+                    population=prepared.population)
 
 
 class MemberFactory:

@@ -2,7 +2,9 @@
 
 A method is *reference-based* when it (or any ensemble member) reads the item's reference responses,
 and *uses-future* when it reads the user's turn after the rated response (``next_user``) on
-turn-level items, which a live judge never has. Both come from the methods' own declarations
+turn-level items, which a live judge never has. A *listwise* method reads the other replies to the
+rated reply's context (``alternatives``); it stays reference-free, and reports say it compares. All
+three come from the methods' own declarations
 (``Scorer.reads``: a classic scorer's ``requires``, a template's ``reads`` metadata), never from
 guessing, so reports can keep the kinds apart and ``judge serve`` can refuse a judge that would need
 the future.
@@ -21,6 +23,8 @@ from .spec import MethodSpec
 REFERENCE = "reference"
 #: The input a uses-future method reads (turn level: the user's reply to the rated response).
 FUTURE = "next_user"
+#: The input a listwise method reads (the other systems' replies to the same context).
+LISTWISE = "alternatives"
 
 
 @dataclass(frozen=True)
@@ -38,17 +42,23 @@ class MethodKinds:
         return FUTURE in self.reads
 
     @property
+    def listwise(self) -> bool:
+        return LISTWISE in self.reads
+
+    @property
     def kind(self) -> str:
         """``reference-free`` or ``reference-based``: the split every report keeps."""
         return "reference-based" if self.reference_based else "reference-free"
 
     @property
     def label(self) -> str:
-        """The kind as reports print it, ``, uses-future`` added when it reads the next user turn."""
-        return self.kind + (", uses-future" if self.uses_future else "")
+        """The kind as reports print it, ``, uses-future`` added when it reads the next user turn and
+        ``, listwise`` when it reads the other replies to the context."""
+        return self.kind + (", uses-future" if self.uses_future else "") + (", listwise" if self.listwise else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "uses_future": self.uses_future, "reads": sorted(self.reads)}
+        return {"kind": self.kind, "uses_future": self.uses_future, "reads": sorted(self.reads),
+                **({"listwise": True} if self.listwise else {})}
 
 
 def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
+from ..alternatives import alternatives_by_group, alternatives_for
 from ..context_views import in_view
 from ..items import Item
 from ..scorers.base import Score
@@ -72,6 +73,7 @@ def score_together(
         raise ValueError("methods scheduled together must share one backend")
     lanes = [list(its) for its in items]
     pools = [judge.call_pool(its) for judge, its in zip(judges, lanes, strict=True)]
+    alternatives = [judge.call_alternatives(its) for judge, its in zip(judges, lanes, strict=True)]
     rank: dict[str, int] = {}
     for its in lanes:
         for it in its:
@@ -89,7 +91,7 @@ def score_together(
         for lane, (judge, its) in enumerate(zip(judges, lanes, strict=True)):
             t0, c0 = perf_counter(), counters()
             while pos[lane] < len(its) and rank[its[pos[lane]].id] < end:
-                prompt, shown = judge.build_prompt(its[pos[lane]], pools[lane])
+                prompt, shown = judge.build_prompt(its[pos[lane]], pools[lane], alternatives[lane])
                 jobs.append((lane, pos[lane], prompt, shown))
                 pos[lane] += 1
             if costs is not None:
@@ -181,12 +183,14 @@ def family_shares(
         names = tuple(dict.fromkeys(p.prompt.name for p, _ in members if p.prompt is not None))
         if len(names) < 2:
             continue
-        # Per item, one (prepared method, item) per prompt of the family that scores it.
-        per_item: dict[str, dict[str, tuple[Prepared, Item]]] = {}
+        # Per item, one (prepared method, item, the replies it lists) per prompt of the family that scores it.
+        per_item: dict[str, dict[str, tuple[Prepared, Item, tuple[str, ...]]]] = {}
         for prep, items in members:
             assert prep.prompt is not None
+            listed = alternatives_by_group(prep.population if prep.population is not None else items)
             for item in items:
-                per_item.setdefault(item.id, {}).setdefault(prep.prompt.name, (prep, item))
+                replies = alternatives_for(item, listed) if "alternatives" in prep.prompt.reads else ()
+                per_item.setdefault(item.id, {}).setdefault(prep.prompt.name, (prep, item, replies))
         shared_items = [pairs for pairs in per_item.values() if len(pairs) > 1]
         if not shared_items:
             continue
@@ -197,8 +201,8 @@ def family_shares(
         n = len(shared_items)
         picked = shared_items if n <= sample else [shared_items[i * n // sample] for i in range(sample)]
         for pairs in picked:
-            texts = [p.prompt.render(in_view(item, p.spec.context), [], p.quality) for p, item in pairs.values()
-                     if p.prompt is not None]
+            texts = [p.prompt.render(in_view(item, p.spec.context), [], p.quality, replies)
+                     for p, item, replies in pairs.values() if p.prompt is not None]
             seqs: list[Sequence[Any]] = [tok(t) for t in texts] if tok is not None else list(texts)
             shared.append((common_prefix(seqs), sum(len(s) for s in seqs) / len(seqs)))
         out.append(FamilyShare(family, dataset, f"{spec.backend} {spec.model or '(default model)'}", names,

@@ -50,6 +50,10 @@ class Cell:
     seed: int
     items: list[Item]  # the items scored (rated for this quality), in file order
     pool: list[Item]  # example pool: every rated item of the set, or of its dev half when the run has a split
+    # Where a listwise template finds the other replies to a context: every item of the scored half (or
+    # of the set without a split), whatever the limit keeps, so a sample shows each context's replies
+    # as the set holds them. Texts only: no rating of these items is read.
+    population: list[Item]
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -73,10 +77,11 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
     sets: dict[str, list[Item]] = {}
     subsets: dict[str, list[Item]] = {}
     pools: dict[str, list[Item]] = {}
+    halves: dict[str, list[Item]] = {}
     for ds in exp.datasets:
         sets[ds.name] = list(ds.source.items) if ds.source is not None else load(ds.name)
-        subsets[ds.name] = seeded_subset(split_items(sets[ds.name], exp.split, exp.split_seed), exp.limit,
-                                         exp.limit_seed)
+        halves[ds.name] = split_items(sets[ds.name], exp.split, exp.split_seed)
+        subsets[ds.name] = seeded_subset(halves[ds.name], exp.limit, exp.limit_seed)
         # With a split, in-context examples come from the dev half only: a test item is never shown as an
         # example, so choosing on dev and reporting on test reads no test label at all.
         pools[ds.name] = split_items(sets[ds.name], "dev", exp.split_seed) if exp.split else sets[ds.name]
@@ -89,14 +94,15 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
                 items = [it for it in subsets[ds.name] if it.human(q.name) is not None]
                 pool = [it for it in pools[ds.name] if it.human(q.name) is not None]
                 for seed in m.run_seeds():
-                    cells.append(Cell(m, ds.name, q, seed, items, pool))
+                    cells.append(Cell(m, ds.name, q, seed, items, pool, halves[ds.name]))
     return cells
 
 
 def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
     """The cell's method checked against its items and pool (errors name the config entry)."""
     try:
-        return prepare(cell.method, cell.items, cell.quality, pool=cell.pool, seed=cell.seed)
+        return prepare(cell.method, cell.items, cell.quality, pool=cell.pool, population=cell.population,
+                       seed=cell.seed)
     except InputError as exc:  # the same class: a missing input stays one (``applicable`` skips it)
         raise type(exc)(f"{cell.dataset} {cell.quality.name}: {exc}",
                         file=f"{exp.path}: methods[{cell.method.index}]") from None

@@ -101,7 +101,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
          "on its own and averages as the point value does. "
          "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
          "a top-N token list that may miss label spellings. "
-         "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."),
+         "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."
+         + (" `(listwise)` = the method's prompt lists every rated reply to the same conversation (their texts, "
+            "never their ratings) before the reply it asks about; reference-free."
+            if any(m.get("listwise") for m in summary["methods"].values()) else "")),
         "",
     ]
     out += ["## Leaderboard", ""] + leaderboard_md(board)

@@ -67,16 +67,17 @@ class Row:
     paper_label: str | None
     cells: list[CellValue] = field(default_factory=list)
     #: ``reference-free`` / ``reference-based`` (``unknown`` in summaries written before kinds were
-    #: recorded) and whether it reads the next user turn.
+    #: recorded), whether it reads the next user turn and whether it reads the other replies to a context.
     kind: str = "unknown"
     uses_future: bool = False
+    listwise: bool = False
     #: Reference-based rows: the same cells without the items whose response is (nearly) a reference.
     without_copies: list[CellValue] | None = None
 
     @property
     def label(self) -> str:
-        """The method's name as tables print it (``uses-future`` methods say so)."""
-        return self.method + (" (uses-future)" if self.uses_future else "")
+        """The method's name as tables print it (``uses-future`` and ``listwise`` methods say so)."""
+        return self.method + (" (uses-future)" if self.uses_future else "") + (" (listwise)" if self.listwise else "")
 
 
 #: The order and titles of the leaderboard's sections, one per kind: never averaged together.
@@ -128,7 +129,8 @@ def build(summary: dict[str, Any]) -> Leaderboard:
     res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
     rows = []
     for m, spec in summary["methods"].items():
-        row = Row(m, spec.get("paper"), kind=spec.get("kind", "unknown"), uses_future=bool(spec.get("uses_future")))
+        row = Row(m, spec.get("paper"), kind=spec.get("kind", "unknown"), uses_future=bool(spec.get("uses_future")),
+                  listwise=bool(spec.get("listwise")))
         avg = summary["averages"].get(m, {})
         for col in columns:
             ds, q = col.key

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..alternatives import Alternatives, alternatives_by_group, alternatives_for
 from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, LabelDist, Prompt
 from ..context_views import in_view
@@ -27,6 +28,9 @@ class LLMJudge(Scorer):
     ``pool`` is where in-context examples come from (default: the rated items being scored, with the
     selector's leakage guard keeping each item's own conversation out of its examples). ``context``
     is what of the rated item the prompt shows (:mod:`judge.context_views`); examples are shown as given.
+    ``population`` is where a template that reads ``alternatives`` finds the other replies to an item's
+    context (default: the items being scored; ``()``: none, each reply is shown alone, as a served judge
+    must, so that one client's replies never reach another's prompt).
     """
 
     #: The method spec this judge was built from, when it came through ``make_judge`` (provenance).
@@ -48,6 +52,7 @@ class LLMJudge(Scorer):
         batch_size: int = 16,
         window: int | None = None,
         context: str = "given",
+        population: Sequence[Item] | None = None,
     ) -> None:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -63,6 +68,7 @@ class LLMJudge(Scorer):
         self.top_n = top_n
         self.batch_size = batch_size
         self.context = context
+        self.population = population
         # Items whose prompts are built and reordered together (memory is bounded by it). batch_size 1
         # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
         self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
@@ -92,11 +98,14 @@ class LLMJudge(Scorer):
 
     def check(self, items: Sequence[Item]) -> None:
         """Render every item once (no examples): template errors are bad input, found before scoring."""
+        alternatives = self.call_alternatives(items)
         for item in items:
-            self.prompt.render(in_view(item, self.context), [], self.quality)
+            self.prompt.render(in_view(item, self.context), [], self.quality,
+                               alternatives_for(item, alternatives) if alternatives is not None else ())
 
     # -- prompts ------------------------------------------------------------------------------------
-    def build_prompt(self, item: Item, pool: Sequence[Item] | None = None) -> tuple[Prompt, list[Item]]:
+    def build_prompt(self, item: Item, pool: Sequence[Item] | None = None,
+                     alternatives: Alternatives | None = None) -> tuple[Prompt, list[Item]]:
         """The prompt for ``item`` and the examples it shows, fitted to the context window.
 
         When examples do not fit, the least relevant are dropped first whatever the display order
@@ -108,10 +117,14 @@ class LLMJudge(Scorer):
         if ranked and self.quality is None:
             raise ValueError("in-context examples need a quality to read their human labels from")
         labels = {ex.id: self.prompt.example_label(ex, self.quality) for ex in ranked}  # type: ignore[arg-type]
+        if alternatives is None and self.reads_alternatives:
+            alternatives = self.call_alternatives([item])
+        replies = alternatives_for(item, alternatives) if alternatives is not None else ()
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
-            text = self.prompt.render(in_view(item, self.context), [(ex, labels[ex.id]) for ex in shown], self.quality)
+            text = self.prompt.render(in_view(item, self.context), [(ex, labels[ex.id]) for ex in shown], self.quality,
+                                      replies)
             return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text)), shown
 
         prompt, shown = render(ranked)
@@ -134,12 +147,14 @@ class LLMJudge(Scorer):
         bounded by the window however many items stream through.
         """
         pool = self.pool
-        if self.k and pool is None:
-            items = list(items)  # the documented default pool needs every item of this call up front
-            pool = self.call_pool(items)
+        whole: Sequence[Item] = ()
+        if (self.k and pool is None) or (self.reads_alternatives and self.population is None):
+            items = whole = list(items)  # the documented defaults need every item of this call up front
+            pool = self.call_pool(whole)
+        alternatives = self.call_alternatives(whole)
         it = iter(items)
         while chunk := list(islice(it, self.window)):
-            built = [self.build_prompt(item, pool) for item in chunk]
+            built = [self.build_prompt(item, pool, alternatives) for item in chunk]
             order = list(range(len(chunk)))
             # Declared as a capability so it survives wrappers (the cache forwards its inner backend's).
             if self.backend.capabilities.prefix_reuse:
@@ -163,6 +178,18 @@ class LLMJudge(Scorer):
         if self.k and self.pool is None:
             return [it for it in items if self.quality and it.human(self.quality.name) is not None]
         return self.pool
+
+    @property
+    def reads_alternatives(self) -> bool:
+        """Whether the template shows the other replies to an item's context (``reads = ["alternatives"]``)."""
+        return "alternatives" in self.prompt.reads
+
+    def call_alternatives(self, items: Sequence[Item]) -> Alternatives | None:
+        """The replies of each context one call's prompts show (None: the template shows none): from the
+        given population, or without one from the items of that call, kept per call like its pool."""
+        if not self.reads_alternatives:
+            return None
+        return alternatives_by_group(self.population if self.population is not None else items)
 
     def to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
         """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""

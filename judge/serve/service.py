@@ -49,7 +49,9 @@ class JudgeService:
         (``--reference-set FILE``), whose member scores (and ``cv`` weights) are computed here, once.
         """
         check_servable(spec, reference)
-        prep = prepare(spec, reference, quality)
+        # A listwise prompt shows each reply alone (population ()): a batch may hold several clients'
+        # requests, and one client's replies must neither reach another's prompt nor move its score.
+        prep = prepare(spec, reference, quality, population=())
         backends = BackendPool()
         try:
             scorer = build(prep, backends)

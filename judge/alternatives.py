@@ -1,0 +1,48 @@
+"""Other replies to the same conversation, for prompts that compare (``reads = ["alternatives"]``).
+
+Several rated sets hold several systems' replies to one context (Topical-USR six, DailyDialog-Zhao
+nine, FED-Turn three). A judge that sees them side by side can tell a generic or off-topic reply from
+the ones that engage, which a reply read alone does not show. The replies shown are texts only, never
+their ratings, and every reply of a context sees the same list (its own reply included, in one fixed
+order), so the prompts of one context share everything up to the reply they ask about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+
+from .items import Item
+
+#: context key (:func:`context_key`) -> the distinct reply texts of that context, in their shown order.
+Alternatives = Mapping[str, tuple[str, ...]]
+
+
+def context_key(item: Item) -> str:
+    """What makes two replies answers to the same thing: the item's group (its conversation) and the
+    background fact it was shown (Topical-USR repeats conversations with another fact)."""
+    return f"{item.group}\x1d{item.fact or ''}"
+
+
+def alternatives_by_group(population: Iterable[Item]) -> dict[str, tuple[str, ...]]:
+    """The replies of each turn-level context in ``population``: distinct texts, ordered by a hash of
+    the text, so that the order says nothing of which system wrote a reply or where it sat in the file."""
+    texts: dict[str, set[str]] = {}
+    for it in population:
+        if it.level == "turn":
+            texts.setdefault(context_key(it), set()).add(it.response or "")
+    return {key: _ordered(ts) for key, ts in texts.items()}
+
+
+def alternatives_for(item: Item, by_group: Alternatives) -> tuple[str, ...]:
+    """The replies ``item``'s prompt shows: those of its context, its own among them (an item whose
+    context the population lacks sees its own reply alone). Dialog-level items have none."""
+    if item.level != "turn":
+        return ()
+    known = by_group.get(context_key(item), ())
+    own = item.response or ""
+    return known if own in known else _ordered({own, *known})
+
+
+def _ordered(texts: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(texts, key=lambda t: (hashlib.sha256(t.encode("utf-8")).hexdigest(), t)))
