@@ -1,7 +1,8 @@
 """Other replies to the same conversation, for prompts that compare (``reads = ["alternatives"]``).
 
 Several rated sets hold several systems' replies to one context (Topical-USR six, DailyDialog-Zhao
-nine, FED-Turn three). A judge that sees them side by side can tell a generic or off-topic reply from
+about nine, Persona-USR and DailyDialog-Gupta five, DailyDialog-Grade and Empathetic-Grade two;
+FED-Turn rates each context once). A judge that sees them side by side can tell a generic or off-topic reply from
 the ones that engage, which a reply read alone does not show. The replies shown are texts only, never
 their ratings, and every reply of a context sees the same list (its own reply included, in one fixed
 order), so the prompts of one context share everything up to the reply they ask about.
@@ -19,9 +20,11 @@ Alternatives = Mapping[str, tuple[str, ...]]
 
 
 def context_key(item: Item) -> str:
-    """What makes two replies answers to the same thing: the item's group (its conversation) and the
-    background fact it was shown (Topical-USR repeats conversations with another fact)."""
-    return f"{item.group}\x1d{item.fact or ''}"
+    """What makes two replies answers to the same thing: the same turns before them and the same
+    background fact (Topical-USR repeats conversations with another fact). Not the item's group: a
+    group may name a whole conversation, whose turns are rated at different points."""
+    turns = "\x1e".join(f"{t.speaker}\x1f{t.text}" for t in item.context)
+    return f"{turns}\x1d{item.fact or ''}"
 
 
 def alternatives_by_group(population: Iterable[Item]) -> dict[str, tuple[str, ...]]:
