@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import shlex
 import subprocess
 import sys
 from dataclasses import replace
@@ -134,23 +136,22 @@ def _gen(cache: Path) -> GenerateConfig:
 
 
 def test_a_listwise_judge_reads_its_population_on_the_real_model(tmp_path):
-    """The same reply scored with its siblings listed and alone: the list changes the prompt and the
-    answer; alone, the listwise judge answers exactly as the criteria prompt."""
+    """The same replies scored with their siblings listed and alone (population ``()``): the list changes
+    the prompt and the answers; alone, the prompt is the criteria prompt's text."""
     spec = MethodSpec(name="lw", prompt=LISTWISE, generate=_gen(tmp_path / "cache.sqlite"))
-    criteria = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite"))
     backends = BackendPool()
     try:
         listed = build(prepare(spec, REPLIES), backends)
         prompt, _ = listed.build_prompt(REPLIES[0], None, listed.call_alternatives(REPLIES))  # type: ignore[attr-defined]
         assert "I like turtles." in prompt.text and prompt.shared == prompt.text.rfind("Next system reply:")
         with_list = [s.value for s in listed.score(REPLIES)]
-        alone = [s.value for s in build(prepare(spec, REPLIES, population=()), backends).score(REPLIES)]
-        plain = [s.value for s in build(prepare(criteria, REPLIES), backends).score(REPLIES)]
+        single = build(prepare(spec, REPLIES, population=()), backends)
+        assert single.build_prompt(REPLIES[0])[0].text == get_prompt("yesno-criteria").render(REPLIES[0])  # type: ignore[attr-defined]
+        alone = [s.value for s in single.score(REPLIES)]
     finally:
         backends.close()
-    assert None not in with_list
-    assert alone == plain
-    assert with_list != plain
+    assert None not in with_list and None not in alone
+    assert all(abs(a - b) > 1e-6 for a, b in zip(with_list, alone, strict=True))  # type: ignore[operator]
 
 
 def test_siblings_and_both_questions_reuse_the_list_when_scheduled(smollm2, data_dir):
@@ -179,41 +180,55 @@ def test_siblings_and_both_questions_reuse_the_list_when_scheduled(smollm2, data
 
 def test_a_served_listwise_judge_rates_each_reply_alone(tmp_path):
     """A request batch may hold several clients' replies to one conversation: the service lists none of
-    them, so a served listwise judge answers as the criteria prompt does, whatever else is in the batch."""
+    them, so a reply's score is the same in a batch with its siblings as alone, and its prompt is the
+    criteria prompt's text."""
     served = JudgeService.build(MethodSpec(name="lw", prompt=LISTWISE, generate=_gen(tmp_path / "c.sqlite")), None)
-    plain = JudgeService.build(MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "c.sqlite")), None)
     try:
         rows = served.score(REPLIES)
         one_by_one = [served.score([it])[0] for it in REPLIES]
-        expected = plain.score(REPLIES)
+        prompt, _ = served.scorer.build_prompt(REPLIES[0])  # type: ignore[attr-defined]
+        batch_alternatives = served.scorer.call_alternatives(REPLIES)  # type: ignore[attr-defined]
     finally:
         served.close()
-        plain.close()
-    assert [r["score"] for r in rows] == [r["score"] for r in one_by_one] == [r["score"] for r in expected]
+    assert [r["score"] for r in rows] == [r["score"] for r in one_by_one]
+    assert None not in [r["score"] for r in rows]
+    assert prompt.text == get_prompt("yesno-criteria").render(REPLIES[0])
+    assert alternatives_for(REPLIES[0], batch_alternatives) == (REPLIES[0].response,)
 
 
-def test_judge_score_lists_the_replies_of_the_whole_file(tmp_path):
-    """``judge score --limit 1`` scores one reply, with the file's other replies to its conversation
-    listed: the same value as the Python API with the whole file as population."""
-    data = tmp_path / "replies.jsonl"
-    data.write_text("".join(json.dumps({"id": it.id, "context": [{"speaker": t.speaker, "text": t.text} for t in CONTEXT],
-                                        "response": it.response, "scores": {"overall": it.annotations["overall"][0]},
-                                        "scales": {"overall": [1, 5]}}) + "\n" for it in REPLIES))
-    out = tmp_path / "rows.jsonl"
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_the_documented_command_lists_the_replies_of_the_whole_file(tmp_path):
+    """docs/listwise.md's `judge score` command, as printed there (plus an output file): the replies
+    with a sibling in the file score as the Python API scores them with the whole file listed, the
+    others as they score alone; with `--limit 2` the first two replies still list the whole file's."""
+    text = (ROOT / "docs" / "listwise.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(judge score .*?)\n```", text, re.S)
+    assert block, "docs/listwise.md lost its judge score command"
+    command = shlex.split(block.group(1))
+    assert command[:3] == ["judge", "score", "examples/dialogues.jsonl"]
     cache = tmp_path / "cache.sqlite"
-    done = subprocess.run([sys.executable, "-m", "judge", "score", str(data), "--prompt", LISTWISE, "--limit", "1",
-                           "--threads", "2", "--cache-path", str(cache), "-o", str(out), "--no-progress"],
-                          capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    (row,) = [json.loads(x) for x in out.read_text().splitlines()]
-    items = load_items(str(data))
+    rows = {}
+    for name, args in (("doc", command[2:]), ("limit", [*command[2:], "--limit", "2"])):
+        out = tmp_path / f"{name}.jsonl"
+        proc = _cli("score", *args, "--threads", "2", "--cache-path", str(cache), "-o", str(out))
+        assert proc.returncode == 0, proc.stderr
+        rows[name] = [json.loads(x)["score"] for x in out.read_text().splitlines()]
+    items = load_items(str(ROOT / "examples" / "dialogues.jsonl"))
     spec = MethodSpec(name="lw", prompt=LISTWISE, generate=_gen(cache))
     backends = BackendPool()
     try:
-        whole = next(build(prepare(spec, items[:1], population=items), backends).score(items[:1]))
-        alone = next(build(prepare(spec, items[:1]), backends).score(items[:1]))
+        whole = [s.value for s in build(prepare(spec, items, population=items), backends).score(items)]
+        alone = [s.value for s in build(prepare(spec, items, population=()), backends).score(items)]
     finally:
         backends.close()
-    assert whole.value is not None and alone.value is not None
-    assert row["score"] == pytest.approx(whole.value, abs=1e-6)
-    assert abs(whole.value - alone.value) > 1e-6
+    listed = alternatives_by_group(items)
+    several = [len(alternatives_for(it, listed)) > 1 for it in items]
+    assert sum(several) == 4 and several[:2] == [True, True]
+    assert rows["doc"] == pytest.approx(whole, abs=1e-6)
+    assert rows["limit"] == rows["doc"][:2]
+    for doc, single, listwise in zip(rows["doc"], alone, several, strict=True):
+        assert (abs(doc - single) > 1e-6) if listwise else doc == pytest.approx(single, abs=1e-6)

@@ -1,4 +1,4 @@
-"""The committed candidates of rounds 4 and 5: each round's dev and test files parse, hold the same
+"""The committed candidates of rounds 4, 5 and 6: each round's dev and test files parse, hold the same
 methods, and every method is prepared against real dev-half items of each set (no model is loaded;
 the end-to-end runs with SmolLM2 are in test_shipped_configs)."""
 
@@ -19,6 +19,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
 ROUNDS = {
     "r4": ("cpu_leaderboard_dev_q15_r4.toml", "cpu_leaderboard_q15_r4_test.toml", {"llm", "likelihood", "ensemble"}),
     "r5": ("cpu_leaderboard_dev_q15_r5.toml", "cpu_leaderboard_q15_r5_test.toml", {"llm", "ensemble"}),
+    "r6": ("cpu_leaderboard_dev_q15_r6.toml", "cpu_leaderboard_q15_r6_test.toml", {"llm", "ensemble"}),
 }
 
 
@@ -32,7 +33,7 @@ def test_dev_and_test_files_hold_the_same_candidates(round_):
     assert {m.type for m in dev.methods} == types
     # Never weights fitted on the scored set; nothing reference-based or reading the next turn.
     assert all(m.fit in ("fixed", "lodo") for m in dev.methods)
-    assert all(method_kinds(m).label == "reference-free" for m in dev.methods)
+    assert all(method_kinds(m).kind == "reference-free" and not method_kinds(m).uses_future for m in dev.methods)
 
 
 def test_round_4_compares_every_candidate_with_the_criteria_prompt():
@@ -52,6 +53,15 @@ def test_round_5_gates_every_candidate_on_its_paired_test_with_the_criteria_prom
     for m in dev.methods:
         if m.type == "ensemble":
             assert [w < 0 for w in m.weights] == [x.context == "none" for x in m.members], m.name
+
+
+def test_round_6_gates_every_listwise_candidate_on_its_paired_test_with_the_criteria_prompt():
+    dev = load_experiment(CONFIGS / ROUNDS["r6"][0])
+    assert dev.compare == load_experiment(CONFIGS / ROUNDS["r6"][1]).compare
+    assert {a for a, _ in dev.compare} == {m.name for m in dev.methods} - {"q15-criteria"}
+    assert {b for _, b in dev.compare} == {"q15-criteria"}
+    # every candidate lists the other replies (itself or a member), and the reference point does not
+    assert {m.name for m in dev.methods if method_kinds(m).listwise} == {m.name for m in dev.methods} - {"q15-criteria"}
 
 
 @pytest.mark.parametrize("round_", sorted(ROUNDS))
