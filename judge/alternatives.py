@@ -2,11 +2,11 @@
 
 Several rated sets hold several systems' replies to one context (Topical-USR six, DailyDialog-Zhao
 about nine, Persona-USR and DailyDialog-Gupta five, DailyDialog-Grade and Empathetic-Grade two;
-FED-Turn rates each context once). A judge that sees them side by side can tell a generic or off-topic reply from
-the ones that engage, which a reply read alone does not show. The replies shown are texts only, never
-their ratings, and every reply of a context sees the same list (its own reply included, in one fixed
-order), so the prompts of one context share everything up to the reply they ask about.
-"""
+FED-Turn rates each context once). A judge that sees them side by side can tell a generic or
+off-topic reply from the ones that engage, which a reply read alone does not show. The replies shown
+are texts only, never their ratings, and every reply of a context sees the same list (its own reply
+included, in one fixed order), so the prompts of one context share everything up to the reply they
+ask about."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def context_key(item: Item) -> str:
     return f"{turns}\x1d{item.fact or ''}"
 
 
-def alternatives_by_group(population: Iterable[Item]) -> dict[str, tuple[str, ...]]:
+def alternatives_by_context(population: Iterable[Item]) -> dict[str, tuple[str, ...]]:
     """The replies of each turn-level context in ``population``: distinct texts, ordered by a hash of
     the text, so that the order says nothing of which system wrote a reply or where it sat in the file."""
     texts: dict[str, set[str]] = {}
@@ -37,12 +37,12 @@ def alternatives_by_group(population: Iterable[Item]) -> dict[str, tuple[str, ..
     return {key: _ordered(ts) for key, ts in texts.items()}
 
 
-def alternatives_for(item: Item, by_group: Alternatives) -> tuple[str, ...]:
+def alternatives_for(item: Item, by_context: Alternatives) -> tuple[str, ...]:
     """The replies ``item``'s prompt shows: those of its context, its own among them (an item whose
     context the population lacks sees its own reply alone). Dialog-level items have none."""
     if item.level != "turn":
         return ()
-    known = by_group.get(context_key(item), ())
+    known = by_context.get(context_key(item), ())
     own = item.response or ""
     return known if own in known else _ordered({own, *known})
 

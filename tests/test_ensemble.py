@@ -295,10 +295,10 @@ def test_cv_weights_never_see_the_ratings_of_the_items_they_score(data_dir):
     quality = dataset_info("TU").quality("Overall")
     before = _cv_scores(items, quality)
     folds = {it.id: fold_of(it.group) for it in items}
-    by_group: dict[str, set[int]] = {}
+    by_context: dict[str, set[int]] = {}
     for it in items:
-        by_group.setdefault(it.group, set()).add(folds[it.id])
-    assert all(len(f) == 1 for f in by_group.values()) and len(set(folds.values())) == 5
+        by_context.setdefault(it.group, set()).add(folds[it.id])
+    assert all(len(f) == 1 for f in by_context.values()) and len(set(folds.values())) == 5
     rouge = {s.item_id: s.value for s in create_classic("rouge-l").score(items)}
     length = {s.item_id: s.value for s in create_classic("length").score(items)}
     sr, sl = sorted(rouge.values()), sorted(length.values())

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from judge import GenerateConfig
-from judge.alternatives import alternatives_by_group, alternatives_for, context_key
+from judge.alternatives import alternatives_by_context, alternatives_for, context_key
 from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.kinds import method_kinds
@@ -48,30 +48,30 @@ REPLIES = [_reply("a", "Start slow and drink at every station.", 5.0), _reply("b
 def test_every_reply_of_a_context_sees_one_list_in_one_order():
     """Distinct texts (the two "ok" replies listed once, the empty one kept), the same tuple for every
     reply of the context whatever the order of the file; another fact or conversation is another list."""
-    listed = alternatives_by_group(REPLIES)
+    listed = alternatives_by_context(REPLIES)
     shown = {alternatives_for(it, listed) for it in REPLIES}
     assert len(shown) == 1
     (one,) = shown
     assert sorted(one) == sorted({"Start slow and drink at every station.", "ok", "I like turtles.", ""})
     shuffled = REPLIES[:]
     random.Random(3).shuffle(shuffled)
-    assert alternatives_for(REPLIES[0], alternatives_by_group(shuffled)) == one
+    assert alternatives_for(REPLIES[0], alternatives_by_context(shuffled)) == one
     # Another fact is another context (Topical-USR repeats a conversation with another fact).
     other_fact = _reply("f", "Run your own pace.", fact="Marathons are 42.195 km long.")
-    assert alternatives_for(other_fact, alternatives_by_group([*REPLIES, other_fact])) == ("Run your own pace.",)
+    assert alternatives_for(other_fact, alternatives_by_context([*REPLIES, other_fact])) == ("Run your own pace.",)
     # A group may name a whole conversation: its turns rated at different points are other contexts.
     later = _reply("h", "Good luck!", context=(*CONTEXT, Turn(SYSTEM, "Then go slow."), Turn(USER, "Thanks!")))
-    assert alternatives_for(later, alternatives_by_group([*REPLIES, later])) == ("Good luck!",)
+    assert alternatives_for(later, alternatives_by_context([*REPLIES, later])) == ("Good luck!",)
     # A reply the population lacks is listed with the context's replies; dialog-level items list none.
     new = _reply("g", "Taper in the last two weeks.")
     assert set(alternatives_for(new, listed)) == set(one) | {"Taper in the last two weeks."}
     dialog = Item(id="d", level="dialog", dialog=CONTEXT)
-    assert alternatives_for(dialog, alternatives_by_group([dialog])) == ()
+    assert alternatives_for(dialog, alternatives_by_context([dialog])) == ()
 
 
 def test_siblings_share_their_prompt_up_to_the_reply_and_no_rating_reaches_it():
     prompt = get_prompt(LISTWISE)
-    listed = alternatives_by_group(REPLIES)
+    listed = alternatives_by_context(REPLIES)
     texts = [prompt.render(it, [], None, alternatives_for(it, listed)) for it in REPLIES]
     head = texts[0][: prompt.shared_chars(texts[0])]
     assert "Replies of several systems to this conversation:\n" in head
@@ -81,7 +81,7 @@ def test_siblings_share_their_prompt_up_to_the_reply_and_no_rating_reaches_it():
     assert "Next system reply: (empty response)" in texts[4]
     # Ratings are never shown: other ratings give the same text.
     rerated = [replace(it, annotations={"overall": (9.0,)}) for it in REPLIES]
-    again = alternatives_by_group(rerated)
+    again = alternatives_by_context(rerated)
     assert [prompt.render(it, [], None, alternatives_for(it, again)) for it in rerated] == texts
 
 
@@ -92,10 +92,10 @@ def test_with_no_other_reply_the_listwise_prompts_are_the_criteria_prompt(data_d
     for name in (LISTWISE, "yesno-criteria-listwise-compare"):
         prompt = get_prompt(name)
         for it in [*fed_dial, alone]:
-            listed = alternatives_by_group([it])
+            listed = alternatives_by_context([it])
             assert prompt.render(it, [], None, alternatives_for(it, listed)) == criteria.render(it)
     compare = get_prompt("yesno-criteria-listwise-compare")
-    listed = alternatives_by_group(REPLIES)
+    listed = alternatives_by_context(REPLIES)
     assert "Compared with the other replies" in compare.render(REPLIES[0], [], None, alternatives_for(REPLIES[0], listed))
 
 
@@ -124,7 +124,7 @@ def test_the_harness_lists_the_replies_of_the_whole_half_not_of_the_sample(tmp_p
     assert {it.id for it in cell.items} <= {it.id for it in cell.population}
     prep = prepare(cell.method, cell.items, cell.quality, pool=cell.pool, population=cell.population)
     assert prep.population is cell.population
-    listed = alternatives_by_group(cell.population)
+    listed = alternatives_by_context(cell.population)
     item = cell.items[0]
     shown = alternatives_for(item, listed)
     sampled = {it.response for it in cell.items if context_key(it) == context_key(item)}
@@ -225,7 +225,7 @@ def test_the_documented_command_lists_the_replies_of_the_whole_file(tmp_path):
         alone = [s.value for s in build(prepare(spec, items, population=()), backends).score(items)]
     finally:
         backends.close()
-    listed = alternatives_by_group(items)
+    listed = alternatives_by_context(items)
     several = [len(alternatives_for(it, listed)) > 1 for it in items]
     assert sum(several) == 4 and several[:2] == [True, True]
     assert rows["doc"] == pytest.approx(whole, abs=1e-6)

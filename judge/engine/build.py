@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..alternatives import alternatives_by_group, alternatives_for
+from ..alternatives import alternatives_by_context, alternatives_for
 from ..backends import Backend, create_backend
 from ..backends.registry import BACKENDS
 from ..context_views import in_view
@@ -215,9 +215,9 @@ def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Qualit
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return
-    by_group = alternatives_by_group(others)
+    by_context = alternatives_by_context(others)
     for item in items:
-        prompt.render(in_view(item, view), [], quality, alternatives_for(item, by_group) if reads else ())
+        prompt.render(in_view(item, view), [], quality, alternatives_for(item, by_context) if reads else ())
     with _RENDERED_LOCK:
         _RENDERED[key] = (items, others)
         if len(_RENDERED) > _RENDERED_MAX:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from ..alternatives import alternatives_by_group, alternatives_for
+from ..alternatives import alternatives_by_context, alternatives_for
 from ..context_views import in_view
 from ..items import Item
 from ..scorers.base import Score
@@ -187,7 +187,7 @@ def family_shares(
         per_item: dict[str, dict[str, tuple[Prepared, Item, tuple[str, ...]]]] = {}
         for prep, items in members:
             assert prep.prompt is not None
-            listed = alternatives_by_group(prep.population if prep.population is not None else items)
+            listed = alternatives_by_context(prep.population if prep.population is not None else items)
             for item in items:
                 replies = alternatives_for(item, listed) if "alternatives" in prep.prompt.reads else ()
                 per_item.setdefault(item.id, {}).setdefault(prep.prompt.name, (prep, item, replies))

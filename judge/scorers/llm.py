@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..alternatives import Alternatives, alternatives_by_group, alternatives_for
+from ..alternatives import Alternatives, alternatives_by_context, alternatives_for
 from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, LabelDist, Prompt
 from ..context_views import in_view
@@ -189,7 +189,7 @@ class LLMJudge(Scorer):
         given population, or without one from the items of that call, kept per call like its pool."""
         if not self.reads_alternatives:
             return None
-        return alternatives_by_group(self.population if self.population is not None else items)
+        return alternatives_by_context(self.population if self.population is not None else items)
 
     def to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
         """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""
