@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping
 
 from .items import Item
 
+#: The template read (``reads = ["alternatives"]``) that shows them.
+READ = "alternatives"
+
 #: context key (:func:`context_key`) -> the distinct reply texts of that context, in their shown order.
 Alternatives = Mapping[str, tuple[str, ...]]
 
@@ -37,10 +40,17 @@ def alternatives_by_context(population: Iterable[Item]) -> dict[str, tuple[str, 
     return {key: _ordered(ts) for key, ts in texts.items()}
 
 
-def alternatives_for(item: Item, by_context: Alternatives) -> tuple[str, ...]:
+def lists_for(reads: frozenset[str], population: Iterable[Item]) -> Alternatives | None:
+    """The lists a template with these declared ``reads`` shows, drawn from ``population`` (None: it
+    declares no ``alternatives`` and shows none)."""
+    return alternatives_by_context(population) if READ in reads else None
+
+
+def alternatives_for(item: Item, by_context: Alternatives | None) -> tuple[str, ...]:
     """The replies ``item``'s prompt shows: those of its context, its own among them (an item whose
-    context the population lacks sees its own reply alone). Dialog-level items have none."""
-    if item.level != "turn":
+    context the population lacks sees its own reply alone). Dialog-level items, and templates that
+    show no list (``by_context`` None), have none."""
+    if by_context is None or item.level != "turn":
         return ()
     known = by_context.get(context_key(item), ())
     own = item.response or ""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..alternatives import alternatives_by_context, alternatives_for
+from ..alternatives import READ, alternatives_for, lists_for
 from ..backends import Backend, create_backend
 from ..backends.registry import BACKENDS
 from ..context_views import in_view
@@ -208,16 +208,15 @@ def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Qualit
     repeated: a ``judge run`` prepares each method on each set once as a cell and again as the member of
     every ensemble that holds it, and rendering, not scoring, is what ``--check`` spends its time on.
     A template that reads ``alternatives`` is rendered with those of ``population`` (None: ``items``)."""
-    reads = "alternatives" in prompt.reads
-    others = (items if population is None else population) if reads else ()
+    others = (items if population is None else population) if READ in prompt.reads else ()
     key = (prompt, quality, view, tuple(map(id, items)), tuple(map(id, others)))
     with _RENDERED_LOCK:  # judges may be prepared from several threads of one process
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return
-    by_context = alternatives_by_context(others)
+    listed = lists_for(prompt.reads, others)
     for item in items:
-        prompt.render(in_view(item, view), [], quality, alternatives_for(item, by_context) if reads else ())
+        prompt.render(in_view(item, view), [], quality, alternatives_for(item, listed))
     with _RENDERED_LOCK:
         _RENDERED[key] = (items, others)
         if len(_RENDERED) > _RENDERED_MAX:

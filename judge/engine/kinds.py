@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..alternatives import READ
 from ..errors import InputError
 from ..qualities import Quality
 from .spec import MethodSpec
@@ -24,7 +25,7 @@ REFERENCE = "reference"
 #: The input a uses-future method reads (turn level: the user's reply to the rated response).
 FUTURE = "next_user"
 #: The input a listwise method reads (the other systems' replies to the same context).
-LISTWISE = "alternatives"
+LISTWISE = READ
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from ..alternatives import alternatives_by_context, alternatives_for
+from ..alternatives import alternatives_for, lists_for
 from ..context_views import in_view
 from ..items import Item
 from ..scorers.base import Score
@@ -187,10 +187,9 @@ def family_shares(
         per_item: dict[str, dict[str, tuple[Prepared, Item, tuple[str, ...]]]] = {}
         for prep, items in members:
             assert prep.prompt is not None
-            listed = alternatives_by_context(prep.population if prep.population is not None else items)
+            listed = lists_for(prep.prompt.reads, prep.population if prep.population is not None else items)
             for item in items:
-                replies = alternatives_for(item, listed) if "alternatives" in prep.prompt.reads else ()
-                per_item.setdefault(item.id, {}).setdefault(prep.prompt.name, (prep, item, replies))
+                per_item.setdefault(item.id, {}).setdefault(prep.prompt.name, (prep, item, alternatives_for(item, listed)))
         shared_items = [pairs for pairs in per_item.values() if len(pairs) > 1]
         if not shared_items:
             continue

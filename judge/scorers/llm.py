@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from ..alternatives import Alternatives, alternatives_by_context, alternatives_for
+from ..alternatives import READ, Alternatives, alternatives_for, lists_for
 from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, LabelDist, Prompt
 from ..context_views import in_view
@@ -100,8 +100,7 @@ class LLMJudge(Scorer):
         """Render every item once (no examples): template errors are bad input, found before scoring."""
         alternatives = self.call_alternatives(items)
         for item in items:
-            self.prompt.render(in_view(item, self.context), [], self.quality,
-                               alternatives_for(item, alternatives) if alternatives is not None else ())
+            self.prompt.render(in_view(item, self.context), [], self.quality, alternatives_for(item, alternatives))
 
     # -- prompts ------------------------------------------------------------------------------------
     def build_prompt(self, item: Item, pool: Sequence[Item] | None = None,
@@ -117,9 +116,9 @@ class LLMJudge(Scorer):
         if ranked and self.quality is None:
             raise ValueError("in-context examples need a quality to read their human labels from")
         labels = {ex.id: self.prompt.example_label(ex, self.quality) for ex in ranked}  # type: ignore[arg-type]
-        if alternatives is None and self.reads_alternatives:
+        if alternatives is None:
             alternatives = self.call_alternatives([item])
-        replies = alternatives_for(item, alternatives) if alternatives is not None else ()
+        replies = alternatives_for(item, alternatives)
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
@@ -182,14 +181,12 @@ class LLMJudge(Scorer):
     @property
     def reads_alternatives(self) -> bool:
         """Whether the template shows the other replies to an item's context (``reads = ["alternatives"]``)."""
-        return "alternatives" in self.prompt.reads
+        return READ in self.prompt.reads
 
     def call_alternatives(self, items: Sequence[Item]) -> Alternatives | None:
         """The replies of each context one call's prompts show (None: the template shows none): from the
         given population, or without one from the items of that call, kept per call like its pool."""
-        if not self.reads_alternatives:
-            return None
-        return alternatives_by_context(self.population if self.population is not None else items)
+        return lists_for(self.prompt.reads, self.population if self.population is not None else items)
 
     def to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
         """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""
