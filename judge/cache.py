@@ -47,6 +47,8 @@ def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
     material = [SCHEMA_VERSION, "sequence", backend.name, backend.model_id, prompt.text, bool(prompt.chat),
                 continuation, backend.settings()]
     extra = backend.sequence_settings()
+    if prompt.shared and backend.capabilities.split_shared:
+        extra = {**extra, "shared": prompt.shared}  # absent otherwise: earlier keys stay as they were
     return _digest([*material, extra] if extra else material)
 
 

@@ -1,4 +1,4 @@
-"""The committed candidates of rounds 4, 5 and 6: each round's dev and test files parse, hold the same
+"""The committed candidates of rounds 4 to 7: each round's dev and test files parse, hold the same
 methods, and every method is prepared against real dev-half items of each set (no model is loaded;
 the end-to-end runs with SmolLM2 are in test_shipped_configs)."""
 
@@ -20,6 +20,7 @@ ROUNDS = {
     "r4": ("cpu_leaderboard_dev_q15_r4.toml", "cpu_leaderboard_q15_r4_test.toml", {"llm", "likelihood", "ensemble"}),
     "r5": ("cpu_leaderboard_dev_q15_r5.toml", "cpu_leaderboard_q15_r5_test.toml", {"llm", "ensemble"}),
     "r6": ("cpu_leaderboard_dev_q15_r6.toml", "cpu_leaderboard_q15_r6_test.toml", {"llm", "ensemble"}),
+    "r7": ("cpu_leaderboard_dev_q15_r7.toml", "cpu_leaderboard_q15_r7_test.toml", {"llm", "likelihood", "ensemble"}),
 }
 
 
@@ -74,3 +75,14 @@ def test_every_candidate_prepares_on_every_dev_set(round_, data_dir):
         for method in dev.methods:
             prepared = prepare(method, items, src.quality)
             assert prepared.spec.name == method.name
+
+
+def test_round_7_gates_every_follow_up_candidate_on_its_paired_test_with_the_criteria_prompt():
+    dev = load_experiment(CONFIGS / ROUNDS["r7"][0])
+    assert dev.compare == load_experiment(CONFIGS / ROUNDS["r7"][1]).compare
+    assert {a for a, _ in dev.compare} == {m.name for m in dev.methods} - {"q15-criteria"}
+    assert {b for _, b in dev.compare} == {"q15-criteria"}
+    # every candidate is the follow-up signal or holds it
+    fed = {m.name for m in dev.methods if m.signal == "followup"
+           or any(x.signal == "followup" for x in m.members)}
+    assert fed == {m.name for m in dev.methods} - {"q15-criteria"}

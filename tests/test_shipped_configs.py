@@ -46,6 +46,8 @@ ARGS = {
     "cpu_leaderboard_q15_r5_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "cpu_leaderboard_dev_q15_r6.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "cpu_leaderboard_q15_r6_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     "table3_fed_turn.toml": ["--limit", "6"],
     # Three dialogs (of 3-shot prompts holding four whole dialogs each, in 11 qualities): one quality,

@@ -79,7 +79,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--likelihood", default=None, metavar="SIGNAL",
                    help="score with the model's log-probabilities of the reply instead of a prompt: pmi (context "
                    "against no context, default signal), conditional, unconditional, conditional-min, pmi-min, "
-                   "pmi-max (docs/likelihood.md)")
+                   "pmi-max, followup (FED follow-ups; docs/likelihood.md)")
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
     c.add_argument("--scorer", default=None, help="run this classic scorer instead of an LLM judge "
                    "(length, bleu4, rouge-l, meteor, fed-metric, ...; `judge score --scorer ?` lists them)")

@@ -4,8 +4,17 @@ Each system utterance is scored as a continuation of a plain-text transcript: lo
 and log p(reply | no context), per token, read through the backend's optional ``sequence_logprobs``.
 Their difference is a pointwise mutual information: how much the context explains the reply, which
 separates a fitting reply from a fluent one that belongs to another conversation. A dialog-level item
-is the mean over its system turns. These methods read neither references nor the turn after the
-rated response (``READS`` is empty): they are reference-free and never use the future.
+is the mean over its system turns.
+
+The ``followup`` signal is the FED metric's (Mehri & Eskenazi 2020) with the judge model in place of
+DialoGPT: after the transcript up to and including the rated reply (a dialog item: the whole dialog),
+how likely the model finds a user's positive follow-ups ("Wow that is really interesting.") against
+negative ones ("That's really boring."), each as the mean log-probability of its own tokens; the
+FED qualities of the item's level are averaged (FED's Overall). The transcript is the prompts' shared
+part, so all follow-ups of an item reuse its evaluation on llama.cpp.
+
+These methods read neither references nor the turn after the rated response (``READS`` is empty):
+they are reference-free and never use the future (a follow-up is a fixed sentence, not the user's turn).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from ..backends.base import Backend, Failure, Prompt, TokenLogprobs
 from ..errors import InputError, MissingInputError
 from ..items import SYSTEM, Item, Turn
 from .base import Score, Scorer
+from .classic.fed_metric import followups, quality_score
 
 #: Statistics a likelihood method reports, each from per-token log-probabilities of the reply.
 SIGNALS = {
@@ -26,6 +36,8 @@ SIGNALS = {
     "conditional-min": "min log p(token | context) (the least expected token)",
     "pmi-min": "min over tokens of log p(token | context) - log p(token | no context)",
     "pmi-max": "max over tokens of log p(token | context) - log p(token | no context)",
+    "followup": "FED follow-ups: mean log p(positive follow-up) - mean log p(negative follow-up) after the "
+                "reply, averaged over the level's FED qualities",
 }
 #: The transcript's first line; the no-context prompt is this line and the reply's speaker only.
 HEADER = "A conversation between a user and a system."
@@ -51,6 +63,30 @@ def conditional_prompt(context: Sequence[Turn]) -> Prompt:
 
 def unconditional_prompt() -> Prompt:
     return Prompt(f"{HEADER}\nSystem:")
+
+
+def followup_prompt(item: Item) -> Prompt:
+    """The transcript through the rated reply (a dialog item: the whole dialog), then the user's turn to
+    come. The transcript and its line break are declared shared (the break included: a tokenizer may
+    merge it with the reply's last character), so the item's follow-ups reuse them."""
+    turns = (*item.context, Turn(SYSTEM, item.response or "")) if item.level == "turn" else item.dialog
+    transcript = "\n".join([HEADER, *(_line(t) for t in turns)])
+    return Prompt(f"{transcript}\nUser:", shared=len(transcript) + 1)
+
+
+def followup_texts(level: str) -> list[str]:
+    """The distinct follow-ups of every FED quality of ``level``, in a fixed order."""
+    table = followups()[level]
+    return sorted({u for q in table.values() for side in ("positive", "negative") for u in q[side]})
+
+
+def followup_score(level: str, logprobs: dict[str, list[float]]) -> float:
+    """FED's Overall from each follow-up's token log-probabilities: per quality, the mean over positive
+    follow-ups of their mean token log-probability minus the same over negative ones (no positives: 0);
+    then the mean over the level's qualities."""
+    loss = {u: -math.fsum(lps) / len(lps) for u, lps in logprobs.items()}
+    table = followups()[level]
+    return math.fsum(quality_score(q, loss) for q in table.values()) / len(table)
 
 
 def statistic(signal: str, cond: list[float], uncond: list[float] | None) -> float:
@@ -97,6 +133,9 @@ class LikelihoodScorer(Scorer):
 
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         """Items one at a time (a kill loses at most one); the no-context prompt is shared by all."""
+        if self.signal == "followup":
+            yield from self._followups(items)
+            return
         needs_prior = self.signal not in ("conditional", "conditional-min")
         for item in items:
             requests: list[tuple[Prompt, str]] = []
@@ -106,6 +145,20 @@ class LikelihoodScorer(Scorer):
                     requests.append((unconditional_prompt(), " " + reply))
             results = self.backend.sequence_logprobs(requests)
             yield self._to_score(item, results, 2 if needs_prior else 1)
+
+    def _followups(self, items: Iterable[Item]) -> Iterator[Score]:
+        """Every follow-up of the item's level after its transcript, one item at a time."""
+        for item in items:
+            prompt, texts = followup_prompt(item), followup_texts(item.level)
+            results = self.backend.sequence_logprobs([(prompt, " " + u) for u in texts])
+            failed = next((r for r in results if isinstance(r, Failure)), None)
+            if failed is not None:
+                yield Score(item.id, None, error=failed.reason, flags=(failed.flag,) if failed.flag else ())
+                continue
+            done = [r for r in results if isinstance(r, TokenLogprobs)]
+            yield Score(item.id, followup_score(item.level, {u: r.logprobs for u, r in zip(texts, done, strict=True)}),
+                        n_prompt_tokens=sum(r.n_prompt_tokens for r in done),
+                        n_evaluated_tokens=sum(r.n_evaluated_tokens for r in done))
 
     def _to_score(self, item: Item, results: list[TokenLogprobs | Failure], step: int) -> Score:
         failed = next((r for r in results if isinstance(r, Failure)), None)
