@@ -151,9 +151,9 @@ class LikelihoodScorer(Scorer):
         for item in items:
             prompt, texts = followup_prompt(item), followup_texts(item.level)
             results = self.backend.sequence_logprobs([(prompt, " " + u) for u in texts])
-            failed = next((r for r in results if isinstance(r, Failure)), None)
+            failed = _failed(item, results)
             if failed is not None:
-                yield Score(item.id, None, error=failed.reason, flags=(failed.flag,) if failed.flag else ())
+                yield failed
                 continue
             done = [r for r in results if isinstance(r, TokenLogprobs)]
             yield Score(item.id, followup_score(item.level, {u: r.logprobs for u, r in zip(texts, done, strict=True)}),
@@ -161,10 +161,10 @@ class LikelihoodScorer(Scorer):
                         n_evaluated_tokens=sum(r.n_evaluated_tokens for r in done))
 
     def _to_score(self, item: Item, results: list[TokenLogprobs | Failure], step: int) -> Score:
-        failed = next((r for r in results if isinstance(r, Failure)), None)
-        n_prompt = sum(r.n_prompt_tokens for r in results if isinstance(r, TokenLogprobs))
+        failed = _failed(item, results)
         if failed is not None:
-            return Score(item.id, None, error=failed.reason, flags=(failed.flag,) if failed.flag else ())
+            return failed
+        n_prompt = sum(r.n_prompt_tokens for r in results if isinstance(r, TokenLogprobs))
         values = []
         for j in range(0, len(results), step):
             cond = results[j]
@@ -178,3 +178,12 @@ class LikelihoodScorer(Scorer):
         evaluated = sum(r.n_evaluated_tokens for r in results if isinstance(r, TokenLogprobs))
         return Score(item.id, math.fsum(values) / len(values), n_prompt_tokens=n_prompt,
                      n_evaluated_tokens=evaluated)
+
+
+def _failed(item: Item, results: list[TokenLogprobs | Failure]) -> Score | None:
+    """The item's failed score when any of its requests failed (the first failure's reason), else None:
+    a signal needs every one of its log-probabilities."""
+    failure = next((r for r in results if isinstance(r, Failure)), None)
+    if failure is None:
+        return None
+    return Score(item.id, None, error=failure.reason, flags=(failure.flag,) if failure.flag else ())
