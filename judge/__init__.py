@@ -15,6 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .threads import set_thread_defaults
+
+# Before anything loads llama.cpp or torch (their OpenMP runtimes read the settings once, at load).
+set_thread_defaults()
+
+# isort: split
+
 from .backends import Prompt, backend_names, create_backend
 from .config import GenerateConfig
 from .datasets import load_benchmark, load_items

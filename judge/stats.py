@@ -5,9 +5,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import stats as _st
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, imported on first use: it takes about a second to import, which every ``judge``
+    command (``--help``, ``--check``, ``serve``'s start) would otherwise pay before doing anything."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -43,11 +54,11 @@ def correlate(pred: Sequence[float | None], human: Sequence[float | None], metho
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(method, float("nan"), float("nan"), n)
     if method == "spearman":
-        res = _st.spearmanr(a, b)
+        res = _scipy_stats().spearmanr(a, b)
     elif method == "pearson":
-        res = _st.pearsonr(a, b)
+        res = _scipy_stats().pearsonr(a, b)
     elif method == "kendall":
-        res = _st.kendalltau(a, b)
+        res = _scipy_stats().kendalltau(a, b)
     else:
         raise ValueError(f"unknown correlation method {method!r}")
     return Correlation(method, float(res.statistic), float(res.pvalue), n)
@@ -62,7 +73,7 @@ def correlations(pred: Sequence[float | None], human: Sequence[float | None]) ->
 
 def _rank_rows(x: np.ndarray) -> np.ndarray:
     """Average ranks along the last axis (ties share their mean rank), as Spearman needs."""
-    return _st.rankdata(x, axis=-1)
+    return _scipy_stats().rankdata(x, axis=-1)
 
 
 def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -90,7 +101,7 @@ def _resampled_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, method: str) 
     if method == "kendall":
         out = np.empty(len(idx))
         for i in range(len(idx)):
-            out[i] = _st.kendalltau(ra[i], rb[i]).statistic
+            out[i] = _scipy_stats().kendalltau(ra[i], rb[i]).statistic
         return out
     raise ValueError(f"unknown correlation method {method!r}")
 
@@ -327,7 +338,7 @@ def williams_test(r_ah: float, r_bh: float, r_ab: float, n: int) -> tuple[float,
     if den <= 0:
         return float("nan"), float("nan")
     t = (r_ah - r_bh) * math.sqrt((n - 1) * (1 + r_ab)) / math.sqrt(den)
-    p = 2 * float(_st.t.sf(abs(t), n - 3))
+    p = 2 * float(_scipy_stats().t.sf(abs(t), n - 3))
     return t, p
 
 
