@@ -92,14 +92,14 @@ HALVES = [
     ("dailydialog-zhao", 459, 49, 441, 48, "01fef9470dad645946a6dfd86f8df5608bb1f4be2f2d3600fcab0cf8e3f4e869"),
     # The DailyDialog sets follow DailyDialog-Zhao's halves in the few dialogues they share with it and
     # with each other (before: DGU 230, 46, 270, 54, "93dd9c83..."; DGR 166, 83, 134, 66, "0bd2dc41...").
-    ("dailydialog-gupta", 235, 47, 265, 53, "039dc12470f007431a2a454f06e0f75eea632ac0c4c5ca0a75fe1bbacbbdaec6"),
-    ("dailydialog-grade", 166, 83, 134, 66, "48fb480125d986cf2809dd7c023ec8c7053b7d227f54dd3abe9484c3bb65b5d5"),
+    ("dailydialog-gupta", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
+    ("dailydialog-grade", 166, 83, 134, 66, "9c045d933f6a494ba58a9abf60ecdced2b07d5c64cffa17939143797a2638fde"),
     ("empathetic-grade", 136, 66, 164, 81, "577da0397a99a7176fbc6b3f8cf97af4646c703571a853afa105aa6adcf79a9c"),
     # The original FED release follows FED-Dial too (before: 212, 53, 288, 71, "eea0a614...").
     ("fed", 256, 64, 244, 60, "6a0d65664f003280556b708c4247388989907f7a726b3aad1e48dd85eaaf3e30"),
     ("usr-topical", 162, 25, 198, 29, "3deccb9accd41a06826cb1b73bb7e902877d8b75f1bc8b732c63c66f2e2e6b30"),
     ("usr-persona", 155, 31, 145, 28, "96ba7ef4613df7a7398a762144d07f16a5b8c34e1ba8bff3a6dc9b5eac4179e8"),
-    ("gupta-csv", 235, 47, 265, 53, "039dc12470f007431a2a454f06e0f75eea632ac0c4c5ca0a75fe1bbacbbdaec6"),
+    ("gupta-csv", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
 ]
 #: Registered, but their files are not in ../shared/data: once they are, they need a row in HALVES.
 NOT_SHIPPED = {"persona-zhao", "convai2-grade"}
@@ -187,7 +187,7 @@ def _turns(item) -> list[str]:
 def _shared_conversations(a_items, b_items) -> list[tuple[str, str]]:
     """(id in A, id in B) of items that visibly come from one conversation, found here without the
     library's linking: A's whole context starts B's turns (or the reverse), or both show one pair of
-    consecutive turns of 20 letters or more each, wherever it sits (stricter than the split's rule)."""
+    consecutive turns of 20 letters or more each, wherever it sits (not the split's rules)."""
     def shown(it):
         ends = ([it.response] if it.response else []) + list(it.references)
         return [_turns(it) + [e.strip()] for e in ends] or [_turns(it)]

@@ -11,9 +11,10 @@ would have seen the scored set's conversations.
 
 :func:`link_conversations` therefore sets ``Item.conversation`` on the items of a registered set:
 the groups of the sets of its :data:`FAMILIES` entry are joined across sets when their texts meet
-(compared without case, spaces or punctuation, since the copies tokenise differently: ``do n't`` /
-``don't``) by the loaders' two rules -- one item's context is a turn-wise prefix of another's turns,
-or two items share a pair of consecutive turns at different distances from their starts -- and every
+by the loaders' two rules -- one item's context is a turn-wise prefix of another's turns (texts as
+loaded), or two items share a pair of consecutive turns (compared without case, spaces or punctuation,
+since the copies tokenise differently: ``do n't`` / ``don't``) at different distances from their
+starts or, long enough, both at the start -- and every
 item of a joined component is named after the component's group in the family's first set present
 (its *anchor*: FED-Dial for FED, whose dialogs hold the whole conversations). The split hashes that
 name (:func:`judge.datasets.split.conversation_of`), so the anchor's halves stay as they were and the
@@ -39,10 +40,9 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
     ("persona-usr", "usr-persona"),
 )
 
-#: Rule 2 across sets reads only turns of at least this many letters and digits: short turns ("hi",
-#: "how are you", "thank you") recur in unrelated conversations, the more so once case, spaces and
-#: punctuation are ignored, and FED's Mitsuku conversations open with the same canned exchange.
-MIN_PAIR_TEXT = 20
+#: Two items of different sets that open with the same two turns share a conversation when those
+#: turns hold this many letters and digits together: "Hi!" / "Hi there." opens many unrelated ones.
+MIN_OPENING_PAIR = 40
 
 Node = tuple[str, str]  # (set name, group)
 _cache: dict[tuple[object, ...], dict[Node, str]] = {}
@@ -153,19 +153,22 @@ def _prefix_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]
 
 
 def _pair_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:
-    """Rule 2 across sets: two consecutive turns in common, each of ``MIN_PAIR_TEXT`` characters or more
-    once normalised. Unlike the loaders' rule 2 the pair may sit at the same position in both: the
-    DailyDialog sets cut windows from the same dialogues' starts, and two long turns in a row are not
-    a canned opening."""
-    where: dict[tuple[str, str], set[Node]] = {}
+    """Rule 2 across sets: two consecutive (non-empty) turns in common, at different positions, or both
+    opening their items with ``MIN_OPENING_PAIR`` characters or more between them. Elsewhere a pair at
+    one position is no evidence: FED's Mitsuku answers "how are you" with the same long canned line in
+    many conversations, at the same turn."""
+    where: dict[tuple[str, str], dict[int, set[Node]]] = {}
     for node, it in nodes:
         for seq in _sequences(it):
-            for a, b in zip(seq, seq[1:]):
-                if len(a) >= MIN_PAIR_TEXT and len(b) >= MIN_PAIR_TEXT:
-                    where.setdefault((a, b), set()).add(node)
+            for pos, (a, b) in enumerate(zip(seq, seq[1:])):
+                if a and b:
+                    where.setdefault((a, b), {}).setdefault(pos, set()).add(node)
     out = []
-    for here in where.values():
-        if len({s for s, _ in here}) > 1:  # a pair within one set is its loader's business
+    for (a, b), by_pos in where.items():
+        here = set().union(*by_pos.values())
+        if len({s for s, _ in here}) < 2:  # a pair within one set is its loader's business
+            continue
+        if len(by_pos) > 1 or (set(by_pos) == {0} and len(a) + len(b) >= MIN_OPENING_PAIR):
             first = min(here)
             out += [(first, other) for other in here if other != first]
     return out
