@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -196,7 +197,7 @@ def _shared_conversations(a_items, b_items) -> list[tuple[str, str]]:
         out = set()
         for seq in shown(it):
             norm = [_norm(t) for t in seq]
-            out |= {(x, y) for x, y in zip(norm, norm[1:]) if len(x) >= 20 and len(y) >= 20}
+            out |= {(x, y) for x, y in itertools.pairwise(norm) if len(x) >= 20 and len(y) >= 20}
         return out
 
     found = set()

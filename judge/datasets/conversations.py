@@ -24,6 +24,7 @@ split by their group as before.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -160,7 +161,7 @@ def _pair_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:
     where: dict[tuple[str, str], dict[int, set[Node]]] = {}
     for node, it in nodes:
         for seq in _sequences(it):
-            for pos, (a, b) in enumerate(zip(seq, seq[1:])):
+            for pos, (a, b) in enumerate(itertools.pairwise(seq)):
                 if a and b:
                     where.setdefault((a, b), {}).setdefault(pos, set()).add(node)
     out = []
