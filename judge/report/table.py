@@ -272,6 +272,8 @@ def fitted_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
             continue
         if f.get("fit") == "lodo":
             where = f"the other {len(f['trained_on'])} sets"
+            if f.get("dropped"):  # sets the fit could not learn from: not among the sets it learned on
+                where += "; not used: " + ", ".join(f"{name} ({why})" for name, why in f["dropped"].items())
             weights = ", ".join(f"{m} {fmt(w, 2)}" for m, w in zip(f["members"], f["weights"], strict=True))
         else:
             folds = f["folds"]
