@@ -18,6 +18,7 @@ from ..counters import report_counters
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
+from ..engine.kinds import kind_text
 from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
@@ -144,9 +145,7 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
             how += f", seeds {','.join(str(c['seed']) for c in cells)}"
     failed = sum(c["n_failed"] for c in cells)
     print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
-    kind = spec.get("kind", "unknown") + (", uses-future (reads the user's turn after the rated response)"
-                                          if spec.get("uses_future") else "")
-    print(f"kind      {kind}")
+    print(f"kind      {kind_text(spec)}")
     print(f"items     {first['n_items']} scored of {rated} rated ({unrated} without a rating skipped), "
           f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else "")
           + (f"; {split} half of the conversations" if (split := summary["experiment"].get("split")) else ""))
