@@ -15,7 +15,7 @@ import pytest
 
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DATASETS
-from judge.datasets.split import split_items, split_of
+from judge.datasets.split import conversation_of, split_items, split_of
 from judge.errors import InputError
 from judge.harness import load_experiment, plan
 from judge.harness.config import parse_experiment
@@ -52,9 +52,9 @@ def test_run_scores_only_the_split_and_records_it(tmp_path, data_dir):
     exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir))
     for cell in plan(exp):
         assert len(cell.items) == 30
-        assert {split_of(it.group or "") for it in cell.items} == {"test"}
+        assert {split_of(conversation_of(it)) for it in cell.items} == {"test"}
         # In-context examples come from the dev half only: never a test item.
-        assert cell.pool and {split_of(it.group or "") for it in cell.pool} == {"dev"}
+        assert cell.pool and {split_of(conversation_of(it)) for it in cell.pool} == {"dev"}
     dev = exp.with_overrides(split="dev")
     assert not {it.id for c in plan(dev) for it in c.items} & {it.id for c in plan(exp) for it in c.items}
     with pytest.raises(InputError, match="split: must be one of dev, test"):
