@@ -317,3 +317,14 @@ def test_bench_prints_the_kind(data_dir) -> None:
              "--bootstrap", "200")
     assert r.returncode == 0, r.stderr
     assert "kind      uses-future (reads the user's turn after the rated response)\n" in r.stdout
+
+
+def test_bench_prints_a_supervised_kind(data_dir) -> None:
+    """An ensemble whose weights are learned on the scored set (``--fit cv``) is benchmarked as supervised,
+    with what else it reads."""
+    r = _cli("bench", "--data-dir", str(data_dir), "--dataset", "TU", "--member", "scorer=length", "--member",
+             "scorer=rouge-l", "--fit", "cv", "--limit", "40", "--bootstrap", "200")
+    assert r.returncode == 0, r.stderr
+    assert "(weights learned)" in r.stdout
+    assert ("kind      supervised (weights learned on the scored set's own ratings, by cross-validation); also "
+            "reference-based\n") in r.stdout

@@ -135,8 +135,9 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
     elif spec["type"] == "likelihood":
         how = f"likelihood {spec['signal']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']})"
     elif spec["type"] == "ensemble":
+        weights = spec["weights"]  # "learned" with fit = "cv"
         how = (f"{spec['combine']} ensemble of {', '.join(spec['members'])} "
-               f"(weights {', '.join(f'{w:g}' for w in spec['weights'])})")
+               f"(weights {weights if isinstance(weights, str) else ', '.join(f'{w:g}' for w in weights)})")
     else:
         guard = "on" if spec["group_guard"] else "OFF"
         how = (f"prompt {spec['prompt']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']}), "
