@@ -511,8 +511,10 @@ def _check_recorded_weights(out: Path, rows: dict[str, dict[str, list[dict]]],
         assert f["fit"] == "lodo" and f["members"] == ["rouge", "len"]
         assert f["weights"] == pytest.approx(list(lodo[ds]))
         assert f["trained_on"] == [f"{d} {qq}" for d, qq in LODO_SETS.items() if d in training[ds]]
-        assert (f"| lodo | {ds} | {q} | the other {len(training[ds])} sets | rouge {lodo[ds][0]:.2f}, "
-                f"len {lodo[ds][1]:.2f} |") in report
+        shared = [d for d in LODO_SETS if d != ds and d not in training[ds]]
+        where = f"the other {len(training[ds])} sets" + (
+            f"; not offered (share its conversations): {', '.join(shared)}" if shared else "")
+        assert f"| lodo | {ds} | {q} | {where} | rouge {lodo[ds][0]:.2f}, len {lodo[ds][1]:.2f} |" in report
         r, n = rows[ds]["rouge"], rows[ds]["len"]
         sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
         values = [[percentile(sr, x["score"]), percentile(sn, y["score"])] for x, y in zip(r, n, strict=True)]
@@ -565,6 +567,9 @@ def test_lodo_never_learns_on_a_set_that_shares_the_scored_conversations(tmp_pat
     meta = json.loads(cell_path(out, "lodo", "dailydialog-zhao", "appropriateness", 0)
                       .with_suffix(".meta.json").read_text())
     assert meta["trained_on"] == ["fed-turn Overall", "fed-dial Overall"] and "not_trained_on" not in meta
+    report = (out / "leaderboard.md").read_text()
+    assert "| lodo | fed-turn | Overall | the other 1 sets; not offered (share its conversations): fed-dial |" in report
+    assert "| lodo | dailydialog-zhao | appropriateness | the other 2 sets |" in report
 
 
 def test_lodo_refuses_one_file_under_two_names(tmp_path, data_dir):

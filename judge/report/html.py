@@ -51,7 +51,7 @@ def render_html(summary: dict[str, Any]) -> str:
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
                 timing_cells(summary.get("timing") or {}))
     h += _table("Learned ensemble weights (cv: mean [range] over folds)", FITTED_HEADER,
-                fitted_cells(summary.get("cells") or []))
+                fitted_cells(summary.get("cells") or [], summary.get("not_trained_on")))
     for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")

@@ -135,7 +135,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             s = r["system_spearman"]
             out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
     out += _timing_md(summary.get("timing") or {})
-    out += _fitted_md(summary.get("cells") or [])
+    out += _fitted_md(summary.get("cells") or [], summary.get("not_trained_on"))
     out += ["", "## Methods", ""]
     for m, spec in summary["methods"].items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
@@ -177,9 +177,9 @@ def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
     return out + [_md_row(cells) for cells in timing_cells(timing)]
 
 
-def _fitted_md(cells: list[dict[str, Any]]) -> list[str]:
+def _fitted_md(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None) -> list[str]:
     """The weights that ``fit = "cv"`` / ``"lodo"`` ensembles learned: what the supervised rows did."""
-    rows = fitted_cells(cells)
+    rows = fitted_cells(cells, not_trained_on)
     if not rows:
         return []
     out = ["", "## Learned ensemble weights", "",

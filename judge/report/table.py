@@ -276,9 +276,11 @@ def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
 FITTED_HEADER = ("method", "set", "quality", "learned on", "weights")
 
 
-def fitted_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
+def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None
+                 ) -> list[list[str]]:
     """One row of text per cell of ``summary["cells"]`` whose method learned its weights: lodo's one
-    vector; cv's mean over its folds with the fold range, each fold's items scored with its own."""
+    vector; cv's mean over its folds with the fold range, each fold's items scored with its own. ``not_trained_on``
+    (``summary["not_trained_on"]``): the sets a lodo cell left out for sharing its conversations."""
     out = []
     for c in cells:
         f = c.get("fitted")
@@ -286,6 +288,11 @@ def fitted_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
             continue
         if f.get("fit") == "lodo":
             where = f"the other {len(f['trained_on'])} sets"
+            shared: dict[str, str] = next((e["sets"] for e in not_trained_on or ()
+                                           if (e["method"], e["dataset"], e["quality"])
+                                           == (c["method"], c["dataset"], c["quality"])), {})
+            if shared:  # never offered: they rate some of the scored conversations
+                where += "; not offered (share its conversations): " + ", ".join(shared)
             if f.get("dropped"):  # sets the fit could not learn from: not among the sets it learned on
                 where += "; not used: " + ", ".join(f"{name} ({why})" for name, why in f["dropped"].items())
             weights = ", ".join(f"{m} {fmt(w, 2)}" for m, w in zip(f["members"], f["weights"], strict=True))
