@@ -71,6 +71,10 @@ class Item:
     dataset: str | None = None
     annotations: dict[str, tuple[float, ...]] = field(default_factory=dict)
     scales: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: The conversation the item shares with items of other registered sets (FED-Turn turns and the
+    #: FED-Dial dialog they were cut from), set by :func:`judge.datasets.conversations.link_conversations`;
+    #: None when no other set shares it. The dev/test split hashes it instead of ``group``.
+    conversation: str | None = None
 
     def __post_init__(self) -> None:
         if self.group is None:

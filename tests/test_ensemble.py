@@ -388,15 +388,30 @@ def _spearman(a, b) -> float:
     return float(spearmanr(a, b).statistic)
 
 
-def _lodo_expected(rows: dict[str, dict[str, list[dict]]], held_out: str) -> tuple[float, float]:
-    """The weights (rouge, len) with the best mean Spearman over the sets other than ``held_out``,
-    searched here by brute force over multiples of 0.1, ties to the weights nearest equal."""
+def _training_sets(rows: dict[str, dict[str, list[dict]]], data_dir: Path, held_out: str) -> list[str]:
+    """The sets lodo may learn ``held_out``'s weights on: the others whose scored items share no
+    conversation with its scored items (DailyDialog-Zhao and -Gupta sample a few of the same dialogues)."""
+    from judge.datasets.split import conversation_of
+
+    def conversations(ds: str) -> set[str]:
+        items = {it.id: it for it in load_benchmark(ds, data_dir)}
+        return {conversation_of(items[r["id"]]) for r in rows[ds]["rouge"]}
+
+    mine = conversations(held_out)
+    return [ds for ds in LODO_SETS if ds != held_out and not conversations(ds) & mine]
+
+
+def _lodo_expected(rows: dict[str, dict[str, list[dict]]], held_out: str,
+                   training: list[str] | None = None) -> tuple[float, float]:
+    """The weights (rouge, len) with the best mean Spearman over the ``training`` sets (default: the sets
+    other than ``held_out``), searched here by brute force over multiples of 0.1, ties to the weights
+    nearest equal."""
     best, best_rho = None, -2.0
     for a in sorted(range(11), key=lambda i: (abs(i - 5), i)):
         w = (a / 10, 1 - a / 10)
         rhos = []
         for ds in LODO_SETS:
-            if ds == held_out:
+            if ds == held_out or (training is not None and ds not in training):
                 continue
             r, n = rows[ds]["rouge"], rows[ds]["len"]
             sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
@@ -435,18 +450,24 @@ def test_lodo_weights_come_from_the_other_sets_only(tmp_path, data_dir):
     import json
 
     out, rows = _lodo_run(tmp_path / "a", data_dir)
+    training = {ds: _training_sets(rows, data_dir, ds) for ds in LODO_SETS}
+    # This sample holds a DailyDialog dialogue that Zhao and Gupta both rate: neither learns on the other.
+    assert training["dailydialog-zhao"] == ["topical-usr", "persona-usr"]
+    assert training["topical-usr"] == ["dailydialog-zhao", "persona-usr", "dailydialog-gupta"]
     weights = {}
     for ds in LODO_SETS:
-        w = weights[ds] = _lodo_expected(rows, ds)
+        w = weights[ds] = _lodo_expected(rows, ds, training[ds])
         r, n = rows[ds]["rouge"], rows[ds]["len"]
         sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
         for e, x, y in zip(rows[ds]["lodo"], r, n, strict=True):
             assert e["score"] == pytest.approx(w[0] * percentile(sr, x["score"]) + w[1] * percentile(sn, y["score"]),
                                                abs=2e-6)
         meta = json.loads(cell_path(out, "lodo", ds, LODO_SETS[ds], 0).with_suffix(".meta.json").read_text())
-        assert meta["trained_on"] == [f"{d} {q}" for d, q in LODO_SETS.items() if d != ds]
+        assert meta["trained_on"] == [f"{d} {q}" for d, q in LODO_SETS.items() if d in training[ds]]
+        left = {d: f"shares conversations with {ds}" for d in LODO_SETS if d != ds and d not in training[ds]}
+        assert meta.get("not_trained_on", {}) == left
     assert len(set(weights.values())) > 1 or (0.5, 0.5) not in weights.values()
-    _check_recorded_weights(out, rows, weights)
+    _check_recorded_weights(out, rows, weights, training)
 
     # DailyDialog-Gupta's raters now prefer long replies, whatever they said: its own scores cannot move.
     from judge.datasets import load_benchmark
@@ -461,15 +482,17 @@ def test_lodo_weights_come_from_the_other_sets_only(tmp_path, data_dir):
 
     _, again = _lodo_run(tmp_path / "b", data_dir, load)
     assert [r["score"] for r in again["dailydialog-gupta"]["lodo"]] == [r["score"] for r in rows["dailydialog-gupta"]["lodo"]]
-    moved = [ds for ds in LODO_SETS if ds != "dailydialog-gupta"
+    # Nor can DailyDialog-Zhao's, which shares a conversation with Gupta and so never learns on it.
+    assert [r["score"] for r in again["dailydialog-zhao"]["lodo"]] == [r["score"] for r in rows["dailydialog-zhao"]["lodo"]]
+    moved = [ds for ds in LODO_SETS if "dailydialog-gupta" in training[ds]
              and [r["score"] for r in again[ds]["lodo"]] != [r["score"] for r in rows[ds]["lodo"]]]
     assert moved, "a set whose training data now rewards length should get other weights"
     for ds in moved:
-        assert _lodo_expected(again, ds) != weights[ds]
+        assert _lodo_expected(again, ds, training[ds]) != weights[ds]
 
 
 def _check_recorded_weights(out: Path, rows: dict[str, dict[str, list[dict]]],
-                            lodo: dict[str, tuple[float, float]]) -> None:
+                            lodo: dict[str, tuple[float, float]], training: dict[str, list[str]]) -> None:
     """The learned weights reach the results: each cell's fit file, ``summary.json`` and the report
     give lodo's vector and cv's per-fold vectors, as recomputed here from the members' scores."""
     import json
@@ -487,8 +510,11 @@ def _check_recorded_weights(out: Path, rows: dict[str, dict[str, list[dict]]],
         assert f == json.loads(fitted_path(cell_path(out, "lodo", ds, q, 0)).read_text())
         assert f["fit"] == "lodo" and f["members"] == ["rouge", "len"]
         assert f["weights"] == pytest.approx(list(lodo[ds]))
-        assert f["trained_on"] == [f"{d} {qq}" for d, qq in LODO_SETS.items() if d != ds]
-        assert f"| lodo | {ds} | {q} | the other 3 sets | rouge {lodo[ds][0]:.2f}, len {lodo[ds][1]:.2f} |" in report
+        assert f["trained_on"] == [f"{d} {qq}" for d, qq in LODO_SETS.items() if d in training[ds]]
+        shared = [d for d in LODO_SETS if d != ds and d not in training[ds]]
+        where = f"the other {len(training[ds])} sets" + (
+            f"; not offered (share its conversations): {', '.join(shared)}" if shared else "")
+        assert f"| lodo | {ds} | {q} | {where} | rouge {lodo[ds][0]:.2f}, len {lodo[ds][1]:.2f} |" in report
         r, n = rows[ds]["rouge"], rows[ds]["len"]
         sr, sn = sorted(x["score"] for x in r), sorted(x["score"] for x in n)
         values = [[percentile(sr, x["score"]), percentile(sn, y["score"])] for x, y in zip(r, n, strict=True)]
@@ -503,11 +529,102 @@ def test_lodo_needs_other_sets(tmp_path, data_dir):
     cfg = tmp_path / "one.toml"
     cfg.write_text(LODO_CONFIG.format(data=data_dir, out=tmp_path / "r").replace(
         'datasets = ["TU", "DZ", "PU", "DGU"]', 'datasets = ["TU"]'))
-    with pytest.raises(InputError, match=r"methods\[2\].*only topical-usr: give two datasets or more"):
+    with pytest.raises(InputError, match=r"methods\[2\].*has none for topical-usr: give two datasets or more"):
+        run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    # A second set with the same conversations (the original release of TopicalChat-USR) is no other set.
+    cfg.write_text(cfg.read_text().replace('datasets = ["TU"]', 'datasets = ["TU", "usr-topical"]'))
+    with pytest.raises(InputError, match=r"has none for topical-usr \(usr-topical share its conversations\)"):
         run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
     proc = _cli("score", str(EXAMPLES), "--member", "scorer=length", "--member", "prompt=yesno", "--fit", "lodo",
                 "--quality", "overall")
     assert proc.returncode == 2 and "other sets of a judge run experiment" in proc.stderr
+
+
+def _lodo_config(tmp_path: Path, data_dir: Path, datasets: str, limit: int = 40) -> Path:
+    cfg = tmp_path / "lodo.toml"
+    cfg.write_text(LODO_CONFIG.format(data=data_dir, out=tmp_path / "res")
+                   .replace('datasets = ["TU", "DZ", "PU", "DGU"]', f"datasets = {datasets}")
+                   .replace("limit = 60", f"limit = {limit}").replace('scorer = "rouge-l"', 'scorer = "length"'))
+    return cfg
+
+
+def test_lodo_never_learns_on_a_set_that_shares_the_scored_conversations(tmp_path, data_dir):
+    """FED-Turn's turns are cut from FED-Dial's dialogs: neither set's lodo weights are learned on the
+    other, the meta and summary say so with the reason, and DailyDialog-Zhao (sharing nothing with them
+    here) trains both."""
+    cfg = _lodo_config(tmp_path, data_dir, '["FT", "FD", "DZ"]')
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    out = tmp_path / "res"
+    for ds, other in (("fed-turn", "fed-dial"), ("fed-dial", "fed-turn")):
+        meta = json.loads(cell_path(out, "lodo", ds, "Overall", 0).with_suffix(".meta.json").read_text())
+        assert meta["trained_on"] == ["dailydialog-zhao appropriateness"]
+        assert meta["not_trained_on"] == {other: f"shares conversations with {ds}"}
+        fitted = next(c["fitted"] for c in summary["cells"] if c["method"] == "lodo" and c["dataset"] == ds)
+        assert fitted["trained_on"] == ["dailydialog-zhao appropriateness"]
+    assert {e["dataset"]: e["sets"] for e in summary["not_trained_on"] if e["method"] == "lodo"} == {
+        "fed-turn": {"fed-dial": "shares conversations with fed-turn"},
+        "fed-dial": {"fed-turn": "shares conversations with fed-dial"}}
+    meta = json.loads(cell_path(out, "lodo", "dailydialog-zhao", "appropriateness", 0)
+                      .with_suffix(".meta.json").read_text())
+    assert meta["trained_on"] == ["fed-turn Overall", "fed-dial Overall"] and "not_trained_on" not in meta
+    report = (out / "leaderboard.md").read_text()
+    assert "| lodo | fed-turn | Overall | the other 1 sets; not offered (share its conversations): fed-dial |" in report
+    assert "| lodo | dailydialog-zhao | appropriateness | the other 2 sets |" in report
+
+
+def test_lodo_refuses_one_file_under_two_names(tmp_path, data_dir):
+    """The registered name and a path to the same file are one set: lodo would learn on the scored items.
+    Two registered names of one corpus's two releases (topical-usr, usr-topical) are two files with the
+    same conversations: each is left out of the other's training instead."""
+    path = (data_dir / "dstc10_track5" / "topical-usr_eval.json").as_posix()
+    cfg = _lodo_config(tmp_path, data_dir, f'["TU", {{path = "{path}", name = "tu-again"}}, "DZ"]')
+    with pytest.raises(InputError, match=r"'topical-usr' and 'tu-again' are one file .*topical-usr_eval.json"):
+        run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    cfg = _lodo_config(tmp_path, data_dir, '["topical-usr", "usr-topical", "DZ"]')
+    run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    meta = json.loads(cell_path(tmp_path / "res", "lodo", "usr-topical", "Overall", 0)
+                      .with_suffix(".meta.json").read_text())
+    assert meta["trained_on"] == ["dailydialog-zhao appropriateness"]
+    assert meta["not_trained_on"] == {"topical-usr": "shares conversations with usr-topical"}
+
+
+def test_lodo_reports_a_training_set_it_could_not_use(tmp_path, data_dir):
+    """A training set whose ratings are all equal weighs nothing in the fit: the results list it as not
+    used, with the reason, and never among the sets trained on."""
+    cfg = _lodo_config(tmp_path, data_dir, '["TU", "DZ", "PU"]')
+
+    def load(name):
+        items = load_benchmark(name, data_dir)
+        if name != "persona-usr":
+            return items
+        return [dataclasses.replace(it, annotations={"Overall": (3.0,)}) for it in items]
+
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, load=load, log=lambda m: None)
+    fitted = {c["dataset"]: c["fitted"] for c in summary["cells"] if c["method"] == "lodo"}
+    assert fitted["topical-usr"]["trained_on"] == ["dailydialog-zhao appropriateness"]
+    assert fitted["topical-usr"]["dropped"] == {"persona-usr Overall": "constant human ratings"}
+    assert "dropped" not in fitted["persona-usr"]
+    assert "the other 1 sets; not used: persona-usr Overall (constant human ratings)" in \
+        (tmp_path / "res" / "leaderboard.md").read_text()
+
+
+def test_fit_weights_report_names_every_set_it_leaves_out():
+    import numpy as np
+
+    from judge.scorers.ensemble_fit import MIN_TRAIN, fit_weights_report, fit_weights_sets
+
+    rng = np.random.default_rng(0)
+    x = rng.random((30, 2))
+    good = (x, x[:, 0] + 0.1 * rng.random(30))
+    small = (x[: MIN_TRAIN - 1], x[: MIN_TRAIN - 1, 1])
+    flat = (x, np.full(30, 2.0))
+    members_flat = (np.ones((30, 2)), x[:, 1])
+    weights, dropped = fit_weights_report([good, small, flat, members_flat], 2)
+    assert weights == fit_weights_sets([good], 2) == fit_weights_sets([good, small, flat, members_flat], 2)
+    assert weights[0] > weights[1]
+    assert dropped == {1: f"{MIN_TRAIN - 1} items every member scored (fewer than {MIN_TRAIN})",
+                       2: "constant human ratings",
+                       3: "no weighting of the members correlates with the ratings (constant scores)"}
 
 
 # -- optional members: left out where a set lacks their input ------------------------------------------

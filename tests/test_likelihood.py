@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from judge.backends import LabelDist, Prompt, TokenLogprobs, create_backend
+from judge.backends.base import Capabilities
 from judge.backends.llamacpp_sequence import token_by_token
 from judge.cache import Cache, CachedBackend, cache_key
 from judge.config import GenerateConfig
-from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.engine import BackendPool, MethodSpec, build_scorer, prepare
 from judge.engine.kinds import method_kinds
 from judge.engine.named import named_method
 from judge.errors import InputError
@@ -215,9 +217,44 @@ def test_label_cache_keys_are_unchanged():
         "38201f1ca8ec52302a30fe474311aaaad6d44360a66b41e0f3f583952bc175ed")
 
 
-def test_likelihood_methods_are_reference_free_and_never_use_the_future(smollm2):
-    kinds = method_kinds(MethodSpec(type="likelihood"))
-    assert kinds.reads == frozenset() and kinds.label == "reference-free" and not kinds.uses_future
-    assert LikelihoodScorer(smollm2, "pmi").reads() == frozenset()
+class _Recorder:
+    """A backend that reads sequence log-probabilities and records every text it is shown: a made-up
+    log-probability per character, so scores depend on the texts and nothing else."""
+
+    name = "recorder"
+    model_id = "recorder"
+    capabilities = Capabilities(full_vocab=True, sequence_logprobs=True)
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def sequence_logprobs(self, requests):
+        self.seen += [prompt.text + continuation for prompt, continuation in requests]
+        return [TokenLogprobs([-(ord(ch) % 7) / 3 for ch in continuation], n_prompt_tokens=len(prompt.text))
+                for prompt, continuation in requests]
+
+
+@pytest.mark.parametrize("signal", ["pmi", "conditional", "followup"])
+def test_likelihood_methods_read_nothing_beyond_the_conversation(signal):
+    """What makes a likelihood method reference-free and never uses-future, checked on what it does: the
+    texts it sends hold neither the references nor the user's next turn, and giving an item other ones
+    changes no score. Its kind (from the reads it declares) is therefore reference-free, in judge run,
+    judge score's meta and judge serve's /v1/info alike, and no allow_future is asked of it."""
+    from judge.engine.kinds import scorer_kinds
+
+    reference, future = "REFERENCE-TEXT-XYZ", "NEXT-USER-TURN-QRS"
+    plain = _items()
+    marked = [replace(it, references=(reference,), next_user=future) if it.level == "turn" else it for it in plain]
+    other = [replace(it, references=("another",), next_user="something else") if it.level == "turn" else it
+             for it in plain]
+    recorder = _Recorder()
+    scorer = LikelihoodScorer(recorder, signal)  # type: ignore[arg-type]
+    scores = [[s.value for s in scorer.score(items)] for items in (plain, marked, other)]
+    assert recorder.seen and not any(reference in t or future in t for t in recorder.seen)
+    assert scores[0] == scores[1] == scores[2] and all(v is not None for v in scores[0])
+    assert scorer_kinds(scorer).to_dict() == {"kind": "reference-free", "uses_future": False, "reads": []}
+    kinds = method_kinds(MethodSpec(type="likelihood", signal=signal))
+    assert (kinds.kind, kinds.label) == ("reference-free", "reference-free")
+    prepare(MethodSpec(type="likelihood", signal=signal), marked)  # no allow_future needed
     # An ensemble of a likelihood member and a reference-free prompt stays reference-free.
-    assert method_kinds(named_method("criteria-pmi")).label == "reference-free"
+    assert method_kinds(named_method("criteria-pmi")).kind == "reference-free"

@@ -50,7 +50,7 @@ def test_classic_scorers_declare_what_they_read() -> None:
     kinds = method_kinds(classic("rouge-l"))
     assert (kinds.kind, kinds.uses_future, kinds.label) == ("reference-based", False, "reference-based")
     kinds = method_kinds(classic("next-user-sentiment"))
-    assert (kinds.kind, kinds.uses_future, kinds.label) == ("reference-free", True, "reference-free, uses-future")
+    assert (kinds.kind, kinds.uses_future, kinds.label) == ("uses-future", True, "uses-future")
 
 
 def test_templates_declare_reads_and_an_undeclared_read_is_an_error(tmp_path: Path) -> None:
@@ -85,8 +85,23 @@ def test_ensembles_take_the_union_of_their_members() -> None:
     assert method_kinds(free).to_dict() == {"kind": "reference-free", "uses_future": False, "reads": []}
     mixed = MethodSpec(type="ensemble", members=(classic("length"), classic("rouge-l"), classic("next-user-sentiment")),
                        optional=("rouge-l", "next-user-sentiment"), allow_future=True)
-    assert method_kinds(mixed).to_dict() == {"kind": "reference-based", "uses_future": True,
+    # Reference-based and uses-future: the stronger caveat, uses-future, is its kind; the reads stay on record.
+    assert method_kinds(mixed).to_dict() == {"kind": "uses-future", "uses_future": True,
                                              "reads": ["next_user", "reference"]}
+    assert method_kinds(mixed).label == "uses-future, reference-based"
+
+
+def test_an_ensemble_fitted_on_the_scored_set_is_supervised_whatever_it_reads() -> None:
+    """``fit = "cv"`` learns the weights on the scored set's own ratings: its kind is supervised, above
+    every other (and a ``lodo`` or fixed-weight ensemble of the same members is not)."""
+    members = (classic("length"), MethodSpec(prompt="yesno"))
+    cv = method_kinds(MethodSpec(type="ensemble", members=members, fit="cv"))
+    assert cv.to_dict() == {"kind": "supervised", "uses_future": False, "reads": [], "supervised": True}
+    assert method_kinds(MethodSpec(type="ensemble", members=members, fit="lodo")).kind == "reference-free"
+    assert method_kinds(MethodSpec(type="ensemble", members=members)).kind == "reference-free"
+    future = (classic("length"), classic("rouge-l"), classic("next-user-sentiment"))
+    both = method_kinds(MethodSpec(type="ensemble", members=future, fit="cv", allow_future=True))
+    assert (both.kind, both.label) == ("supervised", "supervised, reference-based, uses-future")
 
 
 def test_uses_future_is_refused_unless_the_method_opts_in() -> None:
@@ -119,11 +134,17 @@ def test_cli_refuses_uses_future_and_records_the_kind_with_allow_future(tmp_path
     ok = _cli("score", str(data), "--scorer", "next-user-sentiment", "--allow-future", "-o", str(out))
     assert ok.returncode == 0, ok.stderr
     meta = json.loads(out.with_suffix(".meta.json").read_text())
-    assert meta["kind"] == {"kind": "reference-free", "uses_future": True, "reads": ["next_user"]}
+    assert meta["kind"] == {"kind": "uses-future", "uses_future": True, "reads": ["next_user"]}
     out2 = tmp_path / "ens.jsonl"
     ens = _cli("score", str(data), "--member", "scorer=length", "--member", "scorer=rouge-l", "-o", str(out2))
     assert ens.returncode == 0, ens.stderr
     assert json.loads(out2.with_suffix(".meta.json").read_text())["kind"]["kind"] == "reference-based"
+    out3 = tmp_path / "cv.jsonl"
+    cv = _cli("score", str(data), "--member", "scorer=length", "--member", "scorer=rouge-l", "--fit", "cv",
+              "--quality", "overall", "--scale", "overall=0:2", "-o", str(out3))
+    assert cv.returncode == 0, cv.stderr
+    assert json.loads(out3.with_suffix(".meta.json").read_text())["kind"] == {
+        "kind": "supervised", "uses_future": False, "reads": ["reference"], "supervised": True}
 
 
 def test_serve_refuses_uses_future_even_with_allow_future(tmp_path: Path) -> None:
@@ -167,6 +188,12 @@ type = "ensemble"
 members = ["length", "rouge-l", "next-user"]
 optional = ["rouge-l", "next-user"]
 allow_future = true
+[[methods]]
+name = "ens-cv"
+type = "ensemble"
+members = ["length", "rouge-l"]
+optional = ["rouge-l"]
+fit = "cv"
 """
 
 
@@ -194,31 +221,110 @@ def test_harness_refuses_uses_future_without_allow_future(tmp_path: Path, data_d
     assert not (tmp_path / "out" / "summary.json").exists()
 
 
-def test_reports_list_reference_free_first_and_label_the_kinds(kinds_run: Path) -> None:
+def test_reports_give_each_kind_its_own_table(kinds_run: Path) -> None:
+    """Four kinds, four tables in the Markdown and HTML reports and four kinds in the CSV, reference-free
+    first: a uses-future method (next-user) or a supervised one (ens-cv) never sits in the reference-free
+    table, where it could be bolded best."""
     summary = json.loads((kinds_run / "summary.json").read_text())
     kinds = {m: (s["kind"], s["uses_future"]) for m, s in summary["methods"].items()}
     assert kinds == {"rouge-l": ("reference-based", False), "length": ("reference-free", False),
-                     "next-user": ("reference-free", True), "ens-ref": ("reference-based", True)}
+                     "next-user": ("uses-future", True), "ens-ref": ("uses-future", True),
+                     "ens-cv": ("supervised", False)}
     md = (kinds_run / "leaderboard.md").read_text()
-    free = md.index("### Reference-free methods")
-    based = md.index("### Reference-based methods")
-    assert free < based
-    method_lines = [line.split("|")[1].strip() for line in md[free:].splitlines()
-                    if line.startswith("| ") and not line.startswith(("| method", "| ---", "| n (", "| ↳", "| human"))]
-    assert method_lines[:4] == ["length", "next-user (uses-future)", "rouge-l", "ens-ref (uses-future)"]
-    # Each kind has its own table (a best value per kind), and no row or column mixes them.
-    assert md.count("| method | TU | FD | avg |") == 2
+    titles = ["### Reference-free methods", "### Reference-based methods", "### Uses-future methods",
+              "### Supervised on the scored set"]
+    starts = [md.index(t) for t in titles]
+    assert starts == sorted(starts)
+    tables = [md[a:b] for a, b in zip(starts, [*starts[1:], md.index("\n## ", starts[-1])], strict=True)]
+
+    def methods(table: str) -> list[str]:
+        return [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")
+                and not line.startswith(("| method", "| ---", "| n (", "| ↳", "| human"))]
+
+    assert [methods(t) for t in tables] == [["length"], ["rouge-l"], ["next-user", "ens-ref"], ["ens-cv"]]
+    # A method alone in its table is the best of nothing: the reference-free table has no bold at all.
+    assert "**" not in tables[0] and "**" not in tables[3]
+    assert md.count("| method | TU | FD | avg |") == 4
     html = (kinds_run / "leaderboard.html").read_text()
-    assert html.index("<h2>Reference-free methods") < html.index("<h2>Reference-based methods")
-    assert "next-user (uses-future)</td>" in html
+    assert [html.index(f"<h2>{t.removeprefix('### ')}") for t in titles] == sorted(
+        html.index(f"<h2>{t.removeprefix('### ')}") for t in titles)
+    assert "next-user</td>" in html and "(uses-future)</td>" not in html
     rows = list(csv.DictReader(io.StringIO((kinds_run / "results.csv").read_text())))
     order = list(dict.fromkeys(r["method"] for r in rows))
-    assert order == ["length", "next-user", "rouge-l", "ens-ref"]
-    assert {r["method"]: (r["kind"], r["uses_future"]) for r in rows}["ens-ref"] == ("reference-based", "True")
+    assert order == ["length", "rouge-l", "next-user", "ens-ref", "ens-cv"]
+    assert {r["method"]: r["kind"] for r in rows} == {m: k for m, (k, _) in kinds.items()}
+
+
+def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
+    """Bold marks the best value of its column within its own kind: raising a uses-future cell above
+    every other method leaves the reference-free and reference-based bests where they were."""
+    import copy
+
+    from judge.report.table import build
+
+    summary = json.loads((kinds_run / "summary.json").read_text())
+    summary["methods"]["plain"] = {**summary["methods"]["length"]}
+    plain = [copy.deepcopy(r) for r in summary["results"] if r["method"] == "length"]
+    for r in plain:
+        r["method"], r["spearman"] = "plain", (r["spearman"] or 0) - 0.5
+    summary["results"] += plain
+    for r in summary["results"]:
+        if r["method"] == "next-user":
+            r["spearman"] = 0.99
+    board = build(summary)
+    by_kind = {kind: rows for kind, _title, rows in board.sections()}
+    j = next(i for i, c in enumerate(board.columns) if c.key == ("fed-dial", "Overall"))  # next-user scores FD
+    free = {r.method: r.cells[j].best for r in by_kind["reference-free"]}
+    assert free == {"length": True, "plain": False}
+    future = {r.method: r.cells[j].best for r in by_kind["uses-future"]}
+    assert future["next-user"] and not future["ens-ref"]
+
+
+def test_old_summaries_put_uses_future_methods_in_their_own_table() -> None:
+    """Summaries written with two kinds recorded a uses-future method as reference-free with
+    ``uses_future``: its report still keeps it out of the reference-free table."""
+    from judge.report.table import row_kind
+
+    assert row_kind({"kind": "reference-free", "uses_future": True}) == "uses-future"
+    assert row_kind({"kind": "reference-based", "uses_future": True}) == "uses-future"
+    assert row_kind({"kind": "reference-free", "uses_future": False}) == "reference-free"
+    assert row_kind({}) == "unknown"
+
+
+def test_a_turn_item_anywhere_in_a_file_needs_allow_future(tmp_path: Path) -> None:
+    """A file whose first line is a dialog and whose second is a turn with ``next_user`` is refused like
+    the reversed file: every item's level counts, not the first line's."""
+    dialog = {"id": "d", "dialog": [{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "Hello!"},
+                                     {"speaker": "user", "text": "Lovely, thanks!"}], "scores": {"overall": 2}}
+    turn = {"id": "t", "context": [{"speaker": "user", "text": "Any plans?"}], "response": "Hiking.",
+            "next_user": "Sounds great!", "scores": {"overall": 1}}
+    for name, records in (("dialog-first", [dialog, turn]), ("turn-first", [turn, dialog])):
+        data = tmp_path / f"{name}.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in records))
+        refused = _cli("score", str(data), "--scorer", "next-user-sentiment")
+        assert refused.returncode == 2, (name, refused.stdout, refused.stderr)
+        assert "reads the user's turn after the rated response" in refused.stderr, refused.stderr
+        ok = _cli("score", str(data), "--scorer", "next-user-sentiment", "--allow-future")
+        assert ok.returncode == 0, (name, ok.stderr)
+        assert len(ok.stdout.splitlines()) == 2
+    only_dialogs = tmp_path / "dialogs.jsonl"
+    only_dialogs.write_text(json.dumps(dialog) + "\n" + json.dumps({**dialog, "id": "d2"}) + "\n")
+    assert _cli("score", str(only_dialogs), "--scorer", "next-user-sentiment").returncode == 0
 
 
 def test_bench_prints_the_kind(data_dir) -> None:
     r = _cli("bench", "--data-dir", str(data_dir), "--dataset", "FD", "--scorer", "next-user-sentiment", "--allow-future",
              "--bootstrap", "200")
     assert r.returncode == 0, r.stderr
-    assert "kind      reference-free, uses-future (reads the user's turn after the rated response)" in r.stdout
+    assert "kind      uses-future (reads the user's turn after the rated response)\n" in r.stdout
+
+
+def test_bench_prints_a_supervised_kind(data_dir) -> None:
+    """An ensemble whose weights are learned on the scored set (``--fit cv``) is benchmarked as supervised,
+    with what else it reads."""
+    r = _cli("bench", "--data-dir", str(data_dir), "--dataset", "TU", "--member", "scorer=length", "--member",
+             "scorer=rouge-l", "--fit", "cv", "--limit", "40", "--bootstrap", "200")
+    assert r.returncode == 0, r.stderr
+    assert "(weights learned)" in r.stdout
+    assert ("kind      supervised (weights learned on the scored set's own ratings, by cross-validation); also "
+            "reference-based\n") in r.stdout

@@ -279,4 +279,5 @@ def test_readme_best_cpu_ensemble_runs_on_a_packaged_qwen(qwen05, turn_examples,
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["spec"]["optional"] == ["embedding-reference", "next-user-sentiment"]
     assert list(meta["scorer"]["left_out"]) == ["next-user-sentiment"], meta
-    assert meta["kind"] == {"kind": "reference-based", "uses_future": True, "reads": ["next_user", "reference"]}
+    # Reference-based and uses-future: listed under the stronger caveat, uses-future.
+    assert meta["kind"] == {"kind": "uses-future", "uses_future": True, "reads": ["next_user", "reference"]}

@@ -24,6 +24,7 @@ import pytest
 from judge.cli.score_table import top_label
 from judge.engine import ROW_KEYS
 from judge.harness.summary import cell_stats
+from judge.report.table import p_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = "examples/dialogues.jsonl"
@@ -120,6 +121,9 @@ def test_terminal_gets_a_table_a_summary_and_a_progress_bar(piped) -> None:
     cell = cell_stats(rows, 1000, 0)
     sp, ci = cell["spearman"], cell["ci"]
     assert lines[15].startswith(f"spearman  {sp['value']:.3f} with the human ratings  p=")
+    # Significance is the conversation bootstrap's (as in run and bench), its floor printed as "< 1/n_boot".
+    assert f"(item-level), bootstrap p {p_text(ci['p'], ci['n_boot'], ci['n_degenerate'])}  n=" in lines[15]
+    assert ("(not significant, bootstrap p >= 0.05)" in lines[15]) == (ci["p"] >= 0.05)
     assert f"n={sp['n']}  95% CI [{ci['low']:.3f}, {ci['high']:.3f}]" in lines[15]
     assert f"of {ci['n_units']} conversations" in lines[15] and ci["n_units"] < 12  # grouped: fewer units than items
     assert ETA.search(err) and "scoring" in err

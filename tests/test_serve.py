@@ -373,6 +373,31 @@ def test_served_cv_ensemble_says_which_weights_it_uses(tmp_path, turn_examples):
     assert json.loads(body)["score"] == pytest.approx(expected / sum(w), abs=2e-6)
 
 
+@pytest.mark.parametrize("args, kind", [
+    (("--backend", "mock", "--quality", "overall"), {"kind": "reference-free", "uses_future": False, "reads": []}),
+    (("--scorer", "rouge-l"), {"kind": "reference-based", "uses_future": False, "reads": ["reference"]}),
+    (("--member", "scorer=length", "--member", "scorer=rouge-l", "--fit", "cv", "--quality", "overall"),
+     {"kind": "supervised", "uses_future": False, "reads": ["reference"], "supervised": True}),
+], ids=["mock-yesno", "rouge-l", "cv-ensemble"])
+def test_info_gives_the_served_judges_kind(tmp_path, turn_examples, args, kind):
+    """``/v1/info`` of a running ``judge serve`` says what kind of judge answers: reference-free (the
+    yes/no prompt on the mock backend), reference-based (ROUGE-L reads the reference) or supervised (an
+    ensemble whose weights were learned on its reference set's ratings), as ``judge score`` records it."""
+    reference = ("--reference-set", str(turn_examples)) if "--member" in args else ()
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "judge", "score", str(turn_examples), "-o", str(out), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.with_suffix(".meta.json").read_text())["kind"] == kind
+    srv = start_server(tmp_path, *args, *reference)
+    try:
+        status, body = call(srv, "GET", "/v1/info")
+        assert status == 200, body
+        assert json.loads(body)["kind"] == kind
+    finally:
+        srv.stop()
+
+
 def test_import_judge_does_not_import_the_web_stack():
     code = ("import sys, judge, judge.cli, judge.cli.serve, judge.serve, judge.serve.service; "
             "print(sorted(m for m in ('starlette', 'uvicorn', 'fastapi') if m in sys.modules))")

@@ -112,17 +112,86 @@ def test_paired_p_at_its_floor_prints_as_less_than(summary: dict) -> None:
     assert line.rstrip(" |").split("|")[-2].strip() == "< .005"
 
 
-def test_bench_prints_the_bootstrap_p_and_conversations(data_dir) -> None:
+def test_bench_prints_the_bootstrap_p_and_conversations(data_dir, tmp_path) -> None:
+    """The conversations and the bootstrap p that bench prints are those of its saved rows, recomputed
+    here: the rows' distinct groups, and the conversation bootstrap of their scores (ROUGE-L on
+    TopicalChat is far from zero, so the p is at its floor and prints as ``< 1/200``)."""
     import os
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "bench"
     r = subprocess.run([sys.executable, "-m", "judge", "bench", "--data-dir", str(data_dir), "--dataset", "TU",
-                        "--limit", "60", "--scorer", "rouge-l", "--bootstrap", "200"], cwd=root,
-                       env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=600)
+                        "--limit", "60", "--scorer", "rouge-l", "--bootstrap", "200", "--results", str(out)],
+                       cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for f in out.rglob("*.jsonl") for line in f.read_text().splitlines()]
+    groups = [row.get("group") or f"id:{row['id']}" for row in rows]
+    assert len(rows) == 60 and 1 < len(set(groups)) < 60
     n_line = next(x for x in r.stdout.splitlines() if x.startswith("n   "))
-    assert n_line.split()[1:4] == ["60", "items,", n_line.split()[3]] and n_line.endswith("conversations")
+    assert n_line.split()[1:] == ["60", "items,", str(len(set(groups))), "conversations"]
+    ci = stats.bootstrap_ci([row["score"] for row in rows], [row["human"] for row in rows], "spearman", n_boot=200,
+                            seed=0, groups=groups)
+    assert stats.p_at_floor(ci.p_value, 200, ci.n_degenerate)
     sp = next(x for x in r.stdout.splitlines() if x.startswith("spearman"))
-    assert "(item-level), bootstrap p < .005" in sp or "bootstrap p 0." in sp
+    assert f"(item-level), bootstrap p {p_text(ci.p_value, 200, ci.n_degenerate)}  95% CI" in sp
+    assert "bootstrap p < .005" in sp and "not significant" not in sp
+
+
+def _clustered_rows() -> list[dict]:
+    """48 rated rows in 8 conversations whose shared part drives both scores and ratings: scipy's
+    item-level p is small, the conversation bootstrap's is not (checked below, not assumed)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for g in range(8):
+        shared = rng.normal()
+        rows += [{"id": f"{g}-{j}", "group": f"g{g}", "quality": "overall", "score": float(shared + rng.normal()),
+                  "human": float(shared / 2 + rng.normal()), "label_probs": None} for j in range(6)]
+    return rows
+
+
+def test_score_marks_significance_by_the_conversation_bootstrap() -> None:
+    """``judge score``'s summary decides significance as run and bench do, by the conversation bootstrap:
+    rows whose item-level p is below .05 but whose bootstrap p is not are marked not significant."""
+    from judge.cli.score_table import ScoreTable
+    from judge.harness.summary import cell_stats
+
+    rows = _clustered_rows()
+    cell = cell_stats(rows, 1000, 0)
+    assert cell["spearman"]["p"] < 0.01 and cell["ci"]["p"] >= 0.1  # the case this test is about
+    lines: list[str] = []
+    table = ScoreTable([r["id"] for r in rows], True, lines.append)
+    for row in rows:
+        table.add(row)
+    table.summary(1000, 0)
+    sp = next(x for x in lines if x.startswith("spearman"))
+    assert f"bootstrap p {p_text(cell['ci']['p'], 1000)}  n=48" in sp
+    assert sp.endswith("(not significant, bootstrap p >= 0.05)")
+    # Each row its own conversation: the bootstrap agrees with scipy here, and the line is unmarked.
+    lines.clear()
+    single = [{**row, "group": None} for row in rows]
+    p_single = cell_stats(single, 1000, 0)["ci"]["p"]
+    assert p_single < 0.05
+    alone = ScoreTable([r["id"] for r in rows], True, lines.append)
+    for row in single:
+        alone.add(row)
+    alone.summary(1000, 0)
+    sp = next(x for x in lines if x.startswith("spearman"))
+    assert f"bootstrap p {p_text(p_single, 1000)}  n=48" in sp and "of 48 conversations" in sp
+    assert "not significant" not in sp
+
+
+def test_score_prints_a_bootstrap_p_at_its_floor_as_less_than() -> None:
+    from judge.cli.score_table import ScoreTable
+
+    rows = [{"id": str(i), "group": f"g{i // 2}", "quality": "overall", "score": float(i), "human": float(i) + 0.5 * (i % 3),
+             "label_probs": None} for i in range(40)]
+    lines: list[str] = []
+    table = ScoreTable([r["id"] for r in rows], True, lines.append)
+    for row in rows:
+        table.add(row)
+    table.summary(1000, 0)
+    sp = next(x for x in lines if x.startswith("spearman"))
+    assert "bootstrap p < .001  n=40" in sp and "not significant" not in sp

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DATASETS
-from judge.datasets.split import split_items, split_of
+from judge.datasets.split import conversation_of, split_items, split_of
 from judge.errors import InputError
 from judge.harness import load_experiment, plan
 from judge.harness.config import parse_experiment
@@ -51,9 +52,9 @@ def test_run_scores_only_the_split_and_records_it(tmp_path, data_dir):
     exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir))
     for cell in plan(exp):
         assert len(cell.items) == 30
-        assert {split_of(it.group or "") for it in cell.items} == {"test"}
+        assert {split_of(conversation_of(it)) for it in cell.items} == {"test"}
         # In-context examples come from the dev half only: never a test item.
-        assert cell.pool and {split_of(it.group or "") for it in cell.pool} == {"dev"}
+        assert cell.pool and {split_of(conversation_of(it)) for it in cell.pool} == {"dev"}
     dev = exp.with_overrides(split="dev")
     assert not {it.id for c in plan(dev) for it in c.items} & {it.id for c in plan(exp) for it in c.items}
     with pytest.raises(InputError, match="split: must be one of dev, test"):
@@ -83,18 +84,23 @@ def test_cli_run_and_bench_take_split(tmp_path, data_dir):
 # test conversations, sha256 of the sorted test ids joined by newlines). Any change to the split, the
 # loaders' ids or their grouping shows here; a test number is only comparable under the same halves.
 HALVES = [
-    ("fed-turn", 159, 53, 216, 71, "1a82be6677eaf1e03472c724b55f86a27e242272d2eeca0b1d152b7edc734cd8"),
+    # FED-Turn's items follow the FED-Dial dialog they were cut from (until issue 44 each FED set was split
+    # on its own: 159, 53, 216, 71, "1a82be66..."); FED-Dial's halves did not move.
+    ("fed-turn", 192, 64, 183, 60, "ba3218e50bd99654480b4e8b8553e42441a9c62f836d32b6d0e058b04530cf5c"),
     ("fed-dial", 64, 64, 61, 61, "73695f1610cd0dd95c922731708162a6fe09bc9f0e04bd0e599a7d5f057681c5"),
     ("topical-usr", 162, 25, 198, 29, "3deccb9accd41a06826cb1b73bb7e902877d8b75f1bc8b732c63c66f2e2e6b30"),
     ("persona-usr", 155, 31, 145, 28, "96ba7ef4613df7a7398a762144d07f16a5b8c34e1ba8bff3a6dc9b5eac4179e8"),
     ("dailydialog-zhao", 459, 49, 441, 48, "01fef9470dad645946a6dfd86f8df5608bb1f4be2f2d3600fcab0cf8e3f4e869"),
-    ("dailydialog-gupta", 230, 46, 270, 54, "93dd9c83c262869d32a12d36abc281b79d005740404a013c87e7f1ad6b948a6b"),
-    ("dailydialog-grade", 166, 83, 134, 66, "0bd2dc41d8fdbcd5693b0f87357d0821e21685b957c09bff0299dd09ba6dc4b6"),
+    # The DailyDialog sets follow DailyDialog-Zhao's halves in the few dialogues they share with it and
+    # with each other (before: DGU 230, 46, 270, 54, "93dd9c83..."; DGR 166, 83, 134, 66, "0bd2dc41...").
+    ("dailydialog-gupta", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
+    ("dailydialog-grade", 166, 83, 134, 66, "9c045d933f6a494ba58a9abf60ecdced2b07d5c64cffa17939143797a2638fde"),
     ("empathetic-grade", 136, 66, 164, 81, "577da0397a99a7176fbc6b3f8cf97af4646c703571a853afa105aa6adcf79a9c"),
-    ("fed", 212, 53, 288, 71, "eea0a614bf8804466832e3218a51918ddb01e26e3358677fef4622b495ffb4d6"),
+    # The original FED release follows FED-Dial too (before: 212, 53, 288, 71, "eea0a614...").
+    ("fed", 256, 64, 244, 60, "6a0d65664f003280556b708c4247388989907f7a726b3aad1e48dd85eaaf3e30"),
     ("usr-topical", 162, 25, 198, 29, "3deccb9accd41a06826cb1b73bb7e902877d8b75f1bc8b732c63c66f2e2e6b30"),
     ("usr-persona", 155, 31, 145, 28, "96ba7ef4613df7a7398a762144d07f16a5b8c34e1ba8bff3a6dc9b5eac4179e8"),
-    ("gupta-csv", 230, 46, 270, 54, "93dd9c83c262869d32a12d36abc281b79d005740404a013c87e7f1ad6b948a6b"),
+    ("gupta-csv", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
 ]
 #: Registered, but their files are not in ../shared/data: once they are, they need a row in HALVES.
 NOT_SHIPPED = {"persona-zhao", "convai2-grade"}
@@ -169,3 +175,73 @@ def test_cli_bench_and_run_show_only_dev_examples_on_the_test_half(tmp_path, dat
     rows = [json.loads(line) for f in run.rglob("*.jsonl") for line in f.read_text().splitlines()]
     dev = _dev_ids(data_dir, "DZ")
     assert len(rows) == 3 and all(r["examples"] and set(r["examples"]) <= dev for r in rows)
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def _turns(item) -> list[str]:
+    return [t.text.strip() for t in (item.context if item.level == "turn" else item.dialog)]
+
+
+def _shared_conversations(a_items, b_items) -> list[tuple[str, str]]:
+    """(id in A, id in B) of items that visibly come from one conversation, found here without the
+    library's linking: A's whole context starts B's turns (or the reverse), or both show one pair of
+    consecutive turns of 20 letters or more each, wherever it sits (not the split's rules)."""
+    def shown(it):
+        ends = ([it.response] if it.response else []) + list(it.references)
+        return [_turns(it) + [e.strip()] for e in ends] or [_turns(it)]
+
+    def pairs(it):
+        out = set()
+        for seq in shown(it):
+            norm = [_norm(t) for t in seq]
+            out |= {(x, y) for x, y in itertools.pairwise(norm) if len(x) >= 20 and len(y) >= 20}
+        return out
+
+    found = set()
+    for xs, ys, flip in ((a_items, b_items, False), (b_items, a_items, True)):
+        contexts: dict[tuple[str, ...], list[str]] = {}
+        for it in xs:
+            if it.level == "turn" and it.context:
+                contexts.setdefault(tuple(_turns(it)), []).append(it.id)
+        for it in ys:
+            for seq in shown(it):
+                for k in range(1, len(seq) + 1):
+                    for other in contexts.get(tuple(seq[:k]), ()):
+                        found.add((it.id, other) if flip else (other, it.id))
+    by_pair: dict[tuple[str, str], list[str]] = {}
+    for it in b_items:
+        for p in pairs(it):
+            by_pair.setdefault(p, []).append(it.id)
+    for it in a_items:
+        for p in pairs(it):
+            found.update((it.id, other) for other in by_pair.get(p, ()))
+    return sorted(found)
+
+
+def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
+    """Over every pair of shipped registered sets: items that come from one conversation (FED-Turn's turns
+    and their FED-Dial dialog, an original release and its DSTC10 copy, DailyDialog dialogues that two
+    DailyDialog sets sampled) are in the same half, so choosing on one set's dev half never reads another
+    set's test conversations."""
+    shipped = [n for n in DATASETS if (data_dir / DATASETS[n].path).exists()]
+    halves = {}
+    sets = {}
+    for name in shipped:
+        sets[name] = load_benchmark(name, data_dir)
+        halves[name] = {it.id for it in split_items(sets[name], "test")}
+    linked: dict[tuple[str, str], int] = {}
+    crossing = []
+    for i, a in enumerate(shipped):
+        for b in shipped[i + 1:]:
+            pairs = _shared_conversations(sets[a], sets[b])
+            linked[(a, b)] = len(pairs)
+            crossing += [(a, x, b, y) for x, y in pairs if (x in halves[a]) != (y in halves[b])]
+    assert not crossing, f"{len(crossing)} pairs of items of one conversation in different halves, e.g. {crossing[:3]}"
+    # The check sees the shared conversations it is about (else it could not fail).
+    assert linked[("fed-turn", "fed-dial")] >= 375
+    assert linked[("dailydialog-gupta", "dailydialog-grade")] > 0
+    assert linked[("dailydialog-zhao", "dailydialog-gupta")] > 0
+    assert not linked[("topical-usr", "empathetic-grade")]

@@ -18,6 +18,7 @@ from ..counters import report_counters
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
+from ..engine.kinds import kind_text
 from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
@@ -134,8 +135,9 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
     elif spec["type"] == "likelihood":
         how = f"likelihood {spec['signal']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']})"
     elif spec["type"] == "ensemble":
+        weights = spec["weights"]  # "learned" with fit = "cv"
         how = (f"{spec['combine']} ensemble of {', '.join(spec['members'])} "
-               f"(weights {', '.join(f'{w:g}' for w in spec['weights'])})")
+               f"(weights {weights if isinstance(weights, str) else ', '.join(f'{w:g}' for w in weights)})")
     else:
         guard = "on" if spec["group_guard"] else "OFF"
         how = (f"prompt {spec['prompt']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']}), "
@@ -144,9 +146,7 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
             how += f", seeds {','.join(str(c['seed']) for c in cells)}"
     failed = sum(c["n_failed"] for c in cells)
     print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
-    kind = spec.get("kind", "unknown") + (", uses-future (reads the user's turn after the rated response)"
-                                          if spec.get("uses_future") else "")
-    print(f"kind      {kind}")
+    print(f"kind      {kind_text(spec)}")
     print(f"items     {first['n_items']} scored of {rated} rated ({unrated} without a rating skipped), "
           f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else "")
           + (f"; {split} half of the conversations" if (split := summary["experiment"].get("split")) else ""))

@@ -16,7 +16,7 @@ from ..counters import report_counters
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..engine import BackendPool, MethodSpec, build, prepare, run_rows
-from ..engine.kinds import MethodKinds
+from ..engine.kinds import scorer_kinds
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..scorers.base import Scorer
@@ -134,9 +134,10 @@ def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None) -> 
 
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:
     """``OUTPUT.meta.json`` beside a scores file: the method spec, the scorer's resolved settings and
-    its kind (reference-free or reference-based, uses-future), from what the scorer declares it reads."""
+    its kind (reference-free, reference-based, uses-future or supervised on the scored set), from what
+    the scorer declares it reads and how it learns its weights."""
     meta = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe(),
-            "kind": MethodKinds(scorer.reads()).to_dict()}
+            "kind": scorer_kinds(scorer).to_dict()}
     fitted = scorer.fitted()
     if fitted is not None:
         meta["fitted"] = fitted

@@ -3,7 +3,8 @@
 The rows are the same as the JSONL rows (:mod:`judge.engine.rows`); the table shows the id, the score,
 the most likely label with its probability and, when the data has one, the human rating. The summary
 gives n, failures and the mean score, and where the items carry human ratings Spearman's correlation
-with them and its 95% bootstrap CI resampling conversations (the statistics ``judge bench`` prints).
+with them, its 95% bootstrap CI resampling conversations and the bootstrap p of the same resamples,
+which decides significance (the statistics ``judge bench`` and ``judge run`` print and mark).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class ScoreTable:
         if not self.with_human or not rated:
             return
         from ..harness.summary import cell_stats
+        from ..report.table import p_text
 
         cell = cell_stats(self.rows, n_boot, seed)
         sp, ci = cell["spearman"], cell["ci"]
@@ -64,11 +66,15 @@ class ScoreTable:
                        "ratings)")
             return
         unit = "conversations" if ci.get("unit") == "group" else "items"
-        line = (f"spearman  {sp['value']:.3f} with the human ratings  p={_p(sp['p'])}  n={sp['n']}  95% CI "
+        # The significance is the conversation bootstrap's, as in judge run and judge bench: turns cut from
+        # one conversation are not independent, so scipy's item-level p (shown for reference) is too small.
+        p = ci.get("p")
+        line = (f"spearman  {sp['value']:.3f} with the human ratings  p={_p(sp['p'])} (item-level), bootstrap p "
+                f"{p_text(p, ci['n_boot'], ci.get('n_degenerate', 0))}  n={sp['n']}  95% CI "
                 f"[{_num(ci['low'])}, {_num(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
                 f"{ci.get('n_units', '?')} {unit})")
-        if sp["p"] is None or sp["p"] >= 0.05:
-            line += " (not significant, p >= 0.05)"
+        if p is None or p >= 0.05:
+            line += " (not significant, bootstrap p >= 0.05)"
         self.write(line)
 
 

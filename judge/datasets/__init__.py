@@ -17,6 +17,7 @@ from ..qualities import parse_scale
 from ..registry import Registry
 from ._common import check_scale, dataset_name, parse_json, read_text
 from .benchmarks import dataset_info
+from .conversations import link_conversations
 from .source import Source, resolve_source
 
 __all__ = ["FORMATS", "FORMAT_LOADERS", "Source", "check_scale", "detect_format", "load_benchmark", "load_items",
@@ -118,4 +119,6 @@ def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:
             f"directory '{data_dir}', but {where}",
             file=str(path),
         )
-    return load_items(path, format=info.format, dataset=info.name)
+    items = load_items(path, format=info.format, dataset=info.name)
+    link_conversations(info.name, items, data_dir)
+    return items

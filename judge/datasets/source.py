@@ -81,12 +81,24 @@ def resolve_source(
         same_name = DATASETS.get(stem)
         info = same_name if same_name is not None and same_name.format == fmt else None
         items = load_items(path, format=fmt, dataset=name or stem)
+        if info is not None:
+            _link_registered(info, path, items)
     if not items:
         raise InputError("no items", file=str(file))
     built = _build_info(items, info, name, quality, scales or {}, str(file), fmt)
     check_scale(items, built.quality(built.overall), file=str(file))
     annotated = tuple(sorted({k for it in items for k in it.annotations}, key=str.lower))
     return Source(tuple(items), built, annotated, file, registered=info is not None)
+
+
+def _link_registered(info: DatasetInfo, path: Path, items: Sequence[Item]) -> None:
+    """A registered set's file given by path, where it lies in a data directory's layout: its items get
+    the conversations they share with the other sets there, so its halves are the registered set's."""
+    posix = path.resolve().as_posix()
+    if posix.endswith("/" + info.path):
+        from .conversations import link_conversations
+
+        link_conversations(info.name, items, posix[: -len(info.path)])
 
 
 def _registered(spec: str | Path, data_dir: str | Path | None) -> DatasetInfo | None:

@@ -2,8 +2,11 @@
 
 Choosing a prompt, a selector or ensemble members on the numbers one reports overstates them. A
 config can therefore run on ``split = "dev"`` while choosing and on ``split = "test"`` to report,
-with the choice fixed. Each conversation group (the leakage guard's ``item.group``) goes to one half
-by a seeded hash of its name, so the halves are stable across runs, machines and subset sizes.
+with the choice fixed. Each conversation goes to one half by a seeded hash of its name, so the halves
+are stable across runs, machines and subset sizes. The name is the one the item shares with other
+registered sets (``item.conversation``: FED-Turn's turns follow the FED-Dial dialog they were cut
+from, see :mod:`judge.datasets.conversations`), else its own set's conversation group (the leakage
+guard's ``item.group``): a conversation is in one half across every set that rates it.
 """
 
 from __future__ import annotations
@@ -23,10 +26,15 @@ def split_of(group: str, seed: int = 0) -> str:
     return "dev" if digest[0] < 128 else "test"
 
 
+def conversation_of(item: Item) -> str:
+    """The name an item's half is drawn by: its conversation across sets, else its group, else its id."""
+    return item.conversation or item.group or f"item:{item.id}"
+
+
 def split_items(items: Sequence[Item], split: str | None, seed: int = 0) -> list[Item]:
     """The items of ``split`` (all of them for None), in file order."""
     if split is None:
         return list(items)
     if split not in SPLITS:
         raise InputError(f"must be one of {', '.join(SPLITS)}, got {split!r}", field="split")
-    return [it for it in items if split_of(it.group or f"item:{it.id}", seed) == split]
+    return [it for it in items if split_of(conversation_of(it), seed) == split]

@@ -137,9 +137,9 @@ def prepare(
     (``allow_future``), before anything loads.
     """
     check_names(spec)
-    from .kinds import check_future, method_kinds
+    from .kinds import check_future, items_level, method_kinds
 
-    check_future(spec, method_kinds(spec, quality), items[0].level if items else level)
+    check_future(spec, method_kinds(spec, quality), items_level(items) if items else level)
     return _prepare(spec, items, quality, pool=pool, population=population, seed=seed, level=level)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..datasets.split import split_items
+from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
 from ..engine.build import backend_key
@@ -54,6 +54,13 @@ class Cell:
     # of the set without a split), whatever the limit keeps, so a sample shows each context's replies
     # as the set holds them. Texts only: no rating of these items is read.
     population: list[Item]
+    #: The conversations of the scored items (``conversation_of``: named alike across registered sets), so
+    #: that lodo never learns on ratings of the conversations it scores.
+    conversations: frozenset[str] = frozenset()
+    #: The file the set was read from, resolved (None: not known), so lodo can tell one file under two names.
+    file: Path | None = None
+    #: ``fit = "lodo"``: the experiment's sets the weights were not learned on, with the reason.
+    not_trained_on: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -94,8 +101,17 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
                 items = [it for it in subsets[ds.name] if it.human(q.name) is not None]
                 pool = [it for it in pools[ds.name] if it.human(q.name) is not None]
                 for seed in m.run_seeds():
-                    cells.append(Cell(m, ds.name, q, seed, items, pool, halves[ds.name]))
+                    cells.append(Cell(m, ds.name, q, seed, items, pool, halves[ds.name],
+                                      frozenset(map(conversation_of, items)), _dataset_file(exp, ds.name)))
     return cells
+
+
+def _dataset_file(exp: Experiment, name: str) -> Path:
+    """The resolved file a set of the experiment is read from (a registered set's under the data dir)."""
+    ds = next(d for d in exp.datasets if d.name == name)
+    if ds.source is not None and ds.source.path is not None:
+        return Path(ds.source.path).resolve()
+    return (Path(exp.data_dir) / ds.dataset.path).resolve()
 
 
 def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
@@ -121,6 +137,8 @@ def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
         meta["example_pool"] = prep.spec.pool or exp.example_pool()
     if prep.training:  # other datasets give other weights: a resume must not mix them
         meta["trained_on"] = [t.label for t in prep.training]
+    if cell.not_trained_on:  # the experiment's sets lodo must not learn on for this one, and why
+        meta["not_trained_on"] = dict(cell.not_trained_on)
     if prep.left_out:  # an ensemble without some optional members on this set
         meta["left_out"] = dict(prep.left_out)
     return meta
@@ -132,16 +150,31 @@ def _uses_examples(prep: Prepared) -> bool:
 
 def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> None:
     """Give each ``fit = "lodo"`` ensemble cell the same method prepared on the experiment's other
-    datasets (same seed), which its weights are learned on."""
+    datasets (same seed), which its weights are learned on: every other set except those whose cell
+    shares a conversation with the scored cell (FED-Turn and FED-Dial, an original release and its
+    DSTC10 copy, DailyDialog sets that sampled one dialogue), whose ratings would carry the scored
+    conversations' labels. One file listed under two names is refused: its weights would be learned on
+    the very items they score."""
     for cell, prep in prepared:
         if prep.spec.type != "ensemble" or prep.spec.fit != "lodo":
             continue
-        prep.training = tuple(p for c, p in prepared
-                              if c.method.name == cell.method.name and c.seed == cell.seed and c.dataset != cell.dataset)
+        where = f"{exp.path}: methods[{cell.method.index}]"
+        others = [(c, p) for c, p in prepared
+                  if c.method.name == cell.method.name and c.seed == cell.seed and c.dataset != cell.dataset]
+        twin = next((c.dataset for c, _ in others if c.file is not None and c.file == cell.file), None)
+        if twin is not None:
+            raise InputError(f"fit = 'lodo': '{cell.dataset}' and '{twin}' are one file ({cell.file}) under two "
+                             "names, so the weights for one would be learned on the items they score: list the "
+                             "file once", field="datasets", file=where)
+        shared = {c.dataset: f"shares conversations with {cell.dataset}" for c, _ in others
+                  if c.conversations & cell.conversations}
+        cell.not_trained_on = tuple(shared.items())
+        prep.training = tuple(p for c, p in others if c.dataset not in shared)
         if not prep.training:
+            why = f" ({', '.join(sorted(shared))} share its conversations)" if shared else ""
             raise InputError("fit = 'lodo' learns the weights on the experiment's other datasets, and this run has "
-                             f"only {cell.dataset}: give two datasets or more", field="fit",
-                             file=f"{exp.path}: methods[{cell.method.index}]")
+                             f"none for {cell.dataset}{why}: give two datasets or more that share no conversation",
+                             field="fit", file=where)
 
 
 def _check_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -242,6 +275,10 @@ def run_experiment(
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
     summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
                           for c, r in skipped]
+    not_trained_on = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
+                       "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on]
+    if not_trained_on:  # lodo cells whose weights left sets out for sharing conversations with them
+        summary["not_trained_on"] = not_trained_on
     summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                             "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
     summary["counters"] = backends.counters()

@@ -1,7 +1,8 @@
 """The results as a long CSV (one row per method, set and quality), for spreadsheets.
 
-Rows come reference-free methods first (then reference-based), as the leaderboards list them; the
-``kind`` and ``uses_future`` columns say which is which. ``p`` is scipy's item-level p-value; the
+Rows come reference-free methods first (then reference-based, uses-future, supervised on the scored
+set), as the leaderboards list them; the ``kind`` column says which is which (``uses_future``: the
+method reads the next user turn, whatever its kind). ``p`` is scipy's item-level p-value; the
 significance (``significant``, ``p_bootstrap``) is the conversation bootstrap's, the CI's own unit,
 and ``p_bootstrap_text`` prints a p at its floor as ``< 1/n_boot``. The ``*_without_copies`` columns
 repeat a reference-based cell without the items whose response is (nearly) a reference.
@@ -14,7 +15,7 @@ import io
 from typing import Any
 
 from .paper import paper_value
-from .table import KIND_SECTIONS, p_text
+from .table import KIND_SECTIONS, p_text, row_kind
 
 FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_conversations", "spearman", "sd_over_seeds",
           "p", "ci_low", "ci_high", "p_bootstrap", "p_bootstrap_text", "significant", "pearson", "pearson_p",
@@ -31,7 +32,7 @@ def render_csv(summary: dict[str, Any]) -> str:
 
     def rank(r: dict[str, Any]) -> tuple[int, bool]:
         spec = methods[r["method"]]
-        return order.get(spec.get("kind", "unknown"), len(order)), bool(spec.get("uses_future"))
+        return order.get(row_kind(spec), len(order)), bool(spec.get("uses_future"))
 
     for r in sorted(summary["results"], key=rank):
         spec = methods[r["method"]]
@@ -41,7 +42,7 @@ def render_csv(summary: dict[str, Any]) -> str:
         p_boot = ci["p"] if "p" in ci else r["p"]
         wc = r.get("without_copies") or {}
         w.writerow({
-            "method": r["method"], "kind": spec.get("kind", "unknown"), "uses_future": bool(spec.get("uses_future")),
+            "method": r["method"], "kind": row_kind(spec), "uses_future": bool(spec.get("uses_future")),
             "dataset": r["dataset"], "quality": r["quality"], "n": r["n"],
             "n_conversations": ci["n_units"] if ci.get("unit") == "group" else "",
             "spearman": r["spearman"], "sd_over_seeds": r["sd"], "p": r["p"], "ci_low": ci["low"],

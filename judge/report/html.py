@@ -36,9 +36,11 @@ def render_html(summary: dict[str, Any]) -> str:
          f"<title>{escape(board.title)}</title><style>{_CSS}</style></head><body>",
          f"<h1>{escape(board.title)}</h1>",
          "<p>Spearman with the mean human rating; brackets: 95% bootstrap CI resampling conversations; * = not "
-         "significant (the bootstrap p of the same resamples &ge; 0.05); reference-free and reference-based "
-         "methods are in separate tables, never averaged together; (uses-future) = reads the user's turn after "
-         "the rated response; &ldquo;without reference copies&rdquo; = without the items whose response is "
+         "significant (the bootstrap p of the same resamples &ge; 0.05); each kind of method (reference-free, "
+         "reference-based, uses-future: reads the user's turn after the rated response, supervised on the "
+         "scored set: ensemble weights learned on its ratings) has its own table, never averaged or bolded "
+         "against another; (uses-future) = also reads the user's turn after the rated response; "
+         "&ldquo;without reference copies&rdquo; = without the items whose response is "
          "(nearly) a reference; "
          f"&dagger; = some scores estimated from sampled answers; &Dagger; = some read from a top-N list; bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set.</p>",
          ]
@@ -49,7 +51,7 @@ def render_html(summary: dict[str, Any]) -> str:
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
                 timing_cells(summary.get("timing") or {}))
     h += _table("Learned ensemble weights (cv: mean [range] over folds)", FITTED_HEADER,
-                fitted_cells(summary.get("cells") or []))
+                fitted_cells(summary.get("cells") or [], summary.get("not_trained_on")))
     for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")

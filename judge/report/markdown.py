@@ -48,8 +48,8 @@ def copies_text(c: CellValue) -> str:
 
 
 def leaderboard_md(board: Leaderboard) -> list[str]:
-    """One table per kind (reference-free first), each with its own best values; the kinds are never
-    averaged together. Reference-based rows are followed by their values without the items whose
+    """One table per kind (reference-free first, then reference-based, uses-future, supervised), each
+    with its own best values; the kinds are never averaged together. Reference-based rows are followed by their values without the items whose
     response is (nearly) a reference."""
     lines: list[str] = []
     for _kind, title, rows in board.sections():
@@ -80,7 +80,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     limit = f"seeded subset of {exp['limit']} items per set (limit_seed {exp['limit_seed']})" if exp["limit"] else "all items"
     if exp.get("split"):
         limit += (f", drawn from the {exp['split']} half of each set's conversations (split_seed "
-                  f"{exp['split_seed']}; conversations never cross halves)")
+                  f"{exp['split_seed']}; a conversation is in one half across every registered set that rates "
+                  "it, FED-Turn's turns in their FED-Dial dialog's)")
         if exp.get("example_pool") and any(m.get("k") for m in summary["methods"].values()):
             limit += f"; in-context examples from the {exp['example_pool']}"
     out += [
@@ -89,9 +90,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
          f"seed {exp['seed']}). "
          "`*` = not significant: the bootstrap p of the same resamples is ≥ 0.05 (the overall `avg` is marked "
          "by its stratified bootstrap); **bold** = best in its column within its table; `± sd` = over selection "
-         "seeds. Reference-free and reference-based methods (any member reads the reference response) are in "
-         "separate tables and never averaged together; `(uses-future)` = the method reads the user's turn after "
-         "the rated response, which a live judge never has. `↳ without reference copies`: the same cells "
+         "seeds. Each kind of method has its own table, never averaged or bolded against another: reference-free; "
+         "reference-based (any member reads the reference response); uses-future (reads the user's turn after "
+         "the rated response, which a live judge never has); supervised on the scored set (ensemble weights "
+         "learned on that set's own ratings, `fit = \"cv\"`). A method that is several goes to the first of "
+         "supervised, uses-future, reference-based; `(uses-future)` marks one that also reads the next turn. "
+         "`↳ without reference copies`: the same cells "
          "without the items whose response is (nearly) one of its references (flags `response_is_reference`, "
          "`response_near_reference`; see docs/data-format.md), Spearman recomputed on the reduced set, n = its "
          "items. "
@@ -131,7 +135,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             s = r["system_spearman"]
             out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
     out += _timing_md(summary.get("timing") or {})
-    out += _fitted_md(summary.get("cells") or [])
+    out += _fitted_md(summary.get("cells") or [], summary.get("not_trained_on"))
     out += ["", "## Methods", ""]
     for m, spec in summary["methods"].items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
@@ -173,9 +177,9 @@ def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
     return out + [_md_row(cells) for cells in timing_cells(timing)]
 
 
-def _fitted_md(cells: list[dict[str, Any]]) -> list[str]:
+def _fitted_md(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None) -> list[str]:
     """The weights that ``fit = "cv"`` / ``"lodo"`` ensembles learned: what the supervised rows did."""
-    rows = fitted_cells(cells)
+    rows = fitted_cells(cells, not_trained_on)
     if not rows:
         return []
     out = ["", "## Learned ensemble weights", "",

@@ -53,14 +53,14 @@ def heatmap(summary: dict[str, Any], path: Path) -> Path:
     import numpy as np
 
     board = build(summary)
-    # Reference-free methods first, as in the tables; reference-based rows say so in their label.
+    # Reference-free methods first, as in the tables; the rows of the other kinds say theirs in their label.
     board.rows = [r for _kind, _title, rows in board.sections() for r in rows]
     data = np.array([[c.value if c.value is not None else np.nan for c in r.cells] for r in board.rows], dtype=float)
     fig, ax = plt.subplots(figsize=heatmap_size(len(board.rows), len(board.columns)), dpi=DPI)
     im = ax.imshow(data, cmap="RdYlGn", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(board.columns)), [c.label for c in board.columns], rotation=45, ha="right")
     ax.set_yticks(range(len(board.rows)),
-                  [r.label + (" [reference-based]" if r.kind == "reference-based" else "") for r in board.rows])
+                  [r.label + (f" [{r.kind}]" if r.kind not in ("reference-free", "unknown") else "") for r in board.rows])
     for i, r in enumerate(board.rows):
         for j, c in enumerate(r.cells):
             if c.value is not None:

@@ -66,7 +66,7 @@ class Row:
     method: str
     paper_label: str | None
     cells: list[CellValue] = field(default_factory=list)
-    #: ``reference-free`` / ``reference-based`` (``unknown`` in summaries written before kinds were
+    #: One of ``judge.engine.kinds.KINDS`` (``unknown`` in summaries written before kinds were
     #: recorded), whether it reads the next user turn and whether it reads the other replies to a context.
     kind: str = "unknown"
     uses_future: bool = False
@@ -76,14 +76,27 @@ class Row:
 
     @property
     def label(self) -> str:
-        """The method's name as tables print it (``uses-future`` and ``listwise`` methods say so)."""
-        return self.method + (" (uses-future)" if self.uses_future else "") + (" (listwise)" if self.listwise else "")
+        """The method's name as tables print it (a method that reads the future outside the uses-future
+        table, and a ``listwise`` method, say so)."""
+        future = self.uses_future and self.kind != "uses-future"
+        return self.method + (" (uses-future)" if future else "") + (" (listwise)" if self.listwise else "")
 
 
-#: The order and titles of the leaderboard's sections, one per kind: never averaged together.
+#: The order and titles of the leaderboard's sections, one per kind: never averaged or bolded together.
 KIND_SECTIONS = (("reference-free", "Reference-free methods"),
                  ("reference-based", "Reference-based methods (read the reference response)"),
+                 ("uses-future", "Uses-future methods (read the user's turn after the rated response)"),
+                 ("supervised", "Supervised on the scored set (ensemble weights learned on its ratings, cv)"),
                  ("unknown", "Methods of unrecorded kind (summary written before kinds were recorded)"))
+
+
+def row_kind(spec: dict[str, Any]) -> str:
+    """A summary method's kind. Summaries written while there were two kinds recorded a uses-future
+    method as reference-free or reference-based with ``uses_future``; it is uses-future now."""
+    kind = str(spec.get("kind", "unknown"))
+    if kind in ("reference-free", "reference-based") and spec.get("uses_future"):
+        return "uses-future"
+    return kind
 
 
 @dataclass
@@ -129,7 +142,7 @@ def build(summary: dict[str, Any]) -> Leaderboard:
     res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
     rows = []
     for m, spec in summary["methods"].items():
-        row = Row(m, spec.get("paper"), kind=spec.get("kind", "unknown"), uses_future=bool(spec.get("uses_future")),
+        row = Row(m, spec.get("paper"), kind=row_kind(spec), uses_future=bool(spec.get("uses_future")),
                   listwise=bool(spec.get("listwise")))
         avg = summary["averages"].get(m, {})
         for col in columns:
@@ -153,7 +166,8 @@ def build(summary: dict[str, Any]) -> Leaderboard:
                     row.without_copies.append(_average_cell(avg.get("without_copies") or {}, ds))
         rows.append(row)
     for j in range(len(columns)):
-        # Best within each kind: a reference-based figure never outranks a reference-free one.
+        # Best within each kind: a reference-based, uses-future or supervised figure never outranks a
+        # reference-free one, nor one of another of those kinds.
         for kind, _title in KIND_SECTIONS:
             mine = [r for r in rows if r.kind == kind]
             # An average over fewer sets than the column's is not comparable: it is never the best.
@@ -262,9 +276,11 @@ def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
 FITTED_HEADER = ("method", "set", "quality", "learned on", "weights")
 
 
-def fitted_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
+def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None
+                 ) -> list[list[str]]:
     """One row of text per cell of ``summary["cells"]`` whose method learned its weights: lodo's one
-    vector; cv's mean over its folds with the fold range, each fold's items scored with its own."""
+    vector; cv's mean over its folds with the fold range, each fold's items scored with its own. ``not_trained_on``
+    (``summary["not_trained_on"]``): the sets a lodo cell left out for sharing its conversations."""
     out = []
     for c in cells:
         f = c.get("fitted")
@@ -272,6 +288,13 @@ def fitted_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
             continue
         if f.get("fit") == "lodo":
             where = f"the other {len(f['trained_on'])} sets"
+            shared: dict[str, str] = next((e["sets"] for e in not_trained_on or ()
+                                           if (e["method"], e["dataset"], e["quality"])
+                                           == (c["method"], c["dataset"], c["quality"])), {})
+            if shared:  # never offered: they rate some of the scored conversations
+                where += "; not offered (share its conversations): " + ", ".join(shared)
+            if f.get("dropped"):  # sets the fit could not learn from: not among the sets it learned on
+                where += "; not used: " + ", ".join(f"{name} ({why})" for name, why in f["dropped"].items())
             weights = ", ".join(f"{m} {fmt(w, 2)}" for m, w in zip(f["members"], f["weights"], strict=True))
         else:
             folds = f["folds"]

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
 from .base import Score, Scorer
-from .ensemble_fit import FOLDS, complete_rows, cv_weights, fit_weights_sets
+from .ensemble_fit import FOLDS, complete_rows, cv_weights, fit_weights_report
 
 #: How an ensemble combines its members' scores (a method's ``combine``; engine specs check against these).
 COMBINE_RULES = ("rank-mean", "mean")
@@ -144,6 +144,8 @@ class EnsembleScorer(Scorer):
         self._reads = frozenset(reads)
         #: With ``fit = "lodo"``: the weights learned on the training sets (once scored).
         self.learned: tuple[float, ...] | None = None
+        #: With ``fit = "lodo"``: the training sets the fit could not use (name -> why), not trained on.
+        self.dropped: dict[str, str] = {}
         self._memo: _State | None = None
         self._last: _State | None = None  # the state of the latest ``score`` call, for ``fitted``
 
@@ -219,7 +221,9 @@ class EnsembleScorer(Scorer):
         if self.fit == "lodo":
             learned = self._other_sets_weights()
             fitted = {"fit": "lodo", "members": names, "weights": list(learned),
-                      "trained_on": [t.name for t in self.training]}
+                      "trained_on": [t.name for t in self.training if t.name not in self.dropped]}
+            if self.dropped:
+                fitted["dropped"] = dict(self.dropped)
             return _State(reference, per_member, {}, learned, fitted)
         return _State(reference, per_member, {}, self.weights)
 
@@ -232,7 +236,8 @@ class EnsembleScorer(Scorer):
                 per_member = self._members_scores(t.members, list(t.items))
                 values = self._values(t.items, per_member)
                 sets.append(complete_rows(values, [it.human(t.quality.name) for it in t.items], len(self.members)))
-            self.learned = fit_weights_sets(sets, len(self.members))
+            self.learned, dropped = fit_weights_report(sets, len(self.members))
+            self.dropped = {self.training[i].name: why for i, why in dropped.items()}
         return self.learned
 
     def _cv(self, reference: list[Item], per_member: list[tuple[dict[str, Score], list[float]]]

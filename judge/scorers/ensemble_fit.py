@@ -67,13 +67,38 @@ def fit_weights_sets(sets: Sequence[tuple[np.ndarray, np.ndarray]], n_members: i
     """The simplex-grid weights with the highest mean Spearman over ``sets`` ((items x members values,
     human ratings) each, no NaN), every set ranked on its own; a set with fewer than ``MIN_TRAIN``
     items or constant ratings is left out, and equal weights come back when none is left."""
+    return fit_weights_report(sets, n_members, steps)[0]
+
+
+def fit_weights_report(sets: Sequence[tuple[np.ndarray, np.ndarray]], n_members: int, steps: int = GRID_STEPS
+                       ) -> tuple[tuple[float, ...], dict[int, str]]:
+    """``fit_weights_sets``'s weights and the sets it could not learn from (index into ``sets`` -> why),
+    so that results never list a set as trained on when its ratings weighed nothing."""
     grid = simplex_grid(n_members, steps)
-    per_set = [spearman_rows(grid @ x.T, y) for x, y in sets if len(y) >= MIN_TRAIN and np.ptp(y) > 0]
-    finite = [rho for rho in per_set if np.isfinite(rho).any()]
+    dropped: dict[int, str] = {}
+    finite = []
+    for i, (x, y) in enumerate(sets):
+        reason = unusable(y)
+        if reason is None:
+            rho = spearman_rows(grid @ x.T, y)
+            if np.isfinite(rho).any():
+                finite.append(rho)
+                continue
+            reason = "no weighting of the members correlates with the ratings (constant scores)"
+        dropped[i] = reason
     if not finite:
-        return tuple([1.0 / n_members] * n_members)
+        return tuple([1.0 / n_members] * n_members), dropped
     mean = np.nanmean(np.vstack(finite), axis=0)
-    return tuple(float(w) for w in grid[int(np.nanargmax(mean))])
+    return tuple(float(w) for w in grid[int(np.nanargmax(mean))]), dropped
+
+
+def unusable(human: np.ndarray) -> str | None:
+    """Why a training set's ratings cannot rank weights (too few complete items, all ratings equal)."""
+    if len(human) < MIN_TRAIN:
+        return f"{len(human)} items every member scored (fewer than {MIN_TRAIN})"
+    if np.ptp(human) == 0:
+        return "constant human ratings"
+    return None
 
 
 def complete_rows(values: Sequence[Sequence[float | None]], human: Sequence[float | None], n_members: int

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
-from ..engine.kinds import MethodKinds
+from ..engine.kinds import scorer_kinds
 from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
@@ -96,7 +96,7 @@ class JudgeService:
             "batching": self.batching,
             "spec": self.spec.describe(),
             "scorer": self.scorer.describe(),
-            "kind": MethodKinds(self.scorer.reads()).to_dict(),
+            "kind": scorer_kinds(self.scorer).to_dict(),
             "fitted": self.scorer.fitted(),
             "versions": versions(),
         }
