@@ -64,6 +64,8 @@ def test_every_committed_command_parses_and_names_its_config():
         assert args.command == "run" and args.config == s["run"]["config"]
         assert (ROOT / args.config).is_file()
         assert {c["kind"] for c in s["cells"]} <= set(page.KIND_ORDER)
+        # A mock backend's figures mean nothing: none is ever published.
+        assert not [m for m, e in s["methods"].items() if page.uses_mock(e["settings"])], s["name"]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,16 @@ def tiny_run(tmp_path_factory, data_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def collected(tiny_run: Path) -> dict:
-    return page.collect(tiny_run, "tiny", root=ROOT)
+    return page.collect(tiny_run, "tiny", root=ROOT, allow_mock=True)
+
+
+def test_collect_refuses_a_mock_run_unless_told(tiny_run: Path, tmp_path: Path):
+    with pytest.raises(Exception, match="mock backend"):
+        page.collect(tiny_run, "tiny", root=ROOT)
+    assert main(["results", "collect", str(tiny_run), "--name", "tiny", "--root", str(tmp_path)]) == 2
+    assert not (tmp_path / page.SUMMARY_DIR / "tiny.json").exists()
+    assert page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "mock"}}})
+    assert not page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "llamacpp"}}})
 
 
 def test_collect_keeps_each_cell_with_its_kind_split_and_bootstrap(collected: dict, tiny_run: Path):
@@ -194,7 +205,7 @@ def test_check_fails_when_the_page_is_edited_by_hand(collected: dict, tmp_path: 
 
 
 def test_collect_cli_writes_the_summary(tiny_run: Path, tmp_path: Path, capsys):
-    assert main(["results", "collect", str(tiny_run), "--name", "tiny", "--root", str(tmp_path),
+    assert main(["results", "collect", str(tiny_run), "--name", "tiny", "--root", str(tmp_path), "--allow-mock",
                  "--command", "judge run x.toml"]) == 0
     written = json.loads((tmp_path / page.SUMMARY_DIR / "tiny.json").read_text())
     assert written["run"]["command"] == "judge run x.toml" and written["schema"] == page.SUMMARY_SCHEMA

@@ -18,6 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c = verbs.add_parser("collect", help="write the small summary of a 'judge run' folder to benchmarks/results/")
     c.add_argument("run_dir", help="folder written by 'judge run'")
     c.add_argument("--name", required=True, help="the run's name: benchmarks/results/NAME.json")
+    c.add_argument("--allow-mock", action="store_true", help=argparse.SUPPRESS)  # tests only: never published
     c.add_argument("--command", default=None, help="the command that regenerates the run (default: rebuilt "
                    "from its config; needed when the run overrode a method's model or backend)")
     r = verbs.add_parser("render", help="write docs/results.md from every committed summary")
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
 
     root = Path(args.root)
     if args.action == "collect":
-        summary = page.collect(args.run_dir, args.name, root=root, command=args.command)
+        summary = page.collect(args.run_dir, args.name, root=root, command=args.command,
+                               allow_mock=args.allow_mock)
         print(page.write_summary(summary, root / page.SUMMARY_DIR))
         return EXIT_OK
     if args.action == "render":

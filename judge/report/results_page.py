@@ -78,12 +78,18 @@ def method_kind(info: Mapping[str, Any]) -> str:
 # --- collect ----------------------------------------------------------------------------------------
 
 
-def collect(run_dir: str | Path, name: str, *, root: str | Path = ".", command: str | None = None
-            ) -> dict[str, Any]:
+def collect(run_dir: str | Path, name: str, *, root: str | Path = ".", command: str | None = None,
+            allow_mock: bool = False) -> dict[str, Any]:
     """The small committed summary of the ``judge run`` folder ``run_dir``. ``command`` overrides the
     regenerating command that is otherwise rebuilt from the config (refused when the run's methods
-    differ from the config's, as after --model or --backend, since that command would not rebuild them)."""
+    differ from the config's, as after --model or --backend, since that command would not rebuild them).
+    A run with a method on the mock backend is refused unless ``allow_mock`` (tests): its figures mean
+    nothing and must never be published."""
     summary = _load_run(Path(run_dir))
+    mocked = [m for m, info in summary["methods"].items() if uses_mock(info)]
+    if mocked and not allow_mock:
+        raise InputError(f"methods {', '.join(mocked)} ran on the mock backend: their figures mean nothing and "
+                         "are never published", field="backend")
     exp = summary["experiment"]
     methods = {m: _method_entry(info) for m, info in summary["methods"].items()}
     kinds = {m: e["kind"] for m, e in methods.items()}
@@ -111,6 +117,13 @@ def collect(run_dir: str | Path, name: str, *, root: str | Path = ".", command: 
         "averages": averages,
         "skipped": [{k: s[k] for k in ("method", "dataset", "quality", "reason")} for s in summary.get("skipped", [])],
     }
+
+
+def uses_mock(info: Mapping[str, Any]) -> bool:
+    """Whether a method (or any ensemble member) ran on the mock backend."""
+    if info.get("backend") == "mock":
+        return True
+    return any(uses_mock(m) for m in (info.get("members") or {}).values())
 
 
 def write_summary(collected: Mapping[str, Any], directory: str | Path = SUMMARY_DIR) -> Path:
