@@ -47,8 +47,8 @@ PENDING = (
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data "
      "--methods q15-yesno,q15-criteria,q15-ensemble-mix-lodo -o results/q15-test"),
     ("SmolLM2-135M (the embedded default), criteria prompt, 0-shot, and its cv ensemble with length: "
-     "pending; too slow for the shared 2-core machine these runs were made on (10 items took about "
-     "four CPU minutes there under load)",
+     "pending: on the shared 2-core machine these runs were made on it took about 3 CPU seconds per item "
+     "(one thread, under load), about an hour of CPU for the 1302 items",
      "judge run benchmarks/configs/results_test.toml --data-dir ../shared/data "
      "--methods smollm2-criteria,smollm2-criteria-length-cv -o results/smollm2-test"),
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
