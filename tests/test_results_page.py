@@ -141,7 +141,7 @@ def _tables(text: str) -> list[tuple[str, list[str]]]:
     for section in re.split(r"\n(?=## )", text):
         title = section.splitlines()[0]
         for table in re.findall(r"(?:^\|.*\|\n)+", section, flags=re.M):
-            names = [row.split("|")[1].strip(" *") for row in table.splitlines()[2:]]
+            names = [row.split("|")[1].strip() for row in table.splitlines()[2:]]
             out.append((title, names))
     return out
 
@@ -157,6 +157,8 @@ def test_render_keeps_the_kinds_apart_in_their_order(collected: dict):
     for title, names in tables:
         assert names and all(page.KIND_TITLES[kinds[n]] == title[3:] for n in names), (title, names)
     assert f"Regenerate: `{collected['run']['command']}`" in text
+    # Nothing is bolded against anything else.
+    assert not [line for line in text.splitlines() if line.startswith("|") and "**" in line]
 
 
 def test_render_marks_non_significant_figures_and_floors(collected: dict):

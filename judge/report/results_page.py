@@ -359,9 +359,10 @@ def _cell_row(c: Mapping[str, Any]) -> str:
 
 
 def _average_row(a: Mapping[str, Any]) -> str:
-    where = "avg" if a.get("sets") == a.get("of_sets") else f"avg of {a['sets']}/{a['of_sets']} sets"
+    where = f"avg of {a['sets']} sets" if a.get("sets") == a.get("of_sets") else f"avg of {a['sets']}/{a['of_sets']} sets"
+    # Nothing is bolded: a bold row reads as "best", and the page ranks nothing.
     return "| " + " | ".join([
-        f"**{a['method']}**", where, "", "", _figure(a["spearman"], a["p"]), _ci(a),
+        a["method"], where, "", "", _figure(a["spearman"], a["p"]), _ci(a),
         p_display(a["p"], a.get("n_boot"), a.get("n_degenerate", 0)),
     ]) + " |"
 
