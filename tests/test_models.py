@@ -248,7 +248,7 @@ def test_qwen05_ranks_the_example_dialogues(qwen05):
 def test_criteria_prompt_runs_on_a_packaged_qwen(qwen05):
     """The README's recommended command (`--prompt yesno-criteria` on a packaged Qwen), on the 0.5B
     that CI installs. Measured: 24 of 36 pairs in order (the 1.5B is where this prompt pays off,
-    docs/results.md); every item scored."""
+    docs/journal.md); every item scored."""
     proc = _judge("score", str(EXAMPLES), "--model", "qwen2.5-coder-0.5b", "--prompt", "yesno-criteria",
                   "--threads", "2", "--no-cache")
     assert proc.returncode == 0, proc.stderr

@@ -145,7 +145,7 @@ def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_pa
 
 @pytest.mark.slow
 def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
-    """Regression (docs/results.md, "Reproducing the figures"): reusing a shared prefix of any length
+    """Regression (docs/journal.md, "Reproducing the figures"): reusing a shared prefix of any length
     made a prompt's logits depend on the prompt evaluated before it, because llama.cpp computes a token's
     row according to the batch it falls in (Qwen's repacked 4-bit kernels); a FED-Dial cell gave .379
     alone and .375 after another set's prompts. With reuse in whole batches of n_batch (default 512), every

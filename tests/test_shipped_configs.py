@@ -49,6 +49,8 @@ ARGS = {
     "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
+    # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
+    "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     "table3_fed_turn.toml": ["--limit", "6"],
     # Three dialogs (of 3-shot prompts holding four whole dialogs each, in 11 qualities): one quality,
     # Consistent, has equal human ratings on them, within the 10% of undefined cells allowed below.

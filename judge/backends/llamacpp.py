@@ -202,7 +202,7 @@ class LlamaCppBackend(Backend):
         batch goes through other kernels, up to 0.9 in a logit; the repacked 4-bit matmuls take rows four at
         a time and the batch's tail row by row). Reusing an arbitrary prefix therefore made a prompt's answer
         depend on the prompt before it (the same item scored differently alone and after another set's
-        items; docs/results.md, "Reproducing the figures"). So a prompt's batches are fixed by the prompt
+        items; docs/journal.md, "Reproducing the figures"). So a prompt's batches are fixed by the prompt
         alone (``_starts``), and the KV cache is kept only up to a batch start that the previous evaluation
         also had, with the same batches before it, within the tokens the two share. The last token always
         runs, to produce logits.

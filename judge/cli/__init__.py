@@ -16,6 +16,7 @@ COMMANDS = {
     "bench": "bench",
     "run": "run",
     "report": "report",
+    "results": "results",
     "data": "data",
     "models": "models",
     "serve": "serve",

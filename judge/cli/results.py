@@ -1,0 +1,53 @@
+"""``judge results collect|render|check``: the published results page from committed run summaries."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import EXIT_OK
+
+#: Exit code of ``judge results check`` when the page differs from what ``render`` would write.
+EXIT_DIFFERS = 1
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("results", help="collect run summaries and render docs/results.md from them")
+    verbs = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    c = verbs.add_parser("collect", help="write the small summary of a 'judge run' folder to benchmarks/results/")
+    c.add_argument("run_dir", help="folder written by 'judge run'")
+    c.add_argument("--name", required=True, help="the run's name: benchmarks/results/NAME.json")
+    c.add_argument("--allow-mock", action="store_true", help=argparse.SUPPRESS)  # tests only: never published
+    c.add_argument("--command", default=None, help="the command that regenerates the run (default: rebuilt "
+                   "from its config; needed when the run overrode a method's model or backend)")
+    r = verbs.add_parser("render", help="write docs/results.md from every committed summary")
+    k = verbs.add_parser("check", help="exit 1 when docs/results.md differs from what render would write")
+    for verb in (c, r, k):
+        verb.add_argument("--root", default=".", help="repository root holding benchmarks/results/ and docs/ "
+                          "(default: .)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report import results_page as page
+
+    root = Path(args.root)
+    if args.action == "collect":
+        summary = page.collect(args.run_dir, args.name, root=root, command=args.command,
+                               allow_mock=args.allow_mock)
+        print(page.write_summary(summary, root / page.SUMMARY_DIR))
+        return EXIT_OK
+    if args.action == "render":
+        from ..io import atomic_write_text
+
+        atomic_write_text(root / page.PAGE, page.render_page(page.load_summaries(root / page.SUMMARY_DIR)))
+        print(root / page.PAGE)
+        return EXIT_OK
+    diff = page.page_differs(root)
+    if diff:
+        sys.stdout.writelines(diff)
+        print(f"judge: {page.PAGE} differs from the committed summaries; run 'judge results render'",
+              file=sys.stderr)
+        return EXIT_DIFFERS
+    return EXIT_OK

@@ -1,0 +1,429 @@
+"""The published results page, generated from committed run summaries instead of typed by hand.
+
+``collect`` reads a ``judge run`` folder's ``summary.json`` and keeps the little a reader needs to trust
+a figure: per cell n, Spearman, its conversation-bootstrap CI and p, the method's kind, the set,
+quality, split and seed; per run the config and the command that regenerates it, the commit, the date,
+the models (name and sha256) and the backend settings. Those summaries are committed under
+``benchmarks/results/``; ``render_page`` turns all of them into ``docs/results.md`` and a test compares
+the two byte for byte, so a figure on the page can only change by re-running and re-collecting.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..stats import p_at_floor, p_floor
+
+#: Format of a committed run summary (bump when a field changes meaning).
+SUMMARY_SCHEMA = "judge-results/1"
+#: Where the committed summaries live and where the page goes, relative to the repository root.
+SUMMARY_DIR = Path("benchmarks") / "results"
+PAGE = Path("docs") / "results.md"
+#: Every kind, in the order the page shows them. Kinds never share a table: a reference-based or
+#: supervised figure answers a different question than a reference-free one.
+KIND_ORDER = ("reference-free", "reference-based", "uses-future", "supervised")
+KIND_TITLES = {
+    "reference-free": "Reference-free: the judge reads the conversation and the reply only",
+    "reference-based": "Reference-based: the method reads a reference reply",
+    "uses-future": "Uses-future: the method reads the user's turn after the rated reply",
+    "supervised": "Supervised on the scored set: weights learned on the set's own ratings (out of fold)",
+}
+#: Significance level of the page's marks.
+ALPHA = 0.05
+#: Runs the page cannot show yet, with the commands that will produce them (see docs/journal.md for
+#: their last typed figures).
+PENDING = (
+    ("Qwen2.5-Coder-1.5B (criteria prompt, yes/no, the 4-shot + relevance + rating ensemble with "
+     "weights learned on the other sets): pending re-run on the leak-free split of FED-Turn/FED-Dial; "
+     "last typed figures in [journal.md](journal.md)",
+     "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data "
+     "--methods q15-yesno,q15-criteria,q15-ensemble-mix-lodo -o results/q15-test"),
+    ("SmolLM2-135M (the embedded default), criteria prompt, 0-shot, and its cv ensemble with length: "
+     "pending: on the shared 2-core machine these runs were made on it took about 3 CPU seconds per item "
+     "(one thread, under load), about an hour of CPU for the 1302 items",
+     "judge run benchmarks/configs/results_test.toml --data-dir ../shared/data "
+     "--methods smollm2-criteria,smollm2-criteria-length-cv -o results/smollm2-test"),
+    ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
+     "pending re-run; last typed figures in [journal.md](journal.md)",
+     "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
+)
+
+
+def method_kind(info: Mapping[str, Any]) -> str:
+    """The page's kind of one method, from ``summary.json``'s ``methods`` entry.
+
+    Today's summaries hold a binary ``kind`` plus a ``uses_future`` flag, and a ``cv`` ensemble is
+    labelled by its inputs alone; the page keeps four kinds apart. When the summaries name the four
+    kinds themselves, this is the one place to point at them. A method that learns on the scored set
+    is supervised whatever it reads; one that reads the user's next turn is uses-future before
+    reference-based (no live judge has the future)."""
+    kind = str(info.get("kind", "reference-free"))
+    if kind in KIND_ORDER[2:]:
+        return kind
+    if info.get("type") == "ensemble" and info.get("fit") == "cv":
+        return "supervised"
+    if info.get("uses_future"):
+        return "uses-future"
+    return kind
+
+
+# --- collect ----------------------------------------------------------------------------------------
+
+
+def collect(run_dir: str | Path, name: str, *, root: str | Path = ".", command: str | None = None,
+            allow_mock: bool = False) -> dict[str, Any]:
+    """The small committed summary of the ``judge run`` folder ``run_dir``. ``command`` overrides the
+    regenerating command that is otherwise rebuilt from the config (refused when the run's methods
+    differ from the config's, as after --model or --backend, since that command would not rebuild them).
+    A run with a method on the mock backend is refused unless ``allow_mock`` (tests): its figures mean
+    nothing and must never be published."""
+    summary = _load_run(Path(run_dir))
+    mocked = [m for m, info in summary["methods"].items() if uses_mock(info)]
+    if mocked and not allow_mock:
+        raise InputError(f"methods {', '.join(mocked)} ran on the mock backend: their figures mean nothing and "
+                         "are never published", field="backend")
+    exp = summary["experiment"]
+    methods = {m: _method_entry(info) for m, info in summary["methods"].items()}
+    kinds = {m: e["kind"] for m, e in methods.items()}
+    split = exp.get("split") or "all"
+    abbrev = {d["name"]: d.get("abbrev", d["name"]) for d in summary["datasets"]}
+    cells = [_cell_entry(r, kinds[r["method"]], split, abbrev) for r in summary["results"]]
+    averages = [_average_entry(m, avg, kinds[m], split) for m, avg in summary["averages"].items()
+                if m in kinds and avg.get("ci")]
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "name": name,
+        "run": {
+            "config": exp.get("config"),
+            "command": command or regenerate_command(summary, name),
+            "commit": _commit(Path(root)),
+            "date": _run_date(Path(run_dir)),
+            "description": exp.get("description"),
+            "split": split, "split_seed": exp.get("split_seed"),
+            "limit": exp.get("limit"), "limit_seed": exp.get("limit_seed"),
+            "n_boot": exp.get("bootstrap"), "seed": exp.get("seed"),
+            "datasets": [abbrev[d["name"]] for d in summary["datasets"]],
+        },
+        "methods": methods,
+        "cells": cells,
+        "averages": averages,
+        "skipped": [{k: s[k] for k in ("method", "dataset", "quality", "reason")} for s in summary.get("skipped", [])],
+    }
+
+
+def uses_mock(info: Mapping[str, Any]) -> bool:
+    """Whether a method (or any ensemble member) ran on the mock backend."""
+    if info.get("backend") == "mock":
+        return True
+    return any(uses_mock(m) for m in (info.get("members") or {}).values())
+
+
+def write_summary(collected: Mapping[str, Any], directory: str | Path = SUMMARY_DIR) -> Path:
+    """Write one collected summary as ``<directory>/<name>.json`` (stable key order, one trailing newline)."""
+    from ..io import atomic_write_text
+
+    path = Path(directory) / f"{collected['name']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(collected, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def _load_run(run_dir: Path) -> dict[str, Any]:
+    from . import load_summary
+
+    return load_summary(run_dir)
+
+
+def _method_entry(info: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's kind, the models it loads (name and sha256) and its settings as the run recorded them."""
+    settings = {k: v for k, v in info.items() if k not in ("paper", "kind", "uses_future", "reads", "listwise")}
+    return {"kind": method_kind(info), "reads": list(info.get("reads", [])), "models": _models(info),
+            "settings": settings}
+
+
+def _models(info: Mapping[str, Any]) -> dict[str, str | None]:
+    """Every model one method (or any ensemble member) loads, mapped to its sha256 (None when unknown)."""
+    out: dict[str, str | None] = {}
+    if info.get("type") == "ensemble":
+        for member in info.get("members", {}).values():
+            out.update(_models(member))
+        return out
+    if info.get("type") in ("llm", "likelihood") and info.get("backend") != "mock":  # mock loads no model
+        name = info.get("model") or _default_model()
+        out[name] = _sha256(name)
+    elif isinstance(info.get("options"), Mapping) and info["options"].get("model"):
+        name = str(info["options"]["model"])
+        out[name] = _sha256(name)
+    return out
+
+
+def _default_model() -> str:
+    from ..models import DEFAULT_MODEL
+
+    return DEFAULT_MODEL
+
+
+def _sha256(model: str) -> str | None:
+    """The pinned sha256 of a packaged model (verified before it loads), or a local file's own hash."""
+    from ..models import PACKAGED, file_sha256
+
+    packaged = PACKAGED.get(model) or PACKAGED.get(f"{model}-135m-instruct")
+    if packaged is not None:
+        return packaged.sha256
+    path = Path(model).expanduser()
+    return file_sha256(path) if path.is_file() else None
+
+
+def _cell_entry(r: Mapping[str, Any], kind: str, split: str, abbrev: Mapping[str, str]) -> dict[str, Any]:
+    ci = r.get("ci") or {}
+    return {"method": r["method"], "dataset": r["dataset"], "abbrev": abbrev.get(r["dataset"], r["dataset"]),
+            "quality": r["quality"], "kind": kind, "split": split, "seed": r["seeds"][0], "n": r["n"],
+            "n_conversations": r.get("n_conversations"), "spearman": r["spearman"],
+            "ci_low": ci.get("low"), "ci_high": ci.get("high"), "p": ci.get("p"),
+            "n_boot": ci.get("n_boot"), "n_degenerate": ci.get("n_degenerate", 0),
+            "n_failed": r.get("n_failed", 0)}
+
+
+def _average_entry(method: str, avg: Mapping[str, Any], kind: str, split: str) -> dict[str, Any]:
+    ci = avg["ci"]
+    covered, total = avg.get("overall_n", [None, None])
+    return {"method": method, "kind": kind, "split": split, "spearman": avg.get("overall"),
+            "ci_low": ci.get("low"), "ci_high": ci.get("high"), "p": ci.get("p"), "n_boot": ci.get("n_boot"),
+            "n_degenerate": ci.get("n_degenerate", 0), "sets": covered, "of_sets": total,
+            "per_set": avg.get("per_set", {})}
+
+
+def regenerate_command(summary: Mapping[str, Any], name: str) -> str:
+    """``judge run CONFIG ...`` that rebuilds this run: the config's own methods, sets, limit and split,
+    narrowed to what the run held."""
+    from ..harness import load_experiment
+
+    exp = summary["experiment"]
+    config = exp.get("config")
+    if not config or not Path(config).is_file():
+        raise InputError(f"the run's config {config!r} is not a file here; pass --command", field="command")
+    base = load_experiment(config)
+    own = {m.name: m.describe() for m in base.methods}
+    ran = list(summary["methods"])
+    for m in ran:
+        wanted = {k: v for k, v in summary["methods"][m].items() if k in own.get(m, {})}
+        if m not in own or wanted != own[m]:
+            raise InputError(f"method '{m}' differs from {config}'s (--model or --backend?); its command "
+                             "cannot be rebuilt: pass --command", field="command")
+    args = ["judge", "run", str(config), "--data-dir", str(exp.get("data_dir") or base.data_dir)]
+    if ran != [m.name for m in base.methods]:
+        args += ["--methods", ",".join(ran)]
+    names = [d["name"] for d in summary["datasets"]]
+    if names != [d.name for d in base.datasets]:
+        args += ["--datasets", ",".join(names)]
+    if exp.get("limit") != base.limit:
+        args += ["--limit", str(exp.get("limit"))]
+    if exp.get("split") != base.split:
+        args += ["--split", str(exp.get("split"))]
+    return shlex.join([*args, "-o", f"results/{name}"])
+
+
+def _commit(root: Path) -> str:
+    """HEAD's commit, with ``+changes`` when the scoring code or prompts differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    try:
+        head = git("rev-parse", "HEAD")
+        changed = git("status", "--porcelain", "--", "judge", "prompts")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if changed else "")
+
+
+def _run_date(run_dir: Path) -> str:
+    """The day (UTC) the run last wrote its summary."""
+    stamp = (run_dir / "summary.json").stat().st_mtime
+    return datetime.fromtimestamp(stamp, UTC).date().isoformat()
+
+
+# --- render -----------------------------------------------------------------------------------------
+
+
+def load_summaries(directory: str | Path = SUMMARY_DIR) -> list[dict[str, Any]]:
+    """Every committed summary, by name."""
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("schema") != SUMMARY_SCHEMA:
+            raise InputError(f"not a results summary (schema {data.get('schema')!r})", file=str(path))
+        out.append(data)
+    return out
+
+
+def render_page(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """The whole of docs/results.md: the reading notes, one section per kind in ``KIND_ORDER`` (one
+    table per run inside it, with its command and provenance), then the pending runs."""
+    parts = [_HEADER]
+    for kind in _kinds(summaries):
+        parts.append(_kind_section(kind, summaries))
+    parts.append(_pending_section())
+    return "\n".join(parts)
+
+
+def _kinds(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``KIND_ORDER``, then any kind a summary names that it does not know (never dropped silently)."""
+    seen = {c["kind"] for s in summaries for c in s["cells"]}
+    return [*KIND_ORDER, *sorted(seen - set(KIND_ORDER))]
+
+
+_HEADER = """\
+# Results
+
+Current figures of `judge` on the eight DSTC10 Track 5 sets (TU Topical-USR, DZ DailyDialog-Zhao,
+PU Persona-USR, DGU DailyDialog-Gupta, DGR DailyDialog-GRADE, FT FED-Turn, EG Empathetic-GRADE,
+FD FED-Dial), each set's overall rating. This page is generated: `judge results render` writes it
+from the run summaries committed in `benchmarks/results/`, and a test fails when the two disagree.
+Do not edit it by hand; re-run, then `judge results collect RUN_DIR --name NAME` and
+`judge results render`. Earlier rounds, with every candidate's dev figure, are in
+[journal.md](journal.md) (typed at the time, not regenerated).
+
+How to read the tables:
+
+- Spearman correlation with the human ratings, per set and averaged over the sets a method scores
+  (the DSTC10 average: within a set, then across sets).
+- 95% CI and p from a bootstrap that resamples conversations (all the items of one conversation go
+  together). A p at the bootstrap's floor prints as `< 1/n_boot`, e.g. `< .001`.
+- † marks a figure that is not significant (p ≥ .05).
+- `split = test`: the test half of each set's conversations (docs/harness.md), never used to choose a
+  method. n is the items scored, conv. the conversations they come from.
+- Kinds never share a table, and no figure is compared with one of another kind.
+- The halves are those of each run's commit. Until issue 44's leak-free split, FED-Turn and FED-Dial
+  (which rate the same conversations) are split independently; that leaks nothing into a method
+  that learns nothing across sets, but it does into weights learned on other sets (`lodo`).
+"""
+
+
+def _kind_section(kind: str, summaries: Sequence[Mapping[str, Any]]) -> str:
+    title = KIND_TITLES.get(kind, kind)
+    blocks = [f"## {title}\n"]
+    for s in summaries:
+        cells = [c for c in s["cells"] if c["kind"] == kind]
+        if cells:
+            blocks.append(_run_table(s, kind, cells))
+    if len(blocks) == 1:
+        blocks.append("No committed run has a method of this kind yet.\n")
+    return "\n".join(blocks)
+
+
+_TABLE_HEAD = "| method | set | n | conv. | Spearman | 95% CI | p |\n|---|---|---:|---:|---:|---|---:|"
+
+
+def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any]]) -> str:
+    """One run's cells of one kind: per method its average first (when it covers two sets or more),
+    then its sets in the run's order."""
+    run = s["run"]
+    order = {a: i for i, a in enumerate(run["datasets"])}
+    averages = {a["method"]: a for a in s["averages"] if a["kind"] == kind}
+    lines = [f"### {kind}, run `{s['name']}`\n",
+             f"{_run_line(s)}\nRegenerate: `{run['command']}`\n", _TABLE_HEAD]
+    for method in dict.fromkeys(c["method"] for c in cells):
+        avg = averages.get(method)
+        if avg is not None and (avg.get("sets") or 0) >= 2:
+            lines.append(_average_row(avg))
+        for c in sorted((c for c in cells if c["method"] == method), key=lambda c: order.get(c["abbrev"], 99)):
+            lines.append(_cell_row(c))
+    return "\n".join(lines) + "\n"
+
+
+def _run_line(s: Mapping[str, Any]) -> str:
+    """Where a run's figures come from: split, sample, resamples, summary file, commit, date, models."""
+    run = s["run"]
+    limit = f"up to {run['limit']} items per set" if run.get("limit") else "every item"
+    models = _all_models(s["methods"].values())
+    loaded = ", ".join(f"{m} (sha256 {(h or 'unknown')[:12]}…)" for m, h in models.items()) or "none"
+    summary = (SUMMARY_DIR / f"{s['name']}.json").as_posix()
+    return (f"Split `{run['split']}`, {limit} (seed {run.get('limit_seed', 0)}), {run['n_boot']} bootstrap "
+            f"resamples (seed {run['seed']}). Summary `{summary}`, config `{run['config']}`, commit "
+            f"`{str(run['commit'])[:10]}`, {run['date']}; models: {loaded}.")
+
+
+def _cell_row(c: Mapping[str, Any]) -> str:
+    return "| " + " | ".join([
+        c["method"], c["abbrev"], str(c["n"]), _int(c.get("n_conversations")),
+        _figure(c["spearman"], c["p"]), _ci(c), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)),
+    ]) + " |"
+
+
+def _average_row(a: Mapping[str, Any]) -> str:
+    where = f"avg of {a['sets']} sets" if a.get("sets") == a.get("of_sets") else f"avg of {a['sets']}/{a['of_sets']} sets"
+    # Nothing is bolded: a bold row reads as "best", and the page ranks nothing.
+    return "| " + " | ".join([
+        a["method"], where, "", "", _figure(a["spearman"], a["p"]), _ci(a),
+        p_display(a["p"], a.get("n_boot"), a.get("n_degenerate", 0)),
+    ]) + " |"
+
+
+def _int(x: int | None) -> str:
+    return "–" if x is None else str(x)
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    """A correlation as the page prints it: ``.355``, ``-.041``, ``–`` when undefined."""
+    if x is None or not math.isfinite(x):
+        return "–"
+    text = f"{x:.{digits}f}"
+    return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
+
+
+def _figure(value: float | None, p: float | None) -> str:
+    significant = p is not None and math.isfinite(p) and p < ALPHA
+    return num(value) + ("" if significant or value is None else " †")
+
+
+def _ci(x: Mapping[str, Any]) -> str:
+    return f"[{num(x.get('ci_low'), 2)}, {num(x.get('ci_high'), 2)}]"
+
+
+def p_display(p: float | None, n_boot: int | None, n_degenerate: int = 0) -> str:
+    """A bootstrap p: ``< 1/n_boot`` at its floor (every resample on one side of zero), else 2
+    significant digits without the leading zero."""
+    if p is None or not math.isfinite(p):
+        return "–"
+    if n_boot and p_at_floor(p, n_boot, n_degenerate):
+        return "< " + num(p_floor(n_boot, n_degenerate))
+    return num(float(f"{p:.2g}"), 3 if p < 0.1 else 2)
+
+
+def _pending_section() -> str:
+    lines = ["## Pending runs\n",
+             "Not on this page until they are re-run on today's engine and collected:\n"]
+    for what, command in PENDING:
+        lines.append(f"- {what}. Command: `{command}`")
+    return "\n".join(lines) + "\n"
+
+
+def _all_models(methods: Iterable[Mapping[str, Any]]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for m in methods:
+        out.update(m.get("models", {}))
+    return dict(sorted(out.items()))
+
+
+# --- check ------------------------------------------------------------------------------------------
+
+
+def page_differs(root: str | Path = ".") -> list[str]:
+    """The unified diff between the page on disk and what ``render_page`` writes from the summaries
+    under ``root`` (empty when they agree)."""
+    import difflib
+
+    root = Path(root)
+    want = render_page(load_summaries(root / SUMMARY_DIR))
+    page = root / PAGE
+    have = page.read_text(encoding="utf-8") if page.is_file() else ""
+    return list(difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
+                                     fromfile=f"{PAGE} (on disk)", tofile=f"{PAGE} (rendered)"))

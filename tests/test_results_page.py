@@ -1,0 +1,213 @@
+"""docs/results.md is generated: it equals what ``judge results render`` writes from the committed run
+summaries (benchmarks/results/), byte for byte, and ``collect`` keeps what each figure needs.
+
+The unit tests collect a tiny run of the model-free scorers and the mock backend in a tmp folder: its
+figures are meaningless and never leave it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from judge.cli import build_parser, main
+from judge.report import results_page as page
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = """
+name = "tiny"
+limit = 24
+bootstrap = 200
+split = "test"
+datasets = ["TU", "FD"]
+[[methods]]
+name = "length"
+type = "classic"
+scorer = "length"
+[[methods]]
+name = "rouge-l"
+type = "classic"
+scorer = "rouge-l"
+[[methods]]
+name = "next-user"
+type = "classic"
+scorer = "next-user-sentiment"
+allow_future = true
+[[methods]]
+name = "mock-yesno"
+prompt = "yesno"
+backend = "mock"
+[[methods]]
+name = "cv"
+type = "ensemble"
+members = ["length", "rouge-l"]
+optional = ["rouge-l"]
+fit = "cv"
+"""
+
+
+def test_page_is_rendered_from_the_committed_summaries():
+    """A figure typed into docs/results.md, or a summary changed without re-rendering, fails here."""
+    summaries = page.load_summaries(ROOT / page.SUMMARY_DIR)
+    assert summaries, "no committed run summary"
+    assert (ROOT / page.PAGE).read_text(encoding="utf-8") == page.render_page(summaries)
+
+
+def test_every_committed_command_parses_and_names_its_config():
+    for s in page.load_summaries(ROOT / page.SUMMARY_DIR):
+        args = build_parser().parse_args(shlex.split(s["run"]["command"])[1:])
+        assert args.command == "run" and args.config == s["run"]["config"]
+        assert (ROOT / args.config).is_file()
+        assert {c["kind"] for c in s["cells"]} <= set(page.KIND_ORDER)
+        # A mock backend's figures mean nothing: none is ever published.
+        assert not [m for m, e in s["methods"].items() if page.uses_mock(e["settings"])], s["name"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, data_dir) -> Path:
+    root = tmp_path_factory.mktemp("tiny")
+    (root / "tiny.toml").write_text(TINY)
+    out = root / "out"
+    assert main(["run", str(root / "tiny.toml"), "--data-dir", str(data_dir), "-o", str(out), "--no-progress"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def collected(tiny_run: Path) -> dict:
+    return page.collect(tiny_run, "tiny", root=ROOT, allow_mock=True)
+
+
+def test_collect_refuses_a_mock_run_unless_told(tiny_run: Path, tmp_path: Path):
+    with pytest.raises(Exception, match="mock backend"):
+        page.collect(tiny_run, "tiny", root=ROOT)
+    assert main(["results", "collect", str(tiny_run), "--name", "tiny", "--root", str(tmp_path)]) == 2
+    assert not (tmp_path / page.SUMMARY_DIR / "tiny.json").exists()
+    assert page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "mock"}}})
+    assert not page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "llamacpp"}}})
+
+
+def test_collect_keeps_each_cell_with_its_kind_split_and_bootstrap(collected: dict, tiny_run: Path):
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    kinds = {m: e["kind"] for m, e in collected["methods"].items()}
+    assert kinds == {"length": "reference-free", "rouge-l": "reference-based", "next-user": "uses-future",
+                     "mock-yesno": "reference-free", "cv": "supervised"}
+    assert len(collected["cells"]) == len(summary["results"])
+    for cell, r in zip(collected["cells"], summary["results"], strict=True):
+        assert (cell["method"], cell["dataset"], cell["n"], cell["spearman"]) == (
+            r["method"], r["dataset"], r["n"], r["spearman"])
+        assert (cell["ci_low"], cell["ci_high"], cell["p"]) == (r["ci"]["low"], r["ci"]["high"], r["ci"]["p"])
+        assert cell["kind"] == kinds[r["method"]] and cell["split"] == "test" and cell["n_boot"] == 200
+    run = collected["run"]
+    assert re.fullmatch(r"[0-9a-f]{40}(\+changes)?", run["commit"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", run["date"])
+    assert collected["methods"]["mock-yesno"]["settings"]["backend"] == "mock"
+
+
+def test_collect_rebuilds_the_command_that_made_the_run(collected: dict, tiny_run: Path):
+    args = build_parser().parse_args(shlex.split(collected["run"]["command"])[1:])
+    assert args.config == str(tiny_run.parent / "tiny.toml")
+    assert args.methods is None and args.limit is None and args.split is None  # the config's own
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    del summary["methods"]["cv"]
+    narrowed = build_parser().parse_args(shlex.split(page.regenerate_command(summary, "x"))[1:])
+    assert narrowed.methods == "length,rouge-l,next-user,mock-yesno"
+
+
+def test_collect_refuses_a_command_it_cannot_rebuild(tiny_run: Path):
+    """After --model or --backend the config's command would score another method."""
+    summary = json.loads((tiny_run / "summary.json").read_text())
+    summary["methods"]["mock-yesno"]["backend"] = "llamacpp"
+    with pytest.raises(Exception, match="pass --command"):
+        page.regenerate_command(summary, "tiny")
+
+
+def test_models_are_named_with_their_sha256():
+    from judge.models import SMOLLM2
+
+    assert page._models({"type": "llm", "model": None, "backend": "llamacpp"}) == {SMOLLM2.name: SMOLLM2.sha256}
+    assert page._models({"type": "llm", "model": None, "backend": "mock"}) == {}
+    member = {"type": "classic", "options": {"model": "smollm2"}}
+    assert page._models({"type": "ensemble", "members": {"a": member}}) == {"smollm2": SMOLLM2.sha256}
+
+
+def _tables(text: str) -> list[tuple[str, list[str]]]:
+    """(heading, method names) of every table, under the nearest ## heading."""
+    out = []
+    for section in re.split(r"\n(?=## )", text):
+        title = section.splitlines()[0]
+        for table in re.findall(r"(?:^\|.*\|\n)+", section, flags=re.M):
+            names = [row.split("|")[1].strip() for row in table.splitlines()[2:]]
+            out.append((title, names))
+    return out
+
+
+def test_render_keeps_the_kinds_apart_in_their_order(collected: dict):
+    text = page.render_page([collected])
+    titles = [page.KIND_TITLES[k] for k in page.KIND_ORDER]
+    positions = [text.index(f"## {t}\n") for t in titles]
+    assert positions == sorted(positions)
+    kinds = {m: e["kind"] for m, e in collected["methods"].items()}
+    tables = _tables(text)
+    assert len(tables) == 4
+    for title, names in tables:
+        assert names and all(page.KIND_TITLES[kinds[n]] == title[3:] for n in names), (title, names)
+    assert f"Regenerate: `{collected['run']['command']}`" in text
+    # Nothing is bolded against anything else.
+    assert not [line for line in text.splitlines() if line.startswith("|") and "**" in line]
+
+
+def test_render_marks_non_significant_figures_and_floors(collected: dict):
+    text = page.render_page([collected])
+    for c in collected["cells"]:
+        row = next(line for line in text.splitlines()
+                   if line.startswith(f"| {c['method']} | {c['abbrev']} |"))
+        assert ("†" in row) == (c["spearman"] is not None and not c["p"] < page.ALPHA), row
+        assert row.endswith(f"| {page.p_display(c['p'], 200, c['n_degenerate'])} |")
+
+
+def test_p_display():
+    assert page.p_display(0.001, 1000) == "< .001"
+    assert page.p_display(1 / 995, 1000, 5) == "< .001"
+    assert page.p_display(0.002, 1000) == ".002"
+    assert page.p_display(0.0823, 1000) == ".082"
+    assert page.p_display(0.2, 1000) == ".20"
+    assert page.p_display(None, 1000) == "–"
+    assert page.num(-0.0412) == "-.041" and page.num(0.5) == ".500" and page.num(None) == "–"
+
+
+def test_method_kind_maps_todays_summaries_onto_four_kinds():
+    assert page.method_kind({"kind": "reference-free", "uses_future": False}) == "reference-free"
+    assert page.method_kind({"kind": "reference-based", "uses_future": False}) == "reference-based"
+    assert page.method_kind({"kind": "reference-based", "uses_future": True}) == "uses-future"
+    assert page.method_kind({"kind": "reference-free", "type": "ensemble", "fit": "cv",
+                             "uses_future": True}) == "supervised"
+    assert page.method_kind({"kind": "reference-free", "type": "ensemble", "fit": "lodo"}) == "reference-free"
+    # Kinds the summaries name themselves pass through.
+    assert page.method_kind({"kind": "supervised"}) == "supervised"
+    assert page.method_kind({"kind": "uses-future"}) == "uses-future"
+
+
+def test_check_fails_when_the_page_is_edited_by_hand(collected: dict, tmp_path: Path, capsys):
+    page.write_summary(collected, tmp_path / page.SUMMARY_DIR)
+    assert main(["results", "render", "--root", str(tmp_path)]) == 0
+    assert main(["results", "check", "--root", str(tmp_path)]) == 0
+    doc = tmp_path / page.PAGE
+    first = next(c for c in collected["cells"] if c["spearman"] is not None)
+    typed = doc.read_text().replace(f"| {page.num(first['spearman'])}", "| .999", 1)
+    assert typed != doc.read_text()
+    doc.write_text(typed)
+    capsys.readouterr()
+    assert main(["results", "check", "--root", str(tmp_path)]) == 1
+    assert "+| " in capsys.readouterr().out
+
+
+def test_collect_cli_writes_the_summary(tiny_run: Path, tmp_path: Path, capsys):
+    assert main(["results", "collect", str(tiny_run), "--name", "tiny", "--root", str(tmp_path), "--allow-mock",
+                 "--command", "judge run x.toml"]) == 0
+    written = json.loads((tmp_path / page.SUMMARY_DIR / "tiny.json").read_text())
+    assert written["run"]["command"] == "judge run x.toml" and written["schema"] == page.SUMMARY_SCHEMA
