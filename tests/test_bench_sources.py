@@ -1,5 +1,7 @@
 """Any annotated file is a benchmark: `judge bench FILE`, `--scale`, and sets given by path in `judge run`
-configs, as a user runs them (subprocesses, real SmolLM2, real files)."""
+configs, as a user runs them (subprocesses, real files). What is tested is how a set is found, read and
+rated, not a model: the commands run on the mock backend (`--backend mock`, milliseconds an item), and
+the real model's bench and run paths are tested in tests/test_engine.py and tests/test_shipped_configs.py."""
 
 from __future__ import annotations
 
@@ -9,15 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 RATED = FIXTURES / "rated_0to2.jsonl"  # 8 items, overall on a declared 0-2 scale, two empty responses
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, env={**os.environ}, capture_output=True,
+    """``judge ARGS`` as a user runs it; ``bench`` on the mock backend (``run`` configs name it themselves)."""
+    mock = ["--backend", "mock"] if args[0] == "bench" else []
+    return subprocess.run([sys.executable, "-m", "judge", *args, *mock], cwd=ROOT, env={**os.environ}, capture_output=True,
                           text=True, timeout=900)
 
 
@@ -50,7 +52,6 @@ def test_scale_flag_declares_a_scale_the_file_does_not(tmp_path):
     assert proc.returncode == 2 and "scores.overall" in proc.stderr, proc.stderr
 
 
-@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     records = json.loads((data_dir / "dstc10_track5" / "dailydialog-zhao_eval.json").read_text())[::60]
     path = tmp_path / "mybot_eval.json"
@@ -62,7 +63,6 @@ def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     assert "dataset   mybot" in proc.stdout and f"n         {len(records)}" in proc.stdout
 
 
-@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
 def test_the_two_newer_dstc10_sets_by_name():
     for name, quality in (("PZ", "appropriateness"), ("convai2-grade", "relevance")):
         proc = _cli("bench", "--dataset", name, "--data-dir", str(FIXTURES), "--threads", "2", "--limit", "6")
@@ -74,7 +74,7 @@ def test_run_config_with_a_set_given_by_path(tmp_path, data_dir):
     config = tmp_path / "team.toml"
     config.write_text(
         f'datasets = ["DGR", {{ path = "{RATED}", name = "team-bot", quality = "overall" }}]\n'
-        '[[methods]]\nname = "zero"\nprompt = "yesno"\ngenerate = { threads = 2 }\n'
+        '[[methods]]\nname = "zero"\nprompt = "yesno"\nbackend = "mock"\n'
         '[[methods]]\ntype = "classic"\nscorer = "length"\n')
     out = tmp_path / "r"
     proc = _cli("run", str(config), "--data-dir", str(data_dir), "--limit", "6", "-o", str(out), "--no-progress")

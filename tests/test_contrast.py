@@ -1,6 +1,7 @@
 """Contrasts: a prompt's answer for the reply with its conversation against its answer for the reply
 alone (``context = "none"``), combined by an ensemble whose negative weight subtracts a member. The
-prompts run on the real SmolLM2 through llama.cpp and the real templates."""
+prompts are the real templates; they run on the mock backend, since what is tested is how the engine
+builds and combines them (a contrast's prompts are label prompts, whose llama.cpp path other tests hold)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from judge.items import SYSTEM, USER, Item, Turn
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
+#: A window the mock's criteria prompts of the longer example conversations overflow (165-189 tokens of
+#: the given prompts; 101-129 of the reply-alone ones).
+WINDOW = 160
 
 
 def _turn_item() -> Item:
@@ -82,12 +86,16 @@ def _gen(cache: Path, **changes: object) -> GenerateConfig:
     return GenerateConfig(threads=2, cache_path=str(cache), **changes)  # type: ignore[arg-type]
 
 
-def test_a_contrast_is_half_the_difference_of_its_members_on_the_real_model(tmp_path):
+def _spec(**fields: object) -> MethodSpec:
+    return MethodSpec(backend="mock", **fields)  # type: ignore[arg-type]
+
+
+def test_a_contrast_is_half_the_difference_of_its_members(tmp_path):
     """The reply-alone prompt shows no conversation turn and no background; the ensemble's value is
     exactly (given − alone) / 2 of the members' own scores, item by item."""
     items = load_items(str(EXAMPLES))[:6]
-    given = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite"))
-    alone = MethodSpec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen(tmp_path / "cache.sqlite"))
+    given = _spec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite"))
+    alone = _spec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen(tmp_path / "cache.sqlite"))
     contrast = MethodSpec(name="contrast", type="ensemble", members=(given, alone), combine="mean", weights=(1.0, -1.0))
     backends = BackendPool()
     try:
@@ -111,8 +119,9 @@ def test_a_contrast_without_one_side_fails_the_item_instead_of_scoring_the_other
     """With a context window too small for the longer conversations, the given prompt fails on those
     items while the reply alone still fits: a contrast fails them, an ordinary ensemble keeps going."""
     items = load_items(str(EXAMPLES))
-    given = MethodSpec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite", max_context=165))
-    alone = MethodSpec(name="c-alone", prompt="yesno-criteria", context="none", generate=_gen(tmp_path / "cache.sqlite", max_context=165))
+    given = _spec(name="c", prompt="yesno-criteria", generate=_gen(tmp_path / "cache.sqlite", max_context=WINDOW))
+    alone = _spec(name="c-alone", prompt="yesno-criteria", context="none",
+                  generate=_gen(tmp_path / "cache.sqlite", max_context=WINDOW))
     contrast = MethodSpec(name="contrast", type="ensemble", members=(given, alone), combine="mean", weights=(1.0, -1.0))
     plain = MethodSpec(name="both", type="ensemble", members=(given, alone))
     backends = BackendPool()
@@ -138,8 +147,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_documented_command_line_contrast_equals_its_members(tmp_path):
-    """docs/context.md's `judge score` command, as printed there (plus an output file): its scores are
-    (given − alone) / 2 of `judge score --context given` and `--context none` on the same file."""
+    """docs/context.md's `judge score` command, as printed there (plus an output file and the mock
+    backend): its scores are (given − alone) / 2 of `judge score --context given` and `--context none` on
+    the same file."""
     text = (ROOT / "docs" / "context.md").read_text(encoding="utf-8")
     block = re.search(r"```bash\n(judge score .*?)\n```", text, re.S)
     assert block, "docs/context.md lost its judge score command"
@@ -149,7 +159,7 @@ def test_the_documented_command_line_contrast_equals_its_members(tmp_path):
     for name, args in (("contrast", command[2:]), ("given", ["examples/dialogues.jsonl", "--prompt", "yesno-criteria"]),
                        ("alone", ["examples/dialogues.jsonl", "--prompt", "yesno-criteria", "--context", "none"])):
         out = tmp_path / f"{name}.jsonl"
-        proc = _cli("score", *args, "--threads", "2", "-o", str(out))
+        proc = _cli("score", *args, "--backend", "mock", "-o", str(out))
         assert proc.returncode == 0, proc.stderr
         rows[name] = [json.loads(x)["score"] for x in out.read_text().splitlines()]
     assert len(rows["contrast"]) == 12

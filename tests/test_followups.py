@@ -1,5 +1,5 @@
-"""The likelihood signal ``followup``: FED's follow-ups scored by the judge model through llama.cpp (the
-real SmolLM2), against the follow-up table, the scratch backend and the cache."""
+"""The likelihood signal ``followup``: FED's follow-ups scored by the judge model, against the follow-up table
+and the cache on the mock backend, and through llama.cpp (the real SmolLM2) against the scratch backend."""
 
 from __future__ import annotations
 
@@ -89,13 +89,32 @@ def test_scores_equal_the_follow_ups_evaluated_from_scratch_one_by_one(reuse, sc
         assert score.n_evaluated_tokens is not None and score.n_evaluated_tokens < evaluated_alone / 2
 
 
-def test_follow_up_answers_are_cached_under_keys_that_name_the_split(smollm2, tmp_path):
-    backend = CachedBackend(smollm2, Cache(tmp_path / "c.sqlite"))
+def test_the_scorer_reads_every_follow_up_of_the_items_level_after_its_transcript():
+    """On the mock backend: each item's value is followup_score over the log-probabilities of its level's
+    follow-ups after its own prompt, asked one by one; a failed follow-up fails the item with its reason."""
+    backend = create_backend("mock", None, GenerateConfig())
+    for item in (_TURN, _DIALOG):
+        prompt, texts = followup_prompt(item), followup_texts(item.level)
+        alone = [backend.sequence_logprobs([(prompt, " " + u)])[0] for u in texts]
+        assert all(isinstance(r, TokenLogprobs) and r.logprobs for r in alone)
+        (score,) = LikelihoodScorer(backend, "followup").score([item])
+        assert score.value == followup_score(item.level, {u: r.logprobs for u, r in zip(texts, alone)})  # type: ignore[union-attr]
+        assert score.n_prompt_tokens == len(texts) * backend.count_tokens(prompt)
+    failing = create_backend("mock", None, GenerateConfig(), fail_every=5)
+    (failed,) = LikelihoodScorer(failing, "followup").score([_TURN])
+    assert failed.value is None and "injected failure" in str(failed.error)
+
+
+def test_follow_up_answers_are_cached(tmp_path):
+    backend = CachedBackend(create_backend("mock", None, GenerateConfig()), Cache(tmp_path / "c.sqlite"))
     n = len(followup_texts("turn"))
     first = [s.value for s in LikelihoodScorer(backend, "followup").score([_TURN])]
     assert (backend.misses, backend.hits) == (n, 0)
     again = [s.value for s in LikelihoodScorer(backend, "followup").score([_TURN])]
     assert (backend.misses, backend.hits) == (n, n) and again == first
+
+
+def test_follow_up_keys_name_the_split_where_the_backend_splits(smollm2):
     # the same text without its split is evaluated in other batches: it has its own key
     prompt = followup_prompt(_TURN)
     assert sequence_key(smollm2, prompt, " Cool!") != sequence_key(smollm2, Prompt(prompt.text), " Cool!")
@@ -104,13 +123,13 @@ def test_follow_up_answers_are_cached_under_keys_that_name_the_split(smollm2, tm
     assert sequence_key(mock, prompt, " Cool!") == sequence_key(mock, Prompt(prompt.text), " Cool!")
 
 
-def test_follow_ups_are_reference_free_and_never_read_the_next_turn(smollm2):
+def test_follow_ups_are_reference_free_and_never_read_the_next_turn():
     kinds = method_kinds(MethodSpec(type="likelihood", signal="followup"))
     assert kinds.label == "reference-free" and not kinds.uses_future
     item = Item("n", "turn", context=(_ASK,), response="Shorten the rise.", references=("SECRET REFERENCE",),
                 next_user="SECRET NEXT TURN")
     assert "SECRET" not in followup_prompt(item).text
-    assert LikelihoodScorer(smollm2, "followup").reads() == frozenset()
+    assert LikelihoodScorer(create_backend("mock", None, GenerateConfig()), "followup").reads() == frozenset()
 
 
 def test_documented_command_scores_every_item(tmp_path):

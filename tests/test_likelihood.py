@@ -1,15 +1,18 @@
-"""Likelihood methods with the real SmolLM2 through llama.cpp, the SQLite cache and the engine."""
+"""Likelihood methods: the engine, cache and config logic on the mock backend (milliseconds), the llama.cpp
+path (KV reuse, batched replies, what a real model prefers) on the real SmolLM2."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
 
 import pytest
 
-from judge.backends import LabelDist, Prompt, TokenLogprobs, create_backend
+from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
 from judge.backends.base import Capabilities
 from judge.backends.llamacpp_sequence import token_by_token
+from judge.backends.mock import MockBackend
 from judge.cache import Cache, CachedBackend, cache_key
 from judge.config import GenerateConfig
 from judge.engine import BackendPool, MethodSpec, build_scorer, prepare
@@ -40,17 +43,44 @@ def test_pmi_is_finite_deterministic_and_prefers_the_matching_context(smollm2):
     assert first[0] > first[1]  # type: ignore[operator]
 
 
-def test_every_signal_scores(smollm2):
-    from judge.scorers.likelihood import SIGNALS
+def _mock(**options: object) -> Backend:
+    return create_backend("mock", None, GenerateConfig(), **options)
 
+
+def test_every_signal_scores_and_is_its_statistic_of_the_backends_answers():
+    """Each signal's value is ``statistic`` over the log-probabilities the backend gives for the reply with
+    and without its context (a dialog item: the mean over its system turns), and the signals differ."""
+    from judge.scorers.likelihood import SIGNALS, statistic, utterances
+
+    backend = _mock()
+    values = {}
     for signal in SIGNALS:
-        values = [s.value for s in LikelihoodScorer(smollm2, signal).score(_items()[:1])]
-        assert values[0] is not None and math.isfinite(values[0]), signal
+        values[signal] = [s.value for s in LikelihoodScorer(backend, signal).score(_items())]
+        assert all(v is not None and math.isfinite(v) for v in values[signal]), signal
+    assert len({tuple(v) for v in values.values()}) == len(SIGNALS)
+    for signal in set(SIGNALS) - {"followup"}:
+        for item, value in zip(_items(), values[signal], strict=True):
+            stats = []
+            for context, reply in utterances(item):
+                cond, uncond = backend.sequence_logprobs([(conditional_prompt(context), " " + reply),
+                                                          (unconditional_prompt(), " " + reply)])
+                assert isinstance(cond, TokenLogprobs) and isinstance(uncond, TokenLogprobs)
+                stats.append(statistic(signal, cond.logprobs, uncond.logprobs))
+            assert value == math.fsum(stats) / len(stats), (signal, item.id)
 
 
-def test_second_run_is_served_from_the_cache(smollm2, tmp_path):
+def test_a_failed_request_fails_its_item_with_the_reason():
+    scores = list(LikelihoodScorer(_mock(fail_every=3), "pmi").score(_items()))
+    # requests: match 1-2, mismatch 3-4 (the 3rd fails), dialog 5-8 (the 6th fails)
+    assert [s.ok for s in scores] == [True, False, False]
+    assert "injected failure" in str(scores[1].error)
+    too_long = list(LikelihoodScorer(create_backend("mock", None, GenerateConfig(max_context=20)), "pmi").score(_items()))
+    assert not any(s.ok for s in too_long) and all("too_long" in s.flags for s in too_long)
+
+
+def test_second_run_is_served_from_the_cache(tmp_path):
     cache = Cache(tmp_path / "c.sqlite")
-    backend = CachedBackend(smollm2, cache)
+    backend = CachedBackend(_mock(), cache)
     first = [s.value for s in LikelihoodScorer(backend, "pmi").score(_items())]
     # 8 requests (a context and a no-context one per system reply); "match" and "mismatch" share their
     # reply, so the second no-context request is the first one's, already cached.
@@ -63,8 +93,9 @@ def test_second_run_is_served_from_the_cache(smollm2, tmp_path):
 
 def test_ensemble_takes_a_likelihood_member(tmp_path):
     gen = GenerateConfig(threads=2, cache_path=str(tmp_path / "c.sqlite"))
-    spec = MethodSpec(type="ensemble", members=(MethodSpec(prompt="yesno", generate=gen),
-                                                MethodSpec(type="likelihood", signal="pmi", generate=gen)))
+    spec = MethodSpec(type="ensemble", members=(MethodSpec(prompt="yesno", backend="mock", generate=gen),
+                                                MethodSpec(type="likelihood", signal="pmi", backend="mock",
+                                                           generate=gen)))
     items = _items()[:2]
     pool = BackendPool()
     try:
@@ -197,20 +228,33 @@ def test_sequence_cache_keys_name_how_the_reply_was_evaluated(smollm2):
 
 
 
-def test_a_likelihood_method_on_the_mock_backend_fails_clearly():
-    """The mock backend reads no per-token log-probabilities (its label answers are hashes, not a model),
-    so a likelihood method on it is refused with the reason, before any item is scored."""
+def test_a_likelihood_method_on_a_backend_without_per_token_log_probabilities_fails_clearly():
+    """A backend that reads no per-token log-probabilities (top-N APIs; here the mock with the capability
+    declared off) is refused with the reason, before any item is scored; the default
+    ``sequence_logprobs`` of the contract fails every request naming the backend."""
+    class NoSequences(MockBackend):
+        def __init__(self) -> None:
+            super().__init__(None, GenerateConfig())
+            self.capabilities = dataclasses.replace(self.capabilities, sequence_logprobs=False)
+
+        sequence_logprobs = Backend.sequence_logprobs
+
+    backend = NoSequences()
+    with pytest.raises(InputError, match=r"backend 'mock' cannot read the log-probabilities of a reply"):
+        LikelihoodScorer(backend, "pmi")
+    (failed,) = backend.sequence_logprobs([(unconditional_prompt(), " Hi.")])
+    assert isinstance(failed, Failure) and "cannot read the log-probabilities of a given text" in failed.reason
+    # the mock itself reads them, so a likelihood method built on it scores
     spec = MethodSpec(type="likelihood", backend="mock")
     items = _items()[:1]
-    with pytest.raises(InputError, match=r"backend 'mock' cannot read the log-probabilities of a reply"):
-        build_scorer(spec, items)
+    assert all(s.ok for s in build_scorer(spec, items).score(items))
 
 
 def test_label_cache_keys_are_unchanged():
     """Likelihood answers live in their own table with their own keys; a label answer's key is what it was
     before likelihood methods existed (these values were computed on the code without them)."""
     backend = create_backend("mock", None, GenerateConfig())
-    assert backend.capabilities.sequence_logprobs is False
+    assert backend.capabilities.sequence_logprobs and not backend.capabilities.split_shared
     assert cache_key(backend, Prompt("Is this reply good? Answer:"), [" Yes", " No"], 20) == (
         "ac9e5dc599d4b0fcceb629102b6b91d0a8fb83e81689ff350d8d11d73638a811")
     assert cache_key(backend, Prompt("Is this reply good? Answer:", chat=True, shared=5), [" Yes", " No"], 20) == (

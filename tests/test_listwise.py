@@ -182,7 +182,9 @@ def test_a_served_listwise_judge_rates_each_reply_alone(tmp_path):
     """A request batch may hold several clients' replies to one conversation: the service lists none of
     them, so a reply's score is the same in a batch with its siblings as alone, and its prompt is the
     criteria prompt's text."""
-    served = JudgeService.build(MethodSpec(name="lw", prompt=LISTWISE, generate=_gen(tmp_path / "c.sqlite")), None)
+    # The service's logic, not a model, is tested: the mock backend answers from the prompt text alone.
+    spec = MethodSpec(name="lw", prompt=LISTWISE, backend="mock", generate=_gen(tmp_path / "c.sqlite"))
+    served = JudgeService.build(spec, None)
     try:
         rows = served.score(REPLIES)
         one_by_one = [served.score([it])[0] for it in REPLIES]

@@ -15,13 +15,16 @@ from pathlib import Path
 import pytest
 
 from judge.answers import Rating, YesNo, candidates, check_labels
-from judge.backends import Backend, Failure, LabelDist, Prompt, create_backend
+from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
+from judge.backends.mock import pieces
 from judge.config import GenerateConfig
 from judge.errors import InputError, TemplateError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
 YES = ["Yes", " yes", "No", " no"]
+#: The mock's log-probabilities of " Hello there." after "System:" (seed 0), written down once.
+PINNED = [-2.717223122123, -5.702561738652]
 
 
 def _mock(**options: object) -> Backend:
@@ -96,6 +99,64 @@ def test_latency_is_slept_per_prompt():
     start = time.perf_counter()
     _mock(latency_ms=50).label_logprobs([Prompt(str(i)) for i in range(4)], YES)
     assert time.perf_counter() - start >= 0.2
+
+
+# --- per-token log-probabilities of a given text (sequence_logprobs, for likelihood methods) ---
+
+def test_sequence_logprobs_are_pinned_values_from_a_stable_hash():
+    """Reproducible across processes and machines: these values were computed once and written down (a
+    salted ``hash()`` would change them from run to run)."""
+    backend = _mock()
+    assert backend.capabilities.sequence_logprobs
+    (got,) = backend.sequence_logprobs([(Prompt("System:"), " Hello there.")])
+    assert isinstance(got, TokenLogprobs) and got.n_prompt_tokens == 2
+    assert [round(x, 12) for x in got.logprobs] == PINNED
+    assert got.n_evaluated_tokens == 2 + 2 - 1  # the prompt, then every continuation token but the last
+    (other_seed,) = _mock(seed=1).sequence_logprobs([(Prompt("System:"), " Hello there.")])
+    (as_chat,) = backend.sequence_logprobs([(Prompt("System:", chat=True), " Hello there.")])
+    for other in (other_seed, as_chat):
+        assert isinstance(other, TokenLogprobs) and other.logprobs != got.logprobs
+
+
+def test_a_token_depends_on_the_prompt_and_the_tokens_before_it_only():
+    backend = _mock()
+    a, b, c = backend.sequence_logprobs([(Prompt("Q1"), " yes it is"), (Prompt("Q1"), " yes it was"),
+                                         (Prompt("Q2"), " yes it is")])
+    assert isinstance(a, TokenLogprobs) and isinstance(b, TokenLogprobs) and isinstance(c, TokenLogprobs)
+    assert a.logprobs[:2] == b.logprobs[:2] and a.logprobs[2] != b.logprobs[2]
+    assert a.logprobs != c.logprobs
+    assert all(-8 < x <= 0 for x in a.logprobs + b.logprobs + c.logprobs)
+    # the answer never depends on what ran before, nor on the declared shared part (the mock keeps no KV cache)
+    (again,) = backend.sequence_logprobs([(Prompt("Q1", shared=1), " yes it is")])
+    assert isinstance(again, TokenLogprobs) and again.logprobs == a.logprobs
+
+
+@pytest.mark.parametrize("text", ["", " Hello there.", "two  spaces\nand a line", " supercalifragilistic", "\n"])
+def test_pieces_join_back_to_the_text_and_a_label_is_one_piece(text):
+    toks = pieces(text, 8)
+    assert "".join(toks) == text and all(toks)
+    assert all(_mock().single_token(t) or len(t.strip()) == 0 or len(t.lstrip(" ")) == 8 for t in toks)
+    (got,) = _mock().sequence_logprobs([(Prompt("x"), text)])
+    assert isinstance(got, TokenLogprobs) and len(got.logprobs) == len(toks)
+    assert pieces(" Yes", 8) == [" Yes"] and pieces("10", 1) == ["1", "0"]
+    # a prompt's declared shared part ends after a line break: the halves' pieces are the whole's
+    whole = "A transcript line.\nUser:"
+    assert pieces(whole, 8) == pieces(whole[:19], 8) + pieces(whole[19:], 8)
+
+
+def test_sequence_requests_fail_as_label_prompts_do():
+    backend = create_backend("mock", None, GenerateConfig(max_context=10), chars_per_token=2, chat_template=False)
+    long, chat, ok = backend.sequence_logprobs([(Prompt("abcdefg"), " one two three four five six"), (Prompt("x", chat=True), " a"),
+                                                (Prompt("abc"), "")])
+    assert isinstance(long, Failure) and long.flag == "too_long"  # 4 prompt tokens + 6 pieces fill the window
+    assert isinstance(chat, Failure) and "no chat template" in chat.reason
+    assert isinstance(ok, TokenLogprobs) and (ok.logprobs, ok.n_prompt_tokens) == ([], 2)
+    every = _mock(fail_every=2).sequence_logprobs([(Prompt(str(i)), " a") for i in range(4)])
+    assert [isinstance(r, Failure) for r in every] == [False, True, False, True]
+    rate = [isinstance(r, Failure) for r in _mock(fail_rate=0.5).sequence_logprobs(
+        [(Prompt("p"), f" reply {i}") for i in range(100)])]
+    assert 25 <= sum(rate) <= 75 and rate == [isinstance(r, Failure) for r in _mock(fail_rate=0.5).sequence_logprobs(
+        [(Prompt("p"), f" reply {i}") for i in range(100)])]
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -40,14 +40,17 @@ ARGS = {
     # Round 4 (likelihood methods): every method on two sets with the embedded SmolLM2; the Qwen-1.5B
     # numbers are the benchmark's, and its test-half file runs on Qwen once, for the dev choice.
     "cpu_leaderboard_dev_q15_r4.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
-    "cpu_leaderboard_q15_r4_test.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    # A round's test-half config holds its dev config's methods (tests/test_round_configs.py checks it):
+    # the dev config runs them on SmolLM2 just above, the test one runs its split and paired comparisons
+    # on the mock backend, which answers every capability (labels and per-token log-probabilities).
+    "cpu_leaderboard_q15_r4_test.toml": ["--limit", "5", "--datasets", "DGU,FD", "--backend", "mock"],
     # Round 5 (contrasts with the reply alone): DGU's turns and FED-Dial's system turns without the user's.
     "cpu_leaderboard_dev_q15_r5.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
-    "cpu_leaderboard_q15_r5_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_q15_r5_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_dev_q15_r6.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
-    "cpu_leaderboard_q15_r6_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_q15_r6_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
-    "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],

@@ -34,3 +34,14 @@ def test_ci_runs_the_readmes_test_command_exactly_then_the_slow_suites():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert test_command in ci
     assert ci.index("pytest -m slow") > ci.index(test_command)  # never less than the whole suite
+
+
+def test_ci_prints_each_phases_time_and_sets_no_threading_variable():
+    """CI shows where its time goes (installs, lint, README tests, slow suite), and runs the README's
+    command without any setting a user would not know to export: judge sets its own threading defaults."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for phase in ("install torch", "install vllm venv", "install judge[test]", "lint and types", "README tests",
+                  "slow suite"):
+        assert f'phase_done "{phase}"' in ci, phase
+    assert "OMP_WAIT_POLICY" not in ci
+

@@ -1,8 +1,11 @@
-"""A mock backend: deterministic label distributions without a model, for testing pipelines.
+"""A mock backend: deterministic answers to every backend capability without a model, for testing pipelines.
 
 No language model runs. Each candidate answer's logit comes from a hash of (seed, prompt text, chat
 flag, candidate), so the same prompt always gets the same distribution, a changed prompt (other
-examples, another template) gets another one, and a run takes milliseconds. It keeps the contract of
+examples, another template) gets another one, and a run takes milliseconds. The per-token
+log-probabilities of a given text (``sequence_logprobs``, for likelihood methods) come from the same
+kind of hash, over the text cut into mock tokens (``pieces``), so the engine, harness and service
+tests of every method type run without a model. It keeps the contract of
 the real backends, so a pipeline that passes with it meets the same checks with a model: labels must
 be single "tokens" (here: one optional leading space and at most ``token_chars`` other characters,
 none of them whitespace, the way "Yes", " yes" and "3" are single tokens of real vocabularies),
@@ -15,13 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..config import GenerateConfig
 from ..errors import InputError
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs, too_long
 
 #: The options ``--backend-option`` may set, with their defaults.
 OPTIONS: dict[str, Any] = {
@@ -44,6 +48,14 @@ def _unit(*parts: object) -> float:
     """A number in [0, 1) from a hash of ``parts``: stable across runs, processes and platforms."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def pieces(text: str, token_chars: int) -> list[str]:
+    """The mock's tokens of a continuation: one optional leading space and up to ``token_chars`` other
+    non-whitespace characters, or one whitespace character. A label that ``single_token`` accepts is one
+    piece, the pieces join back to the text, and a text cut at a line break (where a prompt's declared
+    shared part ends) has the pieces of its two halves."""
+    return re.findall(rf" ?\S{{1,{token_chars}}}|\s", text)
 
 
 class MockBackend(Backend):
@@ -73,7 +85,8 @@ class MockBackend(Backend):
         self.config = config
         window = config.max_context or self._number(opts, "max_context", int, 1)
         self.capabilities = Capabilities(full_vocab=True, top_n=None, chat_template=self.chat_template,
-                                         max_context=window, batching=False, prefix_reuse=False)
+                                         max_context=window, batching=False, prefix_reuse=False,
+                                         sequence_logprobs=True)
         self.prompts_seen = 0
         self.failures = 0
 
@@ -107,18 +120,10 @@ class MockBackend(Backend):
         return [self._one(p, candidates, top_n) for p in prompts]
 
     def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
-        self.prompts_seen += 1
-        if self.latency_ms:
-            time.sleep(self.latency_ms / 1000)
-        if prompt.chat and not self.chat_template:
-            return Failure(f"model {self.model_id} has no chat template; use chat=False")
         n_tokens = self.count_tokens(prompt)
-        if n_tokens >= self.capabilities.max_context:
-            return too_long(n_tokens, self.capabilities.max_context)
-        if (self.fail_every and self.prompts_seen % self.fail_every == 0) or (
-                self.fail_rate and _unit("fail", self.seed, prompt.text) < self.fail_rate):
-            self.failures += 1
-            return Failure("mock backend: injected failure (fail_rate / fail_every)")
+        failed = self._refusal(prompt, n_tokens, prompt.text)
+        if failed is not None:
+            return failed
         readable = sorted({c for c in candidates if self.single_token(c)})
         logits = {c: self._logit(prompt, c) for c in readable}
         # The rest of a vocabulary: one pseudo-token holding the mass no candidate takes.
@@ -128,6 +133,42 @@ class MockBackend(Backend):
         logprobs = {c: v - logz for c, v in logits.items()}
         top = sorted(logprobs.items(), key=lambda kv: (-kv[1], kv[0]))[:top_n]
         return LabelDist(logprobs, top, n_prompt_tokens=n_tokens, n_evaluated_tokens=n_tokens)
+
+    def _refusal(self, prompt: Prompt, n_tokens: int, *fail_key: str) -> Failure | None:
+        """What a real backend would refuse (a chat prompt without a template, a prompt over the window)
+        and the injected failures, in that order; None to answer. Every request counts as one prompt
+        handed to the backend (``fail_every``) and sleeps ``latency_ms``."""
+        self.prompts_seen += 1
+        if self.latency_ms:
+            time.sleep(self.latency_ms / 1000)
+        if prompt.chat and not self.chat_template:
+            return Failure(f"model {self.model_id} has no chat template; use chat=False")
+        if n_tokens >= self.capabilities.max_context:
+            return too_long(n_tokens, self.capabilities.max_context)
+        if (self.fail_every and self.prompts_seen % self.fail_every == 0) or (
+                self.fail_rate and _unit("fail", self.seed, *fail_key) < self.fail_rate):
+            self.failures += 1
+            return Failure("mock backend: injected failure (fail_rate / fail_every)")
+        return None
+
+    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
+        """Each continuation's mock tokens (``pieces``), each with a log-probability in (-8, 0] drawn from a
+        hash of (seed, chat flag, prompt text, the continuation's earlier tokens, the token): the same
+        request always gets the same answer, whatever ran before and whatever the prompt declares shared
+        (the mock keeps no KV cache, so a split changes nothing, as ``split_shared`` = False promises).
+        The prompt counts ``count_tokens`` tokens, as for a label answer; every token is evaluated."""
+        return [self._sequence(prompt, text) for prompt, text in requests]
+
+    def _sequence(self, prompt: Prompt, text: str) -> TokenLogprobs | Failure:
+        n_prompt, toks = self.count_tokens(prompt), pieces(text, self.token_chars)
+        failed = self._refusal(prompt, n_prompt + len(toks), prompt.text, text)
+        if failed is not None:
+            return failed
+        if not toks:  # nothing to score, as on llama.cpp: no tokens, log-probability 0
+            return TokenLogprobs([], n_prompt_tokens=n_prompt)
+        lps = [-8.0 * _unit("token", self.seed, int(prompt.chat), prompt.text, "".join(toks[:i]), tok)
+               for i, tok in enumerate(toks)]
+        return TokenLogprobs(lps, n_prompt_tokens=n_prompt, n_evaluated_tokens=n_prompt + len(toks) - 1)
 
     def settings(self) -> dict[str, object]:
         # Latency and failure injection never change an answer (failures are never cached), so they
