@@ -407,7 +407,7 @@ def report(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
     pool = CostPool()
     start = time.perf_counter()
     cells = count_groups(groups, pool, order)
+    log(f"judge: counted the prompt tokens of {len(cells)} cells in {time.perf_counter() - start:.1f} s")
     specs = {backend_key(c.spec): c.spec for c in cells if c.how == "llamacpp" and c.tokens}
     rates = rates_for(pool, specs, log, measure)
-    log(f"judge: counted the prompt tokens of {len(cells)} cells in {time.perf_counter() - start:.1f} s")
     return cost_lines(cells, rates)
