@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,30 @@ class LlamaCppBackend(Backend):
         n_batch: int = 512,
         **llama_kwargs: Any,
     ) -> None:
+        llama_cpp = self._identify(model, config, reuse_prefix, n_batch, llama_kwargs)
+        load = contextlib.nullcontext() if self.extra_buffers else without_extra_buffers(llama_cpp)
+        try:
+            with load:
+                self.llm = llama_cpp.Llama(
+                    model_path=str(self.path),
+                    n_ctx=config.max_context or 0,  # 0 = the model's training context
+                    n_threads=self.threads,
+                    n_threads_batch=self.threads,
+                    n_batch=n_batch,
+                    logits_all=False,
+                    verbose=False,
+                    seed=config.seed,
+                    **llama_kwargs,
+                )
+        except Exception as exc:  # llama.cpp raises ValueError/RuntimeError with little detail
+            raise BackendError(f"llama.cpp could not load {self.path}: {exc}") from exc
+        self._ready()
+
+    def _identify(self, model: str | None, config: GenerateConfig, reuse_prefix: bool, n_batch: int,
+                  llama_kwargs: dict[str, Any]) -> Any:
+        """Everything known before the model loads: its file and hash, the settings. Returns the module.
+        Shared with the token counter of ``judge run --check`` (``judge.engine.cost``), which loads the
+        vocabulary only, so that both see the same model and settings."""
         try:
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - a core dependency
@@ -83,7 +108,7 @@ class LlamaCppBackend(Backend):
         self.n_batch = n_batch
         #: llama.cpp settings given as backend options (flash_attn, type_k, ...): they can move answers.
         self.llama_options = dict(sorted(llama_kwargs.items()))
-        threads = config.threads or os.cpu_count() or 1
+        self.threads = config.threads or os.cpu_count() or 1
         owned = {k: v for k, v in _OWNED.items() if k in llama_kwargs}
         if owned:
             key = next(iter(owned))
@@ -91,22 +116,13 @@ class LlamaCppBackend(Backend):
         # Where AMX is advertised but trapped, llama.cpp's extra buffers are turned off (llamacpp_cpu.py);
         # the setting then joins the cache key, since other kernels may move a probability slightly.
         self.extra_buffers = extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent)
-        load = contextlib.nullcontext() if self.extra_buffers else without_extra_buffers(llama_cpp)
-        try:
-            with load:
-                self.llm = llama_cpp.Llama(
-                    model_path=str(path),
-                    n_ctx=config.max_context or 0,  # 0 = the model's training context
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    n_batch=n_batch,
-                    logits_all=False,
-                    verbose=False,
-                    seed=config.seed,
-                    **llama_kwargs,
-                )
-        except Exception as exc:  # llama.cpp raises ValueError/RuntimeError with little detail
-            raise BackendError(f"llama.cpp could not load {path}: {exc}") from exc
+        #: Model time and tokens of real evaluations, recorded as this machine's rate on close (judge.rates).
+        self.eval_seconds = 0.0
+        self.record_rate = True
+        return llama_cpp
+
+    def _ready(self) -> None:
+        """Set up what depends on the loaded model (or vocabulary): the chat template's parts, capabilities."""
         self.n_vocab = self.llm.n_vocab()
         self._cand_cache: dict[str, int | None] = {}
         self._tok_cache: dict[int, str] = {}
@@ -126,10 +142,15 @@ class LlamaCppBackend(Backend):
             chat_template=self._chat is not None,
             max_context=self._window(),
             batching=False,
-            prefix_reuse=reuse_prefix,
+            prefix_reuse=self.reuse_prefix,
             split_shared=True,
             sequence_logprobs=True,
         )
+
+    def rate_identity(self) -> dict[str, object]:
+        """What moves this backend's speed on one machine, as the key of its measured rate (judge.rates)."""
+        return {"backend": self.name, "sha256": self.sha256, "threads": self.threads, "n_batch": self.n_batch,
+                "llama": self.llama_options, "extra_buffers": self.extra_buffers}
 
     def _window(self) -> int:
         """Tokens a prompt may hold. llama.cpp rounds its context up (``n_ctx=300`` gives 512 KV slots), but
@@ -273,11 +294,13 @@ class LlamaCppBackend(Backend):
             if len(toks) >= ctx:
                 out.append(too_long(len(toks), ctx))
                 continue
+            t0 = time.perf_counter()
             try:
                 logits, n_eval = self._eval(toks, self.shared_tokens(prompt, toks))
             except (RuntimeError, ValueError) as exc:  # "llama_decode returned N", or its token bookkeeping
                 out.append(self._decode_failure(len(toks), exc))
                 continue
+            self.eval_seconds += time.perf_counter() - t0
             self.tokens_evaluated += n_eval
             lp = log_softmax(logits)
             cands = {c: float(lp[i]) for c in candidates if (i := self._candidate_id(c)) is not None}
@@ -332,6 +355,12 @@ class LlamaCppBackend(Backend):
         return out
 
     def close(self) -> None:
+        if getattr(self, "record_rate", False) and getattr(self, "tokens_evaluated", 0):
+            # What this run achieved becomes the machine's rate for the model (``judge run --check``).
+            from ..rates import rate_key, record_run
+
+            record_run(rate_key(self.rate_identity()), self.model_id, self.threads, self.tokens_evaluated,
+                       self.eval_seconds)
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()

@@ -15,6 +15,7 @@ keys say which one an answer came from (``REPLY_BATCHES``).
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Sequence
 
 from .base import Failure, Prompt, TokenLogprobs, too_long
@@ -38,11 +39,13 @@ def sequence_logprobs(backend: LlamaCppBackend, requests: Sequence[tuple[Prompt,
         if n >= window:
             out.append(too_long(n, window))
             continue
+        t0 = time.perf_counter()
         try:
             lps, n_eval = _evaluate(backend, prefix, cont, backend.shared_tokens(prompt, prefix))
         except (RuntimeError, ValueError) as exc:  # llama_decode failures: this request only
             out.append(backend._decode_failure(n, exc))
             continue
+        backend.eval_seconds += time.perf_counter() - t0
         backend.tokens_evaluated += n_eval
         out.append(TokenLogprobs(lps, n_prompt_tokens=len(prefix), n_evaluated_tokens=n_eval))
     return out

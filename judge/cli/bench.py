@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "(default for --selector random: 3 seeds from --seed, else --seed); prints mean and sd")
     add_progress_option(p)
     add_judge_options(p)
+    p.add_argument("--check", action="store_true", help="check the set and options, then print what the run "
+                   "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) "
+                   "and stop")
     return p
 
 
@@ -97,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
             methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
         )
+        if args.check:
+            _print_cost(exp)
+            return EXIT_OK
         summary = run_experiment(exp, plots=False, progress=not args.no_progress)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
         if args.output:
@@ -110,6 +117,16 @@ def run(args: argparse.Namespace) -> int:
               f"pool: {spec.pool or summary['experiment']['example_pool']}")
     report_counters(summary.get("counters", {}))
     return EXIT_FAILED_ITEMS if any(c["n_failed"] for c in summary["cells"]) else EXIT_OK
+
+
+def _print_cost(exp: Experiment) -> None:
+    """``--check``: the run's cells and what each will cost (``judge.harness.cost``)."""
+    from ..harness.cost import cost_report
+    from ..harness.runner import applicable, plan
+
+    prepared, _ = applicable(plan(exp), exp)
+    for line in cost_report(exp, prepared, lambda msg: print(msg, file=sys.stderr)):
+        print(line)
 
 
 def _cell(exp: Experiment, seed: int) -> Path:

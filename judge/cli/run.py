@@ -28,7 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "dev, report on test")
     add_progress_option(p)
     p.add_argument("--check", action="store_true", help="validate the config and every cell against its data "
-                   "(templates, manual sets, scales) and list the cells; load no model")
+                   "(templates, manual sets, scales), list the cells and what each will cost: prompt tokens after prefix "
+                   "reuse (the model's vocabulary is read, no weights) and the time at this machine's measured rate "
+                   "(measured once per model and settings, refreshed by runs)")
     return p
 
 
@@ -58,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         from ..harness.runner import family_report
 
         for line in family_report(prepared):
+            print(line)
+        from ..harness.cost import cost_report
+
+        for line in cost_report(exp, prepared, lambda msg: print(msg, file=sys.stderr)):
             print(line)
         return EXIT_OK
     summary = run_experiment(exp, progress=not args.no_progress)

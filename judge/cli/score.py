@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "table on a terminal without -o, else jsonl; -o always writes JSONL to the file")
     add_progress_option(p)
     add_judge_options(p)
+    p.add_argument("--check", action="store_true", help="check the file and options, then print what scoring "
+                   "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) "
+                   "and stop")
     return p
 
 
@@ -76,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
     # replies a listwise prompt compares.
     prep = prepare(spec, items, quality, pool=all_items, population=all_items)
     quality = prep.quality
+    if args.check:
+        from ..engine.cost import Entry, report
+
+        for line in report([[Entry(spec.name, prep, items)]], lambda msg: print(msg, file=sys.stderr)):
+            print(line)
+        return EXIT_OK
     backends = BackendPool()
     try:
         scorer = build(prep, backends)

@@ -1,0 +1,413 @@
+"""What a run will cost before it starts: prompt tokens after prefix reuse, and the wall time they take here.
+
+The count is not modelled, it is replayed: the run's own scorers (:func:`judge.engine.build`) run their own
+items in the run's own order (:func:`run_rows`, :func:`run_rows_together`), behind the run's own cache
+keys, on a backend that is the llama.cpp backend with the forward pass taken out
+(:class:`TokenCounter`). It reads the model's vocabulary only, tokenizes every prompt exactly as the
+backend does (chat template, BOS, a family's shared split) and keeps the KV bookkeeping of
+:meth:`LlamaCppBackend._eval` (the same code runs: which batches a prompt keeps from the one before),
+so its count of tokens evaluated is what the run evaluates. Answers already in the SQLite cache are
+served from it and cost nothing; answers the replay "computes" are remembered in memory only
+(:class:`DryCache`), so a later cell or ensemble member that the run would serve from the cache is
+counted as cached here too. Nothing is written: no cache entry, no result file.
+
+The tokens become a time through the rate this machine measured for the model (:mod:`judge.rates`): a
+short calibration through the real backend on first use, refreshed by every real run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..backends import Backend, create_backend
+from ..backends.base import LabelDist, Prompt, TokenLogprobs
+from ..backends.llamacpp import LlamaCppBackend
+from ..backends.registry import BACKENDS
+from ..cache import Cache, CachedBackend, default_cache_path, dist_from_json
+from ..config import GenerateConfig
+from ..errors import BackendError
+from ..items import Item
+from ..rates import Rate, UnreadableRates, rate_key, read_rates, today, write_rate
+from ..scorers.llm import LLMJudge
+from .build import BackendPool, Prepared, backend_key, build
+from .run import run_rows, run_rows_together
+from .schedule import LaneCost
+from .spec import MethodSpec
+
+
+class _VocabLlama:
+    """Stands in for ``llama_cpp.Llama`` inside :class:`TokenCounter`: the tokenizer of a ``vocab_only``
+    load, and the token buffer (``input_ids``, ``n_tokens``) that ``_eval`` reads to decide what it keeps.
+    ``eval`` records the tokens as evaluated without computing anything."""
+
+    def __init__(self, vocab: Any, n_ctx: int) -> None:
+        self._vocab = vocab
+        self.metadata = vocab.metadata
+        self.input_ids = np.zeros(n_ctx, dtype=np.intc)
+        self.n_tokens = 0
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(self._vocab.tokenize(text, add_bos=add_bos, special=special))
+
+    def detokenize(self, tokens: list[int], special: bool = False) -> bytes:
+        return bytes(self._vocab.detokenize(tokens, special=special))
+
+    def token_bos(self) -> int:
+        return int(self._vocab.token_bos())
+
+    def token_eos(self) -> int:
+        return int(self._vocab.token_eos())
+
+    def n_vocab(self) -> int:
+        return int(self._vocab.n_vocab())
+
+    def n_ctx(self) -> int:
+        return len(self.input_ids)
+
+    def eval(self, tokens: Sequence[int]) -> None:
+        self.input_ids[self.n_tokens:self.n_tokens + len(tokens)] = tokens
+        self.n_tokens += len(tokens)
+
+    def reset(self) -> None:
+        self.n_tokens = 0
+
+    def close(self) -> None:
+        self._vocab.close()
+
+
+def _trained_context(metadata: dict[str, str], path: Path) -> int:
+    """The training context a GGUF declares (``<architecture>.context_length``)."""
+    try:
+        return int(metadata[f"{metadata['general.architecture']}.context_length"])
+    except (KeyError, ValueError):
+        raise BackendError(f"{path}: the file declares no training context (<architecture>.context_length); "
+                           "give generate.max_context") from None
+
+
+class TokenCounter(LlamaCppBackend):
+    """The llama.cpp backend without its forward pass: same model identity and settings (so the same cache
+    keys), same tokens, same prefix-reuse rule; every answer is a uniform distribution. Its
+    ``tokens_evaluated`` counter is what the real backend's would read after the same calls."""
+
+    def __init__(self, model: str | None, config: GenerateConfig, *, reuse_prefix: bool = True, n_batch: int = 512,
+                 **llama_kwargs: Any) -> None:
+        llama_cpp = self._identify(model, config, reuse_prefix, n_batch, llama_kwargs)
+        self.record_rate = False  # its counts are a replay, not a measurement
+        try:
+            vocab = llama_cpp.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        except Exception as exc:
+            raise BackendError(f"llama.cpp could not read the vocabulary of {self.path}: {exc}") from exc
+        # The real backend's window: the asked context, else the model's training context (``_window``),
+        # which a vocabulary-only load reads as 0: it is taken from the file's metadata instead.
+        self.llm = _VocabLlama(vocab, config.max_context or _trained_context(vocab.metadata, self.path))
+        self._ready()
+
+    def _last_logits(self) -> np.ndarray:
+        return np.zeros(self.n_vocab)
+
+    def _logits_at(self, i: int) -> np.ndarray:
+        return np.zeros(self.n_vocab)
+
+    def _extend_all(self, tokens: list[int]) -> np.ndarray:
+        """The bookkeeping of :meth:`LlamaCppBackend._extend_all` (a batch start per ``n_batch`` tokens)."""
+        marks = self._marks[:-1]
+        for i in range(0, len(tokens), self.n_batch):
+            marks.append(self.llm.n_tokens)
+            self.llm.eval(tokens[i:i + self.n_batch])
+        self._marks = [*marks, self.llm.n_tokens]
+        return np.broadcast_to(np.zeros(self.n_vocab), (len(tokens), self.n_vocab))
+
+
+class DryCache(Cache):
+    """The SQLite cache read-only, with what the replay computed kept in memory: a hit is an answer the run
+    finds in the cache, whether it was there before or an earlier cell of the run put it there."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path else default_cache_path()
+        self._lock = threading.Lock()
+        self._dists: dict[str, LabelDist] = {}
+        self._seqs: dict[str, TokenLogprobs] = {}
+        self._ro: sqlite3.Connection | None = None
+        if self.path.exists():
+            self._ro = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+
+    def _rows(self, table: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+        if self._ro is None or not keys:
+            return []
+        marks = ",".join("?" * len(keys))
+        try:
+            with self._lock:
+                return list(self._ro.execute(f"SELECT key, value FROM {table} WHERE key IN ({marks})", list(keys)))
+        except sqlite3.OperationalError:  # an older file without this table: nothing cached in it
+            return []
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, LabelDist]:
+        out = {k: self._dists[k] for k in keys if k in self._dists}
+        rest = list(dict.fromkeys(k for k in keys if k not in out))
+        for start in range(0, len(rest), 500):
+            for key, value in self._rows("dists", rest[start:start + 500]):
+                out[key] = dist_from_json(value)
+        return out
+
+    def put(self, key: str, backend: str, model: str, dist: LabelDist) -> None:
+        self._dists[key] = dist
+
+    def get_sequence(self, key: str) -> TokenLogprobs | None:
+        if key in self._seqs:
+            return self._seqs[key]
+        rows = self._rows("sequences", [key])
+        if not rows:
+            return None
+        d = json.loads(rows[0][1])
+        return TokenLogprobs([float(x) for x in d["logprobs"]], n_prompt_tokens=int(d["n_prompt_tokens"]))
+
+    def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
+        self._seqs[key] = result
+
+    def __len__(self) -> int:
+        return len(self._dists)
+
+    def close(self) -> None:
+        if self._ro is not None:
+            self._ro.close()
+
+
+def estimable(spec: MethodSpec) -> str:
+    """How a method's cost is known: ``llamacpp`` (counted), ``mock`` (no model: nothing to count),
+    ``hosted`` (an API's speed is not this machine's), ``other`` (a local backend judge cannot count
+    yet), ``none`` (no model: classic scorers), ``ensemble`` (counted where its members run)."""
+    if spec.type == "classic":
+        return "none"
+    if spec.type == "ensemble":
+        return "ensemble"
+    name = BACKENDS.canonical(spec.backend)
+    if name == "llamacpp":
+        return "llamacpp"
+    if name == "mock":
+        return "mock"
+    return "hosted" if name == "openai" else "other"
+
+
+class CostPool(BackendPool):
+    """:class:`BackendPool` that hands out :class:`TokenCounter` backends (behind a :class:`DryCache` where
+    the method uses the cache), switching them where the run switches models. Remembers, per backend key,
+    the counter's rate identity, for the rate lookup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.identities: dict[str, dict[str, object]] = {}
+        self.labels: dict[str, tuple[str, int]] = {}
+
+    def get(self, spec: MethodSpec) -> Backend:
+        key = backend_key(spec)
+        if key != self._key or self._backend is None:
+            self.close()
+            counter = TokenCounter(spec.model, spec.generate, **dict(spec.options))
+            self.identities[key] = counter.rate_identity()
+            self.labels[key] = (counter.model_id, counter.threads)
+            backend: Backend = CachedBackend(counter, DryCache(spec.generate.cache_path)) if spec.generate.cache else counter
+            self._backend, self._key = backend, key
+        return self._backend
+
+
+@dataclass
+class CellCost:
+    """One cell's share of a run: ``items`` to score, ``cached`` of them needing no model (saved rows,
+    answers in the cache), and the prompt ``tokens`` evaluated after reuse (None: not known, see ``how``)."""
+
+    label: str
+    spec: MethodSpec
+    items: int
+    cached: int
+    tokens: int | None
+    how: str
+    seconds: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Entry:
+    """A cell to replay: its label, prepared method, items left to score and items already saved."""
+
+    label: str
+    prep: Prepared
+    todo: Sequence[Item]
+    done: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def _ignore(row: dict[str, Any]) -> None:
+    pass
+
+
+def _cached(entry: Entry) -> int:
+    """Saved rows plus the items whose answers come from the cache (requests turned into items where a
+    method sends several per item)."""
+    hits, misses = entry.counters.get("cache_hits", 0), entry.counters.get("cache_misses", 0)
+    n = len(entry.todo)
+    served = hits if hits + misses == n else round(n * hits / (hits + misses)) if hits + misses else 0
+    return entry.done + served
+
+
+def count_groups(groups: Sequence[Sequence[Entry]], pool: CostPool | None = None,
+                 order: Sequence[Entry] | None = None) -> list[CellCost]:
+    """Replay ``groups`` (the run's order: a group of several LLM cells of one backend and set is scored
+    in one prefix-scheduled pass, as :func:`judge.harness.runner.schedule_groups` makes them) and return
+    each cell's cost, in the order of ``order`` (default: as the groups give them)."""
+    pool = pool or CostPool()
+    out: dict[int, CellCost] = {}
+    try:
+        for group in groups:
+            how = estimable(group[0].prep.spec)
+            if how != "llamacpp":
+                for e in group:
+                    tokens = 0 if how == "none" else None
+                    out[id(e)] = CellCost(e.label, e.prep.spec, e.done + len(e.todo), e.done, tokens, how)
+                continue
+            try:
+                _replay(group, pool)
+            except BackendError as exc:  # a model not installed yet: the run itself stops on it, saying so
+                pool.close()
+                for e in group:
+                    out[id(e)] = CellCost(e.label, e.prep.spec, e.done + len(e.todo), e.done, None, "missing",
+                                          note=str(exc))
+                continue
+            for e in group:
+                out[id(e)] = CellCost(e.label, e.prep.spec, e.done + len(e.todo), _cached(e),
+                                      e.counters.get("tokens_evaluated", 0), how)
+    finally:
+        pool.close()
+    return [out[id(e)] for e in (order if order is not None else [e for g in groups for e in g])]
+
+
+def _replay(group: Sequence[Entry], pool: CostPool) -> None:
+    """Score the group's items as the run does, on the pool's counters; each entry gets its counters."""
+    live = [e for e in group if e.todo]
+    if len(live) > 1:
+        judges = [build(e.prep, pool) for e in live]
+        assert all(isinstance(j, LLMJudge) for j in judges), "only LLM cells are scheduled together"
+        costs = [LaneCost() for _ in live]
+        run_rows_together([j for j in judges if isinstance(j, LLMJudge)], [e.todo for e in live], [e.label for e in live], [None] * len(live),
+                          [_ignore] * len(live), costs=costs)
+        for e, cost in zip(live, costs, strict=True):
+            e.counters = cost.counters
+    elif live:
+        e = live[0]
+        before = pool.counters()
+        run_rows(build(e.prep, pool), e.todo, e.label, None, _ignore)
+        after = pool.counters()
+        e.counters = {k: after[k] - before.get(k, 0) for k in after}
+
+
+# -- rates ------------------------------------------------------------------------------------------------
+
+#: The calibration text: plain prose, tokenized to a few hundred tokens by any model.
+_CALIBRATION = ("A judge reads a conversation and the reply that follows it, then says how good the reply is. "
+                "It weighs whether the reply follows from what was said, whether it is fluent, and whether it "
+                "adds something worth reading. ") * 6
+
+
+def calibrate(spec: MethodSpec) -> Rate:
+    """Measure the model's prompt rate here: load the real backend with the method's settings, evaluate a
+    short warm-up and then a few hundred tokens from an empty KV cache, and time the second."""
+    backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
+    assert isinstance(backend, LlamaCppBackend)
+    backend.record_rate = False
+    try:
+        backend.label_logprobs([Prompt("Warm up.", chat=False)], ["A"], 1)
+        backend.reset()
+        tokens0, seconds0 = backend.tokens_evaluated, backend.eval_seconds
+        backend.label_logprobs([Prompt(_CALIBRATION, chat=False)], ["A"], 1)
+        tokens, seconds = backend.tokens_evaluated - tokens0, backend.eval_seconds - seconds0
+        return Rate(backend.model_id, backend.threads, tokens, round(seconds, 3), today(), "calibration")
+    finally:
+        backend.close()
+
+
+def rates_for(pool: CostPool, specs: dict[str, MethodSpec], log: Callable[[str], None],
+              measure: Callable[[MethodSpec], Rate] = calibrate) -> dict[str, Rate]:
+    """The rate of each backend key in ``specs`` (a method spec per key), from the rate file, measured
+    (``measure``) and recorded where the file has none for that model and settings. An unreadable rate
+    file is reported through ``log`` and measured again."""
+    try:
+        known = read_rates()
+    except UnreadableRates as exc:
+        log(f"note: {exc}; measuring the rates again")
+        known = {}
+    out: dict[str, Rate] = {}
+    for key, spec in specs.items():
+        rkey = rate_key(pool.identities[key])
+        if rkey not in known:
+            model, threads = pool.labels[key]
+            log(f"note: no rate measured for {model} ({threads} threads) on this machine: calibrating")
+            known[rkey] = measure(spec)
+            write_rate(rkey, known[rkey])
+        out[key] = known[rkey]
+    return out
+
+
+def duration(seconds: float) -> str:
+    """A wall time as a person reads it: ``40 s``, ``12 min``, ``4.9 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
+    """The table ``--check`` prints: one line per cell, then the total (``rates`` by backend key)."""
+    what = {"mock": "? (mock)", "hosted": "n/a (hosted API)", "other": "n/a (backend not counted)",
+            "ensemble": "in its members", "none": "0 (no model)", "missing": "n/a (model not installed)"}
+    width = max([len(c.label) for c in cells] + [4])
+    lines = [f"{'cell':<{width}}  {'items':>6}  {'cached':>6}  {'prompt tokens (after reuse)':>27}  est. time"]
+    used: dict[str, Rate] = {}
+    total_s = 0.0
+    unknown = False
+    for c in cells:
+        if c.how == "llamacpp" and c.tokens == 0:
+            tokens, est = "0", "0 s"
+        elif c.tokens is not None and c.how == "llamacpp":
+            rate = rates[backend_key(c.spec)]
+            used[backend_key(c.spec)] = rate
+            c.seconds = c.tokens / rate.per_second
+            total_s += c.seconds
+            tokens, est = f"{c.tokens:,}", duration(c.seconds)
+        else:
+            tokens = what[c.how]
+            est = "0 s" if c.how in ("mock", "none") else "n/a"
+            unknown |= c.how in ("hosted", "other", "missing")
+        lines.append(f"{c.label:<{width}}  {c.items:>6,}  {c.cached:>6,}  {tokens:>27}  {est}")
+    items = sum(c.items for c in cells)
+    tokens_total = sum(c.tokens or 0 for c in cells if c.how == "llamacpp")
+    line = f"total: {items:,} items, {tokens_total:,} prompt tokens"
+    if used:
+        at = "; ".join(r.describe() for r in used.values())
+        line += f", about {duration(total_s)} at {at}"
+    if unknown:
+        line += " (cells marked n/a not included)"
+    lines.append(line)
+    lines += [f"note: {n}" for n in dict.fromkeys(c.note for c in cells if c.note)]
+    return lines
+
+
+def report(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
+           measure: Callable[[MethodSpec], Rate] = calibrate, order: Sequence[Entry] | None = None) -> list[str]:
+    """Count ``groups``, find (or measure) the rates of the models they use, and return the table lines
+    (cells in the order of ``order``, default the groups')."""
+    pool = CostPool()
+    start = time.perf_counter()
+    cells = count_groups(groups, pool, order)
+    log(f"judge: counted the prompt tokens of {len(cells)} cells in {time.perf_counter() - start:.1f} s")
+    specs = {backend_key(c.spec): c.spec for c in cells if c.how == "llamacpp" and c.tokens}
+    rates = rates_for(pool, specs, log, measure)
+    return cost_lines(cells, rates)
