@@ -9,6 +9,7 @@ Nothing secret goes in: backends keep API keys out of ``settings()``, and the ke
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -17,12 +18,15 @@ import os
 import sqlite3
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from .backends.base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs, gather
+from .backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, gather
 
 SCHEMA_VERSION = 1
+#: What a hidden-state key adds to its answer's key material: which vector is stored (``HiddenState``).
+HIDDEN_MARKER = "final layer at the answer position"
 
 
 def default_cache_path() -> Path:
@@ -35,11 +39,22 @@ def default_cache_path() -> Path:
 
 def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int) -> str:
     """sha256 over everything that can change the returned distribution."""
+    return _digest(_answer_material(backend, prompt, candidates, top_n))
+
+
+def hidden_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int) -> str:
+    """The key of a hidden state: the material of its label answer's key (model, settings, prompt text, ...)
+    plus a marker, so whatever changes the answer's key changes this one, and the answer keys stay as
+    they were."""
+    return _digest([*_answer_material(backend, prompt, candidates, top_n), {"hidden": HIDDEN_MARKER}])
+
+
+def _answer_material(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int) -> list[object]:
     material = [SCHEMA_VERSION, backend.name, backend.model_id, prompt.text, bool(prompt.chat), list(candidates),
                 int(top_n), backend.settings()]
     if prompt.shared and backend.capabilities.split_shared:
         material.append({"shared": prompt.shared})  # absent otherwise: the keys of unsplit prompts stay as they were
-    return _digest(material)
+    return material
 
 
 def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
@@ -110,9 +125,9 @@ class Cache:
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
         self._db.execute("PRAGMA synchronous = NORMAL")
-        # Label answers in `dists`; per-token answers (likelihood methods) in `sequences`, so that their keys
-        # never meet (a file written before `sequences` existed gets it here).
-        for table in ("dists", "sequences"):
+        # Label answers in `dists`; per-token answers (likelihood methods) in `sequences`, hidden states in
+        # `hidden`, so that their keys never meet (a file written before a table existed gets it here).
+        for table in ("dists", "sequences", "hidden"):
             create = (f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
                       "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)")
             self._retry_locked(functools.partial(self._db.execute, create))
@@ -163,6 +178,23 @@ class Cache:
         with self._lock:
             self._retry_locked(lambda: self._db.execute(
                 "INSERT OR REPLACE INTO sequences (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
+                (key, backend, model, value, time.time())))
+
+    def get_hidden(self, key: str) -> list[float] | None:
+        """A cached hidden state (its answer is in ``dists`` under the answer's own key)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM hidden WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return array("d", base64.b64decode(row[0])).tolist()
+
+    def put_hidden(self, key: str, backend: str, model: str, vector: Sequence[float]) -> None:
+        """Store a vector as float64 bytes (exact for any float: a served vector equals the computed one),
+        base64 in the TEXT column all tables share."""
+        value = base64.b64encode(array("d", vector).tobytes()).decode("ascii")
+        with self._lock:
+            self._retry_locked(lambda: self._db.execute(
+                "INSERT OR REPLACE INTO hidden (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
     def __len__(self) -> int:
@@ -254,6 +286,43 @@ class CachedBackend(Backend):
                         self.cache.put_sequence(keys[i], self.inner.name, self.inner.model_id, res)
                 out[i] = res
         return out  # type: ignore[return-value]
+
+    def hidden_states(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[HiddenState | Failure]:
+        """Hidden states from the cache with their answers (the vector under ``hidden_key``, the answer under
+        its ordinary key, which the inner backend's answer equals bit for bit); misses go to the inner
+        backend in one call and both parts are stored. A vector or answer holding a NaN is returned as a
+        Failure, never stored."""
+        keys = [(cache_key(self.inner, p, candidates, top_n), hidden_key(self.inner, p, candidates, top_n))
+                for p in prompts]
+        out: list[HiddenState | Failure | None] = [self._hidden_hit(*k) for k in keys]
+        todo = [i for i, r in enumerate(out) if r is None]
+        self.hits += len(prompts) - len(todo)
+        self.misses += len(todo)
+        if todo:
+            self.calls += 1
+            for i, res in zip(todo, self.inner.hidden_states([prompts[i] for i in todo], candidates, top_n),
+                              strict=True):
+                out[i] = self._store_hidden(*keys[i], res)
+        return out  # type: ignore[return-value]
+
+    def _hidden_hit(self, answer_key: str, key: str) -> HiddenState | None:
+        vector = self.cache.get_hidden(key)
+        dist = self.cache.get_many([answer_key]).get(answer_key) if vector is not None else None
+        return None if vector is None or dist is None else HiddenState(vector, dist)
+
+    def _store_hidden(self, answer_key: str, key: str, res: HiddenState | Failure) -> HiddenState | Failure:
+        if isinstance(res, Failure):
+            return res
+        reason = unstorable(res.dist)
+        if reason is None and any(math.isnan(x) or math.isinf(x) for x in res.vector):
+            reason = "backend returned an invalid value in a hidden state"
+        if reason is not None:
+            return Failure(reason)
+        self.cache.put(answer_key, self.inner.name, self.inner.model_id, res.dist)
+        self.cache.put_hidden(key, self.inner.name, self.inner.model_id, res.vector)
+        return res
 
     def count_tokens(self, prompt: Prompt) -> int:
         return self.inner.count_tokens(prompt)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
+
+from ..errors import InputError
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class Capabilities:
     split_shared: bool = False
     #: ``sequence_logprobs`` reads the log-probability of every token of a given text (likelihood methods).
     sequence_logprobs: bool = False
+    #: ``hidden_states`` reads the model's final hidden state at the answer position along with the label
+    #: distribution (supervised heads on the judge model's representation, issue 46).
+    hidden_states: bool = False
 
 
 @dataclass
@@ -74,6 +79,17 @@ class TokenLogprobs:
 
 
 @dataclass
+class HiddenState:
+    """The model's final hidden state (after its last layer and final norm: what the output layer reads) at
+    the answer position, the last prompt token, whose next-token distribution gives the label
+    probabilities; with that distribution, from the same forward pass where the backend can, so a head
+    on the vector costs no pass of its own. ``dist`` equals the prompt's ``label_logprobs`` answer."""
+
+    vector: list[float]
+    dist: LabelDist
+
+
+@dataclass
 class Failure:
     """A prompt the backend could not answer; recorded per item, never dropped. ``flag`` names a
     property of the item behind the failure (``too_long``) that output rows carry in ``flags``."""
@@ -93,9 +109,11 @@ class Backend(Protocol):
 
     Four methods are required. The optional ones have defaults here, so a backend that subclasses
     ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
-    caching and streaming), ``counters`` (usage figures for the run's report) and ``sequence_logprobs``
+    caching and streaming), ``counters`` (usage figures for the run's report), ``sequence_logprobs``
     with its ``sequence_settings`` (per-token log-probabilities of a given text, for likelihood methods;
-    the default fails every request, and ``capabilities.sequence_logprobs`` stays False).
+    the default fails every request, and ``capabilities.sequence_logprobs`` stays False) and
+    ``hidden_states`` (the final hidden state at the answer position; the default fails every prompt,
+    and ``capabilities.hidden_states`` stays False).
     """
 
     name: str
@@ -138,6 +156,15 @@ class Backend(Protocol):
         return [Failure(f"backend '{self.name}' cannot read the log-probabilities of a given text")
                 for _ in requests]
 
+    def hidden_states(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[HiddenState | Failure]:
+        """One result per prompt, in order: the final hidden state at the answer position with the label
+        distribution ``label_logprobs`` gives. Optional (``capabilities.hidden_states``); the default fails
+        every prompt, naming the backend and the capability, because hosted APIs and engines that return
+        log-probabilities only (vLLM) never show the hidden state."""
+        return [Failure(cannot(self, "hidden_states")) for _ in prompts]
+
     def sequence_settings(self) -> dict[str, object]:
         """What besides ``settings()`` changes a ``sequence_logprobs`` answer (its cache key's extra part).
         Optional; none by default. Label answers never read it, so their keys stay as they were."""
@@ -151,6 +178,30 @@ class Backend(Protocol):
         """Whether ``text`` is exactly one token of the model (answer labels must be); None when the
         backend cannot tell (hosted APIs: no tokenizer), the default."""
         return None
+
+
+#: An optional capability a method may need (a field of ``Capabilities``).
+Optional = Literal["sequence_logprobs", "hidden_states"]
+#: What each optional capability reads, for the messages of the backends that lack it.
+_CAPABILITY_READS: dict[Optional, str] = {
+    "sequence_logprobs": "read the log-probabilities of a given text",
+    "hidden_states": "read the hidden state at the answer position",
+}
+
+
+def cannot(backend: Backend, capability: Optional) -> str:
+    """Why ``backend`` cannot answer a request of an optional ``capability`` (a field of ``Capabilities``)."""
+    return (f"backend '{backend.name}' cannot {_CAPABILITY_READS[capability]} "
+            f"(capabilities.{capability} is False)")
+
+
+def require(backend: Backend, capability: Optional, needed_by: str) -> None:
+    """Refuse, before anything is scored, a method that needs an optional capability the backend lacks:
+    an InputError naming the backend, the capability and the method."""
+    caps = backend.capabilities
+    declared = {"sequence_logprobs": caps.sequence_logprobs, "hidden_states": caps.hidden_states}
+    if not declared[capability]:
+        raise InputError(f"{cannot(backend, capability)}; {needed_by} needs a backend that can", field="backend")
 
 
 def gather(results: Iterable[tuple[int, LabelDist | Failure]], n: int) -> list[LabelDist | Failure]:

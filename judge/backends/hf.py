@@ -24,7 +24,7 @@ from typing import Any
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
+from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, too_long
 from .hf_tokens import HFPromptTokenizer
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -207,6 +207,7 @@ class TransformersBackend(Backend):
             chat_template=self.prompts.has_chat_template,
             max_context=config.max_context or self._model_max_context(),
             batching=True,
+            hidden_states=True,
         )
 
     def _model_max_context(self) -> int:
@@ -249,8 +250,10 @@ class TransformersBackend(Backend):
             batches.append(cur)
         return batches
 
-    def _forward(self, seqs: list[list[int]]) -> Any:
-        """Log-softmax over the full vocabulary at the answer position, one row per sequence."""
+    def _forward(self, seqs: list[list[int]], hidden: bool = False) -> tuple[Any, Any]:
+        """Log-softmax over the full vocabulary at the answer position, one row per sequence; with
+        ``hidden``, also the last layer's hidden state there (``output_hidden_states`` collects the states
+        the pass computes anyway: the logits are the same), else None."""
         torch = self._torch
         width = max(len(s) for s in seqs)
         ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
@@ -263,25 +266,41 @@ class TransformersBackend(Backend):
                 ids[r, width - len(s) :] = torch.tensor(s)
                 mask[r, width - len(s) :] = 1
         ids, mask = ids.to(self._input_device), mask.to(self._input_device)
+        extra: dict[str, Any] = {"output_hidden_states": True} if hidden else {}
         with torch.inference_mode():
             if self.is_seq2seq:
                 dec = torch.full((len(seqs), 1), self.decoder_start, dtype=torch.long, device=self._input_device)
-                out = self.model(input_ids=ids, attention_mask=mask, decoder_input_ids=dec, use_cache=False)
+                out = self.model(input_ids=ids, attention_mask=mask, decoder_input_ids=dec, use_cache=False, **extra)
+                states = out.decoder_hidden_states if hidden else None
             else:
-                kw: dict[str, Any] = {"use_cache": False}
+                kw: dict[str, Any] = {"use_cache": False, **extra}
                 if self._takes_positions:
                     # Positions count real tokens only, as if the prompt had never been padded.
                     kw["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
                 if self._keep_arg:
                     kw[self._keep_arg] = 1  # only the last position's logits (vocab x length is large)
                 out = self.model(input_ids=ids, attention_mask=mask, **kw)
+                states = out.hidden_states if hidden else None
             logits = out.logits[:, -1, :].float()
-            return torch.log_softmax(logits, dim=-1).cpu()
+            last = states[-1][:, -1, :].float().cpu() if states is not None else None
+            return torch.log_softmax(logits, dim=-1).cpu(), last
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
     ) -> list[LabelDist | Failure]:
-        out: list[LabelDist | Failure | None] = [None] * len(prompts)
+        return [r if isinstance(r, Failure) else r.dist for r in self._score(prompts, candidates, top_n, False)]
+
+    def hidden_states(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[HiddenState | Failure]:
+        """The last layer's hidden state at the answer position (the prompt's last token; for an
+        encoder-decoder model the decoder's first position) with the label answer, from one forward pass."""
+        return self._score(prompts, candidates, top_n, True)
+
+    def _score(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, hidden: bool
+    ) -> list[HiddenState | Failure]:
+        out: list[HiddenState | Failure | None] = [None] * len(prompts)
         ctx = self.capabilities.max_context
         cand_ids = self.prompts.candidate_ids(candidates)
         seqs: list[list[int]] = []
@@ -298,7 +317,7 @@ class TransformersBackend(Backend):
         lengths = [len(s) for s in seqs]
         for batch in self._batches(todo, lengths):
             try:
-                lp = self._forward([seqs[i] for i in batch])
+                lp, states = self._forward([seqs[i] for i in batch], hidden)
             except (RuntimeError, ValueError) as exc:  # e.g. out of memory: fail these items, keep the run
                 for i in batch:
                     out[i] = Failure(f"forward pass failed: {exc}")
@@ -309,7 +328,8 @@ class TransformersBackend(Backend):
                 cands = {c: float(lp[row, t]) for c, t in cand_ids.items()}
                 top = [(self.prompts.piece(int(t)), float(v)) for v, t in zip(top_vals[row], top_idx[row])]
                 n = lengths[i]
-                out[i] = LabelDist(cands, top, n_prompt_tokens=n, n_evaluated_tokens=n)
+                vector = states[row].tolist() if states is not None else []
+                out[i] = HiddenState(vector, LabelDist(cands, top, n_prompt_tokens=n, n_evaluated_tokens=n))
         return [o if o is not None else Failure("internal error: prompt not scored") for o in out]
 
     def settings(self) -> dict[str, object]:

@@ -22,9 +22,10 @@ from ..cache import default_cache_path
 from ..config import GenerateConfig
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs, too_long
+from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
 from .chat import chat_parts
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
+from .llamacpp_hidden import FINAL_NORM, FinalNormReader
 
 #: llama.cpp settings judge sets itself, and where a user sets them (a backend option would clash).
 _OWNED = {"n_ctx": "--n-ctx (TOML: generate.max_context)", "n_threads": "--threads (generate.threads)",
@@ -59,6 +60,8 @@ class LlamaCppBackend(Backend):
     """A GGUF model run in-process by llama-cpp-python."""
 
     name = "llamacpp"
+    #: The eval callback's reader; the context gets it the first time hidden states are asked for.
+    _reader: FinalNormReader | None = None
 
     def __init__(
         self,
@@ -145,6 +148,7 @@ class LlamaCppBackend(Backend):
             prefix_reuse=self.reuse_prefix,
             split_shared=True,
             sequence_logprobs=True,
+            hidden_states=True,
         )
 
     def rate_identity(self) -> dict[str, object]:
@@ -309,6 +313,45 @@ class LlamaCppBackend(Backend):
             top = [(self._piece(int(i)), float(lp[i])) for i in top_idx]
             out.append(LabelDist(cands, top, n_prompt_tokens=len(toks), n_evaluated_tokens=n_eval))
         return out
+
+    def hidden_states(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[HiddenState | Failure]:
+        """The final hidden state at the answer position (the last prompt token) with the label answer, from
+        the same decode (``llamacpp_hidden``): the answer equals ``label_logprobs``' bit for bit."""
+        reader = self._hidden_reader()
+        out: list[HiddenState | Failure] = []
+        for prompt in prompts:
+            reader.vector, reader.active = None, True
+            try:
+                (dist,) = self.label_logprobs([prompt], candidates, top_n)
+            finally:
+                reader.active = False
+            if isinstance(dist, Failure) or reader.vector is None:
+                out.append(dist if isinstance(dist, Failure) else Failure(
+                    f"llama.cpp's graph of {self.path.name} has no {FINAL_NORM.decode()} node to read"))
+                continue
+            out.append(HiddenState(reader.vector, dist))
+        return out
+
+    def _hidden_reader(self) -> FinalNormReader:
+        """The context is created again with the eval callback the first time hidden states are asked for
+        (with the same parameters; the KV cache starts empty), so a run that asks for none keeps the context
+        it had: no callback, the same decodes at the same speed."""
+        if self._reader is None:
+            reader = FinalNormReader(self._llama_cpp, self.llm.n_embd())
+            params = self.llm.context_params
+            params.cb_eval = reader.callback
+            self.llm._ctx.close()
+            try:
+                # llama-cpp-python's own wrapper, as Llama() builds it (it frees the context before the model)
+                context = self._llama_cpp._internals.LlamaContext
+                self.llm._ctx = context(model=self.llm._model, params=params, verbose=False)
+            except ValueError as exc:
+                raise BackendError(f"llama.cpp could not create a context that reads hidden states: {exc}") from exc
+            self.reset()
+            self._reader = reader
+        return self._reader
 
     def counters(self) -> dict[str, int]:
         """Tokens run through the model so far (after prefix reuse), when any were: what a run cost, for

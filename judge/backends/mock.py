@@ -4,8 +4,9 @@ No language model runs. Each candidate answer's logit comes from a hash of (seed
 flag, candidate), so the same prompt always gets the same distribution, a changed prompt (other
 examples, another template) gets another one, and a run takes milliseconds. The per-token
 log-probabilities of a given text (``sequence_logprobs``, for likelihood methods) come from the same
-kind of hash, over the text cut into mock tokens (``pieces``), so the engine, harness and service
-tests of every method type run without a model. It keeps the contract of
+kind of hash, over the text cut into mock tokens (``pieces``), and so does the "hidden state" at the
+answer position (``hidden_states``: ``HIDDEN_DIM`` numbers), so the engine, harness and service tests
+of every method type run without a model. It keeps the contract of
 the real backends, so a pipeline that passes with it meets the same checks with a model: labels must
 be single "tokens" (here: one optional leading space and at most ``token_chars`` other characters,
 none of them whitespace, the way "Yes", " yes" and "3" are single tokens of real vocabularies),
@@ -25,7 +26,7 @@ from typing import Any
 
 from ..config import GenerateConfig
 from ..errors import InputError
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, TokenLogprobs, too_long
+from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
 
 #: The options ``--backend-option`` may set, with their defaults.
 OPTIONS: dict[str, Any] = {
@@ -42,6 +43,8 @@ OPTIONS: dict[str, Any] = {
 _ANSWER_OPTIONS = ("seed", "chars_per_token", "token_chars", "chat_template")
 #: Tokens the chat wrapper adds around a chat prompt.
 _CHAT_OVERHEAD = 8
+#: The width of the mock's hidden states.
+HIDDEN_DIM = 16
 
 
 def _unit(*parts: object) -> float:
@@ -86,7 +89,7 @@ class MockBackend(Backend):
         window = config.max_context or self._number(opts, "max_context", int, 1)
         self.capabilities = Capabilities(full_vocab=True, top_n=None, chat_template=self.chat_template,
                                          max_context=window, batching=False, prefix_reuse=False,
-                                         sequence_logprobs=True)
+                                         sequence_logprobs=True, hidden_states=True)
         self.prompts_seen = 0
         self.failures = 0
 
@@ -150,6 +153,22 @@ class MockBackend(Backend):
             self.failures += 1
             return Failure("mock backend: injected failure (fail_rate / fail_every)")
         return None
+
+    def hidden_states(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[HiddenState | Failure]:
+        """Each prompt's label answer (exactly ``label_logprobs``') with a vector of ``HIDDEN_DIM`` numbers in
+        [-1, 1) drawn from a hash of (seed, chat flag, prompt text): the same prompt always gets the same
+        vector, another prompt or seed another one."""
+        out: list[HiddenState | Failure] = []
+        for prompt in prompts:
+            dist = self._one(prompt, candidates, top_n)
+            if isinstance(dist, Failure):
+                out.append(dist)
+                continue
+            vector = [2.0 * _unit("hidden", self.seed, int(prompt.chat), prompt.text, i) - 1.0 for i in range(HIDDEN_DIM)]
+            out.append(HiddenState(vector, dist))
+        return out
 
     def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
         """Each continuation's mock tokens (``pieces``), each with a log-probability in (-8, 0] drawn from a
