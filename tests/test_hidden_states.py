@@ -260,6 +260,7 @@ def tiny_llama(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # building SmolLM2's tokenizer from its GGUF takes transformers tens of seconds
 def test_transformers_vector_is_the_last_layer_at_the_last_prompt_token(tiny_llama):
     backend = create_backend("transformers", str(tiny_llama), GenerateConfig(threads=2, batch_size=8))
     try:
