@@ -47,8 +47,7 @@ PENDING = (
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data "
      "--methods q15-yesno,q15-criteria,q15-ensemble-mix-lodo -o results/q15-test"),
     ("SmolLM2-135M (the embedded default), criteria prompt, 0-shot, and its cv ensemble with length: "
-     "pending: on the shared 2-core machine these runs were made on it took about 3 CPU seconds per item "
-     "(one thread, under load), about an hour of CPU for the 1302 items",
+     "pending its first run on the leak-free halves; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/results_test.toml --data-dir ../shared/data "
      "--methods smollm2-criteria,smollm2-criteria-length-cv -o results/smollm2-test"),
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
@@ -301,9 +300,10 @@ How to read the tables:
 - `split = test`: the test half of each set's conversations (docs/harness.md), never used to choose a
   method. n is the items scored, conv. the conversations they come from.
 - Kinds never share a table, and no figure is compared with one of another kind.
-- The halves are those of each run's commit. Until issue 44's leak-free split, FED-Turn and FED-Dial
-  (which rate the same conversations) are split independently; that leaks nothing into a method
-  that learns nothing across sets, but it does into weights learned on other sets (`lodo`).
+- A conversation lives in one half across every set that rates it: FED-Turn's turns follow the
+  FED-Dial dialog they come from, and the few DailyDialog dialogues that DZ, DGU and DGR share follow
+  one name ([harness.md](harness.md#development-and-test-halves)). Weights learned on other sets
+  (`lodo`) leave out every set that shares a conversation with the scored one.
 """
 
 
