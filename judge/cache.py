@@ -52,8 +52,9 @@ def hidden_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_
 def _answer_material(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int) -> list[object]:
     material = [SCHEMA_VERSION, backend.name, backend.model_id, prompt.text, bool(prompt.chat), list(candidates),
                 int(top_n), backend.settings()]
-    if prompt.shared and backend.capabilities.split_shared:
-        material.append({"shared": prompt.shared})  # absent otherwise: the keys of unsplit prompts stay as they were
+    splits = prompt_splits(backend, prompt)
+    if splits:
+        material.append(splits)  # absent otherwise: the keys of unsplit prompts stay as they were
     return material
 
 
@@ -62,9 +63,17 @@ def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
     material = [SCHEMA_VERSION, "sequence", backend.name, backend.model_id, prompt.text, bool(prompt.chat),
                 continuation, backend.settings()]
     extra = backend.sequence_settings()
-    if prompt.shared and backend.capabilities.split_shared:
-        extra = {**extra, "shared": prompt.shared}  # absent otherwise: earlier keys stay as they were
+    extra = {**extra, **prompt_splits(backend, prompt)}  # no splits: earlier keys stay as they were
     return _digest([*material, extra] if extra else material)
+
+
+def prompt_splits(backend: Backend, prompt: Prompt) -> dict[str, int]:
+    """Where a prompt's declared parts end, for its cache key, when the backend evaluates them apart (which
+    can move an answer): ``shared`` and ``instructions``, each only when declared, so that the key of a
+    prompt with neither, or with the shared part only, is the one it had before either existed."""
+    if not backend.capabilities.split_shared:
+        return {}
+    return {k: v for k, v in (("shared", prompt.shared), ("instructions", prompt.instructions)) if v}
 
 
 def _digest(material: list[object]) -> str:

@@ -12,6 +12,7 @@ A template file starts with a Jinja comment holding TOML metadata::
                              # "alternatives"
     family = "fedq-turn"     # prompts written to share all but their last line (optional)
     shared_until = "Question:"  # the family's shared part ends where this text last occurs (optional)
+    split_instructions = true   # the text before anything item-dependent is evaluated apart (optional)
     -#}
 
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
@@ -27,6 +28,7 @@ listwise methods apart, so an undeclared read is an error at render time, not a 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import tomllib
@@ -40,7 +42,7 @@ import jinja2
 
 from .answers import AnswerType, Rating, YesNo
 from .errors import TemplateError, UnknownNameError
-from .items import Item
+from .items import SYSTEM, USER, Item, Turn
 from .qualities import Quality, find_quality
 from .sandbox import StrictSandbox, render_error
 
@@ -72,6 +74,8 @@ class PromptTemplate:
     family: str | None = None
     #: The text before which the family's shared part ends (its last occurrence in a rendered prompt).
     shared_until: str | None = None
+    #: The template's item-independent text is evaluated as batches of its own (``instructions_chars``).
+    split_instructions: bool = False
 
     def shared_chars(self, text: str) -> int:
         """How many leading characters of a rendered prompt its family shares: up to the last occurrence
@@ -79,6 +83,17 @@ class PromptTemplate:
         batches of its own, so that the family's next prompt reuses it and each answer is the same
         whichever prompt of the family ran before."""
         return max(text.rfind(self.shared_until), 0) if self.shared_until else 0
+
+    def instructions_chars(self, text: str, quality: Quality | None = None) -> int:
+        """How many leading characters of a rendered prompt do not depend on the item or its examples (the
+        template's instructions), when the template declares ``split_instructions`` (else 0). The llama.cpp
+        backend evaluates that part as batches of its own, so that consecutive items reuse it and each
+        answer is the same whichever item ran before. Found by rendering the template for sentinel items
+        (``instructions_head``); 0 when ``text`` does not begin with that head."""
+        if not self.split_instructions:
+            return 0
+        head = instructions_head(self, quality or self.quality)
+        return len(head) if head and text.startswith(head) else 0
 
     def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None,
                alternatives: Sequence[str] = ()) -> str:
@@ -116,6 +131,45 @@ class PromptTemplate:
                 human = self.answer.min + frac * (self.answer.max - self.answer.min)
             return self.answer.format_label(human)
         return self.answer.format_label(human, lo, hi)
+
+
+def _sentinel_items() -> list[tuple[Item, list[str]]]:
+    """Items (with alternatives) that differ in every field a template can show: both levels, with and
+    without background, turns of either speaker first, other replies, references and next user turns."""
+    def turns(*spoken: tuple[str, str]) -> tuple[Turn, ...]:
+        return tuple(Turn(who, text) for who, text in spoken)
+
+    return [
+        (Item(id="a", level="turn", context=turns((USER, "alpha one"), (SYSTEM, "alpha two")), response="alpha",
+              fact="alpha fact", references=("alpha ref",), next_user="alpha next"), ["alpha", "alpha bis"]),
+        (Item(id="b", level="turn", context=turns((SYSTEM, "beta one")), response="beta",
+              references=("beta ref",), next_user="beta next"), ["beta"]),
+        (Item(id="c", level="dialog", dialog=turns((USER, "gamma one"), (SYSTEM, "gamma two")), fact="gamma fact"), []),
+        (Item(id="d", level="dialog", dialog=turns((SYSTEM, "delta one"), (USER, "delta two"))), []),
+    ]
+
+
+@lru_cache(maxsize=256)
+def instructions_head(template: PromptTemplate, quality: Quality | None) -> str:
+    """The longest text every zero-shot rendering of ``template`` begins with, whatever the item: the
+    common prefix of its renderings for the sentinel items (those it cannot render are left out), cut
+    back to just after a line break that every rendering follows with a visible character. Tokenizers
+    merge a line break with the text before it (a full stop and the break can be one token) and with
+    the breaks after it, not with a word after it: cut there, the head tokenizes as a prefix of the
+    prompt (the backend checks it all the same). Empty when fewer than two sentinels render."""
+    texts = []
+    for item, alternatives in _sentinel_items():
+        with contextlib.suppress(TemplateError):
+            texts.append(template.render(item, [], quality, alternatives))
+    if len(texts) < 2:
+        return ""
+    # The lexicographically first and last texts differ first where any two of them do.
+    first, last = min(texts), max(texts)
+    common = first[:next((i for i, (a, b) in enumerate(zip(first, last)) if a != b), len(first))]
+    for end in range(len(common), 0, -1):
+        if common[end - 1] == "\n" and all(len(t) > end and not t[end].isspace() for t in texts):
+            return common[:end]
+    return ""
 
 
 #: Inputs a template may declare under ``reads``, and the item field each one shows.
@@ -210,7 +264,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
     allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads", "family",
-               "shared_until"}
+               "shared_until", "split_instructions"}
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -221,6 +275,8 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     for key in ("answer", "quality", "level", "description", "family", "shared_until"):
         if key in meta and not isinstance(meta[key], str):
             raise TemplateError(f"{path}: metadata '{key}' must be a string, not {meta[key]!r}")
+    if not isinstance(meta.get("split_instructions", False), bool):
+        raise TemplateError(f"{path}: metadata 'split_instructions' must be true or false, not {meta['split_instructions']!r}")
     if not 0 < meta.get("threshold", 0.5) < 1:
         raise TemplateError(f"{path}: metadata 'threshold' must be between 0 and 1, not {meta['threshold']!r}")
     reads = meta.get("reads", [])
@@ -256,7 +312,8 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
     if "shared_until" in meta and (not family or not meta["shared_until"]):
         raise TemplateError(f"{path}: metadata 'shared_until' needs a 'family' and a non-empty text")
     return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads),
-                          str(family) if family else None, meta.get("shared_until"))
+                          str(family) if family else None, meta.get("shared_until"),
+                          meta.get("split_instructions", False))
 
 
 def builtin_prompts() -> dict[str, Path]:

@@ -64,6 +64,27 @@ def test_prefix_share_runs_one_family_alone(data_dir):
     assert "variant flash_attn=true:" in out
 
 
+@pytest.mark.slow
+def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_one(data_dir):
+    """Two items of DailyDialog-Zhao and of Topical-USR, SmolLM2, ABBA: a row per set and side with its
+    ratio against the unsplit side of the same run, fewer tokens evaluated with the split, the two passes
+    of each side equal bit for bit, and the target line (two items are too few for the ratio: the exit
+    status may say it was missed)."""
+    proc = subprocess.run([sys.executable, "benchmarks/instruction_prefix.py", "--data-dir", str(data_dir),
+                           "--items", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr
+    out = proc.stdout
+    rows = {tuple(line.split()[:2]): line.split() for line in out.splitlines() if line.startswith(("DZ ", "TU "))}
+    assert set(rows) == {("DZ", "off"), ("DZ", "on"), ("TU", "off"), ("TU", "on")}, out
+    for name in ("DZ", "TU"):
+        off, on = rows[(name, "off")], rows[(name, "on")]
+        assert off[8] == "1.00x" and on[8].endswith("x"), out
+        assert int(on[5]) == int(off[5]) and int(on[6]) < int(off[6]), out  # same prompts, fewer tokens run
+        assert f"{name}: on vs off:" in out
+    assert out.count("passes of one side bit-identical: True") == 2, out
+    assert "target: DZ items/s with the split vs without:" in out, out
+
+
 @pytest.mark.slow  # the token-by-token side is what the benchmark shows to be slow
 def test_likelihood_speed_times_batched_replies_against_token_by_token(data_dir):
     """Three FED-Dial dialogs, SmolLM2: both sides print a row, the speed-up is a ratio of the same run, and

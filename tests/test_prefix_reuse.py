@@ -129,6 +129,84 @@ def test_the_split_joins_the_cache_key_only_where_it_can_move_an_answer(smollm2)
     assert cache_key(mock, split, ["Yes", "No"], 20) == cache_key(mock, Prompt(text), ["Yes", "No"], 20)
 
 
+def test_the_instructions_split_joins_the_cache_key_and_leaves_other_keys_alone(smollm2):
+    """A prompt split where its instructions end has a key of its own on llama.cpp (its answer can move in
+    the last bits), none on a backend that splits nothing; a prompt with a shared part only keeps the key
+    it had before the instructions split existed (the material below is that code's)."""
+    from judge.backends.base import Prompt
+    from judge.backends.mock import MockBackend
+    from judge.cache import SCHEMA_VERSION, _digest, cache_key, sequence_key
+
+    text = "Rate replies.\nConversation:\nUser: hi\nQuestion: Is it good? Answer:"
+    labels = ["Yes", "No"]
+    shared = Prompt(text, chat=True, shared=text.index("Question:"))
+    both = Prompt(text, chat=True, shared=shared.shared, instructions=text.index("Conversation:"))
+    old = [SCHEMA_VERSION, smollm2.name, smollm2.model_id, text, True, labels, 20, smollm2.settings()]
+    assert cache_key(smollm2, shared, labels, 20) == _digest([*old, {"shared": shared.shared}])
+    assert cache_key(smollm2, Prompt(text, chat=True), labels, 20) == _digest(old)
+    keys = {cache_key(smollm2, p, labels, 20) for p in (shared, both, Prompt(text, chat=True, instructions=14))}
+    assert len(keys) == 3
+    assert sequence_key(smollm2, both, " x") != sequence_key(smollm2, shared, " x")
+    mock = MockBackend(None, GenerateConfig())
+    assert cache_key(mock, both, labels, 20) == cache_key(mock, Prompt(text, chat=True), labels, 20)
+
+
+def test_the_reuse_rule_keeps_only_batch_starts_both_evaluations_had():
+    """``batch_starts`` and ``reused_prefix`` are the whole reuse rule, callable without a model: batches
+    of n_batch counted anew from each declared cut, and the KV cache kept up to the last start that lies
+    within the common tokens and that the previous evaluation also had, with the same starts before it."""
+    from judge.backends.llamacpp import batch_starts, reused_prefix
+
+    assert batch_starts(100, (), 32) == [0, 32, 64, 96]
+    assert batch_starts(100, (40, 0, 100, 70), 32) == [0, 32, 40, 70]
+    assert batch_starts(100, (40, 40), 64) == [0, 40]
+    prev = list(range(100))
+    marks = [*batch_starts(100, (40,), 32), 100]
+    same_head = [*range(60), *range(500, 550)]  # the first 60 tokens in common
+    assert reused_prefix(prev, marks, same_head, batch_starts(110, (40,), 32)) == 40
+    assert reused_prefix(prev, marks, same_head, batch_starts(110, (), 32)) == 32  # other starts after 32
+    assert reused_prefix(prev, marks, same_head, batch_starts(110, (50,), 32)) == 32
+    assert reused_prefix(prev, [], same_head, batch_starts(110, (40,), 32)) == 0  # nothing left to reuse
+    assert reused_prefix(prev, marks, [7, *range(1, 60)], batch_starts(60, (40,), 32)) == 0  # first token differs
+    assert reused_prefix(prev, marks, prev[:40] + [1], batch_starts(41, (40,), 32)) == 40  # the last token runs
+
+
+def test_instructions_are_reused_across_items_and_answers_match_from_scratch(reuse, scratch, data_dir):
+    """The criteria prompt's item-independent text (the chat template's system part and the preamble) ends
+    at a batch boundary of its own, so the next item reuses all of it, not only whole batches of it; and
+    every answer is the prompt's from-scratch evaluation (reuse off, the same boundaries), bit for bit,
+    whichever item ran before it: DailyDialog-Zhao and Topical-USR items in one order and in reverse."""
+    from judge.backends.base import Prompt
+
+    shortest_tu = min(load_benchmark("topical-usr", data_dir)[:10], key=lambda it: sum(len(t.text) for t in it.context))
+    items = [*load_benchmark("dailydialog-zhao", data_dir)[:3], shortest_tu]
+    criteria = get_prompt("yesno-criteria")
+
+    def run(backend, order):  # window 1: the items go to the model in the order given
+        backend.reset()
+        scores = {s.item_id: s for s in LLMJudge(criteria, backend, batch_size=1).score(order)}
+        return [scores[it.id] for it in items]
+
+    forward, backward = run(reuse, items), run(reuse, items[::-1])
+    fresh = run(scratch, items)
+    _same(forward, fresh)
+    _same(backward, fresh)
+    assert all(s.n_evaluated_tokens == s.n_prompt_tokens for s in fresh)
+    prompts = [LLMJudge(criteria, reuse).build_prompt(it)[0] for it in items]
+    cuts = {reuse.instructions_tokens(p, reuse.tokens(p)) for p in prompts}
+    assert len(cuts) == 1
+    cut = cuts.pop()
+    assert cut % 32, "the split is not on a batch boundary already"
+    head = reuse.tokens(Prompt(prompts[0].text[: prompts[0].instructions], chat=True))[: cut]
+    assert all(reuse.tokens(p)[:cut] == head for p in prompts), "the split does not change the prompt's tokens"
+    # After the first item, every prompt reuses the whole head: its instructions are evaluated once.
+    assert all(s.n_prompt_tokens - s.n_evaluated_tokens >= cut for s in forward[1:] + backward[:-1])
+    # Unsplit, the same prompts reuse the head in whole batches of 32 only.
+    reuse.reset()
+    unsplit = reuse.label_logprobs([Prompt(p.text, chat=True, shared=p.shared) for p in prompts], ["Yes", "No"])
+    assert sum(d.n_evaluated_tokens for d in unsplit) > sum(s.n_evaluated_tokens for s in forward)
+
+
 def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_path):
     """The judge sorts a window only when the backend declares prefix reuse; the CLI wraps every backend
     in the cache, which must forward the declaration or the reordering would silently stop."""

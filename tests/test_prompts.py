@@ -134,6 +134,51 @@ def test_shared_until_marks_where_the_familys_shared_part_ends(tmp_path):
     assert get_prompt("yesno").shared_chars(text) == 0  # undeclared: nothing is split
 
 
+CRITERIA_SPLIT = ["yesno-criteria", "yesno-aspect-consistent", "yesno-aspect-engaging", "yesno-aspect-fluent",
+                  "yesno-aspect-relevant", "rating-criteria", "rating-criteria-shared", "yesno-criteria-listwise",
+                  "yesno-criteria-listwise-compare"]
+
+
+def test_the_criteria_prompts_split_where_their_instructions_end():
+    """Every template of the criteria text declares ``split_instructions``: its item-independent part is
+    the preamble, up to and including its line break, for turn and dialog items, with background or not,
+    with examples or not; the other built-in prompts declare nothing and are never split."""
+    for name, path in builtin_prompts().items():
+        assert load_template(path).split_instructions == (name in CRITERIA_SPLIT), name
+    no_fact = Item(id="n", level="turn", context=TURN.context, response="Sure.")
+    for name in CRITERIA_SPLIT:
+        t = get_prompt(name)
+        heads = set()
+        for item, shown in ((TURN, []), (no_fact, []), (DIAL, []), (no_fact, [(TURN, "3")])):
+            text = t.render(item, shown)
+            cut = t.instructions_chars(text)
+            assert text[:cut].startswith("You judge chatbot replies.") and text[:cut].count("\n") == 1, name
+            assert text[:cut].endswith(".\n") and not text[cut].isspace(), name
+            heads.add(text[:cut])
+        assert len(heads) == 1, name
+    assert get_prompt("rating-criteria").instructions_chars(get_prompt("rating-criteria").render(TURN)) > 0
+    yesno = get_prompt("yesno")
+    assert yesno.instructions_chars(yesno.render(TURN)) == 0  # undeclared
+
+
+def test_split_instructions_finds_the_text_before_anything_item_dependent(tmp_path):
+    """The head is the common text of the template rendered for sentinel items, cut back to a line break
+    followed by a visible character (a break the tokenizer may merge with what follows is no cut), and a
+    prompt that does not begin with it (another quality's text, say) is not split."""
+    p = tmp_path / "i.j2"
+    p.write_text('{#- judge\nanswer = "yesno"\nsplit_instructions = true\n-#}\n'
+                 'Rate replies.\nBe strict.\n  Reply: {{ item.response or "none" }}\nGood?')
+    t = load_template(p)
+    text = t.render(Item(id="1", level="turn", context=(Turn(USER, "hi"),), response="hello"))
+    assert text[: t.instructions_chars(text)] == "Rate replies.\n"  # not after "strict.\n": a space follows
+    assert t.instructions_chars("Something else entirely") == 0
+    p.write_text('{#- judge\nanswer = "yesno"\nsplit_instructions = true\n-#}\nReply: {{ item.response }}')
+    assert load_template(p).instructions_chars(load_template(p).render(TURN)) == 0  # nothing before the item
+    p.write_text('{#- judge\nanswer = "yesno"\nsplit_instructions = "yes"\n-#}\nx')
+    with pytest.raises(TemplateError, match="split_instructions"):
+        load_template(p)
+
+
 def test_criteria_variant_names_roles_and_flags_empty_replies():
     t = get_prompt("yesno-criteria")
     assert isinstance(t.answer, YesNo)

@@ -20,6 +20,9 @@ class Prompt:
     #: template's ``shared_until``). A backend with ``split_shared`` evaluates that part as batches of its
     #: own, so the next prompt of the family can reuse it whatever ran before (see the llama.cpp backend).
     shared: int = 0
+    #: How many leading characters of ``text`` no item changes (0: none declared; the template's instructions,
+    #: ``split_instructions``). Evaluated apart as ``shared`` is, so that the next item's prompt reuses them.
+    instructions: int = 0
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,8 @@ class Capabilities:
     batching: bool = False
     #: Consecutive prompts reuse the previous prompt's shared prefix (so sending them sorted pays).
     prefix_reuse: bool = False
-    #: A prompt's shared part (``Prompt.shared``) is evaluated apart from the rest, which can move its answer
-    #: slightly: the split then joins the prompt's cache key.
+    #: A prompt's declared parts (``Prompt.shared``, ``Prompt.instructions``) are evaluated apart from the rest,
+    #: which can move its answer slightly: the splits then join the prompt's cache key.
     split_shared: bool = False
     #: ``sequence_logprobs`` reads the log-probability of every token of a given text (likelihood methods).
     sequence_logprobs: bool = False

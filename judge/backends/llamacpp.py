@@ -1,18 +1,20 @@
 """llama.cpp backend (the embedded default): full-vocabulary next-token log-probabilities.
 
 Consecutive prompts that share a prefix reuse the KV cache, in whole batches only. A prompt is evaluated
-in batches of ``n_batch`` tokens, starting anew where its family's shared part ends (``Prompt.shared``);
-the next prompt reuses the previous one's KV cache up to the last batch boundary the two evaluations
-have in common within their common prefix. A prompt's answer is then bit-identical to evaluating it
-alone from an empty cache, whatever ran before it (see ``_eval``).
+in batches of ``n_batch`` tokens, starting anew where its template's instructions end
+(``Prompt.instructions``) and where its family's shared part ends (``Prompt.shared``); the next prompt
+reuses the previous one's KV cache up to the last batch boundary the two evaluations have in common
+within their common prefix (``reused_prefix``, the one place that rule lives). A prompt's answer is then
+bit-identical to evaluating it alone from an empty cache, whatever ran before it (see ``_eval``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,33 @@ def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
     except Exception as exc:
         raise BackendError(f"llama.cpp could not read the vocabulary of {path}: {exc}") from exc
     return lambda text: list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+def batch_starts(n: int, cuts: Iterable[int], n_batch: int) -> list[int]:
+    """Where the batches of a from-scratch evaluation of ``n`` tokens begin: every ``n_batch`` tokens, counted
+    anew from each cut (the token positions where a prompt's declared parts end; those outside (0, n) are
+    ignored). Fixed by the prompt alone, so that its logits never depend on what ran before it."""
+    bounds = sorted({0, n, *(c for c in cuts if 0 < c < n)})
+    return [s for a, b in itertools.pairwise(bounds) for s in range(a, b, n_batch)]
+
+
+def reused_prefix(prev: Sequence[int] | np.ndarray, prev_marks: Sequence[int], toks: Sequence[int], starts: Sequence[int]) -> int:
+    """How many leading tokens of a prompt are served from the KV cache the previous evaluation left: the
+    last of the prompt's batch starts (``starts``, from ``batch_starts``) that lies within the tokens the two
+    share and that the previous evaluation also had, with the same batches before it (``prev_marks``: its
+    batch starts, then its length; empty when nothing may be reused). The reuse rule of ``_eval``, callable
+    without a model (to count the tokens a run will evaluate, prompt after prompt)."""
+    if not prev_marks or not len(prev):
+        return 0
+    n = min(len(prev), len(toks))
+    diff = np.nonzero(np.asarray(prev[:n]) != np.asarray(toks[:n]))[0]
+    common = int(diff[0]) if len(diff) else n
+    keep = 0
+    for i, start in enumerate(starts):
+        if start > common or list(prev_marks[: i + 1]) != list(starts[: i + 1]):
+            break
+        keep = start
+    return keep
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -205,54 +234,57 @@ class LlamaCppBackend(Backend):
 
     # -- scoring --------------------------------------------------------------------------------
     def shared_tokens(self, prompt: Prompt, toks: list[int]) -> int:
-        """The token position where the prompt's shared part ends (0: none declared). A tokenization that
-        merges tokens across the split gives none, so the prompt's tokens never depend on the split."""
-        if not prompt.shared:
+        """The token position where the prompt's shared part ends (0: none declared, or not a token prefix)."""
+        return self._prefix_tokens(prompt, prompt.shared, toks)
+
+    def instructions_tokens(self, prompt: Prompt, toks: list[int]) -> int:
+        """The token position where the prompt's item-independent text ends: the chat template's system part
+        and the template's instructions (0: none declared, or not a token prefix)."""
+        return self._prefix_tokens(prompt, prompt.instructions, toks)
+
+    def _prefix_tokens(self, prompt: Prompt, chars: int, toks: list[int]) -> int:
+        """The token position where the first ``chars`` characters of the prompt's text end (0: none). A
+        tokenization that merges tokens across that point gives none, so the prompt's tokens never depend
+        on a split."""
+        if not chars:
             return 0
-        head = self.tokens(Prompt(prompt.text[: prompt.shared], chat=prompt.chat))
+        head = self.tokens(Prompt(prompt.text[:chars], chat=prompt.chat))
         if prompt.chat and self._chat is not None and self._chat[1]:
             head = head[: -len(self._chat[1])]
         return len(head) if 0 < len(head) < len(toks) and toks[: len(head)] == head else 0
 
-    def _starts(self, n: int, cut: int) -> list[int]:
-        """Where the batches of a from-scratch evaluation of ``n`` tokens begin: every ``n_batch`` tokens,
-        counted anew from ``cut`` (the end of the shared part; 0: none)."""
-        segments = [(0, cut), (cut, n)] if 0 < cut < n else [(0, n)]
-        return [s for a, b in segments for s in range(a, b, self.n_batch)]
+    def prompt_starts(self, prompt: Prompt, toks: list[int]) -> list[int]:
+        """Where the batches of the prompt's evaluation begin (``batch_starts``), cut where its instructions
+        and its family's shared part end. With ``reused_prefix`` this says how many of its tokens a
+        prompt evaluates after the one before it."""
+        return batch_starts(len(toks), (self.instructions_tokens(prompt, toks), self.shared_tokens(prompt, toks)),
+                            self.n_batch)
 
-    def _eval(self, toks: list[int], cut: int = 0) -> tuple[np.ndarray, int]:
-        """Evaluate ``toks`` and return (next-token logits, number of tokens actually evaluated).
+    def _eval(self, toks: list[int], starts: list[int] | None = None) -> tuple[np.ndarray, int]:
+        """Evaluate ``toks`` in batches beginning at ``starts`` (default: every ``n_batch`` tokens) and return
+        (next-token logits, number of tokens actually evaluated).
 
         llama.cpp's CPU kernels compute a row differently depending on the batch it is in (a one-token
         batch goes through other kernels, up to 0.9 in a logit; the repacked 4-bit matmuls take rows four at
         a time and the batch's tail row by row). Reusing an arbitrary prefix therefore made a prompt's answer
         depend on the prompt before it (the same item scored differently alone and after another set's
         items; docs/journal.md, "Reproducing the figures"). So a prompt's batches are fixed by the prompt
-        alone (``_starts``), and the KV cache is kept only up to a batch start that the previous evaluation
-        also had, with the same batches before it, within the tokens the two share. The last token always
-        runs, to produce logits.
+        alone (``prompt_starts``), and the KV cache is kept only up to a batch start that the previous
+        evaluation also had, with the same batches before it, within the tokens the two share
+        (``reused_prefix``). The last token always runs, to produce logits.
         """
         llm = self.llm
-        starts = self._starts(len(toks), cut)
-        keep = 0
-        if self.reuse_prefix and llm.n_tokens and self._marks:
-            prev = llm.input_ids[: llm.n_tokens]
-            n = min(len(prev), len(toks))
-            diff = np.nonzero(prev[:n] != np.asarray(toks[:n]))[0]
-            common = int(diff[0]) if len(diff) else n
-            for i, start in enumerate(starts):
-                if start > common or self._marks[: i + 1] != starts[: i + 1]:
-                    break
-                keep = start
-        # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding, and splits what it is
-        # given into batches of n_batch from its first token: one call per segment of the prompt.
+        starts = batch_starts(len(toks), (), self.n_batch) if starts is None else starts
+        keep = reused_prefix(llm.input_ids[: llm.n_tokens], self._marks, toks, starts) if self.reuse_prefix else 0
+        # llama-cpp-python's eval() drops the KV cache beyond n_tokens before decoding, and decodes what it is
+        # given in batches of n_batch from its first token: one call per batch, so each is exactly a batch.
         llm.n_tokens = keep
         self._marks = []
-        tail = cut if keep < cut else keep  # shared_tokens keeps cut below len(toks)
-        if tail > keep:
-            llm.eval(toks[keep:tail])
-        llm.eval(toks[tail:])
-        self._marks = [*starts, len(toks)]
+        bounds = [*starts, len(toks)]
+        for begin, end in itertools.pairwise(bounds):
+            if begin >= keep:
+                llm.eval(toks[begin:end])
+        self._marks = bounds
         return self._last_logits(), len(toks) - keep
 
     def _extend_all(self, tokens: list[int]) -> np.ndarray:
@@ -300,7 +332,7 @@ class LlamaCppBackend(Backend):
                 continue
             t0 = time.perf_counter()
             try:
-                logits, n_eval = self._eval(toks, self.shared_tokens(prompt, toks))
+                logits, n_eval = self._eval(toks, self.prompt_starts(prompt, toks))
             except (RuntimeError, ValueError) as exc:  # "llama_decode returned N", or its token bookkeeping
                 out.append(self._decode_failure(len(toks), exc))
                 continue

@@ -41,7 +41,7 @@ def sequence_logprobs(backend: LlamaCppBackend, requests: Sequence[tuple[Prompt,
             continue
         t0 = time.perf_counter()
         try:
-            lps, n_eval = _evaluate(backend, prefix, cont, backend.shared_tokens(prompt, prefix))
+            lps, n_eval = _evaluate(backend, prefix, cont, backend.prompt_starts(prompt, prefix))
         except (RuntimeError, ValueError) as exc:  # llama_decode failures: this request only
             out.append(backend._decode_failure(n, exc))
             continue
@@ -51,12 +51,13 @@ def sequence_logprobs(backend: LlamaCppBackend, requests: Sequence[tuple[Prompt,
     return out
 
 
-def _evaluate(backend: LlamaCppBackend, prefix: list[int], cont: list[int], cut: int) -> tuple[list[float], int]:
+def _evaluate(backend: LlamaCppBackend, prefix: list[int], cont: list[int], starts: list[int]
+              ) -> tuple[list[float], int]:
     """The prompt's last position gives the first reply token's log-probability; one pass over the reply
-    but its last token gives the others. A prompt that declares a shared part (``cut`` tokens) has it
-    evaluated as batches of its own, as a label prompt does: the continuations asked after one prompt
-    (the follow-ups of a reply) reuse it."""
-    logits, evaluated = backend._eval(prefix, cut)
+    but its last token gives the others. The prompt is evaluated in the batches a label prompt would be
+    (``starts``: a declared shared part as batches of its own), so the continuations asked after one
+    prompt (the follow-ups of a reply) reuse it."""
+    logits, evaluated = backend._eval(prefix, starts)
     lps = [float(log_softmax(logits)[cont[0]])]
     if len(cont) > 1:
         rows = backend._extend_all(cont[:-1])

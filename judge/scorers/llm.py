@@ -124,7 +124,8 @@ class LLMJudge(Scorer):
             shown = self.selector.arrange(kept)
             text = self.prompt.render(in_view(item, self.context), [(ex, labels[ex.id]) for ex in shown], self.quality,
                                       replies)
-            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text)), shown
+            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text),
+                          instructions=self.prompt.instructions_chars(text, self.quality)), shown
 
         prompt, shown = render(ranked)
         limit = self.backend.capabilities.max_context - 1
