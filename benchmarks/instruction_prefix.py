@@ -26,22 +26,18 @@ import argparse
 import json
 import os
 import platform
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from prefix_share import peak_rss_mb, subprocess_pass  # the house's timed passes, one process each
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: items/s of ``on`` over ``off`` on DailyDialog-Zhao, the set whose short prompts the instructions weigh most.
 TARGET = 1.3
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def unsplit_copy(prompt: str, folder: Path) -> Path:
@@ -94,15 +90,6 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def subprocess_pass(spec: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, __file__, "--pass-json", json.dumps(spec)], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"pass {spec['side']} failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def spearman(a: list[float], b: list[float]) -> float:
     from scipy.stats import spearmanr
 
@@ -135,7 +122,7 @@ def main() -> int:
     runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
     for n, side in enumerate(order):
         print(f"... pass {n + 1}: split {side}", file=sys.stderr, flush=True)
-        runs[side].append(subprocess_pass({
+        runs[side].append(subprocess_pass(script=__file__, spec={
             "side": side, "prompt": prompts[side], "model": args.model, "sets": args.sets, "items": items,
             "threads": args.threads, "data_dir": str(Path(args.data_dir).resolve()),
             "cache": str(tmp / f"cache{n}.sqlite")}))

@@ -134,12 +134,16 @@ def raw_pass(spec: dict[str, Any]) -> dict[str, Any]:
 
 # -- the driver ----------------------------------------------------------------------------------------
 
-def subprocess_pass(spec: dict[str, Any]) -> dict[str, Any]:
+def subprocess_pass(spec: dict[str, Any], script: str = __file__) -> dict[str, Any]:
+    """One timed pass in a process of its own (``script --pass-json SPEC``, which prints its result as the
+    last line of JSON): each pass loads its model and warms its caches alone. Also used by
+    instruction_prefix.py for its own passes."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.run([sys.executable, __file__, "--pass-json", json.dumps(spec)], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, script, "--pass-json", json.dumps(spec)], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"pass {spec.get('name')} failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
+        label = spec.get("name") or spec.get("side")
+        raise SystemExit(f"pass {label} failed (exit status {proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
