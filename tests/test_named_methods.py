@@ -59,7 +59,7 @@ def test_preset_kinds_come_from_what_their_methods_read():
         kinds = method_kinds(methods[name])
         assert (kinds.label, methods[name].allow_future) == ("reference-free", False), name
     ref_user = methods["criteria-ref-user"]
-    assert method_kinds(ref_user).label == "reference-based, uses-future"
+    assert method_kinds(ref_user).label == "uses-future, reference-based"  # its kind first (docs/harness.md)
     assert ref_user.allow_future and methods["next-user"].allow_future
     items = [it for it in load_items(str(EXAMPLES)) if it.level == "turn"]
     assert prepare(ref_user, items).spec.name == "criteria-ref-user"  # turn level: refused without allow_future
