@@ -71,12 +71,12 @@ def test_the_score_is_feds_overall_from_each_follow_ups_mean_log_probability():
     assert followup_score("turn", up) > followup_score("turn", lps)
 
 
-@pytest.mark.parametrize("level", ["turn", pytest.param("dialog", marks=pytest.mark.slow)])
+@pytest.mark.slow  # 34 evaluations from scratch per item; the engine logic runs on the mock above
+@pytest.mark.parametrize("level", ["turn", "dialog"])
 def test_scores_equal_the_follow_ups_evaluated_from_scratch_one_by_one(reuse, scratch, level):
     """On the real SmolLM2: the scorer's value is followup_score over each follow-up's log-probabilities
     from a backend that reuses nothing, bit for bit, while the reusing backend evaluates the transcript
-    once per item and only each follow-up's last line and tokens after it. The turn item in the README's
-    suite; the dialog item (the same split, a longer transcript: 34 evaluations from scratch) in the slow one."""
+    once per item and only each follow-up's last line and tokens after it."""
     for item in [_TURN if level == "turn" else _DIALOG]:
         prompt, texts = followup_prompt(item), followup_texts(item.level)
         toks = reuse.tokens(prompt)
@@ -135,10 +135,11 @@ def test_follow_ups_are_reference_free_and_never_read_the_next_turn():
 
 
 def test_documented_command_scores_every_item(tmp_path):
-    """docs/likelihood.md's `judge score ... --likelihood followup`, as a user runs it."""
+    """docs/likelihood.md's `judge score ... --likelihood followup`, as a user runs it, on the mock backend
+    (the command's parsing and output; the real model's follow-ups are the from-scratch test's)."""
     out = tmp_path / "rows.jsonl"
     proc = subprocess.run([sys.executable, "-m", "judge", "score", "examples/dialogues.jsonl", "--likelihood",
-                           "followup", "--limit", "3", "--threads", "2", "-o", str(out)], cwd=ROOT,
+                           "followup", "--limit", "3", "--threads", "2", "--backend", "mock", "-o", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(x) for x in out.read_text().splitlines()]

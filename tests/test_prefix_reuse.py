@@ -171,6 +171,7 @@ def test_the_reuse_rule_keeps_only_batch_starts_both_evaluations_had():
     assert reused_prefix(prev, marks, prev[:40] + [1], batch_starts(41, (40,), 32)) == 40  # the last token runs
 
 
+@pytest.mark.slow  # three real-model passes over four items; the shared-part test below keeps the rule in the README suite
 def test_instructions_are_reused_across_items_and_answers_match_from_scratch(reuse, scratch, data_dir):
     """The criteria prompt's item-independent text (the chat template's system part and the preamble) ends
     at a batch boundary of its own, so the next item reuses all of it, not only whole batches of it; and
