@@ -126,6 +126,7 @@ fit = "cv"
 """
 
 
+@pytest.mark.slow  # SmolLM2 with a 160-token window on 8 FED-Turn items, for the failed-member accounting
 def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir):
     cfg = tmp_path / "ens.toml"
     out = tmp_path / "res"
