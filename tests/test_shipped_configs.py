@@ -7,8 +7,15 @@ sampled human ratings are all equal (then the test checks that this is the reaso
 eight sets, every method, on the mock backend (`--backend mock`): its 19 cells are selectors and k-shot
 prompts of up to 12 examples, and with SmolLM2 they took 13 minutes of CI on one set alone. Its selectors,
 k-shot prompts and window fitting run with the real model in tests/test_selectors.py, and Tables 3 and 4
-run their k-shot FED prompts with it here. The CPU leaderboards run on two sets, on the 0.5B model that
-CI installs.
+run their k-shot FED prompts with it here.
+
+The CPU leaderboard and its Qwen-1.5B rounds (`cpu_leaderboard*.toml`: 40 and 36 methods, most of them
+ensembles over the same prompts) also run on the mock backend: what they check here is the config, the
+split, every ensemble fit and paired comparison, and the reports, which is harness logic. Their prompts
+run with a real model elsewhere: `cpu_leaderboard_dev.toml` below runs yes/no, criteria and rating and
+their ensembles with the packaged Qwen-0.5B, Table 6 the 4-shot BM25 prompts with SmolLM2, and
+tests/test_likelihood.py, test_followups.py, test_listwise.py and test_ensemble.py each keep a SmolLM2
+end-to-end test of their method type. With SmolLM2 these configs took about 15 minutes of CI.
 """
 
 from __future__ import annotations
@@ -33,23 +40,23 @@ ARGS = {
     # The CPU leaderboard runs the Qwen models (the benchmark measures them; tests/test_models.py runs
     # the packaged Qwen): here every LLM method runs on the embedded SmolLM2, so each ensemble and the
     # dev/test split run end to end at a third of the 0.5B's CI time.
-    "cpu_leaderboard.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard.toml": ["--limit", "5", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_dev.toml": ["--limit", "5", "--datasets", "DGU"],
     # DGU has references and FED-Dial next user turns: every classic member of the third round runs.
-    "cpu_leaderboard_dev_q15.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_dev_q15.toml": ["--limit", "5", "--datasets", "DGU,FD", "--backend", "mock"],
     # Round 4 (likelihood methods): every method on two sets with the embedded SmolLM2; the Qwen-1.5B
     # numbers are the benchmark's, and its test-half file runs on Qwen once, for the dev choice.
-    "cpu_leaderboard_dev_q15_r4.toml": ["--limit", "5", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_dev_q15_r4.toml": ["--limit", "5", "--datasets", "DGU,FD", "--backend", "mock"],
     # A round's test-half config holds its dev config's methods (tests/test_round_configs.py checks it):
     # the dev config runs them on SmolLM2 just above, the test one runs its split and paired comparisons
     # on the mock backend, which answers every capability (labels and per-token log-probabilities).
     "cpu_leaderboard_q15_r4_test.toml": ["--limit", "5", "--datasets", "DGU,FD", "--backend", "mock"],
     # Round 5 (contrasts with the reply alone): DGU's turns and FED-Dial's system turns without the user's.
-    "cpu_leaderboard_dev_q15_r5.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_dev_q15_r5.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_q15_r5_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
-    "cpu_leaderboard_dev_q15_r6.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_dev_q15_r6.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_q15_r6_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
-    "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--model", "smollm2-135m-instruct"],
+    "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
