@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,27 @@ def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_
         assert f"{name}: on vs off:" in out
     assert out.count("passes of one side bit-identical: True") == 2, out
     assert "target: DZ items/s with the split vs without:" in out, out
+
+
+@pytest.mark.slow
+def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_estimate(data_dir):
+    """One FED-Dial and one DailyDialog-Zhao item, SmolLM2's four zero-shot prompts of the CPU leaderboard:
+    both passes print a row, they write the same rows, ``--check`` counted exactly the tokens the
+    scheduled run evaluated, and the full run's estimate is printed (one item per set is too few for the
+    time estimate: the exit status may say it missed)."""
+    proc = subprocess.run([sys.executable, "benchmarks/leaderboard_schedule.py", "--data-dir", str(data_dir),
+                           "--model", "smollm2-135m-instruct", "--items", "1", "--datasets", "DZ,FD"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr
+    out = proc.stdout
+    assert "4 zero-shot methods (smollm2-yesno, smollm2-rating-exp, smollm2-criteria, smollm2-relevant)" in out, out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("each ", "scheduled "))}
+    assert set(rows) == {"each", "scheduled"} and rows["each"][1] == rows["scheduled"][1] == "8", out
+    assert int(rows["scheduled"][5]) < int(rows["each"][5]), out  # the criteria family shares its instructions
+    check = re.search(r"--check before the scheduled run: (\d+) tokens, .* measured (\d+) tokens", out)
+    assert check and check.group(1) == check.group(2) == rows["scheduled"][5], out
+    assert re.search(r"--check for the full run: 1044 item scorings, \d+ tokens, about [\d.]+ h", out), out
+    assert "rows: scheduled equal one by one: True (8 rows)" in out, out
 
 
 @pytest.mark.slow  # the token-by-token side is what the benchmark shows to be slow

@@ -400,14 +400,21 @@ def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
     return lines
 
 
-def report(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
-           measure: Callable[[MethodSpec], Rate] = calibrate, order: Sequence[Entry] | None = None) -> list[str]:
-    """Count ``groups``, find (or measure) the rates of the models they use, and return the table lines
-    (cells in the order of ``order``, default the groups')."""
+def estimate(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
+             measure: Callable[[MethodSpec], Rate] = calibrate,
+             order: Sequence[Entry] | None = None) -> tuple[list[CellCost], dict[str, Rate]]:
+    """Count ``groups`` and find (or measure) the rates of the models they use: each cell's cost (cells in
+    the order of ``order``, default the groups') and the rates by backend key. Benchmarks read these
+    numbers; ``--check`` prints them with :func:`cost_lines`."""
     pool = CostPool()
     start = time.perf_counter()
     cells = count_groups(groups, pool, order)
     log(f"judge: counted the prompt tokens of {len(cells)} cells in {time.perf_counter() - start:.1f} s")
     specs = {backend_key(c.spec): c.spec for c in cells if c.how == "llamacpp" and c.tokens}
-    rates = rates_for(pool, specs, log, measure)
-    return cost_lines(cells, rates)
+    return cells, rates_for(pool, specs, log, measure)
+
+
+def report(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
+           measure: Callable[[MethodSpec], Rate] = calibrate, order: Sequence[Entry] | None = None) -> list[str]:
+    """The ``--check`` table of ``groups`` (see :func:`estimate`)."""
+    return cost_lines(*estimate(groups, log, measure, order))

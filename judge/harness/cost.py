@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..engine import Prepared
-from ..engine.cost import Entry, report
+from ..engine.cost import CellCost, Entry, cost_lines, estimate
 from ..rates import Rate
 from ..results import cell_path
 from .cells import read_done
@@ -29,6 +29,13 @@ def cell_label(cell: Cell, abbrev: str) -> str:
 def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
                 measure: Callable[..., Rate] | None = None) -> list[str]:
     """The cost table of the run ``exp`` would start now (see :func:`judge.engine.cost.report`)."""
+    return cost_lines(*cost_estimate(exp, prepared, log, measure))
+
+
+def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
+                  measure: Callable[..., Rate] | None = None) -> tuple[list[CellCost], dict[str, Rate]]:
+    """What each cell of the run ``exp`` would start now costs, and the rates used (see
+    :func:`judge.engine.cost.estimate`)."""
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     todo = []
     for cell, prep in prepared:
@@ -39,5 +46,5 @@ def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log:
                for c, prep, _, rows, _ in todo]
     groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
     if measure is None:
-        return report(groups, log, order=entries)
-    return report(groups, log, measure, order=entries)
+        return estimate(groups, log, order=entries)
+    return estimate(groups, log, measure, order=entries)
