@@ -32,8 +32,8 @@ from ..backends import Backend, create_backend
 from ..backends.base import LabelDist, Prompt, TokenLogprobs
 from ..backends.llamacpp import LlamaCppBackend
 from ..backends.registry import BACKENDS
-from ..cache import Cache, CachedBackend, default_cache_path, dist_from_json
-from ..config import GenerateConfig
+from ..cache import Cache, CachedBackend, dist_from_json
+from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError
 from ..items import Item
 from ..rates import Rate, UnreadableRates, rate_key, read_rates, today, write_rate
