@@ -33,7 +33,10 @@ LIGHT_SCORERS = {"length", "bleu4", "rouge-l", "meteor"}
 #: Keys whose values change from one run to the next (times, hosts, paths), left out of the comparison.
 VOLATILE = {"seconds", "elapsed", "started", "finished", "time", "timing", "wall_seconds", "created", "host",
             "path", "output", "data_dir", "config", "python", "platform", "version", "git", "duration",
-            "rate", "rates", "eval_seconds", "items_per_second", "per_item", "cpu", "machine", "when"}
+            "rate", "rates", "eval_seconds", "items_per_second", "per_item", "cpu", "machine", "when", "wall_s",
+            "peak_rss_mib", "s_per_item", "load_s"}
+#: The leaderboard's section of times and memory, left out of the comparison like the ``.time.json`` files.
+TIMES_SECTION = "## Compute time and memory"
 
 
 def _light(method: Any) -> bool:
@@ -73,6 +76,17 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _text(path: Path) -> list[str]:
+    """A text file's lines without its times: the leaderboard's time section and wall-time line."""
+    out, skipping = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            skipping = line.startswith(TIMES_SECTION)
+        if not skipping and not line.startswith("Wall time"):
+            out.append(line)
+    return out
+
+
 def _cache_keys(path: Path) -> dict[str, list[tuple[str, str]]]:
     if not path.exists():
         return {}
@@ -87,7 +101,7 @@ def compare(a: Path, b: Path) -> int:
     for left in sorted(a.rglob("*")):
         rel = left.relative_to(a)
         right = b / rel
-        if left.is_dir() or left.name == "stderr.txt":
+        if left.is_dir() or left.name == "stderr.txt" or left.name.endswith(".time.json"):
             continue
         if not right.exists():
             print(f"missing in {b}: {rel}")
@@ -109,13 +123,14 @@ def compare(a: Path, b: Path) -> int:
         elif left.suffix == ".json":
             same = _clean(json.loads(left.read_text())) == _clean(json.loads(right.read_text()))
         elif left.suffix in (".md", ".csv", ".tsv", ".txt"):
-            same = left.read_text() == right.read_text() or rel.name in ("timing.md",)
+            same = _text(left) == _text(right)
         else:
             continue
         if not same:
             print(f"differs: {rel}")
             bad += 1
-    extra = [p for p in b.rglob("*") if p.is_file() and not (a / p.relative_to(b)).exists()]
+    extra = [p for p in b.rglob("*") if p.is_file() and not (a / p.relative_to(b)).exists()
+             and p.name != "stderr.txt"]
     for p in extra:
         print(f"missing in {a}: {p.relative_to(b)}")
         bad += 1

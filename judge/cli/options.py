@@ -9,7 +9,7 @@ from dataclasses import asdict, fields, replace
 from ..backends import backend_names
 from ..context_views import CONTEXT_VIEWS
 from ..engine import MethodSpec
-from ..engine.spec import spec_field_types
+from ..engine.fields import field_types
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
@@ -288,7 +288,7 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
     whether it is optional (``optional=true``: left out on data that lacks its input). Values of text
     fields are kept as written; the others are read as TOML values (``k=2``, ``chat=false``)."""
     changes: dict[str, object] = {}
-    text_fields = {name for name, hint in spec_field_types().items() if hint is str or hint == (str | None)}
+    text_fields = {name for name, hint in field_types(MethodSpec).items() if hint is str or hint == (str | None)}
     for pair in text.split(","):
         key, raw = key_value(pair, "--member", str)
         if key not in MEMBER_KEYS:

@@ -185,10 +185,8 @@ def estimable(spec: MethodSpec) -> str:
     """How a method's cost is known: ``llamacpp`` (counted), ``mock`` (no model: nothing to count),
     ``hosted`` (an API's speed is not this machine's), ``other`` (a local backend judge cannot count
     yet), ``none`` (no model: classic scorers), ``ensemble`` (counted where its members run)."""
-    if spec.type == "classic":
-        return "none"
-    if spec.type == "ensemble":
-        return "ensemble"
+    if spec.kind.cost is not None:
+        return spec.kind.cost
     name = BACKENDS.canonical(spec.backend)
     if name == "llamacpp":
         return "llamacpp"
