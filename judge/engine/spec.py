@@ -72,6 +72,10 @@ class MethodType:
     noun: ClassVar[str] = "these methods"
     #: How errors name the ``options`` field (backend options, or the scorer's own).
     options_flag: ClassVar[str] = "backend-option"
+    #: The command-line flag (also a ``--member`` key) that selects this type, and the spec field its value
+    #: sets: ``("scorer", "scorer")`` for ``--scorer NAME``, ``("likelihood", "signal")`` for
+    #: ``--likelihood SIGNAL``. None: chosen otherwise (the default type, ``--member``, ``--method``).
+    flag: ClassVar[tuple[str, str] | None] = None
     #: A TOML table holding this key is of this type when it names none (``scorer``: classic).
     implied_by: ClassVar[str | None] = None
     #: Its TOML tables name other methods of the file (an ensemble's members): read after the others.

@@ -26,6 +26,7 @@ class ClassicType(MethodType):
     noun = "classic methods"
     options_flag = "options"
     implied_by = "scorer"
+    flag = ("scorer", "scorer")
     skips_missing_input = True
 
     def check(self, spec: MethodSpec) -> None:

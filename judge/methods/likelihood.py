@@ -28,6 +28,7 @@ class LikelihoodType(MethodType):
     runs_model = True
     needs = frozenset({"sequence_logprobs"})
     noun = "likelihood methods"
+    flag = ("likelihood", "signal")
     cost = None
 
     def check(self, spec: MethodSpec) -> None:
