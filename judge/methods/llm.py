@@ -33,6 +33,7 @@ from ..prompts import (
     get_prompt,
     is_template_path,
     load_template,
+    per_quality_prompts,
 )
 from ..qualities import Quality
 from ..scorers.base import Scorer
@@ -99,9 +100,8 @@ class LLMType(MethodType):
     def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
         if is_template_path(spec.prompt):
             return load_template(spec.prompt, quality=quality).reads
-        if spec.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality (fed-*, fedq-*): the union of them
-            family = f"{spec.prompt}-"
-            return frozenset().union(*(get_prompt(n).reads for n in builtin_prompts() if n.startswith(family)))
+        if spec.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality: what any of them reads
+            return frozenset().union(*(get_prompt(n).reads for n in per_quality_prompts(spec.prompt)))
         return get_prompt(spec.prompt).reads
 
     def check_served(self, spec: MethodSpec, reference: Sequence[Item] | None) -> None:
