@@ -23,6 +23,7 @@ import numpy as np
 from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
+from ..rates import rate_key, record_run
 from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
 from .chat import chat_parts
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
@@ -493,8 +494,6 @@ class LlamaCppBackend(Backend):
     def close(self) -> None:
         if getattr(self, "record_rate", False) and getattr(self, "tokens_evaluated", 0):
             # What this run achieved becomes the machine's rate for the model (``judge run --check``).
-            from ..rates import rate_key, record_run
-
             record_run(rate_key(self.rate_identity()), self.model_id, self.threads, self.tokens_evaluated,
                        self.eval_seconds)
         llm = getattr(self, "llm", None)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import default_cache_path
+from ..models import resolve_model_path
 
 _PROBE = """
 import llama_cpp, sys
@@ -128,7 +129,6 @@ def llama_server_command(args: Sequence[str]) -> list[str]:
     server has no option for it, and would die of SIGILL on its first prompt)."""
     import llama_cpp
 
-    from ..models import resolve_model_path
 
     if extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent):
         return [sys.executable, "-m", "llama_cpp.server", *args]

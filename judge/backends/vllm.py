@@ -28,6 +28,7 @@ from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
+from .hf import gguf_to_safetensors
 from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
 
@@ -101,8 +102,6 @@ class VLLMBackend(HFTokenCounting, Backend):
     def _resolve(model: str | None, gguf_cache: str | None) -> str:
         """A GGUF (or the packaged default) is re-saved as safetensors first: vLLM loads those reliably."""
         if model is None or model in PACKAGED or model.lower().endswith(".gguf"):
-            from .hf import gguf_to_safetensors
-
             return str(gguf_to_safetensors(model, gguf_cache))
         return model
 

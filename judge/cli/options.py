@@ -10,6 +10,7 @@ from ..backends import backend_names
 from ..context_views import CONTEXT_VIEWS
 from ..engine import MethodSpec
 from ..engine.fields import field_types
+from ..engine.named import named_method, with_runtime
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
 from ..errors import InputError
 from ..items import Item
@@ -270,8 +271,6 @@ def _flag_defaults() -> argparse.Namespace:
 
 def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     """``--method NAME``: the named method, run where and how the runtime flags say."""
-    from ..engine.named import named_method, with_runtime
-
     if not args.method:
         raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
     defaults = _flag_defaults()

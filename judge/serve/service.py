@@ -16,7 +16,7 @@ from typing import Any
 
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
-from ..engine.kinds import scorer_kinds
+from ..engine.kinds import check_live, method_kinds, scorer_kinds
 from ..items import Item
 from ..qualities import Quality
 from ..scorers.base import Scorer
@@ -108,8 +108,6 @@ def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
     """The spec options a service cannot honour: examples need ``--pool``, an ensemble needs
     ``--reference-set`` (and nothing else does), and no served method may read the user's turn after
     the rated response (a live request has none yet), ``allow_future`` or not."""
-    from ..engine.kinds import check_live, method_kinds
-
     check_live(spec, method_kinds(spec))
     spec.kind.check_served(spec, reference)
 
