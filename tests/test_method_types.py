@@ -115,3 +115,27 @@ def test_a_toy_type_is_served(plugin_env: dict[str, str], tmp_path: Path):
         assert status == 200 and json.loads(body)["spec"]["type"] == "wordcount"
     finally:
         srv.stop()
+
+
+def test_a_table_takes_the_keys_its_type_declares():
+    """The keys of a TOML table are its type's fields: a likelihood table may say seeds and allow_future
+    (fields of the type), never a prompt (another type's field)."""
+    from judge.engine.spec import method_type
+    from judge.errors import InputError
+    from judge.harness.config import parse_experiment
+
+    (spec,) = parse_experiment({"datasets": ["TU"], "methods": [
+        {"type": "likelihood", "backend": "mock", "seeds": [0, 1], "allow_future": True}]}).methods
+    assert (spec.seeds, spec.allow_future, spec.signal) == ((0, 1), True, "pmi")
+    assert {"seeds", "allow_future", "signal", "backend"} <= method_type("likelihood").table_keys()
+    with pytest.raises(InputError, match=r"methods\[0\]\.prompt: unknown key"):
+        parse_experiment({"datasets": ["TU"], "methods": [{"type": "likelihood", "prompt": "yesno"}]})
+
+
+def test_a_backend_lacking_what_a_type_needs_is_named():
+    from judge.backends.base import Capabilities
+
+    caps = Capabilities(full_vocab=True, hidden_states=True)
+    assert caps.lacks({"hidden_states"}) == [] and caps.lacks(["sequence_logprobs"]) == ["sequence_logprobs"]
+    with pytest.raises(ValueError, match="no such capability: telepathy"):
+        caps.lacks({"telepathy"})
