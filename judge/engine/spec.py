@@ -281,7 +281,7 @@ class MethodSpec:
         accepted = kind.accepted()
         for key, default in _DEFAULTS.items():
             if key not in accepted and getattr(self, key) != default:
-                owner = next((t for t in _owners(key)), None)
+                owner = next(_owners(key), None)
                 reason, field_name = (owner.foreign(key, self.type) if owner is not None
                                       else (f"{key} does not apply to a {self.type} method", key))
                 raise InputError(reason, field=field_name)
