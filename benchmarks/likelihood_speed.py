@@ -6,7 +6,7 @@ an output; before, it appended them one decode at a time, each at the speed of g
 process and on one loaded model (no cache) this measures, on the same requests:
 
 * ``batched``: ``LlamaCppBackend.sequence_logprobs`` (the engine);
-* ``token-by-token``: ``llamacpp_sequence.token_by_token``, the former evaluation, kept as the reference.
+* ``token-by-token``: ``LlamaCppBackend.token_by_token``, the former evaluation, kept as the reference.
 
 The passes run interleaved (batched, token-by-token, token-by-token, batched, ... with ``--repeat``), so
 drift in the machine's load hits both sides alike. It prints each side's wall time, items/s and reply
@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 
 from judge.backends import Prompt, TokenLogprobs
 from judge.backends.llamacpp import LlamaCppBackend
-from judge.backends.llamacpp_sequence import token_by_token
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
@@ -66,7 +65,7 @@ def batched(backend: LlamaCppBackend, per_item: list[list[Request]]) -> list[lis
 
 
 def one_by_one(backend: LlamaCppBackend, per_item: list[list[Request]]) -> list[list[list[float]]]:
-    return [[token_by_token(backend, prompt, text) for prompt, text in requests] for requests in per_item]
+    return [[backend.token_by_token(prompt, text) for prompt, text in requests] for requests in per_item]
 
 
 def pmi(lps: list[list[float]]) -> float | None:

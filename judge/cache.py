@@ -14,7 +14,6 @@ import functools
 import hashlib
 import json
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -23,18 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, gather
+from .config import default_cache_path as default_cache_path
 
 SCHEMA_VERSION = 1
 #: What a hidden-state key adds to its answer's key material: which vector is stored (``HiddenState``).
 HIDDEN_MARKER = "final layer at the answer position"
-
-
-def default_cache_path() -> Path:
-    """``$JUDGE_CACHE`` if set, else ``~/.cache/judge/cache.sqlite``."""
-    env = os.environ.get("JUDGE_CACHE")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "judge" / "cache.sqlite"
 
 
 def cache_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from .errors import InputError
 
@@ -59,3 +61,12 @@ class GenerateConfig:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+def default_cache_path() -> Path:
+    """``$JUDGE_CACHE`` if set, else ``~/.cache/judge/cache.sqlite``: where ``cache_path`` None points, and
+    beside it the files every backend may keep (measured rates, converted weights)."""
+    env = os.environ.get("JUDGE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "judge" / "cache.sqlite"

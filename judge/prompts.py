@@ -334,6 +334,17 @@ def get_prompt(name: str) -> PromptTemplate:
 PER_QUALITY_PROMPTS = ("fed", "fedq")
 
 
+def is_template_path(prompt: str) -> bool:
+    """A prompt given as a file (``.j2``, or any path) rather than a built-in name."""
+    return prompt.endswith(".j2") or "/" in prompt or "\\" in prompt or Path(prompt).is_file()
+
+
+def per_quality_prompts(family: str) -> list[str]:
+    """The built-in prompts of a per-quality family (``fed``, ``fedq``: one prompt per FED quality and
+    level), as :func:`fed_prompt_name` names them."""
+    return [name for name in builtin_prompts() if name.startswith(f"{family}-")]
+
+
 def fed_prompt_name(level: str, quality: str, family: str = "fed") -> str:
     """Built-in rating prompt for a FED quality, e.g. ('turn', 'Semantically appropriate') ->
     ``fed-turn-semantically-appropriate``; ``family="fedq"`` gives the shared-prefix family's."""

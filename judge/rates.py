@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .cache import default_cache_path
+from .config import default_cache_path
 from .io import atomic_write_text
 
 #: Version of the file's layout; a file of another version is re-measured like a corrupt one.

@@ -11,7 +11,6 @@ import pytest
 
 from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
 from judge.backends.base import Capabilities
-from judge.backends.llamacpp_sequence import token_by_token
 from judge.backends.mock import MockBackend
 from judge.cache import Cache, CachedBackend, cache_key
 from judge.config import GenerateConfig
@@ -202,7 +201,7 @@ def test_a_reply_in_batches_matches_it_one_token_at_a_time(reuse, scratch):
     reply = _REPLY + " Then let it cool for an hour before you cut it, or the crumb will be gummy." * 2
     request = (conditional_prompt(_CONTEXT), reply)
     (alone,) = scratch.sequence_logprobs([request])
-    reference = token_by_token(scratch, *request)
+    reference = scratch.token_by_token(*request)
     assert isinstance(alone, TokenLogprobs) and len(alone.logprobs) == len(reference) > 32
     diffs = [abs(a - b) for a, b in zip(alone.logprobs, reference)]
     assert max(diffs) < 1.0 and sum(diffs) / len(diffs) < 0.1

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from judge.cli import build_parser, main
+from judge.harness import load_experiment
 from judge.report import results_page as page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,12 +80,12 @@ def tiny_run(tmp_path_factory, data_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def collected(tiny_run: Path) -> dict:
-    return page.collect(tiny_run, "tiny", root=ROOT, allow_mock=True)
+    return page.collect(tiny_run, "tiny", load_config=load_experiment, root=ROOT, allow_mock=True)
 
 
 def test_collect_refuses_a_mock_run_unless_told(tiny_run: Path, tmp_path: Path):
     with pytest.raises(Exception, match="mock backend"):
-        page.collect(tiny_run, "tiny", root=ROOT)
+        page.collect(tiny_run, "tiny", load_config=load_experiment, root=ROOT)
     assert main(["results", "collect", str(tiny_run), "--name", "tiny", "--root", str(tmp_path)]) == 2
     assert not (tmp_path / page.SUMMARY_DIR / "tiny.json").exists()
     assert page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "mock"}}})
@@ -114,7 +115,7 @@ def test_collect_rebuilds_the_command_that_made_the_run(collected: dict, tiny_ru
     assert args.methods is None and args.limit is None and args.split is None  # the config's own
     summary = json.loads((tiny_run / "summary.json").read_text())
     del summary["methods"]["cv"]
-    narrowed = build_parser().parse_args(shlex.split(page.regenerate_command(summary, "x"))[1:])
+    narrowed = build_parser().parse_args(shlex.split(page.regenerate_command(summary, "x", load_experiment))[1:])
     assert narrowed.methods == "length,rouge-l,next-user,mock-yesno"
 
 
@@ -123,7 +124,7 @@ def test_collect_refuses_a_command_it_cannot_rebuild(tiny_run: Path):
     summary = json.loads((tiny_run / "summary.json").read_text())
     summary["methods"]["mock-yesno"]["backend"] = "llamacpp"
     with pytest.raises(Exception, match="pass --command"):
-        page.regenerate_command(summary, "tiny")
+        page.regenerate_command(summary, "tiny", load_experiment)
 
 
 def test_models_are_named_with_their_sha256():

@@ -14,9 +14,10 @@ from judge import make_judge
 from judge.cli.options import add_judge_options, spec_from_args
 from judge.config import GenerateConfig
 from judge.datasets.benchmarks import dataset_info
-from judge.engine.spec import MethodSpec, spec_field_types
+from judge.engine.fields import field_types
+from judge.engine.spec import MethodSpec, method_type
 from judge.errors import InputError
-from judge.harness.config import LLM_KEYS, parse_experiment
+from judge.harness.config import parse_experiment
 
 
 def _cli(*argv: str) -> MethodSpec:
@@ -113,9 +114,10 @@ def test_a_field_added_to_the_spec_is_a_one_place_change():
     assert Grown.from_mapping({"allow_future": True}).allow_future is True
     with pytest.raises(InputError, match=r"field 'allow_future': must be true or false, got str"):
         Grown.from_mapping({"allow_future": "yes"})
-    # The TOML keys of an LLM table are the spec's fields (besides the TOML-only ones).
-    assert {n for n in spec_field_types() if n not in {"members", "weights", "combine", "fit", "optional", "index",
-                                                        "scorer", "order", "manual_set"}} <= set(LLM_KEYS)
+    # The TOML keys of an LLM table are the spec's fields its type accepts (besides the TOML-only ones).
+    assert {n for n in field_types(MethodSpec) if n not in {"members", "weights", "combine", "fit", "optional", "index",
+                                                            "scorer", "signal", "order", "manual_set"}} <= set(
+        method_type("llm").table_keys())
 
 
 def test_a_likelihood_method_is_the_same_spec_from_cli_toml_and_a_mapping():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, runtime_checkable
 
 from ..errors import InputError
@@ -49,6 +49,15 @@ class Capabilities:
     #: ``hidden_states`` reads the model's final hidden state at the answer position along with the label
     #: distribution (supervised heads on the judge model's representation, issue 46).
     hidden_states: bool = False
+
+    def lacks(self, needs: Iterable[str]) -> list[str]:
+        """Which of the capabilities ``needs`` (field names of this class, what a method type asks of its
+        backend) this backend does not have; an unknown name is a programming error."""
+        known = {f.name: getattr(self, f.name) for f in fields(self)}
+        unknown = [n for n in needs if n not in known]
+        if unknown:
+            raise ValueError(f"no such capability: {', '.join(unknown)} (known: {', '.join(known)})")
+        return [n for n in needs if not known[n]]
 
 
 @dataclass

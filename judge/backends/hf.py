@@ -25,7 +25,7 @@ from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
 from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, too_long
-from .hf_tokens import HFPromptTokenizer
+from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -108,7 +108,7 @@ def gguf_to_safetensors(model: str | None, cache_dir: str | os.PathLike[str] | N
     return save_safetensors(model_obj, tok, out)
 
 
-class TransformersBackend(Backend):
+class TransformersBackend(HFTokenCounting, Backend):
     """A Hugging Face model (causal or encoder-decoder) run in-process with PyTorch."""
 
     name = "transformers"
@@ -221,18 +221,6 @@ class TransformersBackend(Backend):
         if isinstance(value, int) and 0 < value < 1_000_000:
             return value
         return 2048
-
-    # -- tokenization ---------------------------------------------------------------------------
-    def tokens(self, prompt: Prompt) -> list[int]:
-        """Token ids of a prompt as the model sees it (special tokens and chat template included)."""
-        return self.prompts.tokens(prompt)
-
-    def single_token(self, text: str) -> bool | None:
-        """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
-        return bool(self.prompts.candidate_ids([text]))
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return len(self.tokens(prompt))
 
     # -- scoring --------------------------------------------------------------------------------
     def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:

@@ -81,3 +81,21 @@ class HFPromptTokenizer:
     def piece(self, token_id: int) -> str:
         """Display text of one token (special tokens included)."""
         return self.tok.decode([token_id], skip_special_tokens=False)
+
+
+class HFTokenCounting:
+    """The token-counting part of the backend contract for a backend whose prompts go through an
+    :class:`HFPromptTokenizer` (``self.prompts``): the transformers and vLLM backends share it."""
+
+    prompts: HFPromptTokenizer
+
+    def tokens(self, prompt: Prompt) -> list[int]:
+        """Token ids of a prompt as the model sees it (special tokens and chat template included)."""
+        return self.prompts.tokens(prompt)
+
+    def single_token(self, text: str) -> bool | None:
+        """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
+        return bool(self.prompts.candidate_ids([text]))
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self.tokens(prompt))

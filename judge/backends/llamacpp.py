@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import default_cache_path
-from ..config import GenerateConfig
+from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
+from ..rates import rate_key, record_run
 from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
 from .chat import chat_parts
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
@@ -77,6 +77,10 @@ def reused_prefix(prev: Sequence[int] | np.ndarray, prev_marks: Sequence[int], t
             break
         keep = start
     return keep
+
+
+#: How a reply is evaluated, for cache keys (``LlamaCppBackend.sequence_settings``).
+REPLY_BATCHES = "batches of n_batch, every position an output"
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -390,17 +394,75 @@ class LlamaCppBackend(Backend):
         reports and benchmarks (absent when every answer came from the cache)."""
         return {"tokens_evaluated": self.tokens_evaluated} if self.tokens_evaluated else {}
 
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        """Per-token log-probabilities of each continuation after its prompt (see ``llamacpp_sequence``)."""
-        from .llamacpp_sequence import sequence_logprobs
+    # -- per-token log-probabilities of a given reply (likelihood methods) --------------------------
+    # The label methods read one position (the next token after the prompt); likelihood methods need a
+    # position per token of the reply. The prompt is evaluated as a label prompt is (``_eval``: its batches
+    # fixed by the prompt alone, so its KV prefix reuse follows the same rule), then the reply's tokens but
+    # the last are appended in batches of their own, every position an output (``_extend_all``). The answer
+    # depends on the prompt and the reply only, never on what ran before.
+    #
+    # Until this engine appended them one token per decode: a reply of n tokens cost n - 1 decodes at the
+    # speed of generation, most of a likelihood method's time. A one-token batch goes through other CPU
+    # kernels than a longer one, so the two ways give slightly different log-probabilities, and the cache
+    # keys say which one an answer came from (``REPLY_BATCHES``).
 
-        return sequence_logprobs(self, requests)
+    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
+        """Per-token log-probabilities of each continuation after its prompt, one result per request in
+        order; a too-long or failed request fails alone."""
+        out: list[TokenLogprobs | Failure] = []
+        window = self.capabilities.max_context
+        for prompt, text in requests:
+            prefix = self.tokens(prompt)
+            cont = self._tok(text)
+            if not cont:  # nothing to score: an empty continuation has log-probability 0 and no tokens
+                out.append(TokenLogprobs([], n_prompt_tokens=len(prefix)))
+                continue
+            n = len(prefix) + len(cont)
+            if n >= window:
+                out.append(too_long(n, window))
+                continue
+            t0 = time.perf_counter()
+            try:
+                lps, n_eval = self._evaluate_reply(prefix, cont, self.prompt_starts(prompt, prefix))
+            except (RuntimeError, ValueError) as exc:  # llama_decode failures: this request only
+                out.append(self._decode_failure(n, exc))
+                continue
+            self.eval_seconds += time.perf_counter() - t0
+            self.tokens_evaluated += n_eval
+            out.append(TokenLogprobs(lps, n_prompt_tokens=len(prefix), n_evaluated_tokens=n_eval))
+        return out
+
+    def _evaluate_reply(self, prefix: list[int], cont: list[int], starts: list[int]) -> tuple[list[float], int]:
+        """The prompt's last position gives the first reply token's log-probability; one pass over the reply
+        but its last token gives the others. The prompt is evaluated in the batches a label prompt would be
+        (``starts``: a declared shared part as batches of its own), so the continuations asked after one
+        prompt (the follow-ups of a reply) reuse it."""
+        logits, evaluated = self._eval(prefix, starts)
+        lps = [float(log_softmax(logits)[cont[0]])]
+        if len(cont) > 1:
+            rows = self._extend_all(cont[:-1])
+            evaluated += len(cont) - 1
+            lps.extend(float(log_softmax(row)[target]) for row, target in zip(rows, cont[1:], strict=True))
+        return lps, evaluated
+
+    def token_by_token(self, prompt: Prompt, text: str) -> list[float]:
+        """The continuation's log-probabilities as the engine computed them before it evaluated a reply in
+        batches: each token but the last appended as a decode of its own. Kept as the reference the batched
+        evaluation is checked and timed against (``tests/test_likelihood.py``, ``benchmarks/likelihood_speed.py``);
+        it leaves the KV cache empty, so it never feeds prefix reuse."""
+        cont = self._tok(text)
+        self.reset()
+        logits, _ = self._eval(self.tokens(prompt))
+        out = [float(log_softmax(logits)[cont[0]])] if cont else []
+        for prev, target in itertools.pairwise(cont):
+            self.llm.eval([prev])
+            out.append(float(log_softmax(self._last_logits())[target]))
+        self.reset()
+        return out
 
     def sequence_settings(self) -> dict[str, object]:
-        """How a reply's tokens are evaluated (``llamacpp_sequence.REPLY_BATCHES``): answers of the engine
-        that decoded them one at a time have other keys, and are never served as this engine's."""
-        from .llamacpp_sequence import REPLY_BATCHES
-
+        """How a reply's tokens are evaluated (``REPLY_BATCHES``): answers of the engine that decoded them
+        one at a time have other keys, and are never served as this engine's."""
         return {"reply": REPLY_BATCHES}
 
     def _decode_failure(self, n_tokens: int, exc: Exception) -> Failure:
@@ -432,8 +494,6 @@ class LlamaCppBackend(Backend):
     def close(self) -> None:
         if getattr(self, "record_rate", False) and getattr(self, "tokens_evaluated", 0):
             # What this run achieved becomes the machine's rate for the model (``judge run --check``).
-            from ..rates import rate_key, record_run
-
             record_run(rate_key(self.rate_identity()), self.model_id, self.threads, self.tokens_evaluated,
                        self.eval_seconds)
         llm = getattr(self, "llm", None)

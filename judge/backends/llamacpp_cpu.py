@@ -22,6 +22,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..config import default_cache_path
+from ..models import resolve_model_path
+
 _PROBE = """
 import llama_cpp, sys
 m = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, verbose=False)
@@ -126,8 +129,6 @@ def llama_server_command(args: Sequence[str]) -> list[str]:
     server has no option for it, and would die of SIGILL on its first prompt)."""
     import llama_cpp
 
-    from ..cache import default_cache_path
-    from ..models import resolve_model_path
 
     if extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent):
         return [sys.executable, "-m", "llama_cpp.server", *args]

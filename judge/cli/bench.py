@@ -20,6 +20,7 @@ from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
 from ..engine.kinds import kind_text
+from ..engine.spec import method_type
 from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             _copy_rows(exp, args.output)
     rated = sum(it.human(quality.name) is not None for it in items)
     print_summary(summary, info.abbrev, len(items) - rated, rated)
-    if spec.type == "llm" and spec.k:
+    if spec.k:
         used = [len(r["examples"]) for r in rows]
         print(f"examples  {statistics.fmean(used):.2f} shown per item on average (k {spec.k}); "
               f"{sum(u < spec.k for u in used)} item-runs had fewer (context window or small pool); "
@@ -147,20 +148,9 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
     name, spec = next(iter(summary["methods"].items()))
     cells = summary["cells"]
     first = cells[0]
-    if spec["type"] == "classic":
-        how = f"scorer {spec['scorer']}"
-    elif spec["type"] == "likelihood":
-        how = f"likelihood {spec['signal']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']})"
-    elif spec["type"] == "ensemble":
-        weights = spec["weights"]  # "learned" with fit = "cv"
-        how = (f"{spec['combine']} ensemble of {', '.join(spec['members'])} "
-               f"(weights {weights if isinstance(weights, str) else ', '.join(f'{w:g}' for w in weights)})")
-    else:
-        guard = "on" if spec["group_guard"] else "OFF"
-        how = (f"prompt {spec['prompt']}, model {spec['model'] or 'smollm2 (embedded)'} ({spec['backend']}), "
-               f"selector {spec['selector']}, k {spec['k']}, order {spec['order']}, group guard {guard}")
-        if len(cells) > 1 or spec["selector"] == "random":
-            how += f", seeds {','.join(str(c['seed']) for c in cells)}"
+    how = method_type(spec["type"]).settings_text(spec)
+    if len(cells) > 1 or spec.get("selector") == "random":
+        how += f", seeds {','.join(str(c['seed']) for c in cells)}"
     failed = sum(c["n_failed"] for c in cells)
     print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
     print(f"kind      {kind_text(spec)}")

@@ -9,7 +9,9 @@ from dataclasses import asdict, fields, replace
 from ..backends import backend_names
 from ..context_views import CONTEXT_VIEWS
 from ..engine import MethodSpec
-from ..engine.spec import spec_field_types
+from ..engine.fields import field_types
+from ..engine.named import named_method, with_runtime
+from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
 from ..errors import InputError
 from ..items import Item
 from ..prompts import builtin_prompts
@@ -91,7 +93,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="an ensemble member (repeat, at least twice): the other flags with these changes, e.g. "
                    "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length; optional=true leaves a "
                    "member out where the data lacks its input (e.g. scorer=embedding-reference,optional=true). "
-                   f"Keys: {', '.join(sorted(MEMBER_KEYS))}")
+                   f"Keys: {', '.join(sorted(member_keys()))}")
     e.add_argument("--weights", default=None, metavar="W,W,...", help="member weights (default: equal)")
     e.add_argument("--combine", default="rank-mean", choices=COMBINE_RULES,
                    help="rank-mean (default): mean of each member's percentile among the scored items; "
@@ -209,10 +211,33 @@ def spec_from_flags(values: Mapping[str, object], flags: Mapping[str, str] = FLA
         raise InputError(exc.reason, field=flag_for(exc.field, flags)) from None
 
 
-#: What an ``--member`` may change: spec fields (typed by ``MethodSpec``), ``chat``, ``optional`` and
-#: ``likelihood`` (the signal of a likelihood member).
-MEMBER_KEYS = ("name", "prompt", "selector", "k", "rule", "top_k", "model", "backend", "chat", "scorer",
-               "manual_set", "optional", "likelihood", "context")
+#: ``--member`` keys beyond spec fields: ``chat`` (short for generate.chat) and ``optional``.
+MEMBER_EXTRA = ("chat", "optional")
+#: Spec fields a ``--member`` does not set: the ensemble's own, and the entry's bookkeeping.
+_NOT_MEMBER = frozenset({"type", "index", "paper", "allow_future"})
+#: Spec fields that hold scalars (a ``--member`` value is one word).
+_SCALARS = (str, int, float, bool, str | None, int | None, float | None)
+
+
+def _types() -> list[MethodType]:
+    return [method_type(name) for name in METHOD_TYPES.names()]
+
+
+def member_keys(kind: MethodType | None = None) -> list[str]:
+    """What a ``--member`` may set (of a member of type ``kind``, or of any type): the scalar spec fields its
+    type accepts, the flag that selects a type (``scorer``, ``likelihood``) in place of the field it sets,
+    ``chat`` for a type that runs a model, and ``optional``. Ensembles are not members."""
+    hints = field_types(MethodSpec)
+    kinds = [kind] if kind is not None else [k for k in _types() if not k.refers_to_methods]
+    keys: dict[str, None] = {}
+    for k in kinds:
+        if k.flag is not None:
+            keys[k.flag[0]] = None
+        flagged = {t.flag[1] for t in _types() if t.flag is not None}
+        keys.update(dict.fromkeys(sorted(f for f in k.accepted() - _NOT_MEMBER - flagged if hints[f] in _SCALARS)))
+        if k.runs_model:
+            keys["chat"] = None
+    return [*keys, "optional"]
 
 
 def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
@@ -246,8 +271,6 @@ def _flag_defaults() -> argparse.Namespace:
 
 def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     """``--method NAME``: the named method, run where and how the runtime flags say."""
-    from ..engine.named import named_method, with_runtime
-
     if not args.method:
         raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
     defaults = _flag_defaults()
@@ -267,7 +290,9 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
 
 
 def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None) -> MethodSpec:
-    base = _single_from_args(argparse.Namespace(**{**vars(args), "scorer": None, "name": None, "likelihood": None}),
+    # The base every --member changes is of the default type: the flags that select a type are cleared.
+    cleared = {k.flag[0]: None for k in _types() if k.flag is not None}
+    base = _single_from_args(argparse.Namespace(**{**vars(args), **cleared, "name": None}),
                              seeds)
     parsed = [_member(base, text) for text in args.member]
     members = [m for m, _ in parsed]
@@ -284,39 +309,42 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
 
 
 def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
-    """One ``--member KEY=VALUE,...``: the base spec with those changes (``scorer=``: a classic one), and
-    whether it is optional (``optional=true``: left out on data that lacks its input). Values of text
-    fields are kept as written; the others are read as TOML values (``k=2``, ``chat=false``)."""
+    """One ``--member KEY=VALUE,...``: the base spec with those changes, and whether it is optional
+    (``optional=true``: left out on data that lacks its input). A type's flag key (``scorer=``,
+    ``likelihood=``) makes a member of that type; it keeps the base's settings its type accepts (a type
+    with options of its own keeps none of the base's backend options). Values of text fields are kept as
+    written; the others are read as TOML values (``k=2``, ``chat=false``)."""
     changes: dict[str, object] = {}
-    text_fields = {name for name, hint in spec_field_types().items() if hint is str or hint == (str | None)}
+    hints = field_types(MethodSpec)
+    text_fields = {name for name, hint in hints.items() if hint is str or hint == (str | None)}
+    flags = {k.flag[0]: k for k in _types() if k.flag is not None}
+    known = member_keys()
     for pair in text.split(","):
         key, raw = key_value(pair, "--member", str)
-        if key not in MEMBER_KEYS:
-            raise InputError(f"expects KEY=VALUE pairs with keys {', '.join(sorted(MEMBER_KEYS))}, got {pair!r}",
+        if key not in known:
+            raise InputError(f"expects KEY=VALUE pairs with keys {', '.join(sorted(known))}, got {pair!r}",
                              field="--member")
-        changes[key] = raw if key in text_fields else _option_value(str(raw))
+        changes[key] = raw if key in text_fields | set(flags) else _option_value(str(raw))
     optional = changes.pop("optional", False)
     if not isinstance(optional, bool):
         raise InputError(f"{text!r}: optional must be true or false, got {optional!r}", field="--member")
-    if "scorer" in changes:
-        extra = set(changes) - {"scorer", "name"}
-        if extra:
-            raise InputError(f"a classic member takes only scorer, name and optional, got {', '.join(sorted(extra))}",
-                             field="--member")
-        values: dict[str, object] = {"name": changes.get("name", ""), "type": "classic", "scorer": changes["scorer"]}
-    elif "likelihood" in changes:
-        extra = set(changes) - {"likelihood", "name", "model", "backend"}
-        if extra:
-            raise InputError(f"a likelihood member takes only likelihood, name, model, backend and optional, got "
-                             f"{', '.join(sorted(extra))}", field="--member")
-        values = {"name": changes.get("name", ""), "type": "likelihood", "signal": changes["likelihood"],
-                  "backend": changes.get("backend", base.backend), "model": changes.get("model", base.model),
-                  "options": base.options, "generate": base.generate, "seeds": base.seeds}
-    else:
-        values = {f.name: getattr(base, f.name) for f in fields(base)}
-        if "chat" in changes:
-            values["generate"] = {**asdict(base.generate), "chat": changes.pop("chat")}
-        values.update(changes, name=changes.get("name", ""))
+    chosen = [flags[k] for k in changes if k in flags]
+    kind = chosen[0] if chosen else base.kind
+    allowed = member_keys(kind)
+    extra = set(changes) - set(allowed)
+    if extra:
+        noun = f"a {_type_name(kind) if chosen else base.type} member"
+        listed = [k for k in allowed if k != "optional"]
+        raise InputError(f"{noun} takes only {', '.join(listed)} and optional, got {', '.join(sorted(extra))}",
+                         field="--member")
+    own_options = kind.options_flag == "options"
+    values: dict[str, object] = {f.name: getattr(base, f.name) for f in fields(base)
+                                 if f.name in kind.accepted() and not (own_options and f.name == "options")}
+    if kind.flag is not None:
+        values[kind.flag[1]] = changes.pop(kind.flag[0])
+    if "chat" in changes:
+        values["generate"] = {**asdict(base.generate), "chat": changes.pop("chat")}
+    values.update(changes, name=changes.get("name", ""), type=base.type if not chosen else _type_name(kind))
     try:
         return MethodSpec.from_mapping(values), optional
     except InputError as exc:
@@ -324,30 +352,51 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
         raise InputError(f"{text!r}: {key} {exc.reason}", field="--member") from None
 
 
+def _type_name(kind: MethodType) -> str:
+    """The registered name of ``kind``."""
+    return next(name for name in METHOD_TYPES.names() if method_type(name) is kind)
+
+
 def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
-    if args.scorer:
-        return spec_from_flags({"name": args.name or "", "type": "classic", "scorer": args.scorer,
-                                "options": scorer_options(args), "context": args.context,
-                                "allow_future": args.allow_future}, {**FLAGS, "options": "--scorer-option"})
+    """One method of the type a flag selects (``--scorer``, ``--likelihood``), else of the default type.
+    Every method-defining flag goes to the spec when its type accepts it or when the user changed it (so
+    that the spec refuses it with its reason rather than ignoring it); where-and-how-to-run flags go to
+    types that run a model."""
+    given = vars(args)
+    chosen = [name for name in METHOD_TYPES.names()
+              if (flag := method_type(name).flag) is not None and given.get(flag[0])]
+    name = chosen[0] if chosen else DEFAULT_TYPE
+    kind = method_type(name)
+    templates = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template)) if value]
+    if templates and "prompt" not in kind.accepted():
+        raise InputError(f"a {name} method reads no prompt template; drop {', '.join(templates)}",
+                         field=f"--{kind.flag[0]}" if kind.flag else "--prompt")
     base = args.seed if args.seed is not None else 0
-    if getattr(args, "likelihood", None):
-        given = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template)) if value]
-        if given:
-            raise InputError(f"a likelihood method reads no prompt template; drop {', '.join(given)}",
-                             field="--likelihood")
-        return spec_from_flags({
-            "name": args.name or "", "type": "likelihood", "signal": args.likelihood, "k": args.k,
-            "selector": args.selector or "none", "pool": args.pool, "seeds": seeds or (base,), "backend": args.backend,
-            "model": args.model, "options": backend_options(args), "generate": generate_settings(args),
-            "allow_future": args.allow_future, "context": args.context,
-        }, {**FLAGS, "signal": "--likelihood"})
-    return spec_from_flags({
-        "name": args.name or "", "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none",
-        "k": args.k, "seeds": seeds or (base,), "group_guard": args.group_guard, "order": args.example_order,
-        "manual_set": args.manual_set, "pool": args.pool, "backend": args.backend, "model": args.model,
-        "options": backend_options(args), "generate": generate_settings(args), "top_k": args.top_k, "rule": args.rule,
-        "allow_future": args.allow_future, "context": args.context,
-    })
+    defining: dict[str, object] = {
+        "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none", "k": args.k,
+        "group_guard": args.group_guard, "order": args.example_order, "manual_set": args.manual_set,
+        "pool": args.pool, "top_k": args.top_k, "rule": args.rule, "context": args.context,
+    }
+    values: dict[str, object] = {key: value for key, value in defining.items()
+                                 if key in kind.accepted() or value != _SPEC_DEFAULTS[key]}
+    values.update(name=args.name or "", type=name, allow_future=args.allow_future)
+    if "seeds" in kind.accepted():
+        values["seeds"] = seeds or (base,)
+    if kind.runs_model:
+        values.update(backend=args.backend, model=args.model, options=backend_options(args),
+                      generate=generate_settings(args))
+    flags = dict(FLAGS)
+    if kind.options_flag == "options":
+        values["options"] = scorer_options(args)
+        flags["options"] = "--scorer-option"
+    if kind.flag is not None:
+        values[kind.flag[1]] = given[kind.flag[0]]
+        flags[kind.flag[1]] = "--" + kind.flag[0]
+    return spec_from_flags(values, flags)
+
+
+#: The spec's defaults, which a flag left alone holds.
+_SPEC_DEFAULTS = {f.name: f.default for f in fields(MethodSpec)}
 
 
 def key_value(text: str, field: str, parse: Callable[[str], object]) -> tuple[str, object]:

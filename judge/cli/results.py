@@ -30,11 +30,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..harness import load_experiment
     from ..report import results_page as page
 
     root = Path(args.root)
     if args.action == "collect":
-        summary = page.collect(args.run_dir, args.name, root=root, command=args.command,
+        summary = page.collect(args.run_dir, args.name, load_config=load_experiment, root=root, command=args.command,
                                allow_mock=args.allow_mock)
         print(page.write_summary(summary, root / page.SUMMARY_DIR))
         return EXIT_OK

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(items), desc="scoring", unit="item", file=sys.stderr,
                    disable=True if args.no_progress else None, leave=False)
         qn = quality.name if quality else None
-        is_llm = spec.type == "llm"
+        is_llm = spec.kind.records_seed
         table = None
         if output_format(args) == "table":
             table = ScoreTable([it.id for it in items], qn is not None and any(it.human(qn) is not None for it in items),

@@ -1,14 +1,15 @@
 """The one library layer that builds and runs a judge: a typed method spec, the builder that turns it
 into a scorer, the per-item row schema, and the loop that streams rows. Every entry point (CLI,
 harness, ``judge serve``, ``make_judge``, benchmark scripts) translates its input into a
-:class:`MethodSpec` and comes through here."""
+:class:`MethodSpec` and comes through here; what each kind of method does is its type's
+(:mod:`judge.methods`)."""
 
-from .build import BackendPool, Prepared, build, build_scorer, check_names, prepare, resolve_prompt
+from .build import BackendPool, build, build_scorer, check_names, prepare
 from .named import load_methods, named_method, with_runtime
 from .rows import ROW_KEYS, item_row
 from .run import run_rows, run_rows_together, score_rows
-from .spec import MethodSpec
+from .spec import MethodSpec, Prepared
 
 __all__ = ["ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
-           "item_row", "load_methods", "named_method", "prepare", "resolve_prompt", "run_rows", "run_rows_together",
+           "item_row", "load_methods", "named_method", "prepare", "run_rows", "run_rows_together",
            "score_rows", "with_runtime"]

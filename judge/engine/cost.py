@@ -32,8 +32,8 @@ from ..backends import Backend, create_backend
 from ..backends.base import LabelDist, Prompt, TokenLogprobs
 from ..backends.llamacpp import LlamaCppBackend
 from ..backends.registry import BACKENDS
-from ..cache import Cache, CachedBackend, default_cache_path, dist_from_json
-from ..config import GenerateConfig
+from ..cache import Cache, CachedBackend, dist_from_json
+from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError
 from ..items import Item
 from ..rates import Rate, UnreadableRates, rate_key, read_rates, today, write_rate
@@ -185,10 +185,8 @@ def estimable(spec: MethodSpec) -> str:
     """How a method's cost is known: ``llamacpp`` (counted), ``mock`` (no model: nothing to count),
     ``hosted`` (an API's speed is not this machine's), ``other`` (a local backend judge cannot count
     yet), ``none`` (no model: classic scorers), ``ensemble`` (counted where its members run)."""
-    if spec.type == "classic":
-        return "none"
-    if spec.type == "ensemble":
-        return "ensemble"
+    if spec.kind.cost is not None:
+        return spec.kind.cost
     name = BACKENDS.canonical(spec.backend)
     if name == "llamacpp":
         return "llamacpp"

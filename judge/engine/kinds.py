@@ -30,6 +30,7 @@ from ..alternatives import READ
 from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
+from ..scorers.base import Scorer
 from .spec import MethodSpec
 
 #: The input a reference-based method reads.
@@ -106,40 +107,22 @@ def kind_text(kind: dict[str, Any]) -> str:
     return text + (f"; also {' and '.join(also)}" if also else "")
 
 
-def scorer_kinds(scorer: Any) -> MethodKinds:
+def scorer_kinds(scorer: Scorer) -> MethodKinds:
     """The kinds of a built scorer (``judge score``'s meta, ``judge serve``'s ``/v1/info``): its reads,
-    and supervised when it is an ensemble learning its weights on the ratings of what it scores."""
-    return MethodKinds(scorer.reads(), supervised=getattr(scorer, "fit", None) == "cv")
+    and supervised when it learns from the ratings of what it scores."""
+    return MethodKinds(scorer.reads(), supervised=scorer.supervised())
 
 
 def spec_supervised(spec: MethodSpec) -> bool:
     """Whether ``spec`` (or an ensemble member) learns weights from the scored set's ratings (``cv``)."""
-    return spec.type == "ensemble" and (spec.fit == "cv" or any(spec_supervised(m) for m in spec.members))
+    return spec.kind.supervised(spec)
 
 
 def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[str]:
-    """What ``spec`` reads, from its scorers' and templates' declarations (an ensemble: the union over
-    all its members, including optional ones a set may leave out). Cheap: classic scorers are created
-    without loading models, templates are parsed, nothing runs."""
-    if spec.type == "ensemble":
-        return frozenset().union(*(spec_reads(m, quality) for m in spec.members))
-    if spec.type == "classic":
-        from ..scorers.classic import create_classic
-
-        return create_classic(str(spec.scorer), quality=quality, **dict(spec.options)).reads()
-    if spec.type == "likelihood":
-        from ..scorers.likelihood import READS
-
-        return READS
-    from ..prompts import PER_QUALITY_PROMPTS, builtin_prompts, get_prompt, load_template
-    from .build import is_template_path
-
-    if is_template_path(spec.prompt):
-        return load_template(spec.prompt, quality=quality).reads
-    if spec.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality (fed-*, fedq-*): the union of them
-        family = f"{spec.prompt}-"
-        return frozenset().union(*(get_prompt(n).reads for n in builtin_prompts() if n.startswith(family)))
-    return get_prompt(spec.prompt).reads
+    """What ``spec`` reads, from its type's declarations (an ensemble: the union over all its members,
+    including optional ones a set may leave out). Cheap: classic scorers are created without loading
+    models, templates are parsed, nothing runs."""
+    return spec.kind.reads(spec, quality)
 
 
 def method_kinds(spec: MethodSpec, quality: Quality | None = None) -> MethodKinds:

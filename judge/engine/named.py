@@ -3,7 +3,7 @@
 A methods file holds ``[[methods]]`` tables exactly as a ``judge run`` config does (and an optional
 ``[defaults]``), so a method is written once and named everywhere; the shipped presets
 (``judge/presets.toml``) are such a file. Tables are read by the config parser into the same
-:class:`MethodSpec` every other entry point builds, so nothing here builds a judge.
+:class:`MethodSpec` every other entry point builds (:mod:`judge.engine.tables`), so nothing here builds a judge.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UnknownNameError
-from .spec import MODEL_TYPES, MethodSpec
+from .spec import MethodSpec
+from .tables import parse_methods
 
 #: The shipped presets.
 PRESETS = Path(__file__).resolve().parents[1] / "presets.toml"
@@ -25,8 +26,6 @@ FILE_KEYS = ("methods", "defaults", "name", "description")
 
 def load_methods(path: str | Path) -> dict[str, MethodSpec]:
     """Every method of a methods file, by name (errors name the file and the bad key)."""
-    from ..harness.config import parse_experiment
-
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -37,11 +36,13 @@ def load_methods(path: str | Path) -> dict[str, MethodSpec]:
     extra = sorted(set(data) - set(FILE_KEYS))
     if extra:
         raise InputError(f"{extra[0]}: a methods file holds only {', '.join(FILE_KEYS)}", file=str(p))
-    # The config parser checks the tables; a methods file has no sets, so one registered name stands in
-    # for them (only the methods are kept).
-    exp = parse_experiment({"methods": data.get("methods", []), "defaults": data.get("defaults", {}),
-                            "datasets": ["FT"]}, str(p))
-    return {m.name: m for m in exp.methods}
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError(f"{key}: must be a string, got {type(data[key]).__name__}", file=str(p))
+    methods = data.get("methods", [])
+    if not isinstance(methods, list) or not methods:
+        raise InputError("methods: at least one [[methods]] entry is required", file=str(p))
+    return {m.name: m for m in parse_methods(methods, data.get("defaults", {}), str(p))}
 
 
 def named_method(name: str, methods_file: str | Path | None = None) -> MethodSpec:
@@ -60,11 +61,12 @@ def with_runtime(spec: MethodSpec, *, backend: str | None = None, model: str | N
     fields. None (and an empty mapping) leaves the method's own setting, except that another backend
     without a model drops the method's model (one named for llama.cpp means nothing to another backend):
     the backend's default runs. ``judge run``'s overrides and ``--method`` both come through here."""
-    if spec.type == "ensemble":
+    kind = spec.kind
+    if kind.members(spec):
         members = tuple(with_runtime(m, backend=backend, model=model, options=options, generate=generate)
-                        for m in spec.members)
+                        for m in kind.members(spec))
         return replace(spec, members=members)
-    if spec.type not in MODEL_TYPES:
+    if not kind.runs_model:
         return spec
     gen = replace(spec.generate, **generate) if generate else spec.generate
     merged = {**spec.options, **options} if options else spec.options

@@ -26,8 +26,8 @@ from ..context_views import in_view
 from ..items import Item
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
-from .build import Prepared, backend_key
-from .spec import MethodSpec
+from .build import backend_key
+from .spec import MethodSpec, Prepared
 
 
 @dataclass
@@ -167,13 +167,13 @@ def family_shares(
     sample: int = FAMILY_SAMPLE,
 ) -> list[FamilyShare]:
     """The shared prefix of each prompt family (templates that declare ``family``) per set and model,
-    for cells given as (set name, prepared LLM method, items), measured on ``sample`` of the items that
+    for cells given as (set name, prepared method, items; those without a prompt are passed over), measured on ``sample`` of the items that
     two of the family's prompts score or more, spread evenly over them (in order). Prompts are rendered without examples, as the family's
     zero-shot methods send them; ``tokenizer(spec)`` gives the model's tokenizer (None: count
     characters). The chat template, when one is used, adds the same tokens to every prompt."""
     groups: dict[tuple[str, str, str], list[tuple[Prepared, Sequence[Item]]]] = {}
     for dataset, prep, items in cells:
-        if prep.spec.type != "llm" or prep.prompt is None or prep.prompt.family is None:
+        if prep.prompt is None or prep.prompt.family is None:
             continue
         # The reply-alone prompts (context = "none") share among themselves, not with the given ones.
         view = "" if prep.spec.context == "given" else f" (context {prep.spec.context})"

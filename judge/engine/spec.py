@@ -1,37 +1,221 @@
-"""The method spec: everything that defines one method, whatever entry point it came from.
+"""The contract of a method type, the method spec, and the registry that holds the types.
 
-CLI flags (``judge score/bench/serve``), a TOML ``[[methods]]`` table (``judge run``) and
-``make_judge(...)`` keyword arguments all map onto :class:`MethodSpec`; :mod:`judge.engine.build`
-turns a spec into a ready scorer. A spec holds names and numbers only (no loaded objects), so it can
-be validated cheaply, compared, and written into results files.
+A *method type* (``llm``, ``likelihood``, ``classic``, ``ensemble``, or one a user registers) is one
+module that declares, on a :class:`MethodType`:
+
+* its spec fields and their defaults (:attr:`MethodType.fields`, :attr:`MethodType.defaults`), which
+  every entry point reads: TOML ``[[methods]]`` tables, command-line flags, presets, ``make_judge`` and
+  ``judge serve`` accept exactly those keys;
+* what it reads beyond the conversation (a reference, the next user turn, the other replies:
+  :meth:`MethodType.reads`), which decides its kind in reports;
+* how its inputs are checked before any model loads (:meth:`MethodType.check`, :meth:`MethodType.prepare`);
+* how it is built (:meth:`MethodType.build`), what it asks of a backend (:attr:`MethodType.needs`,
+  capability names of :class:`judge.backends.base.Capabilities`) and how it is scheduled
+  (:meth:`MethodType.share_key`: methods with one key score together in one prefix-ordered pass).
+
+The :class:`MethodSpec` holds names and numbers only (no loaded objects), so it can be validated
+cheaply, compared, and written into results files. It lives here, beside the contract, because each
+spec is checked by its own type when it is made.
 """
 
 from __future__ import annotations
 
-import difflib
-import types
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, ClassVar, Protocol
 
+from ..backends.base import Backend
 from ..config import GenerateConfig
-from ..context_views import CONTEXT_VIEWS
 from ..errors import InputError
-from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
-from ..scorers.likelihood import SIGNALS
+from ..items import Item
+from ..prompts import PromptTemplate
+from ..qualities import Quality
+from ..registry import Registry
+from ..scorers.base import Scorer
+from ..selectors import Selector
+from .fields import check_no_secrets, close_hint, convert, field_types
 
-MethodType = Literal["llm", "classic", "ensemble", "likelihood"]
-#: Types that run a language model through a backend (backend, model, options and generate apply).
-MODEL_TYPES = ("llm", "likelihood")
+#: The type of a method that names none (a TOML table naming a ``scorer`` is classic: :attr:`MethodType.implied_by`).
+DEFAULT_TYPE = "llm"
+#: Spec fields every type accepts.
+COMMON_FIELDS = frozenset({"name", "type", "paper", "allow_future", "index"})
+#: Spec fields of every type that runs a language model through a backend (:attr:`MethodType.runs_model`).
+MODEL_FIELDS = frozenset({"backend", "model", "options", "generate"})
 
-#: Option names that would carry a secret; keys come only from environment variables.
-SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})
+
+class Backends(Protocol):
+    """Where a built method gets its backend: one loaded model shared while methods agree on it
+    (:class:`judge.engine.build.BackendPool`)."""
+
+    def get(self, spec: MethodSpec) -> Backend: ...
+
+
+class MethodType:
+    """What one kind of method is and how it runs; subclass it and register it in :data:`METHOD_TYPES`.
+
+    Every hook has a default that suits a method reading the conversation only and running no model,
+    so a new type overrides what it needs: at least :meth:`build`.
+    """
+
+    #: The spec fields a method of this type may set, beyond :data:`COMMON_FIELDS` (and
+    #: :data:`MODEL_FIELDS` when it runs a model). Any other field must keep its default.
+    fields: ClassVar[frozenset[str]] = frozenset()
+    #: Defaults of this type where they differ from :class:`MethodSpec`'s (applied when a field is left
+    #: at the spec's default).
+    defaults: ClassVar[Mapping[str, Any]] = {}
+    #: Runs a language model through a backend: ``backend``, ``model``, ``options`` and ``generate``
+    #: apply, ``judge run --backend/--model`` and ``--method`` change them, ``[defaults]`` tables apply.
+    runs_model: ClassVar[bool] = False
+    #: Capabilities (:class:`judge.backends.base.Capabilities` field names) it needs of its backend.
+    needs: ClassVar[frozenset[str]] = frozenset()
+    #: How errors name this type's owner of a field ("llm methods", "ensembles").
+    noun: ClassVar[str] = "these methods"
+    #: How errors name the ``options`` field (backend options, or the scorer's own).
+    options_flag: ClassVar[str] = "backend-option"
+    #: The command-line flag (also a ``--member`` key) that selects this type, and the spec field its value
+    #: sets: ``("scorer", "scorer")`` for ``--scorer NAME``, ``("likelihood", "signal")`` for
+    #: ``--likelihood SIGNAL``. None: chosen otherwise (the default type, ``--member``, ``--method``).
+    flag: ClassVar[tuple[str, str] | None] = None
+    #: A TOML table holding this key is of this type when it names none (``scorer``: classic).
+    implied_by: ClassVar[str | None] = None
+    #: Its TOML tables name other methods of the file (an ensemble's members): read after the others.
+    refers_to_methods: ClassVar[bool] = False
+    #: A set lacking an input this method needs is listed as skipped by ``judge run``, not an error.
+    skips_missing_input: ClassVar[bool] = False
+    #: Rows record the selection seed the method ran with.
+    records_seed: ClassVar[bool] = False
+    #: How ``judge run --check`` knows what it costs: None by its backend, ``none`` (no model) or
+    #: ``ensemble`` (counted where its members run).
+    cost: ClassVar[str | None] = "none"
+
+    def accepted(self) -> frozenset[str]:
+        """Every spec field a method of this type may set."""
+        return COMMON_FIELDS | self.fields | (MODEL_FIELDS if self.runs_model else frozenset())
+
+    def foreign(self, key: str, other: str) -> tuple[str, str]:
+        """The message (and field) refusing this type's field ``key`` on a method of type ``other``."""
+        return f"{key} belongs to {self.noun}, not to a {other} method", key
+
+    # -- the spec alone ------------------------------------------------------------------------------
+    def check(self, spec: MethodSpec) -> None:
+        """Refuse settings of ``spec`` that cannot go together (InputError naming the field)."""
+
+    def default_name(self, spec: MethodSpec) -> str:
+        return spec.type
+
+    def seeded(self, spec: MethodSpec) -> bool:
+        """Whether the selection seed changes the result (then every seed of ``spec.seeds`` runs)."""
+        return False
+
+    def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        """JSON-ready settings for provenance (results files, ``/v1/info``); holds no secret."""
+        out: dict[str, Any] = {"type": spec.type}
+        for name in sorted(self.fields | (MODEL_FIELDS if self.runs_model else frozenset())):
+            value = getattr(spec, name)
+            out[name] = dict(value) if isinstance(value, Mapping) else value
+        return {**out, "paper": spec.paper}
+
+    def settings_text(self, described: Mapping[str, Any]) -> str:
+        """One line of what a method of this type ran with, from its recorded settings (:meth:`describe`),
+        as ``judge bench`` prints it."""
+        return ", ".join(f"{k} {v}" for k, v in described.items() if k not in ("type", "paper"))
+
+    def members(self, spec: MethodSpec) -> tuple[MethodSpec, ...]:
+        """The methods this one combines (ensembles); settings of where to run apply to them too."""
+        return ()
+
+    def check_names(self, spec: MethodSpec) -> None:
+        """Resolve the names ``spec`` holds through their registries, touching no data."""
+
+    def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
+        """What it reads beyond the conversation (``reference``, ``next_user``, ``alternatives``),
+        from declarations only: cheap, nothing loads (see :mod:`judge.engine.kinds`)."""
+        return frozenset()
+
+    def supervised(self, spec: MethodSpec) -> bool:
+        """Whether it learns from the human ratings of the set it scores."""
+        return False
+
+    def check_served(self, spec: MethodSpec, reference: Sequence[Item] | None) -> None:
+        """Refuse what ``judge serve`` cannot honour for this method (``reference``: ``--reference-set``)."""
+        if reference is not None:
+            raise InputError("only an ensemble ranks items against a reference set (--member ...)",
+                             field="--reference-set")
+
+    def share_key(self, spec: MethodSpec) -> str | None:
+        """Methods with one key run on one backend and are scored together in one prefix-ordered pass
+        (:mod:`judge.engine.schedule`); None: scored alone."""
+        return None
+
+    def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
+                   methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
+        """The spec values one TOML ``[[methods]]`` table stands for (``defaults``: the file's
+        ``[defaults]``, applied to methods that run a model; ``methods``: the file's other methods by
+        name, for a type that :attr:`refers_to_methods`). Errors are InputErrors naming the key."""
+        accepted = self.table_keys()
+        for key in table:
+            if key not in accepted:
+                raise InputError(f"unknown key{close_hint(key, dict.fromkeys(accepted))}", field=key)
+        values = dict(table)
+        if self.runs_model:
+            values = {**{k: v for k, v in defaults.items() if k in accepted}, **table}
+            generate = {**_table(defaults.get("generate", {}), "generate"), **_table(table.get("generate", {}), "generate")}
+            if "chat" in values:
+                generate.setdefault("chat", values.pop("chat"))
+            values["generate"] = generate
+            if "model" in values and not values["model"]:
+                values["model"] = None  # model = "" means the default model
+        return [values]
+
+    def table_keys(self) -> frozenset[str]:
+        """The keys a TOML table of this type may hold (``chat`` is short for ``generate.chat``)."""
+        return self.accepted() - {"index"} | (frozenset({"chat"}) if self.runs_model else frozenset())
+
+    # -- against data, then built --------------------------------------------------------------------
+    def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
+                pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
+        """``spec`` checked against ``items`` (None: not known yet) before any model loads: every input
+        it needs is there (:class:`judge.errors.MissingInputError` naming the record otherwise)."""
+        return Prepared(spec, quality, seed)
+
+    def build(self, prepared: Prepared, backends: Backends) -> Scorer:
+        """The scorer of a prepared method (loads a model, through ``backends``, on first use)."""
+        raise NotImplementedError(f"method type {prepared.spec.type!r} does not say how it is built")
+
+
+def _table(value: Any, key: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"must be a table, got {type(value).__name__}", field=key)
+    return dict(value)
+
+
+#: The method types by name. Built-in types are imported when first named; another package registers
+#: its own with ``METHOD_TYPES.register("name")(TypeClass)`` or an entry point in ``judge.methods``.
+METHOD_TYPES: Registry[Callable[[], MethodType]] = Registry("method type", "judge.methods")
+METHOD_TYPES.register_lazy("llm", "judge.methods.llm:LLMType")
+METHOD_TYPES.register_lazy("likelihood", "judge.methods.likelihood:LikelihoodType")
+METHOD_TYPES.register_lazy("classic", "judge.methods.classic:ClassicType")
+METHOD_TYPES.register_lazy("ensemble", "judge.methods.ensemble:EnsembleType")
+_INSTANCES: dict[Callable[[], MethodType], MethodType] = {}
+
+
+def method_type(name: str) -> MethodType:
+    """The registered type ``name`` (UnknownNameError, naming the known ones, otherwise)."""
+    factory = METHOD_TYPES.get(name)
+    if factory not in _INSTANCES:
+        kind = factory()
+        if not isinstance(kind, MethodType):
+            raise TypeError(f"method type {name!r} is registered with {factory!r}, which makes no MethodType")
+        _INSTANCES[factory] = kind
+    return _INSTANCES[factory]
 
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One method: an LLM judge (prompt + selector + backend + rule), a classic scorer, or an ensemble
-    whose score combines its ``members``' scores (see :mod:`judge.scorers.ensemble`).
+    """One method: an LLM judge (prompt + selector + backend + rule), a likelihood signal, a classic
+    scorer, an ensemble whose score combines its ``members``' scores, or a method of any other type
+    registered in :data:`METHOD_TYPES`. Each field applies to the types that accept it
+    (:attr:`MethodType.fields`); the others keep their defaults.
 
     ``prompt`` is a built-in name, ``"fed"`` (the FED rating prompt of the quality being scored) or a
     path to a ``.j2`` template. ``pool`` names a labelled file to draw examples from; None means the
@@ -40,7 +224,8 @@ class MethodSpec:
     """
 
     name: str = ""
-    type: MethodType = "llm"
+    #: The method type (:data:`METHOD_TYPES`): what the other fields mean and which of them apply.
+    type: str = DEFAULT_TYPE
     prompt: str = "yesno"
     selector: str = "none"
     k: int = 0
@@ -81,83 +266,42 @@ class MethodSpec:
     index: int = 0
 
     def __post_init__(self) -> None:
-        check_no_secrets(self.options, "options" if self.type == "classic" else "backend-option")
+        kind = method_type(self.type)
+        check_no_secrets(self.options, kind.options_flag)
         if self.k < 0:
             raise InputError(f"must be >= 0, got {self.k}", field="k")
         if self.top_k < 1:
             raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
         if not self.seeds:
             raise InputError("at least one seed is needed", field="seeds")
-        if self.type == "llm" and self.k > 0 and self.selector in ("none", "zero-shot"):
-            raise InputError(f"k = {self.k} needs an example selector (e.g. 'random' or 'bm25-context')",
-                             field="selector")
-        if self.type == "classic" and not self.scorer:
-            raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
-        if self.type == "likelihood":
-            if self.signal is None:
-                object.__setattr__(self, "signal", "pmi")
-            if self.signal not in SIGNALS:
-                raise InputError(f"must be one of {', '.join(SIGNALS)}, got {self.signal!r}", field="signal")
-            if self.k or self.selector != "none" or self.pool is not None:
-                raise InputError("a likelihood method shows no examples: k, selector and pool belong to llm "
-                                 "methods", field="k" if self.k else "selector" if self.selector != "none" else "pool")
-        elif self.signal is not None:
-            raise InputError(f"signal belongs to likelihood methods, not to a {self.type} method", field="signal")
-        if self.context not in CONTEXT_VIEWS:
-            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {self.context!r}", field="context")
-        if self.context != "given" and self.type != "llm":
-            raise InputError(f"context belongs to llm methods, not to a {self.type} method", field="context")
-        if self.type == "ensemble":
-            self._check_ensemble()
-        elif self.members or self.weights or self.fit != "fixed" or self.optional:
-            raise InputError(f"members, weights, fit and optional belong to ensembles, not to a {self.type} method",
-                             field="members")
+        for key, value in kind.defaults.items():
+            if getattr(self, key) == _DEFAULTS[key]:
+                object.__setattr__(self, key, value)
+        kind.check(self)
+        accepted = kind.accepted()
+        for key, default in _DEFAULTS.items():
+            if key not in accepted and getattr(self, key) != default:
+                owner = next(_owners(key), None)
+                reason, field_name = (owner.foreign(key, self.type) if owner is not None
+                                      else (f"{key} does not apply to a {self.type} method", key))
+                raise InputError(reason, field=field_name)
         if not self.name:
-            object.__setattr__(self, "name", self.default_name())
+            object.__setattr__(self, "name", kind.default_name(self))
 
-    def _check_ensemble(self) -> None:
-        if len(self.members) < 2:
-            raise InputError(f"an ensemble needs at least two members, got {len(self.members)}", field="members")
-        if any(m.type == "ensemble" for m in self.members):
-            raise InputError("an ensemble member cannot itself be an ensemble; list its members", field="members")
-        names = [m.name for m in self.members]
-        if len(set(names)) < len(names):
-            raise InputError(f"members are listed twice: {', '.join(names)}", field="members")
-        if self.combine not in COMBINE_RULES:
-            raise InputError(f"must be one of {', '.join(COMBINE_RULES)}, got {self.combine!r}", field="combine")
-        if self.weights and len(self.weights) != len(self.members):
-            raise InputError(f"{len(self.weights)} weights for {len(self.members)} members", field="weights")
-        if self.weights and not any(self.weights):
-            raise InputError("at least one weight must be non-zero", field="weights")
-        if self.fit not in FIT_RULES:
-            raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {self.fit!r}", field="fit")
-        if self.fit != "fixed" and self.weights:
-            raise InputError(f"fit = '{self.fit}' learns the weights: give weights or fit, not both", field="weights")
-        unknown = [n for n in self.optional if n not in names]
-        if unknown:
-            raise InputError(f"{', '.join(unknown)} is not a member (members: {', '.join(names)})", field="optional")
-        if self.optional and any(w < 0 for w in self.weights):
-            raise InputError("a contrast (a negative weight) needs every member on every set: leaving one out would "
-                             "score another quantity; drop optional", field="optional")
-        if self.optional and self.fit == "lodo":
-            raise InputError("fit = 'lodo' learns one weight per member across sets, so every member must score "
-                             "every set: drop optional or use fit = 'cv' / given weights", field="optional")
+    @property
+    def kind(self) -> MethodType:
+        """The method type this spec is of (:data:`METHOD_TYPES`)."""
+        return method_type(self.type)
 
     def default_name(self) -> str:
-        """The name a method gets when none is given: ``<prompt>-<selector>-k<k>``, the scorer's, or
-        ``ensemble(<member>+<member>...)``."""
-        if self.type == "classic":
-            return str(self.scorer)
-        if self.type == "likelihood":
-            return f"likelihood-{self.signal}"
-        if self.type == "ensemble":
-            return f"ensemble({'+'.join(m.name for m in self.members)})"
-        return f"{self.prompt}-{self.selector}-k{self.k}" + ("" if self.context == "given" else f"-context-{self.context}")
+        """The name a method gets when none is given (its type's: ``<prompt>-<selector>-k<k>``, the
+        scorer's, ``ensemble(<member>+<member>...)``, ...)."""
+        return self.kind.default_name(self)
 
     @property
     def seeded(self) -> bool:
         """Whether seeds change the result (random selection); other methods run their first seed only."""
-        return self.type == "llm" and self.selector == "random" and self.k > 0
+        return self.kind.seeded(self)
 
     def run_seeds(self) -> tuple[int, ...]:
         return self.seeds if self.seeded else self.seeds[:1]
@@ -176,12 +320,12 @@ class MethodSpec:
         :class:`GenerateConfig` or a mapping of its fields; ``seeds`` and other list fields take one
         value or a list.
         """
-        hints = spec_field_types(cls)
+        hints = field_types(cls)
         out: dict[str, Any] = {}
         for key, value in values.items():
             if key not in hints:
-                raise InputError(f"unknown key{_hint(key, hints)}", field=key)
-            out[key] = _convert(key, value, hints[key])
+                raise InputError(f"unknown key{close_hint(key, hints)}", field=key)
+            out[key] = convert(key, value, hints[key])
         try:
             return cls(**out)
         except TypeError as exc:  # a field the dataclass refused (cannot happen for keys checked above)
@@ -193,130 +337,58 @@ class MethodSpec:
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings for provenance (results files, ``/v1/info``); holds no secret."""
-        if self.type == "classic":
-            return {"type": "classic", "scorer": self.scorer, "options": dict(self.options), "paper": self.paper}
-        if self.type == "ensemble":
-            weights: Any = "learned" if self.fit == "cv" else list(self.weights) or [1.0] * len(self.members)
-            return {"type": "ensemble", "combine": self.combine, "weights": weights,
-                    **({"fit": self.fit} if self.fit != "fixed" else {}),
-                    **({"optional": list(self.optional)} if self.optional else {}),
-                    "members": {m.name: {k: v for k, v in m.describe().items() if k != "paper"}
-                                for m in self.members}, "paper": self.paper}
-        gen = asdict(self.generate)
-        if self.type == "likelihood":
-            return {"type": "likelihood", "signal": self.signal, "backend": self.backend, "model": self.model,
-                    "options": dict(self.options), "generate": gen, "seeds": list(self.run_seeds()),
-                    "paper": self.paper}
-        return {
-            "type": "llm", "prompt": self.prompt, "selector": self.selector, "k": self.k,
-            "seeds": list(self.run_seeds()), "group_guard": self.group_guard, "order": self.order,
-            "manual_set": self.manual_set, "pool": self.pool, "backend": self.backend, "model": self.model,
-            "options": dict(self.options), "generate": gen, "top_k": self.top_k, "rule": self.rule,
-            # Only when not the default, so that the provenance of every earlier method reads as before.
-            **({"context": self.context} if self.context != "given" else {}),
-            "paper": self.paper,
-        }
+        return self.kind.describe(self)
 
 
-_TYPE_NAMES: dict[Any, str] = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-                               dict: "a table", list: "a list"}
+#: Every spec field with its default (what a field a type does not accept must hold).
+_DEFAULTS: dict[str, Any] = {}
 
 
-def spec_field_types(cls: type[MethodSpec] = MethodSpec) -> dict[str, Any]:
-    """Every field of the spec with its resolved type (what :meth:`MethodSpec.from_mapping` checks)."""
-    hints = get_type_hints(cls)
-    return {f.name: hints[f.name] for f in fields(cls)}
+def _owners(key: str) -> Iterator[MethodType]:
+    """The registered types that accept spec field ``key`` (for the message refusing it elsewhere)."""
+    for name in METHOD_TYPES.names():
+        kind = method_type(name)
+        if key in kind.fields:
+            yield kind
 
 
-def _hint(key: str, known: Mapping[str, Any]) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(known))}"
+_DEFAULTS.update({f.name: (f.default_factory() if f.default is MISSING and callable(f.default_factory) else f.default)
+                  for f in fields(MethodSpec)})
 
 
-def _type_name(hint: Any) -> str:
-    origin = get_origin(hint)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in get_args(hint))
-    if origin in (Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in get_args(hint) if a is not type(None))
-    if origin is tuple:
-        return f"{_type_name(get_args(hint)[0])} or a list of them"
-    if hint is GenerateConfig:
-        return "a table of generation settings"
-    return _TYPE_NAMES.get(origin or hint, getattr(hint, "__name__", str(hint)))
+@dataclass
+class Prepared:
+    """A spec checked against its data, ready to meet a backend (nothing loaded yet). The fields after
+    ``seed`` are what a type's :meth:`MethodType.prepare` hands its :meth:`MethodType.build`."""
 
+    spec: MethodSpec
+    quality: Quality | None
+    seed: int
+    prompt: PromptTemplate | None = None
+    selector: Selector | None = None
+    pool: list[Item] | None = None
+    #: Where a template that reads ``alternatives`` finds the other replies to a context (None: the items
+    #: of each score call; ``()``: none).
+    population: Sequence[Item] | None = None
+    #: A scorer made while preparing (classic scorers check the items themselves).
+    classic: Scorer | None = None
+    #: Ensembles: the prepared members, and the items their percentiles are taken over.
+    members: tuple[Prepared, ...] = ()
+    reference: list[Item] | None = None
+    #: ``fit = "lodo"`` ensembles: the same method prepared on the experiment's other sets (the harness
+    #: fills this in; nothing else has other sets).
+    training: tuple[Prepared, ...] = ()
+    #: Ensembles: the optional members left out because these items lack their input, with the reason.
+    left_out: tuple[tuple[str, str], ...] = ()
 
-def _convert(key: str, value: Any, hint: Any) -> Any:
-    """``value`` checked against the field type ``hint`` (tuples from lists, ints as floats where a
-    float is asked, a generation table into a :class:`GenerateConfig`); InputError naming ``key`` else."""
-    origin = get_origin(hint)
-    bad = InputError(f"must be {_type_name(hint)}, got {type(value).__name__}", field=key)
-    if hint is Any:
-        return value
-    if origin is Literal:
-        if value not in get_args(hint):
-            raise InputError(f"must be {_type_name(hint)}, got {value!r}", field=key)
-        return value
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in get_args(hint):
-            return None
-        for arg in get_args(hint):
-            if arg is not type(None):
-                try:
-                    return _convert(key, value, arg)
-                except InputError:
-                    pass
-        raise bad
-    if origin is tuple:
-        inner = get_args(hint)[0]
-        seq = value if isinstance(value, list | tuple) else [value]
-        try:
-            return tuple(_convert(key, v, inner) for v in seq)
-        except InputError:
-            raise InputError(f"must be {_type_name(hint)}, got {value!r}", field=key) from None
-    if origin is not None and issubclass(origin, Mapping):
-        if not isinstance(value, Mapping):
-            raise bad
-        return dict(value)
-    if hint is GenerateConfig:
-        return _generate(key, value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise bad
-        return value
-    if hint in (int, float):
-        if isinstance(value, bool) or not isinstance(value, int | float) or (hint is int and not isinstance(value, int)):
-            raise bad
-        return hint(value)
-    if isinstance(hint, type) and not isinstance(value, hint):
-        raise bad
-    return value
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """An ensemble's given weights for the members it kept (empty: equal weights)."""
+        kept = {m.spec.name for m in self.members}
+        return tuple(w for m, w in zip(self.spec.members, self.spec.weights) if m.name in kept)
 
-
-def _generate(key: str, value: Any) -> GenerateConfig:
-    """A :class:`GenerateConfig` from itself or a table of its fields (errors name ``generate.<field>``)."""
-    if isinstance(value, GenerateConfig):
-        return value
-    if not isinstance(value, Mapping):
-        raise InputError(f"must be {_type_name(GenerateConfig)}, got {type(value).__name__}", field=key)
-    hints = get_type_hints(GenerateConfig)
-    known = {f.name: hints[f.name] for f in fields(GenerateConfig)}
-    checked: dict[str, Any] = {}
-    for name, v in value.items():
-        if name not in known:
-            raise InputError(f"unknown key{_hint(name, known)}", field=f"{key}.{name}")
-        checked[name] = _convert(f"{key}.{name}", v, known[name])
-    try:
-        return GenerateConfig(**checked)
-    except InputError as exc:
-        raise InputError(exc.reason, field=f"{key}.{exc.field}") from None
-
-
-def check_no_secrets(options: Mapping[str, Any], flag: str) -> None:
-    """Refuse an option that carries a key: secrets come from the environment, never flags or files."""
-    for key in options:
-        if key.lower().replace("-", "_") in SECRET_OPTIONS:
-            raise InputError(
-                f"'{key}' would put a secret on the command line or in a file; keys are read only from "
-                "environment variables: name the variable with --api-key-env NAME (TOML: "
-                "options.api_key_env = \"NAME\")", field=flag)
+    @property
+    def label(self) -> str:
+        """``<dataset> <quality>`` of the items this was prepared for (names a training set)."""
+        dataset = next((it.dataset for it in self.reference or () if it.dataset), "?")
+        return f"{dataset} {self.quality.name if self.quality else ''}".strip()

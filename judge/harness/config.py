@@ -1,6 +1,7 @@
 """Experiment configs (TOML): datasets x qualities x methods, validated with errors that name the bad key.
 
-A method is an LLM judge (prompt, selector, k, seeds, backend, model) or a classic scorer. Names of
+A method is a table its method type reads (:mod:`judge.engine.tables`): an LLM judge (prompt, selector,
+k, seeds, backend, model), a likelihood signal, a classic scorer, an ensemble, or a registered type. Names of
 prompts, selectors, backends and scorers are checked later, at run time, through their registries,
 so a name added by another module works as soon as that module is installed.
 """
@@ -17,7 +18,8 @@ from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
 from ..engine.named import with_runtime
-from ..engine.spec import MethodSpec, spec_field_types
+from ..engine.spec import MethodSpec
+from ..engine.tables import parse_methods
 from ..errors import InputError, JudgeError
 from ..qualities import Scale, parse_scale
 from ..results import slug
@@ -28,24 +30,6 @@ TOP_KEYS = {
     "seed": int, "compare": list, "retry_failed": bool, "scales": dict, "split": str, "split_seed": int,
 }
 DATASET_KEYS = {"name": str, "qualities": (list, str), "path": str, "quality": str, "scales": dict}
-#: Keys of an LLM method table that TOML reads its own way: lists of k and seeds expand into several
-#: methods, ``chat`` is short for ``generate.chat``, ``selector_options`` holds order and manual_set.
-_TOML_LLM_KEYS: dict[str, Any] = {"type": str, "k": (int, list), "seeds": (int, list), "selector_options": dict,
-                                  "generate": dict, "chat": bool}
-#: Spec fields an LLM table does not set directly (ensemble fields, the entry's position, the selector
-#: options set through ``selector_options``).
-_NOT_LLM_KEYS = {"members", "weights", "combine", "fit", "optional", "index", "scorer", "order", "manual_set"}
-#: Every other MethodSpec field is a key of an LLM table as it is, type-checked by MethodSpec.from_mapping
-#: (``object`` here), so a field added to the spec is a TOML key with no change in this file.
-LLM_KEYS: dict[str, Any] = {**{name: object for name in spec_field_types() if name not in _NOT_LLM_KEYS},
-                            **_TOML_LLM_KEYS}
-#: A likelihood method: a model's log-probabilities of the reply (judge.scorers.likelihood).
-LIKELIHOOD_KEYS = {"type": str, "name": str, "signal": str, "backend": str, "model": str, "options": dict,
-                   "generate": dict, "paper": str}
-SELECTOR_OPTION_KEYS = {"order": str, "manual_set": str}
-CLASSIC_KEYS = {"type": str, "name": str, "scorer": str, "options": dict, "paper": str, "allow_future": bool}
-ENSEMBLE_KEYS = {"type": str, "name": str, "members": list, "weights": list, "combine": str, "fit": str,
-                 "optional": list, "paper": str, "allow_future": bool}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
 
@@ -208,47 +192,6 @@ def _path_dataset(path: str, where: str, d: dict[str, Any], top_scales: dict[str
     return DatasetSpec(src.info.name, (src.info.overall,), info=src.info, source=src)
 
 
-def _as_int_list(path: str, where: str, value: Any, minimum: int) -> list[int]:
-    vals = value if isinstance(value, list) else [value]
-    if not vals:
-        raise _err(path, where, "must not be empty")
-    for v in vals:
-        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-            raise _err(path, where, f"must hold integers >= {minimum}, got {v!r}")
-    return vals
-
-
-def _spec(path: str, where: str, **values: Any) -> MethodSpec:
-    """``MethodSpec.from_mapping``, its errors (a type, a secret in options, k without a selector) named
-    by entry: ``methods[2].top_k``."""
-    try:
-        return MethodSpec.from_mapping(values)
-    except InputError as exc:
-        raise _err(path, f"{where}.{exc.field or 'options'}", exc.reason) from None
-
-
-def _ensemble(path: str, where: str, index: int, raw: dict[str, Any], by_name: dict[str, MethodSpec]) -> MethodSpec:
-    """An ``type = "ensemble"`` entry: its members are other methods of the config, by name."""
-    names = raw.get("members", [])
-    members = []
-    for name in names:
-        if not isinstance(name, str) or name not in by_name:
-            close = difflib.get_close_matches(str(name), list(by_name), n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; methods: {', '.join(by_name)}"
-            raise _err(path, f"{where}.members", f"unknown method {name!r}{hint}")
-        members.append(by_name[name])
-    weights = raw.get("weights", [])
-    if not all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights):
-        raise _err(path, f"{where}.weights", f"must be numbers, got {weights!r}")
-    optional = raw.get("optional", [])
-    if not all(isinstance(n, str) for n in optional):
-        raise _err(path, f"{where}.optional", f"must be member names, got {optional!r}")
-    return _spec(path, where, name=raw.get("name", ""), type="ensemble", index=index, members=tuple(members),
-                 weights=tuple(float(w) for w in weights), combine=raw.get("combine", "rank-mean"),
-                 fit=raw.get("fit", "fixed"), optional=tuple(optional), paper=raw.get("paper"),
-                 allow_future=raw.get("allow_future", False))
-
-
 def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:
     """Validate a parsed TOML document and expand it into concrete methods."""
     _check_keys(path, "", data, TOP_KEYS)
@@ -281,79 +224,8 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             raise _err(path, where, f"dataset '{info.name}' is listed twice")
         datasets.append(DatasetSpec(info.name, _qualities_for(path, where, info, qs)))
 
-    defaults = data.get("defaults", {})
-    _check_keys(path, "defaults", defaults, LLM_KEYS)
-    slots: list[MethodSpec | None] = []  # None: an ensemble, built once every other method is known
-    ensembles: dict[int, tuple[int, dict[str, Any]]] = {}  # position in slots -> (entry, table)
-    for i, raw in enumerate(data["methods"]):
-        where = f"methods[{i}]"
-        if not isinstance(raw, dict):
-            raise _err(path, where, "must be a table")
-        mtype = raw.get("type", "llm" if "scorer" not in raw else "classic")
-        if mtype not in ("llm", "classic", "ensemble", "likelihood"):
-            raise _err(path, f"{where}.type", f"must be 'llm', 'classic', 'ensemble' or 'likelihood', got {mtype!r}")
-        if mtype == "ensemble":
-            _check_keys(path, where, raw, ENSEMBLE_KEYS)
-            ensembles[len(slots)] = (i, raw)
-            slots.append(None)
-            continue
-        if mtype == "classic":
-            _check_keys(path, where, raw, CLASSIC_KEYS)
-            if "scorer" not in raw:
-                raise _err(path, f"{where}.scorer", "missing (the classic scorer's name, e.g. 'length')")
-            mid = raw.get("name", raw["scorer"])
-            slots.append(_spec(path, where, name=mid, type="classic", index=i, scorer=raw["scorer"],
-                                 options=dict(raw.get("options", {})), paper=raw.get("paper"),
-                                 allow_future=raw.get("allow_future", False)))
-            continue
-        _check_keys(path, where, raw, LIKELIHOOD_KEYS if mtype == "likelihood" else LLM_KEYS)
-        m = {**defaults, **raw}
-        gen = {**defaults.get("generate", {}), **raw.get("generate", {})}
-        sel_opts = {**defaults.get("selector_options", {}), **raw.get("selector_options", {})}
-        _check_keys(path, f"{where}.selector_options", sel_opts, SELECTOR_OPTION_KEYS)
-        if "chat" in m:
-            gen.setdefault("chat", m["chat"])
-        ks = _as_int_list(path, f"{where}.k", m.get("k", 0), 0)
-        seeds = _as_int_list(path, f"{where}.seeds", m.get("seeds", [0]), 0)
-        selector = m.get("selector", "none")
-        if mtype == "likelihood":
-            # Spec fields as written (defaults only where a likelihood table has the key), through the one
-            # translator like every other method.
-            values = {key: value for key, value in m.items() if key in LIKELIHOOD_KEYS and key != "generate"}
-            if not values.get("model"):
-                values.pop("model", None)  # model = "" means the default model
-            slots.append(_spec(path, where, **{**values, "type": "likelihood", "index": i, "generate": gen}))
-            continue
-        base = m.get("name") or f"{m.get('prompt', 'yesno')}-{selector}"
-        # Spec fields as written; the TOML-only keys are translated below.
-        fields_as_written = {key: value for key, value in m.items() if key not in _TOML_LLM_KEYS}
-        if "model" in fields_as_written and not fields_as_written["model"]:
-            fields_as_written["model"] = None  # model = "" means the default model
-        for k in ks:
-            mid = m["name"] if (len(ks) == 1 and m.get("name")) else f"{base}-k{k}"
-            slots.append(_spec(
-                path, where, **{**fields_as_written, "name": mid, "type": "llm", "index": i,
-                                "selector": selector if k else "none", "k": k, "seeds": tuple(seeds),
-                                "generate": gen, **sel_opts},
-            ))
-    by_name = {m.name: m for m in slots if m is not None}
-    for pos, (i, raw) in ensembles.items():
-        slots[pos] = _ensemble(path, f"methods[{i}]", i, raw, by_name)
-    methods = [m for m in slots if m is not None]  # every slot is filled now
-    from ..report.paper import paper_labels
-
-    for meth in methods:
-        if meth.paper is not None and meth.paper not in paper_labels():
-            close = difflib.get_close_matches(meth.paper, paper_labels(), n=2, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            raise _err(path, f"methods[{meth.index}].paper",
-                       f"unknown paper row '{meth.paper}'{hint} Known rows: {', '.join(paper_labels())}")
-    seen: dict[str, int] = {}
-    for meth in methods:
-        if meth.name in seen:
-            raise _err(path, f"methods[{meth.index}].name",
-                       f"method name '{meth.name}' is already used by methods[{seen[meth.name]}]; give each a unique name")
-        seen[meth.name] = meth.index
+    methods = parse_methods(data["methods"], data.get("defaults", {}), path)
+    seen = {m.name: m.index for m in methods}
     compare: list[tuple[str, str]] = []
     for j, pair in enumerate(data.get("compare", [])):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..backends.registry import BACKENDS, VOCABULARIES
 from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
-from ..engine.build import backend_key
 from ..engine.schedule import LaneCost, family_shares
 from ..errors import BackendError, InputError, MissingInputError, UnknownNameError
 from ..io import atomic_write_text
@@ -156,7 +156,7 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
     conversations' labels. One file listed under two names is refused: its weights would be learned on
     the very items they score."""
     for cell, prep in prepared:
-        if prep.spec.type != "ensemble" or prep.spec.fit != "lodo":
+        if prep.spec.fit != "lodo":
             continue
         where = f"{exp.path}: methods[{cell.method.index}]"
         others = [(c, p) for c, p in prepared
@@ -201,7 +201,7 @@ def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Pre
         try:
             keep.append((cell, prepare_cell(cell, exp)))
         except MissingInputError as exc:
-            if cell.method.type != "classic":
+            if not cell.method.kind.skips_missing_input:
                 raise
             skipped.append((cell, exc.reason.split(": ", 2)[-1]))
     return keep, skipped
@@ -322,8 +322,9 @@ def schedule_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, An
     groups: list[list[int]] = []
     where: dict[tuple[str, str], int] = {}
     for i, (cell, _, _, rows, _) in enumerate(todo):
-        if cell.method.type == "llm" and len(rows) < len(cell.items):
-            key = (backend_key(cell.method), cell.dataset)
+        share = cell.method.kind.share_key(cell.method)
+        if share is not None and len(rows) < len(cell.items):
+            key = (share, cell.dataset)
             if key in where:
                 groups[where[key]].append(i)
                 continue
@@ -366,20 +367,18 @@ def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:
     """``judge run --check``'s lines on prompt families: per set and family, the prefix its prompts
     share per item, in tokens of the model for llama.cpp methods (its vocabulary only is read) and in
     characters for other backends, which ``--check`` does not contact."""
-    from ..backends.llamacpp import vocab_tokenizer
-    from ..backends.registry import BACKENDS
-
     tokenizers: dict[str | None, Callable[[str], list[int]] | None] = {}
     notes: list[str] = []
 
     def tokenizer(spec: MethodSpec) -> Callable[[str], list[int]] | None:
-        if BACKENDS.canonical(spec.backend) != "llamacpp":
+        backend = BACKENDS.canonical(spec.backend)
+        if backend not in VOCABULARIES:
             return None
         if spec.model not in tokenizers:
             # The report is informational: a model not installed yet (the run itself will stop on it, with
             # the same message) gives the prefixes in characters instead of failing the check.
             try:
-                tokenizers[spec.model] = vocab_tokenizer(spec.model)
+                tokenizers[spec.model] = VOCABULARIES.get(backend)(spec.model)
             except BackendError as exc:
                 tokenizers[spec.model] = None
                 notes.append(f"note: family prefixes of {spec.model or 'the default model'} in characters: {exc}")
@@ -390,7 +389,7 @@ def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:
 
 
 def _row_seed(cell: Cell) -> int | None:
-    return cell.seed if cell.method.type == "llm" else None
+    return cell.seed if cell.method.kind.records_seed else None
 
 
 def _retry_failed(cell: Cell, prep: Prepared, path: Path, backends: BackendPool) -> None:

@@ -111,7 +111,7 @@ def k_curve(summary: dict[str, Any], path: Path) -> Path | None:
     """
     lines: dict[str, list[tuple[int, float, float]]] = {}
     for m, spec in summary["methods"].items():
-        if spec.get("type") != "llm":
+        if "selector" not in spec:  # methods without in-context examples have no k to draw against
             continue
         avg = summary["averages"].get(m, {}).get("overall")
         if avg is None:

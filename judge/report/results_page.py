@@ -14,10 +14,10 @@ import json
 import math
 import shlex
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import InputError
 from ..stats import p_at_floor, p_floor
@@ -67,7 +67,7 @@ def method_kind(info: Mapping[str, Any]) -> str:
     kind = str(info.get("kind", "reference-free"))
     if kind in KIND_ORDER[2:]:
         return kind
-    if info.get("type") == "ensemble" and info.get("fit") == "cv":
+    if info.get("fit") == "cv":  # an ensemble learning its weights on the scored set
         return "supervised"
     if info.get("uses_future"):
         return "uses-future"
@@ -77,13 +77,29 @@ def method_kind(info: Mapping[str, Any]) -> str:
 # --- collect ----------------------------------------------------------------------------------------
 
 
-def collect(run_dir: str | Path, name: str, *, root: str | Path = ".", command: str | None = None,
-            allow_mock: bool = False) -> dict[str, Any]:
+class RunConfig(Protocol):
+    """What the regenerating command is rebuilt from: an experiment config as ``judge run`` reads it
+    (:class:`judge.harness.config.Experiment`; the caller, above the reports, loads it)."""
+
+    @property
+    def data_dir(self) -> str: ...
+    @property
+    def limit(self) -> int | None: ...
+    @property
+    def split(self) -> str | None: ...
+    @property
+    def methods(self) -> Sequence[Any]: ...
+    @property
+    def datasets(self) -> Sequence[Any]: ...
+
+
+def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunConfig], root: str | Path = ".",
+            command: str | None = None, allow_mock: bool = False) -> dict[str, Any]:
     """The small committed summary of the ``judge run`` folder ``run_dir``. ``command`` overrides the
     regenerating command that is otherwise rebuilt from the config (refused when the run's methods
     differ from the config's, as after --model or --backend, since that command would not rebuild them).
     A run with a method on the mock backend is refused unless ``allow_mock`` (tests): its figures mean
-    nothing and must never be published."""
+    nothing and must never be published. ``load_config`` reads the run's config (``load_experiment``)."""
     summary = _load_run(Path(run_dir))
     mocked = [m for m, info in summary["methods"].items() if uses_mock(info)]
     if mocked and not allow_mock:
@@ -102,7 +118,7 @@ def collect(run_dir: str | Path, name: str, *, root: str | Path = ".", command: 
         "name": name,
         "run": {
             "config": exp.get("config"),
-            "command": command or regenerate_command(summary, name),
+            "command": command or regenerate_command(summary, name, load_config),
             "commit": _commit(Path(root)),
             "date": _run_date(Path(run_dir)),
             "description": exp.get("description"),
@@ -151,11 +167,11 @@ def _method_entry(info: Mapping[str, Any]) -> dict[str, Any]:
 def _models(info: Mapping[str, Any]) -> dict[str, str | None]:
     """Every model one method (or any ensemble member) loads, mapped to its sha256 (None when unknown)."""
     out: dict[str, str | None] = {}
-    if info.get("type") == "ensemble":
+    if isinstance(info.get("members"), Mapping):  # an ensemble: its members' models
         for member in info.get("members", {}).values():
             out.update(_models(member))
         return out
-    if info.get("type") in ("llm", "likelihood") and info.get("backend") != "mock":  # mock loads no model
+    if "backend" in info and info.get("backend") != "mock":  # a method running a model; mock loads none
         name = info.get("model") or _default_model()
         out[name] = _sha256(name)
     elif isinstance(info.get("options"), Mapping) and info["options"].get("model"):
@@ -200,16 +216,14 @@ def _average_entry(method: str, avg: Mapping[str, Any], kind: str, split: str) -
             "per_set": avg.get("per_set", {})}
 
 
-def regenerate_command(summary: Mapping[str, Any], name: str) -> str:
-    """``judge run CONFIG ...`` that rebuilds this run: the config's own methods, sets, limit and split,
-    narrowed to what the run held."""
-    from ..harness import load_experiment
-
+def regenerate_command(summary: Mapping[str, Any], name: str, load_config: Callable[[str], RunConfig]) -> str:
+    """``judge run CONFIG ...`` that rebuilds this run: the config's own methods, sets, limit and split
+    (the config read by ``load_config``), narrowed to what the run held."""
     exp = summary["experiment"]
     config = exp.get("config")
     if not config or not Path(config).is_file():
         raise InputError(f"the run's config {config!r} is not a file here; pass --command", field="command")
-    base = load_experiment(config)
+    base = load_config(config)
     own = {m.name: m.describe() for m in base.methods}
     ran = list(summary["methods"])
     for m in ran:

@@ -61,6 +61,11 @@ class Scorer(Protocol):
         this declaration. Default: neither."""
         return frozenset()
 
+    def supervised(self) -> bool:
+        """Whether it learns from the human ratings of the very items it scores (an ensemble fitting its
+        weights on them by cross-validation): reports keep such a method apart. Default: no."""
+        return False
+
     def warm(self) -> None:
         """Do now the work every later ``score`` call needs, so that the first caller does not wait for
         it (an ensemble scores its fixed reference set and fits its weights). Default: nothing."""

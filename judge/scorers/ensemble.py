@@ -63,32 +63,14 @@ class TrainingSet:
     members: Sequence[Callable[[], Scorer]]
 
 
-def member_scores(makes: Sequence[Callable[[], Scorer]], items: list[Item]) -> list[dict[str, Score]]:
-    """Each member's scores of ``items`` by item id. LLM members that run on one backend (factories
-    with the same ``share_key``) are built together and scored in one pass whose prompts are ordered by
-    prefix across them (:mod:`judge.engine.schedule`): the criteria prompt and its aspect questions
-    share all but their last line. Other members score one after the other, as before; members of
-    another model wait until the previous model's group is done (one model loaded at a time)."""
-    from ..engine.schedule import score_together
-    from .llm import LLMJudge
+#: How an ensemble gets its members' scores of some items (by item id, one mapping per member): the
+#: engine's schedules members of one backend together (:func:`judge.methods.ensemble.score_members`).
+MemberScores = Callable[[Sequence[Callable[[], Scorer]], list[Item]], list[dict[str, Score]]]
 
-    keys = [getattr(m, "share_key", None) for m in makes]
-    out: list[dict[str, Score] | None] = [None] * len(makes)
-    for i, make in enumerate(makes):
-        if out[i] is not None:
-            continue
-        group = [j for j in range(i, len(makes)) if keys[i] is not None and keys[j] == keys[i]]
-        if len(group) > 1:
-            judges = [judge for j in group if isinstance(judge := makes[j](), LLMJudge)]
-            if len(judges) == len(group):
-                found: list[dict[str, Score]] = [{} for _ in group]
-                for lane, score in score_together(judges, [items] * len(group)):
-                    found[lane][score.item_id] = score
-                for j, scores in zip(group, found, strict=True):
-                    out[j] = scores
-                continue
-        out[i] = {s.item_id: s for s in make().score(items)}
-    return [scores or {} for scores in out]
+
+def one_by_one(makes: Sequence[Callable[[], Scorer]], items: list[Item]) -> list[dict[str, Score]]:
+    """Each member built and scored in turn (one model loaded at a time)."""
+    return [{s.item_id: s for s in make().score(items)} for make in makes]
 
 
 def percentile(sorted_ref: Sequence[float], value: float) -> float:
@@ -120,6 +102,7 @@ class EnsembleScorer(Scorer):
         training: Sequence[TrainingSet] = (),
         left_out: Sequence[tuple[str, str]] = (),
         reads: frozenset[str] = frozenset(),
+        score_members: MemberScores = one_by_one,
     ) -> None:
         if combine not in COMBINE_RULES:
             raise ValueError(f"combine must be one of {', '.join(COMBINE_RULES)}, got {combine!r}")
@@ -142,6 +125,7 @@ class EnsembleScorer(Scorer):
         self.left_out = list(left_out)
         #: The union of what the members read (members are built lazily, so the builder declares it).
         self._reads = frozenset(reads)
+        self._score_members = score_members
         #: With ``fit = "lodo"``: the weights learned on the training sets (once scored).
         self.learned: tuple[float, ...] | None = None
         #: With ``fit = "lodo"``: the training sets the fit could not use (name -> why), not trained on.
@@ -166,6 +150,10 @@ class EnsembleScorer(Scorer):
         future-reading, as its most demanding member)."""
         return self._reads
 
+    def supervised(self) -> bool:
+        """With ``fit = "cv"`` the weights are learned on the ratings of the items it scores."""
+        return self.fit == "cv"
+
     def fitted(self) -> dict[str, object] | None:
         """The weights learned for the latest ``score`` (or ``warm``) call's reference: with ``fit = "cv"`` each
         fold's (its items were scored with them) and the whole reference's (for items outside it);
@@ -189,7 +177,7 @@ class EnsembleScorer(Scorer):
         # An item is a reference item only if it is the same item, not merely the same id: a served
         # request may reuse an id of the reference file for a different reply.
         extra = [it for it in items if ref_by_id.get(it.id) != it]
-        fresh = member_scores([make for _, make in self.members], extra) if extra else [{} for _ in self.members]
+        fresh = self._score_members([make for _, make in self.members], extra) if extra else [{} for _ in self.members]
         extra_ids = {it.id for it in extra}
         for item in items:
             if item.id in extra_ids:
@@ -265,7 +253,7 @@ class EnsembleScorer(Scorer):
                         ) -> list[tuple[dict[str, Score], list[float]]]:
         """Each member's scores of the reference items, and those scores sorted (failures left out)."""
         return [(scores, sorted(s.value for s in scores.values() if s.ok and s.value is not None))
-                for scores in member_scores(makes, reference)]
+                for scores in self._score_members(makes, reference)]
 
     def _combine(self, item: Item, per_member: Sequence[tuple[Score, list[float]]],
                  weights: Sequence[float]) -> Score:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ..backends.base import Backend, Failure, Prompt, TokenLogprobs
 from ..errors import InputError, MissingInputError
@@ -28,16 +29,29 @@ from ..items import SYSTEM, Item, Turn
 from .base import Score, Scorer
 from .classic.fed_metric import followups, quality_score
 
+
+@dataclass(frozen=True)
+class Signal:
+    """What one signal is and what it asks the model for."""
+
+    #: The statistic in words.
+    text: str
+    #: Also read the reply after no context (log p(reply | no context)), which PMI signals subtract.
+    prior: bool = False
+    #: Read the level's FED follow-ups after the reply instead of the reply itself.
+    followups: bool = False
+
+
 #: Statistics a likelihood method reports, each from per-token log-probabilities of the reply.
 SIGNALS = {
-    "conditional": "mean log p(token | context)",
-    "unconditional": "mean log p(token | no context)",
-    "pmi": "mean log p(token | context) - mean log p(token | no context)",
-    "conditional-min": "min log p(token | context) (the least expected token)",
-    "pmi-min": "min over tokens of log p(token | context) - log p(token | no context)",
-    "pmi-max": "max over tokens of log p(token | context) - log p(token | no context)",
-    "followup": "FED follow-ups: mean log p(positive follow-up) - mean log p(negative follow-up) after the "
-                "reply, averaged over the level's FED qualities",
+    "conditional": Signal("mean log p(token | context)"),
+    "unconditional": Signal("mean log p(token | no context)", prior=True),
+    "pmi": Signal("mean log p(token | context) - mean log p(token | no context)", prior=True),
+    "conditional-min": Signal("min log p(token | context) (the least expected token)"),
+    "pmi-min": Signal("min over tokens of log p(token | context) - log p(token | no context)", prior=True),
+    "pmi-max": Signal("max over tokens of log p(token | context) - log p(token | no context)", prior=True),
+    "followup": Signal("FED follow-ups: mean log p(positive follow-up) - mean log p(negative follow-up) after the "
+                       "reply, averaged over the level's FED qualities", followups=True),
 }
 #: The transcript's first line; the no-context prompt is this line and the reply's speaker only.
 HEADER = "A conversation between a user and a system."
@@ -133,10 +147,11 @@ class LikelihoodScorer(Scorer):
 
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         """Items one at a time (a kill loses at most one); the no-context prompt is shared by all."""
-        if self.signal == "followup":
+        signal = SIGNALS[self.signal]
+        if signal.followups:
             yield from self._followups(items)
             return
-        needs_prior = self.signal not in ("conditional", "conditional-min")
+        needs_prior = signal.prior
         for item in items:
             requests: list[tuple[Prompt, str]] = []
             for context, reply in utterances(item):

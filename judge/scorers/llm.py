@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..alternatives import READ, Alternatives, alternatives_for, lists_for
 from ..answers import candidates, check_labels
@@ -17,9 +17,6 @@ from ..qualities import Quality
 from ..selectors import Selector, ZeroShot
 from .base import Score, Scorer
 from .rules import ScoringError, score_distribution
-
-if TYPE_CHECKING:
-    from ..engine.spec import MethodSpec
 
 
 class LLMJudge(Scorer):
@@ -33,8 +30,9 @@ class LLMJudge(Scorer):
     must, so that one client's replies never reach another's prompt).
     """
 
-    #: The method spec this judge was built from, when it came through ``make_judge`` (provenance).
-    spec: MethodSpec | None = None
+    #: The method spec (:class:`judge.engine.spec.MethodSpec`) this judge was built from, when it came
+    #: through ``make_judge`` (provenance). Typed loosely: scorers sit below the specs that build them.
+    spec: Any = None
 
     def __init__(
         self,

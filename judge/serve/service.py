@@ -16,8 +16,7 @@ from typing import Any
 
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
-from ..engine.kinds import scorer_kinds
-from ..errors import InputError
+from ..engine.kinds import check_live, method_kinds, scorer_kinds
 from ..items import Item
 from ..qualities import Quality
 from ..scorers.base import Scorer
@@ -59,7 +58,7 @@ class JudgeService:
         except BaseException:
             backends.close()
             raise
-        seed = prep.seed if spec.type == "llm" else None
+        seed = prep.seed if spec.kind.records_seed else None
         return cls(spec, scorer, backends, prep.quality, seed)
 
     @property
@@ -109,18 +108,8 @@ def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
     """The spec options a service cannot honour: examples need ``--pool``, an ensemble needs
     ``--reference-set`` (and nothing else does), and no served method may read the user's turn after
     the rated response (a live request has none yet), ``allow_future`` or not."""
-    from ..engine.kinds import check_live, method_kinds
-
     check_live(spec, method_kinds(spec))
-    if spec.type == "ensemble" and reference is None:
-        raise InputError("an ensemble places each item among a reference set; a service has no file to rank "
-                         "against, so give one (--reference-set FILE)", field="--reference-set")
-    if spec.type != "ensemble" and reference is not None:
-        raise InputError("only an ensemble ranks items against a reference set (--member ...)", field="--reference-set")
-    for member in spec.members or (spec,):
-        if member.type == "llm" and member.k > 0 and not member.pool:
-            raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
-                             field="pool")
+    spec.kind.check_served(spec, reference)
 
 
 def versions() -> dict[str, str | None]:

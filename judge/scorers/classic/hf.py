@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ...backends.hf import save_safetensors
 from ...errors import BackendError, MissingExtraError
 
 _CACHE: dict[tuple[str, str], tuple[Any, Any]] = {}
@@ -68,23 +67,7 @@ def converted(gguf: Path, sha256: str) -> Path:
     _, transformers = torch_modules("converting a packaged model")
     tok = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     net = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    # Clear the GGUF quantisation marker, otherwise save_pretrained refuses the dequantised model.
-    net.hf_quantizer = None
-    if hasattr(net.config, "quantization_config"):
-        del net.config.quantization_config
-    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=_ensure(target.parent)))
-    net.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    try:
-        os.replace(tmp, target)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)  # another process finished the same copy first
-    return target
-
-
-def _ensure(d: Path) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return save_safetensors(net, tok, target)
 
 
 def load(model: str, kind: str, what: str) -> tuple[Any, Any]:

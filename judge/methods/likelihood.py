@@ -1,0 +1,68 @@
+"""The ``likelihood`` method type: a statistic of the judge model's log-probabilities of the reply.
+
+No prompt template and no examples: the reply is scored as a continuation of its transcript (and, for
+the pointwise mutual information, of no transcript), or the FED follow-ups after it
+(:mod:`judge.scorers.likelihood`). It asks its backend for ``sequence_logprobs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+from ..backends.registry import BACKENDS
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..errors import InputError, MissingInputError
+from ..items import Item
+from ..qualities import Quality
+from ..scorers.base import Scorer
+from ..scorers.likelihood import READS, SIGNALS, LikelihoodScorer, utterances
+
+
+class LikelihoodType(MethodType):
+    """One signal of :data:`judge.scorers.likelihood.SIGNALS` (default ``pmi``)."""
+
+    fields = frozenset({"signal", "seeds"})
+    defaults: ClassVar[Mapping[str, Any]] = {"signal": "pmi"}
+    runs_model = True
+    needs = frozenset({"sequence_logprobs"})
+    noun = "likelihood methods"
+    flag = ("likelihood", "signal")
+    cost = None
+
+    def check(self, spec: MethodSpec) -> None:
+        if spec.signal not in SIGNALS:
+            raise InputError(f"must be one of {', '.join(SIGNALS)}, got {spec.signal!r}", field="signal")
+        if spec.k or spec.selector != "none" or spec.pool is not None:
+            raise InputError("a likelihood method shows no examples: k, selector and pool belong to llm "
+                             "methods", field="k" if spec.k else "selector" if spec.selector != "none" else "pool")
+
+    def default_name(self, spec: MethodSpec) -> str:
+        return f"likelihood-{spec.signal}"
+
+    def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        return {"type": spec.type, "signal": spec.signal, "backend": spec.backend, "model": spec.model,
+                "options": dict(spec.options), "generate": asdict(spec.generate), "seeds": list(spec.run_seeds()),
+                "paper": spec.paper}
+
+    def settings_text(self, described: Mapping[str, Any]) -> str:
+        return (f"likelihood {described['signal']}, model {described['model'] or 'smollm2 (embedded)'} "
+                f"({described['backend']})")
+
+    def check_names(self, spec: MethodSpec) -> None:
+        BACKENDS.canonical(spec.backend)
+
+    def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
+        return READS
+
+    def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
+                pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
+        for item in items or ():
+            if not utterances(item):
+                raise MissingInputError("a likelihood method needs a system turn to score", record=item.id,
+                                        field="dialog")
+        return Prepared(spec, quality, seed)
+
+    def build(self, prepared: Prepared, backends: Backends) -> Scorer:
+        return LikelihoodScorer(backends.get(prepared.spec), str(prepared.spec.signal))

@@ -1,0 +1,240 @@
+"""The ``llm`` method type: a prompt template read by a language model, with in-context examples.
+
+The judge shows the model a rendered template (a built-in name, ``fed``/``fedq`` for the FED prompt of
+the quality scored, or a ``.j2`` path), optionally with ``k`` labelled examples picked by a selector,
+and reads the next-token distribution over the template's answer labels (:class:`LLMJudge`). What it
+reads beyond the conversation is what its template declares (``reads`` metadata). Methods of one
+backend score together, their prompts ordered by shared prefix (:mod:`judge.engine.schedule`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..alternatives import READ, alternatives_for, lists_for
+from ..backends.registry import BACKENDS
+from ..context_views import CONTEXT_VIEWS, in_view
+from ..datasets import check_scale, load_items
+from ..engine.build import backend_key
+from ..engine.fields import close_hint
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..errors import InputError, UnknownNameError
+from ..items import Item
+from ..prompts import (
+    PER_QUALITY_PROMPTS,
+    PromptTemplate,
+    builtin_prompts,
+    fed_prompt_name,
+    get_prompt,
+    is_template_path,
+    load_template,
+    per_quality_prompts,
+)
+from ..qualities import Quality
+from ..scorers.base import Scorer
+from ..scorers.llm import LLMJudge
+from ..scorers.rules import RULES
+from ..selectors import SELECTORS, get_selector
+
+#: Keys a TOML table of an LLM method reads its own way: lists of ``k`` and ``seeds`` expand into several
+#: methods, ``selector_options`` holds ``order`` and ``manual_set``.
+SELECTOR_OPTION_KEYS = ("order", "manual_set")
+
+
+class LLMType(MethodType):
+    """A prompt + selector + backend + scoring rule (:class:`judge.scorers.llm.LLMJudge`)."""
+
+    fields = frozenset({"prompt", "selector", "k", "seeds", "group_guard", "order", "manual_set", "pool", "top_k",
+                        "rule", "context"})
+    runs_model = True
+    noun = "llm methods"
+    records_seed = True
+    cost = None
+
+    def check(self, spec: MethodSpec) -> None:
+        if spec.k > 0 and spec.selector in ("none", "zero-shot"):
+            raise InputError(f"k = {spec.k} needs an example selector (e.g. 'random' or 'bm25-context')",
+                             field="selector")
+        if spec.context not in CONTEXT_VIEWS:
+            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {spec.context!r}", field="context")
+
+    def default_name(self, spec: MethodSpec) -> str:
+        return f"{spec.prompt}-{spec.selector}-k{spec.k}" + ("" if spec.context == "given" else f"-context-{spec.context}")
+
+    def seeded(self, spec: MethodSpec) -> bool:
+        return spec.selector == "random" and spec.k > 0
+
+    def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        return {
+            "type": spec.type, "prompt": spec.prompt, "selector": spec.selector, "k": spec.k,
+            "seeds": list(spec.run_seeds()), "group_guard": spec.group_guard, "order": spec.order,
+            "manual_set": spec.manual_set, "pool": spec.pool, "backend": spec.backend, "model": spec.model,
+            "options": dict(spec.options), "generate": asdict(spec.generate), "top_k": spec.top_k, "rule": spec.rule,
+            # Only when not the default, so that the provenance of every earlier method reads as before.
+            **({"context": spec.context} if spec.context != "given" else {}),
+            "paper": spec.paper,
+        }
+
+    def settings_text(self, described: Mapping[str, Any]) -> str:
+        guard = "on" if described["group_guard"] else "OFF"
+        return (f"prompt {described['prompt']}, model {described['model'] or 'smollm2 (embedded)'} "
+                f"({described['backend']}), selector {described['selector']}, k {described['k']}, "
+                f"order {described['order']}, group guard {guard}")
+
+    def check_names(self, spec: MethodSpec) -> None:
+        BACKENDS.canonical(spec.backend)
+        SELECTORS.canonical(spec.selector)
+        if spec.rule not in RULES:  # checked here, with the other names, so a typo stops the run before a model loads
+            raise UnknownNameError("scoring rule", spec.rule, RULES)
+        if is_template_path(spec.prompt):
+            if not Path(spec.prompt).exists():
+                raise InputError("template file not found", file=spec.prompt, field="prompt")
+        elif spec.prompt not in PER_QUALITY_PROMPTS and spec.prompt not in builtin_prompts():
+            raise UnknownNameError("prompt", spec.prompt, [*builtin_prompts(), *PER_QUALITY_PROMPTS])
+
+    def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
+        if is_template_path(spec.prompt):
+            return load_template(spec.prompt, quality=quality).reads
+        if spec.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality: what any of them reads
+            return frozenset().union(*(get_prompt(n).reads for n in per_quality_prompts(spec.prompt)))
+        return get_prompt(spec.prompt).reads
+
+    def check_served(self, spec: MethodSpec, reference: Sequence[Item] | None) -> None:
+        super().check_served(spec, reference)
+        if spec.k > 0 and not spec.pool:
+            raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
+                             field="pool")
+
+    def share_key(self, spec: MethodSpec) -> str | None:
+        return backend_key(spec)
+
+    def table_keys(self) -> frozenset[str]:
+        return (super().table_keys() - set(SELECTOR_OPTION_KEYS)) | {"selector_options"}
+
+    def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
+                   methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
+        """Lists of ``k`` expand into one method per value (named ``<name>-k<k>``, the selector dropped at
+        ``k = 0``); ``seeds`` lists stay one method; ``selector_options`` sets ``order`` and ``manual_set``."""
+        (values,) = super().from_table(table, defaults, methods)
+        options = {**_options(defaults), **_options(table)}
+        for key in options:
+            if key not in SELECTOR_OPTION_KEYS:
+                raise InputError(f"unknown key{close_hint(key, dict.fromkeys(SELECTOR_OPTION_KEYS))}",
+                                 field=f"selector_options.{key}")
+        values.pop("selector_options", None)
+        ks = _int_list(values.pop("k", 0), "k")
+        seeds = _int_list(values.pop("seeds", [0]), "seeds")
+        selector = values.get("selector", "none")
+        base = values.get("name") or f"{values.get('prompt', 'yesno')}-{selector}"
+        return [{**values, "name": values["name"] if (len(ks) == 1 and values.get("name")) else f"{base}-k{k}",
+                 "selector": selector if k else "none", "k": k, "seeds": tuple(seeds), **options} for k in ks]
+
+    def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
+                pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
+        level = items[0].level if items else level
+        prompt = resolve_prompt(spec, quality, level)
+        quality = quality or prompt.quality
+        selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
+                                manual_set=spec.manual_set, order=spec.order)
+        check_renders(prompt, items or (), quality, spec.context, population)
+        if spec.k and quality is None:
+            raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
+                             field="quality")
+        examples = None
+        candidates = pool if pool is not None else items
+        if spec.k and (candidates is not None or spec.pool):
+            examples = example_pool(spec, candidates or (), quality)
+            if items is not None:
+                selector.check(items, examples, quality)
+        return Prepared(spec, quality, seed, prompt, selector, examples, population)
+
+    def build(self, prepared: Prepared, backends: Backends) -> Scorer:
+        spec = prepared.spec
+        assert prepared.prompt is not None and prepared.selector is not None
+        backend = backends.get(spec)
+        return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
+                        pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
+                        top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
+                        population=prepared.population)
+
+
+def _options(table: Mapping[str, Any]) -> dict[str, Any]:
+    value = table.get("selector_options", {})
+    if not isinstance(value, Mapping):
+        raise InputError(f"must be a table, got {type(value).__name__}", field="selector_options")
+    return dict(value)
+
+
+def _int_list(value: Any, key: str, minimum: int = 0) -> list[int]:
+    if isinstance(value, bool) or not isinstance(value, int | list):
+        raise InputError(f"must be an integer or a list, got {type(value).__name__}", field=key)
+    vals = value if isinstance(value, list) else [value]
+    if not vals:
+        raise InputError("must not be empty", field=key)
+    for v in vals:
+        if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+            raise InputError(f"must hold integers >= {minimum}, got {v!r}", field=key)
+    return vals
+
+
+def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> PromptTemplate:
+    """The template a spec names: a template path, ``fed`` / ``fedq`` (the FED prompt of the quality, the
+    paper's or the shared-prefix family's), or a built-in."""
+    if is_template_path(spec.prompt):
+        return load_template(spec.prompt, quality=quality)
+    if spec.prompt in PER_QUALITY_PROMPTS:
+        if quality is None:
+            raise InputError(f"--prompt {spec.prompt} needs --quality (it rates one FED quality)", field="quality")
+        return get_prompt(fed_prompt_name(level, quality.name, spec.prompt))
+    return get_prompt(spec.prompt)
+
+
+#: Template checks passed in this process, by (template, quality, view, the items' identities and, for a
+#: template that reads alternatives, the population's), oldest first; each entry holds those objects,
+#: so that no identity in a key can pass to another object.
+_RENDERED: OrderedDict[tuple[object, ...], tuple[Sequence[Item], Sequence[Item]]] = OrderedDict()
+_RENDERED_MAX = 512
+_RENDERED_LOCK = threading.Lock()
+
+
+def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None,
+                  view: str = "given", population: Sequence[Item] | None = None) -> None:
+    """Render ``prompt`` for every item once, as ``view`` shows it (:mod:`judge.context_views`), so that a
+    template error (undefined variable, sandbox) is bad input that surfaces before a model loads, not
+    mid-run. A check already passed for the same template, quality, view and item objects is not
+    repeated: a ``judge run`` prepares each method on each set once as a cell and again as the member of
+    every ensemble that holds it, and rendering, not scoring, is what ``--check`` spends its time on.
+    A template that reads ``alternatives`` is rendered with those of ``population`` (None: ``items``)."""
+    others = (items if population is None else population) if READ in prompt.reads else ()
+    key = (prompt, quality, view, tuple(map(id, items)), tuple(map(id, others)))
+    with _RENDERED_LOCK:  # judges may be prepared from several threads of one process
+        if key in _RENDERED:
+            _RENDERED.move_to_end(key)
+            return
+    listed = lists_for(prompt.reads, others)
+    for item in items:
+        prompt.render(in_view(item, view), [], quality, alternatives_for(item, listed))
+    with _RENDERED_LOCK:
+        _RENDERED[key] = (items, others)
+        if len(_RENDERED) > _RENDERED_MAX:
+            _RENDERED.popitem(last=False)
+
+
+def example_pool(spec: MethodSpec, candidates: Sequence[Item], quality: Quality | None) -> list[Item]:
+    """Items that can be shown as examples: the spec's pool file or ``candidates``, rated for the quality."""
+    if quality is None:
+        raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
+                         field="quality")
+    if spec.pool:
+        candidates = load_items(spec.pool)
+    rated = [it for it in candidates if it.human(quality.name) is not None]
+    if not rated and spec.selector != "manual":
+        raise InputError(f"no item in the example pool has a human rating for '{quality.name}'",
+                         file=spec.pool, field="scores")
+    check_scale(rated, quality, file=spec.pool)
+    return rated
