@@ -17,6 +17,7 @@ COMMANDS = {
     "run": "run",
     "report": "report",
     "results": "results",
+    "fit": "fit",
     "data": "data",
     "models": "models",
     "serve": "serve",

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import Backend, create_backend
-from ..backends.base import LabelDist, Prompt, TokenLogprobs
+from ..backends.base import Failure, HiddenState, LabelDist, Prompt, TokenLogprobs
 from ..backends.llamacpp import LlamaCppBackend
 from ..backends.registry import BACKENDS
 from ..cache import Cache, CachedBackend, dist_from_json
@@ -117,6 +117,11 @@ class TokenCounter(LlamaCppBackend):
     def _logits_at(self, i: int) -> np.ndarray:
         return np.zeros(self.n_vocab)
 
+    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
+                      top_n: int = 20) -> list[HiddenState | Failure]:
+        """The real backend reads the hidden state in the decode of its label answer: counted as that."""
+        return [d if isinstance(d, Failure) else HiddenState([], d) for d in self.label_logprobs(prompts, candidates, top_n)]
+
     def _extend_all(self, tokens: list[int]) -> np.ndarray:
         """The bookkeeping of :meth:`LlamaCppBackend._extend_all` (a batch start per ``n_batch`` tokens)."""
         marks = self._marks[:-1]
@@ -136,6 +141,7 @@ class DryCache(Cache):
         self._lock = threading.Lock()
         self._dists: dict[str, LabelDist] = {}
         self._seqs: dict[str, TokenLogprobs] = {}
+        self._hidden: dict[str, list[float]] = {}
         self._ro: sqlite3.Connection | None = None
         if self.path.exists():
             self._ro = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
@@ -172,6 +178,15 @@ class DryCache(Cache):
 
     def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
         self._seqs[key] = result
+
+    def get_hidden(self, key: str) -> list[float] | None:
+        if key in self._hidden:
+            return self._hidden[key]
+        rows = self._rows("hidden", [key])
+        return [] if rows else None  # present is all a count needs; the vector is not decoded
+
+    def put_hidden(self, key: str, backend: str, model: str, vector: Sequence[float]) -> None:
+        self._hidden[key] = list(vector)
 
     def __len__(self) -> int:
         return len(self._dists)

@@ -108,7 +108,7 @@ def score_together(
                 run.append(jobs[k + len(run)])
             k += len(run)
             t0, c0 = perf_counter(), counters()
-            dists = backend.label_logprobs([j[2] for j in run], judge.candidates, judge.top_n)
+            dists = judge.ask([j[2] for j in run])
             for (_, p, _, shown), dist in zip(run, dists, strict=True):
                 done[lane][p] = judge.to_score(lanes[lane][p], shown, dist)
             if costs is not None:

@@ -30,6 +30,9 @@ class Score:
     n_evaluated_tokens: int = 0
     #: Most probable next tokens (token, probability), for inspecting odd outputs.
     top: list[tuple[str, float]] = field(default_factory=list)
+    #: The model's hidden state at the answer position, from a judge asked for it (``LLMJudge(hidden=True)``,
+    #: what a head reads); never written to results.
+    vector: list[float] | None = None
 
     @property
     def ok(self) -> bool:

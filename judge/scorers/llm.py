@@ -9,7 +9,7 @@ from typing import Any
 
 from ..alternatives import READ, Alternatives, alternatives_for, lists_for
 from ..answers import candidates, check_labels
-from ..backends.base import Backend, Failure, LabelDist, Prompt
+from ..backends.base import Backend, Failure, HiddenState, LabelDist, Prompt
 from ..context_views import in_view
 from ..items import SYSTEM, USER, Item, Turn
 from ..prompts import PromptTemplate
@@ -27,7 +27,9 @@ class LLMJudge(Scorer):
     is what of the rated item the prompt shows (:mod:`judge.context_views`); examples are shown as given.
     ``population`` is where a template that reads ``alternatives`` finds the other replies to an item's
     context (default: the items being scored; ``()``: none, each reply is shown alone, as a served judge
-    must, so that one client's replies never reach another's prompt).
+    must, so that one client's replies never reach another's prompt). ``hidden`` asks the backend for the
+    hidden state at the answer position with each answer (``Backend.hidden_states``, the same forward
+    pass): each Score then carries its ``vector``, and the answer is the one ``label_logprobs`` gives.
     """
 
     #: The method spec (:class:`judge.engine.spec.MethodSpec`) this judge was built from, when it came
@@ -51,6 +53,7 @@ class LLMJudge(Scorer):
         window: int | None = None,
         context: str = "given",
         population: Sequence[Item] | None = None,
+        hidden: bool = False,
     ) -> None:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
@@ -67,6 +70,7 @@ class LLMJudge(Scorer):
         self.batch_size = batch_size
         self.context = context
         self.population = population
+        self.hidden = hidden
         # Items whose prompts are built and reordered together (memory is bounded by it). batch_size 1
         # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
         self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
@@ -161,13 +165,20 @@ class LLMJudge(Scorer):
             nxt = 0
             for start in range(0, len(order), self.batch_size):
                 idx = order[start:start + self.batch_size]
-                dists = self.backend.label_logprobs([built[i][0] for i in idx], self.candidates, self.top_n)
+                dists = self.ask([built[i][0] for i in idx])
                 for i, dist in zip(idx, dists, strict=True):
                     done[i] = self.to_score(chunk[i], built[i][1], dist)
                 while nxt < len(chunk) and done[nxt] is not None:
                     yield done[nxt]  # type: ignore[misc]
                     done[nxt] = None
                     nxt += 1
+
+    def ask(self, prompts: Sequence[Prompt]) -> Sequence[LabelDist | HiddenState | Failure]:
+        """The backend's answers to ``prompts`` (one backend call): label distributions, or with ``hidden``
+        the hidden states that come with them."""
+        if self.hidden:
+            return self.backend.hidden_states(prompts, self.candidates, self.top_n)
+        return self.backend.label_logprobs(prompts, self.candidates, self.top_n)
 
     def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
         """Where one call's examples come from: the given pool, or without one the rated items of that
@@ -187,8 +198,12 @@ class LLMJudge(Scorer):
         given population, or without one from the items of that call, kept per call like its pool."""
         return lists_for(self.prompt.reads, self.population if self.population is not None else items)
 
-    def to_score(self, item: Item, examples: list[Item], dist: LabelDist | Failure) -> Score:
+    def to_score(self, item: Item, examples: list[Item], dist: LabelDist | HiddenState | Failure) -> Score:
         """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""
+        if isinstance(dist, HiddenState):
+            score = self.to_score(item, examples, dist.dist)
+            score.vector = dist.vector
+            return score
         ids = [ex.id for ex in examples]
         if isinstance(dist, Failure):
             return Score(item.id, None, examples=ids, error=dist.reason, flags=(dist.flag,) if dist.flag else ())

@@ -1,0 +1,101 @@
+"""``judge fit DATA... -o HEAD``: learn a head from rated items (the hidden state of one prompt of one model).
+
+Only translation lives here: the sets named on the command line become :class:`judge.heads.train.RatedSet`
+values, the judge flags a method spec, and :mod:`judge.heads.train` does the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..counters import report_counters
+from ..datasets.conversations import family_of
+from ..datasets.source import resolve_source
+from ..datasets.split import split_items
+from ..engine import BackendPool
+from ..errors import InputError
+from ..heads.fit import ALPHAS, require_sklearn
+from ..heads.train import RatedSet, collect, fit_head
+from ..io import check_output_path
+from . import EXIT_OK
+from .options import add_judge_options, add_progress_option, parse_scales, spec_from_args
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("fit", help="learn a head (the model's hidden state -> a score) from rated items")
+    p.add_argument("data", nargs="+", help="rated sets: registered names or abbreviations (TU, DZ, ...: under "
+                   "--data-dir) or files (users' JSONL, benchmark files; --quality/--scale say what to learn)")
+    p.add_argument("-o", "--output", required=True, help="the head file to write (JSON)")
+    p.add_argument("--data-dir", default=None, help="folder holding the registered benchmark files")
+    p.add_argument("--split", choices=("dev", "test"), default=None,
+                   help="learn from this half of each set's conversations only (default: all items)")
+    p.add_argument("--with-answer", action="store_true",
+                   help="also give the head the prompt's own answer (its score) as a feature")
+    p.add_argument("--alphas", default=None, metavar="A,B,...",
+                   help=f"ridge strengths to choose from by grouped cross-validation (default: {','.join(map(str, ALPHAS))})")
+    add_progress_option(p)
+    add_judge_options(p)
+    return p
+
+
+def rated_sets(args: argparse.Namespace) -> list[RatedSet]:
+    """Each DATA argument as the rated items to learn from (its half with --split)."""
+    out = []
+    for target in args.data:
+        src = resolve_source(target, args.data_dir, quality=args.quality, scales=parse_scales(args))
+        items = [it for it in split_items(list(src.items), args.split) if it.human(src.quality.name) is not None]
+        if not items:
+            raise InputError(f"no rated item for quality {src.quality.name!r}"
+                             + (f" in the {args.split} half" if args.split else ""), file=target, field="data")
+        family = family_of(src.info.name)[0] if src.registered else src.info.name
+        path = str(Path(src.path).resolve()) if src.path is not None and not src.registered else None
+        out.append(RatedSet(src.info.name, src.quality, tuple(items), family, args.split, path))
+    return out
+
+
+def _alphas(text: str | None) -> tuple[float, ...]:
+    if text is None:
+        return ALPHAS
+    try:
+        values = tuple(float(a) for a in text.split(","))
+    except ValueError:
+        raise InputError(f"expected comma-separated numbers, got {text!r}", field="--alphas") from None
+    if not values or any(a <= 0 for a in values):
+        raise InputError("ridge strengths must be positive", field="--alphas")
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    check_output_path(args.output)
+    require_sklearn()
+    alphas = _alphas(args.alphas)
+    spec = spec_from_args(args)
+    sets = rated_sets(args)
+    total = sum(len(s.items) for s in sets)
+    backends = BackendPool()
+    try:
+        bar = tqdm(total=total, desc="hidden states", unit="item", file=sys.stderr,
+                   disable=True if args.no_progress else None, leave=False)
+        collected = collect(spec, sets, backends, bar.update)
+        bar.close()
+        report_counters(backends.counters())
+    finally:
+        backends.close()
+    head = fit_head(sets, collected, with_answer=args.with_answer, alphas=alphas)
+    head.write(args.output)
+    cv = head.cv
+    print(f"head: {args.output} ({head.dim} values{' + the answer' if head.with_answer else ''}, ridge alpha "
+          f"{head.alpha:g}), {head.model}, prompt {head.prompt}")
+    for t in head.trained_on:
+        fig = cv["per_set"].get(t.name, {})
+        rho = fig.get("spearman")
+        print(f"  {t.name:<20} {t.quality:<18} {t.split or 'all':<4} {t.items:>5} items {t.conversations:>5} conv."
+              f"  cv Spearman {'n/a' if rho is None else f'{rho:.3f}'}  failed {collected.failed[t.name]}")
+    overall = cv.get("spearman")
+    print(f"cross-validated ({cv['how']}): mean Spearman {'n/a' if overall is None else f'{overall:.3f}'}; "
+          f"{collected.tokens} prompt tokens evaluated in {collected.seconds:.0f} s")
+    return EXIT_OK

@@ -1,0 +1,166 @@
+"""A head: a linear map from the judge model's hidden state at the answer position to a score.
+
+The file is small JSON, written by ``judge fit`` and read by the ``head`` method type. Besides the
+weights it holds what makes them meaningful, so that they are never applied where they mean nothing:
+the model (its file's sha256 and the backend settings the vectors came from), the prompt (name and a
+hash of its template's text: the vector is the model's reading of that exact prompt), the training
+sets with their item and conversation counts (reports name them, and the harness refuses a head on a
+set that shares conversations with them), and the cross-validated figures of the fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import Backend
+from ..errors import InputError
+from ..io import atomic_write_text
+from ..prompts import PromptTemplate
+
+FORMAT = "judge-head"
+VERSION = 1
+#: How the ratings were turned into the target, and which vector was read (recorded in the file).
+TARGET = "rank within set, scaled to [0, 1] (ties averaged)"
+VECTOR = "final hidden state (after the final norm) at the answer position"
+
+
+def prompt_hash(prompt: PromptTemplate) -> str:
+    """sha256 of the template's text: a head reads the model's state after that exact prompt."""
+    return hashlib.sha256(prompt.source.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """One set a head learned from: its name, quality, half (None: all of it), and its counts."""
+
+    name: str
+    quality: str
+    split: str | None
+    items: int
+    conversations: int
+    #: The file's resolved path for a set given by path (None: a registered set under the data dir).
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Head:
+    """Standardize with ``mean``/``scale``, then ``weights`` and ``bias``: ``predict`` gives the score.
+
+    ``with_answer``: the prompt's own answer (its score by the prompt's rule) is the last feature,
+    after the vector's ``dim`` values."""
+
+    model: str
+    backend: str
+    settings: Mapping[str, Any]
+    prompt: str
+    prompt_sha256: str
+    quality: str | None
+    dim: int
+    with_answer: bool
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    alpha: float
+    trained_on: tuple[TrainingSet, ...]
+    cv: Mapping[str, Any] = field(default_factory=dict)
+    created: str = ""
+
+    def features(self, vector: Sequence[float], answer: float | None) -> np.ndarray:
+        """The head's input for one item: the vector, and the answer's score when the head reads it."""
+        x = np.asarray(vector, dtype=np.float64)
+        if self.with_answer:
+            x = np.append(x, np.nan if answer is None else answer)
+        return x
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Scores of the rows of ``x`` (n x features)."""
+        z = (np.atleast_2d(x) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return np.asarray(z @ np.asarray(self.weights) + self.bias)
+
+    def check_compatible(self, backend: Backend, prompt: PromptTemplate, *, where: str = "head") -> None:
+        """Refuse a head on another model, model file, backend or prompt: its vectors would mean nothing."""
+        settings = backend.settings()
+        wanted: dict[str, tuple[object, object]] = {"model": (self.model, backend.model_id), "backend": (self.backend, backend.name),
+                  "prompt": (self.prompt, prompt.name), "prompt_sha256": (self.prompt_sha256, prompt_hash(prompt))}
+        if "sha256" in self.settings or "sha256" in settings:
+            wanted["model file sha256"] = (self.settings.get("sha256"), settings.get("sha256"))
+        for what, (head_value, here) in wanted.items():
+            if head_value != here:
+                raise InputError(f"the head was fitted with {what} {head_value!r}, this method has {here!r}: a head "
+                                 "reads one model's hidden state after one prompt; fit one for this setup "
+                                 "with judge fit", field=where)
+
+    def describe(self) -> dict[str, Any]:
+        """What reports show of the head: the sets it learned from and its cross-validated figure."""
+        return {"trained_on": [f"{t.name}:{t.split or 'all'}" for t in self.trained_on], "cv": dict(self.cv)}
+
+    def to_json(self) -> str:
+        data = {"format": FORMAT, "version": VERSION, "target": TARGET, "vector": VECTOR, **asdict(self)}
+        return json.dumps(data, indent=1, sort_keys=False) + "\n"
+
+    def write(self, path: str | Path) -> None:
+        """Write the head atomically (a crash leaves the old file or the new one, never half of one)."""
+        atomic_write_text(path, self.to_json())
+
+
+def _need(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], file: str) -> Any:
+    if key not in data:
+        raise InputError("missing", file=file, field=key)
+    value = data[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InputError(f"expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}", file=file, field=key)
+    return value
+
+
+def _floats(data: Mapping[str, Any], key: str, n: int, file: str) -> tuple[float, ...]:
+    values = _need(data, key, list, file)
+    if len(values) != n or not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                                   for v in values):
+        raise InputError(f"expected {n} finite numbers", file=file, field=key)
+    return tuple(float(v) for v in values)
+
+
+def read_head(path: str | Path) -> Head:
+    """Read and check a head file; every problem names the file and the field."""
+    file = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("head file not found", file=file) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a readable head file: {exc}", file=file) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"not a head file (no \"format\": \"{FORMAT}\")", file=file, field="format")
+    if data.get("version") != VERSION:
+        raise InputError(f"head file version {data.get('version')!r}; this judge reads version {VERSION}",
+                         file=file, field="version")
+    dim = _need(data, "dim", int, file)
+    with_answer = _need(data, "with_answer", bool, file)
+    n = dim + (1 if with_answer else 0)
+    scale = _floats(data, "scale", n, file)
+    if any(s <= 0 for s in scale):
+        raise InputError("scales must be positive", file=file, field="scale")
+    sets = []
+    for i, t in enumerate(_need(data, "trained_on", list, file)):
+        try:
+            sets.append(TrainingSet(**t))
+        except TypeError as exc:
+            raise InputError(f"not a training set: {exc}", file=file, field=f"trained_on[{i}]") from None
+    quality = data.get("quality")
+    return Head(
+        model=_need(data, "model", str, file), backend=_need(data, "backend", str, file),
+        settings=_need(data, "settings", dict, file), prompt=_need(data, "prompt", str, file),
+        prompt_sha256=_need(data, "prompt_sha256", str, file), quality=quality if isinstance(quality, str) else None,
+        dim=dim, with_answer=with_answer, mean=_floats(data, "mean", n, file), scale=scale,
+        weights=_floats(data, "weights", n, file), bias=float(_need(data, "bias", (int, float), file)),
+        alpha=float(_need(data, "alpha", (int, float), file)), trained_on=tuple(sets),
+        cv=_need(data, "cv", dict, file), created=str(data.get("created", "")))

@@ -1,0 +1,61 @@
+"""The head's scorer: the prompt's judge reads each item once, the head turns its hidden state into the score.
+
+Scoring costs the prompt's own forward pass (the hidden state comes from the decode of the answer), so
+a head is as fast as its prompt; the answer itself stays in the row's ``label_probs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+
+from ..items import Item
+from ..scorers.base import Score
+from ..scorers.llm import LLMJudge
+from .head import Head
+
+
+class HeadScorer:
+    """Scores with ``head`` over ``judge``'s hidden states (``judge`` is set to ask for them)."""
+
+    def __init__(self, judge: LLMJudge, head: Head, head_name: str) -> None:
+        head.check_compatible(judge.backend, judge.prompt)
+        judge.hidden = True
+        self.judge = judge
+        self.head = head
+        self.head_name = head_name
+        self.name = f"head:{head_name}|{judge.name}"
+
+    def score(self, items: Iterable[Item]) -> Iterator[Score]:
+        for s in self.judge.score(items):
+            yield self._apply(s)
+
+    def _apply(self, s: Score) -> Score:
+        if s.error is not None:
+            return replace(s, vector=None)
+        if s.vector is None or len(s.vector) != self.head.dim:
+            got = "no hidden state" if s.vector is None else f"a hidden state of {len(s.vector)} values"
+            return replace(s, value=None, vector=None, error=f"the head reads {self.head.dim} values; the backend gave {got}")
+        if self.head.with_answer and s.value is None:
+            return replace(s, vector=None, error="the head reads the prompt's answer, which could not be scored")
+        value = float(self.head.predict(self.head.features(s.vector, s.value))[0])
+        return replace(s, value=value, vector=None)
+
+    def describe(self) -> dict[str, object]:
+        inner = self.judge.describe()
+        return {**inner, "method": "head", "head": self.head_name, "with_answer": self.head.with_answer,
+                **self.head.describe()}
+
+    def check(self, items: Sequence[Item]) -> None:
+        self.judge.check(items)
+
+    def reads(self) -> frozenset[str]:
+        """What its prompt reads: a head over the criteria prompt is reference-free."""
+        return self.judge.reads()
+
+    def warm(self) -> None:
+        return None
+
+    def fitted(self) -> dict[str, object] | None:
+        """The sets the head learned from, for results (it learned them before this run, not from it)."""
+        return {"head": self.head_name, **self.head.describe()}

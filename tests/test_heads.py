@@ -1,0 +1,175 @@
+"""Heads: ``judge fit`` learns a linear map from the judge model's hidden state to a score.
+
+The fitting is checked on synthetic rows whose answer is known (a target that is a linear function of
+the vector must be found; folds never split a conversation or a group of sets); ``judge fit`` runs end to
+end on the mock backend (hidden states of 16 values), and once with the real SmolLM2 (slow suite).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judge.backends.mock import MockBackend
+from judge.config import GenerateConfig
+from judge.errors import InputError
+from judge.heads import read_head
+from judge.heads.fit import Rows, choose_alpha, cross_validate, fit, folds, predict, rank_target
+from judge.heads.head import prompt_hash
+from judge.prompts import get_prompt
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _rows(n_sets: int = 3, per_set: int = 60, dim: int = 8, noise: float = 0.1, seed: int = 0) -> Rows:
+    """Rows whose ratings are a linear function of the vector plus noise, in conversations of 3 items."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=dim)
+    x = rng.normal(size=(n_sets * per_set, dim))
+    human = x @ w + noise * rng.normal(size=len(x))
+    dataset = tuple(f"set{i // per_set}" for i in range(len(x)))
+    conversation = tuple(f"{dataset[i]}:c{i // 3}" for i in range(len(x)))
+    return Rows(x, human, dataset, dataset, conversation)
+
+
+def test_rank_target_ranks_within_each_set_with_ties_averaged():
+    human = np.array([1.0, 3.0, 2.0, 10.0, 10.0, 0.0, 7.0])
+    y = rank_target(human, ["a", "a", "a", "b", "b", "b", "c"])
+    assert y.tolist() == [0.0, 1.0, 0.5, 0.75, 0.75, 0.0, 0.5]
+
+
+def test_a_linear_target_is_found_and_held_out_sets_are_predicted():
+    rows = _rows()
+    cv = cross_validate(rows)
+    assert cv["how"] == "leave one group of sets out"
+    assert cv["spearman"] > 0.95 and set(cv["per_set"]) == {"set0", "set1", "set2"}
+    f = fit(rows)
+    fresh = _rows(seed=0, n_sets=1)  # same weights (seed), its own draws are the first set's again
+    rho = np.corrcoef(predict(f, fresh.x), fresh.human)[0, 1]
+    assert rho > 0.95
+
+
+def test_noise_alone_gives_no_held_out_agreement_and_strong_regularization():
+    rng = np.random.default_rng(1)
+    rows = _rows(noise=0.0)
+    rows = Rows(rows.x, rng.normal(size=len(rows)), rows.dataset, rows.family, rows.conversation)
+    assert abs(cross_validate(rows)["spearman"]) < 0.2
+
+
+def test_folds_never_split_a_conversation_or_a_group_of_sets():
+    one = _rows(n_sets=1)
+    for train, held in folds(one):
+        assert not {one.conversation[i] for i in train} & {one.conversation[i] for i in held}
+    assert len(folds(one)) == 5
+    several = _rows(n_sets=3)
+    fam = np.array(several.family)
+    assert [set(fam[held]) for _, held in folds(several)] == [{"set0"}, {"set1"}, {"set2"}]
+
+
+def test_the_strength_is_chosen_inside_the_training_rows():
+    rows = _rows(noise=3.0, per_set=40)
+    alpha = choose_alpha(rows, (0.01, 1e6))
+    assert alpha in (0.01, 1e6)
+    assert choose_alpha(_rows(noise=0.0), (0.01, 1e6)) == 0.01  # no noise: the weak one predicts best
+
+
+def _fit(tmp_path: Path, *data: str, extra: tuple[str, ...] = (), data_dir: Path | None = None) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "judge", "fit", *data, "-o", str(tmp_path / "head.json"), "--backend", "mock",
+            "--prompt", "yesno-criteria", "--no-progress", *extra]
+    if data_dir is not None:
+        args += ["--data-dir", str(data_dir)]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_judge_fit_on_dev_halves_writes_a_head_bound_to_its_model_and_prompt(tmp_path, data_dir):
+    proc = _fit(tmp_path, "DZ", "FD", "FT", extra=("--split", "dev"), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    head = read_head(tmp_path / "head.json")
+    assert head.model == "mock" and head.prompt == "yesno-criteria" and head.dim == 16 and not head.with_answer
+    assert head.prompt_sha256 == prompt_hash(get_prompt("yesno-criteria"))
+    names = [t.name for t in head.trained_on]
+    assert names == ["dailydialog-zhao", "fed-dial", "fed-turn"] and {t.split for t in head.trained_on} == {"dev"}
+    assert all(t.items > 0 and 0 < t.conversations <= t.items for t in head.trained_on)
+    # FED-Turn's turns come from FED-Dial's dialogs: the two are left out together.
+    assert head.cv["how"] == "leave one group of sets out"
+    assert set(head.cv["per_set"]) == set(names) and len(head.cv["alphas_chosen"]) == 2
+    assert "cross-validated (leave one group of sets out): mean Spearman" in proc.stdout
+    for name in names:
+        assert name in proc.stdout
+
+
+def test_a_head_with_the_answer_reads_one_more_value_and_the_second_fit_reads_the_cache(tmp_path, data_dir):
+    first = _fit(tmp_path, "DZ", extra=("--split", "dev"), data_dir=data_dir)
+    assert first.returncode == 0, first.stderr
+    again = _fit(tmp_path, "DZ", extra=("--split", "dev", "--with-answer"), data_dir=data_dir)
+    assert again.returncode == 0, again.stderr
+    assert " 0 misses" in again.stderr, again.stderr
+    head = read_head(tmp_path / "head.json")
+    assert head.with_answer and len(head.weights) == head.dim + 1 == 17
+    assert head.cv["how"] == "5 folds grouped by conversation"
+
+
+def test_one_file_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
+    proc = _fit(tmp_path, str(turn_examples), str(turn_examples))
+    assert proc.returncode == 2 and "are one file: give it once" in proc.stderr, proc.stderr
+    proc = _fit(tmp_path, str(turn_examples), extra=("--alphas", "1,-2"))
+    assert proc.returncode == 2 and "--alphas" in proc.stderr and "positive" in proc.stderr, proc.stderr
+    assert not (tmp_path / "head.json").exists()
+
+
+def test_a_head_is_refused_on_another_prompt_or_model(tmp_path, data_dir):
+    assert _fit(tmp_path, "DZ", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
+    head = read_head(tmp_path / "head.json")
+    head.check_compatible(_mock(), get_prompt("yesno-criteria"))
+    with pytest.raises(InputError, match="prompt 'yesno-criteria'"):
+        head.check_compatible(_mock(), get_prompt("yesno"))
+    with pytest.raises(InputError, match="backend 'mock'"):
+        head.check_compatible(_mock(_Renamed), get_prompt("yesno-criteria"))
+
+
+class _Renamed(MockBackend):
+    name = "other"
+
+
+def _mock(cls: type[MockBackend] = MockBackend) -> MockBackend:
+    return cls(None, GenerateConfig())
+
+
+def test_a_broken_head_file_names_the_field(tmp_path):
+    good = {"format": "judge-head", "version": 1, "dim": 2, "with_answer": False, "mean": [0, 0], "scale": [1, 1],
+            "weights": [1, 2], "bias": 0, "alpha": 1, "model": "m", "backend": "b", "settings": {}, "prompt": "p",
+            "prompt_sha256": "x", "trained_on": [], "cv": {}}
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(good))
+    assert read_head(path).predict(np.array([[1.0, 1.0]])).tolist() == [3.0]
+    for key, value, field in (("weights", [1], "weights"), ("scale", [1, 0], "scale"), ("version", 9, "version"),
+                              ("dim", "2", "dim")):
+        path.write_text(json.dumps({**good, key: value}))
+        with pytest.raises(InputError) as err:
+            read_head(path)
+        assert err.value.field == field and err.value.file == str(path)
+    path.write_text("{")
+    with pytest.raises(InputError, match="not a readable head file"):
+        read_head(path)
+
+
+@pytest.mark.slow
+def test_judge_fit_with_the_real_model_reads_hidden_states_and_fills_the_answer_cache(tmp_path, turn_examples):
+    """SmolLM2 via llama.cpp: 576 values per item, and the plain prompt's answers come from the same pass
+    (scoring the file afterwards is all cache hits)."""
+    head_path = tmp_path / "head.json"
+    proc = subprocess.run([sys.executable, "-m", "judge", "fit", str(turn_examples), "-o", str(head_path),
+                           "--prompt", "yesno-criteria", "--no-progress"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    head = read_head(head_path)
+    assert head.dim == 576 and head.backend == "llamacpp" and head.settings["sha256"]
+    score = subprocess.run([sys.executable, "-m", "judge", "score", str(turn_examples), "--prompt", "yesno-criteria",
+                            "--no-progress", "-o", str(tmp_path / "s.jsonl")], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+    assert score.returncode == 0 and " 0 misses" in score.stderr, score.stderr
