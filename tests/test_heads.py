@@ -114,6 +114,18 @@ def test_a_head_with_the_answer_reads_one_more_value_and_the_second_fit_reads_th
     assert head.cv["how"] == "5 folds grouped by conversation"
 
 
+def test_without_each_writes_one_head_per_set_that_never_saw_it_or_its_conversations(tmp_path, data_dir):
+    folder = tmp_path / "each"
+    proc = _fit(tmp_path, "DZ", "FD", "FT", extra=("--split", "dev", "--without-each", str(folder)), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["dailydialog-zhao.json", "fed-dial.json", "fed-turn.json"]
+    learned = {p.stem: [t.name for t in read_head(p).trained_on] for p in folder.iterdir()}
+    # FED-Turn's turns are cut from FED-Dial's dialogs: each is left out with the other.
+    assert learned == {"dailydialog-zhao": ["fed-dial", "fed-turn"], "fed-dial": ["dailydialog-zhao"],
+                       "fed-turn": ["dailydialog-zhao"]}
+    assert (tmp_path / "head.json").is_file()  # -o: the head on every set, as well
+
+
 def test_one_file_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
     proc = _fit(tmp_path, str(turn_examples), str(turn_examples))
     assert proc.returncode == 2 and "are one file: give it once" in proc.stderr, proc.stderr

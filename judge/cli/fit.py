@@ -19,7 +19,7 @@ from ..datasets.split import split_items
 from ..engine import BackendPool
 from ..errors import InputError
 from ..heads.fit import ALPHAS, require_sklearn
-from ..heads.train import RatedSet, collect, fit_head
+from ..heads.train import RatedSet, collect, fit_head, fit_without_each
 from ..io import check_output_path
 from . import EXIT_OK
 from .options import add_judge_options, add_progress_option, parse_scales, spec_from_args
@@ -29,7 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("fit", help="learn a head (the model's hidden state -> a score) from rated items")
     p.add_argument("data", nargs="+", help="rated sets: registered names or abbreviations (TU, DZ, ...: under "
                    "--data-dir) or files (users' JSONL, benchmark files; --quality/--scale say what to learn)")
-    p.add_argument("-o", "--output", required=True, help="the head file to write (JSON)")
+    p.add_argument("-o", "--output", default=None, help="the head file to write (JSON): learned from every set given")
+    p.add_argument("--without-each", default=None, metavar="DIR",
+                   help="also write DIR/<set>.json for each set: a head learned from the other sets only (none that "
+                   "shares its conversations), to score that set with a head that never saw it (head = "
+                   "\"DIR/{dataset}.json\" in a config)")
     p.add_argument("--data-dir", default=None, help="folder holding the registered benchmark files")
     p.add_argument("--split", choices=("dev", "test"), default=None,
                    help="learn from this half of each set's conversations only (default: all items)")
@@ -70,7 +74,10 @@ def _alphas(text: str | None) -> tuple[float, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output_path(args.output)
+    if args.output is None and args.without_each is None:
+        raise InputError("say where the head goes: -o HEAD.json, or --without-each DIR", field="--output")
+    if args.output is not None:
+        check_output_path(args.output)
     require_sklearn()
     alphas = _alphas(args.alphas)
     spec = spec_from_args(args)
@@ -85,6 +92,15 @@ def run(args: argparse.Namespace) -> int:
         report_counters(backends.counters())
     finally:
         backends.close()
+    if args.without_each is not None:
+        folder = Path(args.without_each)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, each in fit_without_each(sets, collected, with_answer=args.with_answer, alphas=alphas).items():
+            each.write(folder / f"{name}.json")
+            print(f"head: {folder / f'{name}.json'} (without {name}: learned from "
+                  f"{', '.join(t.name for t in each.trained_on)}; ridge alpha {each.alpha:g})")
+    if args.output is None:
+        return EXIT_OK
     head = fit_head(sets, collected, with_answer=args.with_answer, alphas=alphas)
     head.write(args.output)
     cv = head.cv

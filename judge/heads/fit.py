@@ -76,7 +76,8 @@ def rank_target(human: np.ndarray, dataset: Sequence[str]) -> np.ndarray:
     return y
 
 
-def _ridge(rows: Rows, alpha: float) -> Fitted:
+def ridge(rows: Rows, alpha: float) -> Fitted:
+    """Standardize, then ridge regression of the within-set ranks on the vectors."""
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
 
@@ -135,7 +136,7 @@ def choose_alpha(rows: Rows, alphas: Sequence[float] = ALPHAS) -> float:
     for alpha in sorted(alphas, reverse=True):
         pred = np.full(len(rows), np.nan)
         for tr, te in splits:
-            pred[te] = predict(_ridge(rows.take(tr), alpha), rows.x[te])
+            pred[te] = predict(ridge(rows.take(tr), alpha), rows.x[te])
         score = _mean_rho(within_set_spearman(pred, rows))
         if score > best + 1e-12:
             best, best_alpha = score, alpha
@@ -144,7 +145,7 @@ def choose_alpha(rows: Rows, alphas: Sequence[float] = ALPHAS) -> float:
 
 def fit(rows: Rows, alphas: Sequence[float] = ALPHAS) -> Fitted:
     """The head on all of ``rows``, its strength chosen by cross-validation inside them."""
-    return _ridge(rows, choose_alpha(rows, alphas))
+    return ridge(rows, choose_alpha(rows, alphas))
 
 
 def cross_validate(rows: Rows, alphas: Sequence[float] = ALPHAS) -> dict[str, object]:
@@ -160,7 +161,7 @@ def cross_validate(rows: Rows, alphas: Sequence[float] = ALPHAS) -> dict[str, ob
         inner = train if len(set(train.family)) > 1 or len(set(train.conversation)) > 1 else None
         alpha = choose_alpha(inner, alphas) if inner is not None else max(alphas)
         chosen.append(alpha)
-        pred[te] = predict(_ridge(train, alpha), rows.x[te])
+        pred[te] = predict(ridge(train, alpha), rows.x[te])
     per_set = within_set_spearman(pred, rows)
     defined = [r for r, _ in per_set.values() if r is not None]
     return {

@@ -23,7 +23,7 @@ from ..qualities import Quality
 from ..rates import today
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
-from .fit import ALPHAS, Rows, cross_validate, fit
+from .fit import ALPHAS, Fitted, Rows, cross_validate, fit, ridge
 from .head import Head, TrainingSet, prompt_hash
 
 
@@ -111,9 +111,15 @@ def fit_head(sets: Sequence[RatedSet], collected: Collected, *, with_answer: boo
              alphas: Sequence[float] = ALPHAS) -> Head:
     """Cross-validate and fit a head on the collected rows of ``sets``."""
     rows = with_answer_column(collected.rows, collected.answers) if with_answer else collected.rows
-    judge = collected.judge
     cv = cross_validate(rows, alphas)
-    fitted = fit(rows, alphas)
+    return _head(sets, rows, collected, fit(rows, alphas), with_answer,
+                 {**cv, "failed": collected.failed, "alphas": list(alphas)})
+
+
+def _head(sets: Sequence[RatedSet], rows: Rows, collected: Collected, fitted: Fitted, with_answer: bool,
+          cv: dict[str, object]) -> Head:
+    """The head file's content: the fitted map, bound to the judge's model, backend and prompt."""
+    judge = collected.judge
     backend = judge.backend
     trained_on = tuple(
         TrainingSet(s.name, s.quality.name, s.split, int(sum(1 for d in rows.dataset if d == s.name)),
@@ -124,7 +130,32 @@ def fit_head(sets: Sequence[RatedSet], collected: Collected, *, with_answer: boo
         prompt_sha256=prompt_hash(judge.prompt), quality=None, dim=collected.rows.x.shape[1],
         with_answer=with_answer, mean=tuple(map(float, fitted.mean)), scale=tuple(map(float, fitted.scale)),
         weights=tuple(map(float, fitted.weights)), bias=fitted.bias, alpha=fitted.alpha, trained_on=trained_on,
-        cv={**cv, "failed": collected.failed, "alphas": list(alphas)}, created=today())
+        cv=cv, created=today())
+
+
+def fit_without_each(sets: Sequence[RatedSet], collected: Collected, *, with_answer: bool = False,
+                     alphas: Sequence[float] = ALPHAS) -> dict[str, Head]:
+    """One head per set, fitted on the other sets only (never on a set that shares conversations with it:
+    one group of sets is left out together), for scoring each set with a head that never saw it. Each
+    head's ``cv`` holds the held-out figure of its set, where :func:`fit_head`'s cross-validation over
+    all the sets reads it (the same procedure: strength chosen inside the training part)."""
+    from .fit import choose_alpha
+
+    rows = with_answer_column(collected.rows, collected.answers) if with_answer else collected.rows
+    family = np.asarray(rows.family)
+    out: dict[str, Head] = {}
+    for s in sets:
+        keep = np.flatnonzero(family != s.family)
+        if not len(keep):
+            raise InputError(f"every set shares conversations with {s.name}: no set is left to learn from", field="data")
+        train = rows.take(keep)
+        inner = train if len(set(train.family)) > 1 or len(set(train.conversation)) > 1 else None
+        alpha = choose_alpha(inner, alphas) if inner is not None else max(alphas)
+        others = [t for t in sets if t.family != s.family]
+        out[s.name] = _head(others, train, collected, ridge(train, alpha), with_answer,
+                            {"how": f"fitted without {s.name} (and the sets that share its conversations)",
+                             "left_out": s.name, "alphas": list(alphas)})
+    return out
 
 
 def check_sets(sets: Sequence[RatedSet]) -> None:
