@@ -8,6 +8,7 @@ end on the mock backend (hidden states of 16 values), and once with the real Smo
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,27 @@ def test_without_each_writes_one_head_per_set_that_never_saw_it_or_its_conversat
     assert (tmp_path / "head.json").is_file()  # -o: the head on every set, as well
 
 
+def _readme_fit_commands() -> list[str]:
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Learning from your ratings: heads\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("judge fit ")]
+
+
+def test_the_readme_commands_fit_heads(tmp_path, data_dir):
+    """As written, on the mock backend (the slow test below runs the first with SmolLM2); outputs go to a
+    temporary folder."""
+    commands = _readme_fit_commands()
+    assert len(commands) == 2
+    for command in commands:
+        args = shlex.split(command.replace("../shared/data", str(data_dir)))
+        args = [str(tmp_path / a) if a in ("my-head.json", "heads/") else a for a in args]
+        proc = subprocess.run([sys.executable, "-m", "judge", *args[1:], "--backend", "mock", "--no-progress"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (command, proc.stderr)
+    assert read_head(tmp_path / "my-head.json").trained_on[0].name == "dialogues"
+    assert sorted(p.stem for p in (tmp_path / "heads").iterdir()) == ["dailydialog-zhao", "fed-dial", "topical-usr"]
+
+
 def test_one_file_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
     proc = _fit(tmp_path, str(turn_examples), str(turn_examples))
     assert proc.returncode == 2 and "are one file: give it once" in proc.stderr, proc.stderr
@@ -171,17 +193,17 @@ def test_a_broken_head_file_names_the_field(tmp_path):
 
 
 @pytest.mark.slow
-def test_judge_fit_with_the_real_model_reads_hidden_states_and_fills_the_answer_cache(tmp_path, turn_examples):
-    """SmolLM2 via llama.cpp: 576 values per item, and the plain prompt's answers come from the same pass
-    (scoring the file afterwards is all cache hits)."""
-    head_path = tmp_path / "head.json"
-    proc = subprocess.run([sys.executable, "-m", "judge", "fit", str(turn_examples), "-o", str(head_path),
-                           "--prompt", "yesno-criteria", "--no-progress"], cwd=ROOT, capture_output=True, text=True,
+def test_judge_fit_with_the_real_model_reads_hidden_states_and_fills_the_answer_cache(tmp_path):
+    """The README's first command with SmolLM2 via llama.cpp: 576 values per item, and the plain prompt's
+    answers come from the same pass (scoring the file afterwards is all cache hits)."""
+    head_path = tmp_path / "my-head.json"
+    args = [str(head_path) if a == "my-head.json" else a for a in shlex.split(_readme_fit_commands()[0])]
+    proc = subprocess.run([sys.executable, "-m", *args, "--no-progress"], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     head = read_head(head_path)
     assert head.dim == 576 and head.backend == "llamacpp" and head.settings["sha256"]
-    score = subprocess.run([sys.executable, "-m", "judge", "score", str(turn_examples), "--prompt", "yesno-criteria",
+    score = subprocess.run([sys.executable, "-m", "judge", "score", "examples/dialogues.jsonl", "--prompt", "yesno-criteria",
                             "--no-progress", "-o", str(tmp_path / "s.jsonl")], cwd=ROOT, capture_output=True, text=True,
                            timeout=600)
     assert score.returncode == 0 and " 0 misses" in score.stderr, score.stderr
