@@ -148,6 +148,19 @@ def test_the_readme_commands_fit_heads(tmp_path, data_dir):
     assert sorted(p.stem for p in (tmp_path / "heads").iterdir()) == ["dailydialog-zhao", "fed-dial", "topical-usr"]
 
 
+@pytest.mark.slow  # reads SmolLM2's vocabulary and calibrates its rate
+def test_check_prints_the_cost_of_each_set_and_fits_nothing(tmp_path, data_dir):
+    proc = subprocess.run([sys.executable, "-m", "judge", "fit", "DZ", "FD", "--data-dir", str(data_dir), "--split",
+                           "dev", "--prompt", "yesno-criteria", "--check"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:3] == ["cell", "items", "cached"]
+    assert [line.split()[0] for line in lines[1:3]] == ["dailydialog-zhao", "fed-dial"]
+    assert lines[-1].startswith("total: ") and "prompt tokens" in lines[-1]
+    assert not list(tmp_path.iterdir())
+
+
 def test_one_file_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
     proc = _fit(tmp_path, str(turn_examples), str(turn_examples))
     assert proc.returncode == 2 and "are one file: give it once" in proc.stderr, proc.stderr

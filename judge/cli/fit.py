@@ -16,7 +16,7 @@ from ..counters import report_counters
 from ..datasets.conversations import family_of
 from ..datasets.source import resolve_source
 from ..datasets.split import split_items
-from ..engine import BackendPool
+from ..engine import BackendPool, MethodSpec, prepare
 from ..errors import InputError
 from ..heads.fit import ALPHAS, require_sklearn
 from ..heads.train import RatedSet, collect, fit_head, fit_without_each
@@ -43,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"ridge strengths to choose from by grouped cross-validation (default: {','.join(map(str, ALPHAS))})")
     add_progress_option(p)
     add_judge_options(p)
+    p.add_argument("--check", action="store_true", help="check the sets and options, then print what reading the "
+                   "hidden states would cost (prompt tokens after prefix reuse, est. time at this machine's measured "
+                   "rate) and stop")
     return p
 
 
@@ -61,6 +64,16 @@ def rated_sets(args: argparse.Namespace) -> list[RatedSet]:
     return out
 
 
+def _print_cost(spec: MethodSpec, sets: list[RatedSet]) -> None:
+    """``--check``: each set's items and what their prompts cost (the hidden state comes with the answer,
+    so a set costs what the prompt costs on it)."""
+    from ..engine.cost import Entry, report
+
+    groups = [[Entry(s.name, prepare(spec, list(s.items), s.quality), s.items)] for s in sets]
+    for line in report(groups, lambda msg: print(msg, file=sys.stderr)):
+        print(line)
+
+
 def _alphas(text: str | None) -> tuple[float, ...]:
     if text is None:
         return ALPHAS
@@ -74,7 +87,7 @@ def _alphas(text: str | None) -> tuple[float, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.output is None and args.without_each is None:
+    if args.output is None and args.without_each is None and not args.check:
         raise InputError("say where the head goes: -o HEAD.json, or --without-each DIR", field="--output")
     if args.output is not None:
         check_output_path(args.output)
@@ -82,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     alphas = _alphas(args.alphas)
     spec = spec_from_args(args)
     sets = rated_sets(args)
+    if args.check:
+        _print_cost(spec, sets)
+        return EXIT_OK
     total = sum(len(s.items) for s in sets)
     backends = BackendPool()
     try:
