@@ -107,6 +107,21 @@ def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_
     assert "rows: scheduled equal one by one: True (8 rows)" in out, out
 
 
+@pytest.mark.slow
+def test_head_cost_times_the_hidden_state_against_the_answer_alone(data_dir):
+    """Two DailyDialog-Zhao items with SmolLM2, once each way: the hidden side read a vector per item,
+    evaluated the same tokens, and gave the same answers bit for bit (two items are too few for the
+    time target: the exit status may say it was missed)."""
+    proc = subprocess.run([sys.executable, "benchmarks/head_cost.py", "--data-dir", str(data_dir), "--items", "2",
+                           "--once"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines() if line.startswith(("answer ", "hidden "))}
+    assert set(rows) == {"answer", "hidden"}, proc.stdout
+    assert rows["answer"][4] == rows["hidden"][4] and rows["answer"][5] == "0" and rows["hidden"][5] == "2", proc.stdout
+    assert "cost per item, hidden state read vs answer alone: " in proc.stdout
+    assert "answers identical on both sides: True" in proc.stdout
+
+
 @pytest.mark.slow  # the token-by-token side is what the benchmark shows to be slow
 def test_likelihood_speed_times_batched_replies_against_token_by_token(data_dir):
     """Three FED-Dial dialogs, SmolLM2: both sides print a row, the speed-up is a ratio of the same run, and
