@@ -7,6 +7,8 @@ end on the mock backend (hidden states of 16 values), and once with the real Smo
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shlex
 import subprocess
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 from judge.backends.mock import MockBackend
+from judge.cli import main
 from judge.config import GenerateConfig
 from judge.errors import InputError
 from judge.heads import read_head
@@ -80,21 +83,29 @@ def test_the_strength_is_chosen_inside_the_training_rows():
 
 
 def _fit(tmp_path: Path, *data: str, extra: tuple[str, ...] = (), data_dir: Path | None = None) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "judge", "fit", *data, "-o", str(tmp_path / "head.json"), "--backend", "mock",
-            "--prompt", "yesno-criteria", "--no-progress", *extra]
+    """``judge fit`` on the mock backend, in this process (the CLI's own entry point; no interpreter start)."""
+    args = ["fit", *data, "-o", str(tmp_path / "head.json"), "--backend", "mock", "--prompt", "yesno-criteria",
+            "--no-progress", *extra]
     if data_dir is not None:
         args += ["--data-dir", str(data_dir)]
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return _in_process(args)
+
+
+def _in_process(args: list[str]) -> subprocess.CompletedProcess:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def test_judge_fit_on_dev_halves_writes_a_head_bound_to_its_model_and_prompt(tmp_path, data_dir):
-    proc = _fit(tmp_path, "DZ", "FD", "FT", extra=("--split", "dev"), data_dir=data_dir)
+    proc = _fit(tmp_path, "EG", "FD", "FT", extra=("--split", "dev"), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     head = read_head(tmp_path / "head.json")
     assert head.model == "mock" and head.prompt == "yesno-criteria" and head.dim == 16 and not head.with_answer
     assert head.prompt_sha256 == prompt_hash(get_prompt("yesno-criteria"))
     names = [t.name for t in head.trained_on]
-    assert names == ["dailydialog-zhao", "fed-dial", "fed-turn"] and {t.split for t in head.trained_on} == {"dev"}
+    assert names == ["empathetic-grade", "fed-dial", "fed-turn"] and {t.split for t in head.trained_on} == {"dev"}
     assert all(t.items > 0 and 0 < t.conversations <= t.items for t in head.trained_on)
     # FED-Turn's turns come from FED-Dial's dialogs: the two are left out together.
     assert head.cv["how"] == "leave one group of sets out"
@@ -105,9 +116,9 @@ def test_judge_fit_on_dev_halves_writes_a_head_bound_to_its_model_and_prompt(tmp
 
 
 def test_a_head_with_the_answer_reads_one_more_value_and_the_second_fit_reads_the_cache(tmp_path, data_dir):
-    first = _fit(tmp_path, "DZ", extra=("--split", "dev"), data_dir=data_dir)
+    first = _fit(tmp_path, "EG", extra=("--split", "dev"), data_dir=data_dir)
     assert first.returncode == 0, first.stderr
-    again = _fit(tmp_path, "DZ", extra=("--split", "dev", "--with-answer"), data_dir=data_dir)
+    again = _fit(tmp_path, "EG", extra=("--split", "dev", "--with-answer"), data_dir=data_dir)
     assert again.returncode == 0, again.stderr
     assert " 0 misses" in again.stderr, again.stderr
     head = read_head(tmp_path / "head.json")
@@ -117,13 +128,13 @@ def test_a_head_with_the_answer_reads_one_more_value_and_the_second_fit_reads_th
 
 def test_without_each_writes_one_head_per_set_that_never_saw_it_or_its_conversations(tmp_path, data_dir):
     folder = tmp_path / "each"
-    proc = _fit(tmp_path, "DZ", "FD", "FT", extra=("--split", "dev", "--without-each", str(folder)), data_dir=data_dir)
+    proc = _fit(tmp_path, "EG", "FD", "FT", extra=("--split", "dev", "--without-each", str(folder)), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in folder.iterdir()) == ["dailydialog-zhao.json", "fed-dial.json", "fed-turn.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["empathetic-grade.json", "fed-dial.json", "fed-turn.json"]
     learned = {p.stem: [t.name for t in read_head(p).trained_on] for p in folder.iterdir()}
     # FED-Turn's turns are cut from FED-Dial's dialogs: each is left out with the other.
-    assert learned == {"dailydialog-zhao": ["fed-dial", "fed-turn"], "fed-dial": ["dailydialog-zhao"],
-                       "fed-turn": ["dailydialog-zhao"]}
+    assert learned == {"empathetic-grade": ["fed-dial", "fed-turn"], "fed-dial": ["empathetic-grade"],
+                       "fed-turn": ["empathetic-grade"]}
     assert (tmp_path / "head.json").is_file()  # -o: the head on every set, as well
 
 
@@ -141,11 +152,10 @@ def test_the_readme_commands_fit_heads(tmp_path, data_dir):
     for command in commands:
         args = shlex.split(command.replace("../shared/data", str(data_dir)))
         args = [str(tmp_path / a) if a in ("my-head.json", "heads/") else a for a in args]
-        proc = subprocess.run([sys.executable, "-m", "judge", *args[1:], "--backend", "mock", "--no-progress"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        proc = _in_process([*args[1:], "--backend", "mock", "--no-progress"])
         assert proc.returncode == 0, (command, proc.stderr)
     assert read_head(tmp_path / "my-head.json").trained_on[0].name == "dialogues"
-    assert sorted(p.stem for p in (tmp_path / "heads").iterdir()) == ["dailydialog-zhao", "fed-dial", "topical-usr"]
+    assert sorted(p.stem for p in (tmp_path / "heads").iterdir()) == ["empathetic-grade", "fed-dial", "fed-turn"]
 
 
 @pytest.mark.slow  # reads SmolLM2's vocabulary and calibrates its rate
@@ -170,7 +180,7 @@ def test_one_file_under_two_names_and_bad_strengths_are_refused(tmp_path, data_d
 
 
 def test_a_head_is_refused_on_another_prompt_or_model(tmp_path, data_dir):
-    assert _fit(tmp_path, "DZ", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
+    assert _fit(tmp_path, "EG", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
     head = read_head(tmp_path / "head.json")
     head.check_compatible(_mock(), get_prompt("yesno-criteria"))
     with pytest.raises(InputError, match="prompt 'yesno-criteria'"):
@@ -220,3 +230,94 @@ def test_judge_fit_with_the_real_model_reads_hidden_states_and_fills_the_answer_
                             "--no-progress", "-o", str(tmp_path / "s.jsonl")], cwd=ROOT, capture_output=True, text=True,
                            timeout=600)
     assert score.returncode == 0 and " 0 misses" in score.stderr, score.stderr
+
+
+# -- the head method type: judge run, judge score, judge serve ------------------------------------------
+
+def _heads_without_each(tmp_path: Path, data_dir: Path, *sets: str) -> Path:
+    folder = tmp_path / "heads"
+    proc = _fit(tmp_path, *sets, extra=("--split", "dev", "--without-each", str(folder)), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+def _config(tmp_path: Path, data_dir: Path, head: str, datasets: str) -> Path:
+    path = tmp_path / "heads.toml"
+    path.write_text(f"""name = "heads"
+data_dir = "{data_dir}"
+output = "{tmp_path / 'results'}"
+datasets = [{datasets}]
+qualities = ["overall"]
+split = "test"
+limit = 12
+
+[[methods]]
+name = "criteria"
+prompt = "yesno-criteria"
+backend = "mock"
+
+[[methods]]
+name = "criteria-head"
+type = "head"
+prompt = "yesno-criteria"
+head = "{head}"
+backend = "mock"
+""")
+    return path
+
+
+def test_judge_run_scores_each_set_with_the_head_that_never_saw_it(tmp_path, data_dir):
+    folder = _heads_without_each(tmp_path, data_dir, "EG", "FD", "FT")
+    config = _config(tmp_path, data_dir, f"{folder}/{{dataset}}.json", '"EG", "FT"')
+    proc = _in_process(["run", str(config), "--no-progress"])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "results" / "summary.json").read_text())
+    rows = {(r["method"], r["dataset"]): r for r in summary["results"]}
+    assert {("criteria-head", "empathetic-grade"), ("criteria-head", "fed-turn")} <= set(rows)
+    assert all(rows[("criteria-head", d)]["n"] == 12 and rows[("criteria-head", d)]["n_failed"] == 0
+               for d in ("empathetic-grade", "fed-turn"))
+    board = (tmp_path / "results" / "leaderboard.md").read_text()
+    free = board.split("## Reference-free", 1)[1].split("\n## ", 1)[0] if "## Reference-free" in board else board
+    assert "| criteria-head |" in free  # it reads what its prompt reads: reference-free
+    heads = board.split("## Heads", 1)[1]
+    ft = next(line for line in heads.splitlines() if line.startswith("| criteria-head | fed-turn |"))
+    assert "| fed-turn.json | empathetic-grade:dev (" in ft and "fed-dial" not in ft, ft  # FT's head never saw FED
+
+
+def test_a_head_on_a_set_it_learned_from_or_shares_conversations_with_is_refused(tmp_path, data_dir):
+    assert _fit(tmp_path, "FD", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
+    config = _config(tmp_path, data_dir, str(tmp_path / "head.json"), '"FT"')
+    proc = _in_process(["run", str(config), "--no-progress"])
+    assert proc.returncode == 2, proc.stdout
+    assert "the head learned from fed-dial" in proc.stderr and "fed-turn" in proc.stderr, proc.stderr
+    assert not (tmp_path / "results" / "summary.json").exists()
+
+
+def test_judge_score_and_serve_give_the_head_s_scores(tmp_path, data_dir, turn_examples):
+    from test_serve import call, start_server
+
+    assert _fit(tmp_path, "EG", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
+    head = str(tmp_path / "head.json")
+    args = ("--backend", "mock", "--prompt", "yesno-criteria", "--head", head)
+    out = tmp_path / "scores.jsonl"
+    proc = _in_process(["score", str(turn_examples), "-o", str(out), *args])
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["kind"]["kind"] == "reference-free" and meta["scorer"]["method"] == "head"
+    assert meta["scorer"]["trained_on"] == ["empathetic-grade:dev"]
+    plain = _in_process(["score", str(turn_examples), "--backend", "mock", "--prompt", "yesno-criteria", "--format",
+                         "jsonl"])
+    answers = [json.loads(line)["label_probs"] for line in plain.stdout.splitlines()]
+    assert [r["label_probs"] for r in rows] == answers  # the same prompt read, the same answers
+    assert [r["score"] for r in rows] != [None] * len(rows)
+    srv = start_server(tmp_path, *args)
+    try:
+        record = json.loads(turn_examples.read_text().splitlines()[0])
+        status, body = call(srv, "POST", "/v1/score", record)
+        assert status == 200, body
+        assert json.loads(body)["score"] == pytest.approx(rows[0]["score"], abs=1e-6)
+        status, body = call(srv, "GET", "/v1/info")
+        assert json.loads(body)["kind"]["kind"] == "reference-free"
+    finally:
+        srv.stop()

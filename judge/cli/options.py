@@ -82,6 +82,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="score with the model's log-probabilities of the reply instead of a prompt: pmi (context "
                    "against no context, default signal), conditional, unconditional, conditional-min, pmi-min, "
                    "pmi-max, followup (FED follow-ups; docs/likelihood.md)")
+    g.add_argument("--head", default=None, metavar="FILE",
+                   help="score with a head (judge fit) on the model's hidden state after --prompt, instead of the "
+                   "prompt's answer (docs/heads.md)")
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
     c.add_argument("--scorer", default=None, help="run this classic scorer instead of an LLM judge "
                    "(length, bleu4, rouge-l, meteor, fed-metric, ...; `judge score --scorer ?` lists them)")
@@ -257,7 +260,7 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
 #: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
 #: context, batching, API and cache settings, --chat) apply to every model the method runs.
-METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "context", "top_k", "rule", "selector", "k", "seed",
+METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "head", "context", "top_k", "rule", "selector", "k", "seed",
                 "pool", "group_guard", "example_order", "manual_set", "weights", "combine", "fit",
                 "scorer_model", "scorer_option", "seeds")
 _FLAG_NAMES = {"group_guard": "--no-group-guard"}

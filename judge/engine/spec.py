@@ -196,6 +196,7 @@ METHOD_TYPES.register_lazy("llm", "judge.methods.llm:LLMType")
 METHOD_TYPES.register_lazy("likelihood", "judge.methods.likelihood:LikelihoodType")
 METHOD_TYPES.register_lazy("classic", "judge.methods.classic:ClassicType")
 METHOD_TYPES.register_lazy("ensemble", "judge.methods.ensemble:EnsembleType")
+METHOD_TYPES.register_lazy("head", "judge.methods.head:HeadType")
 _INSTANCES: dict[Callable[[], MethodType], MethodType] = {}
 
 
@@ -262,6 +263,8 @@ class MethodSpec:
     #: LLM methods: what of the item the prompt shows (:data:`judge.context_views.CONTEXT_VIEWS`): the
     #: conversation as ``given``, or ``none`` (the reply alone), the baseline of a contrast.
     context: str = "given"
+    #: Head methods: the head file ``judge fit`` wrote (``{dataset}``: the scored set's name).
+    head: str | None = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 

@@ -10,12 +10,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from ..items import Item
-from ..scorers.base import Score
+from ..scorers.base import Score, Scorer
 from ..scorers.llm import LLMJudge
 from .head import Head
 
 
-class HeadScorer:
+class HeadScorer(Scorer):
     """Scores with ``head`` over ``judge``'s hidden states (``judge`` is set to ask for them)."""
 
     def __init__(self, judge: LLMJudge, head: Head, head_name: str) -> None:
@@ -53,9 +53,10 @@ class HeadScorer:
         """What its prompt reads: a head over the criteria prompt is reference-free."""
         return self.judge.reads()
 
-    def warm(self) -> None:
-        return None
-
     def fitted(self) -> dict[str, object] | None:
-        """The sets the head learned from, for results (it learned them before this run, not from it)."""
-        return {"head": self.head_name, **self.head.describe()}
+        """What the head learned, for results: its file, the sets it learned from (before this run, never
+        from the scored set) and its strength and cross-validated figure."""
+        cv = self.head.cv
+        return {"fit": "head", "head": self.head_name, "alpha": self.head.alpha,
+                "trained_on": [f"{t.name}:{t.split or 'all'} ({t.items} items)" for t in self.head.trained_on],
+                "cv_spearman": cv.get("spearman"), "cv_how": cv.get("how")}

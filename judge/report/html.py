@@ -9,6 +9,7 @@ from typing import Any
 from .table import (
     AVERAGE_COMPARISON_HEADER,
     FITTED_HEADER,
+    HEAD_HEADER,
     TIMING_HEADER,
     CellValue,
     Leaderboard,
@@ -18,6 +19,7 @@ from .table import (
     cell_label,
     fitted_cells,
     fmt,
+    head_cells,
     timing_cells,
 )
 
@@ -52,6 +54,8 @@ def render_html(summary: dict[str, Any]) -> str:
                 timing_cells(summary.get("timing") or {}))
     h += _table("Learned ensemble weights (cv: mean [range] over folds)", FITTED_HEADER,
                 fitted_cells(summary.get("cells") or [], summary.get("not_trained_on")))
+    h += _table("Heads (fitted before the run on the sets listed, never the scored one)", HEAD_HEADER,
+                head_cells(summary.get("cells") or []))
     for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")

@@ -7,6 +7,7 @@ from typing import Any
 from .table import (
     AVERAGE_COMPARISON_HEADER,
     FITTED_HEADER,
+    HEAD_HEADER,
     TIMING_HEADER,
     CellValue,
     Leaderboard,
@@ -15,6 +16,7 @@ from .table import (
     cell_label,
     fitted_cells,
     fmt,
+    head_cells,
     p_text,
     timing_cells,
 )
@@ -136,6 +138,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
     out += _timing_md(summary.get("timing") or {})
     out += _fitted_md(summary.get("cells") or [], summary.get("not_trained_on"))
+    out += _heads_md(summary.get("cells") or [])
     out += ["", "## Methods", ""]
     for m, spec in summary["methods"].items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
@@ -187,6 +190,18 @@ def _fitted_md(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]]
            "scored set's unread. `cv`: each fold's items were scored with weights learned on the other "
            "folds; the column gives their mean and range.", "",
            _md_row(list(FITTED_HEADER)), _md_row(["---"] * 5)]
+    return out + [_md_row(r) for r in rows]
+
+
+def _heads_md(cells: list[dict[str, Any]]) -> list[str]:
+    """The heads that scored cells, and what each learned from (``judge fit``, before the run)."""
+    rows = head_cells(cells)
+    if not rows:
+        return []
+    out = ["", "## Heads", "",
+           "Each cell was scored by a head fitted before the run (judge fit) on the sets listed, never on the "
+           "scored set or one that shares its conversations.", "",
+           _md_row(list(HEAD_HEADER)), _md_row(["---"] * len(HEAD_HEADER))]
     return out + [_md_row(r) for r in rows]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..stats import p_at_floor, p_floor
@@ -284,7 +285,7 @@ def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any
     out = []
     for c in cells:
         f = c.get("fitted")
-        if not f:
+        if not f or f.get("fit") == "head":
             continue
         if f.get("fit") == "lodo":
             where = f"the other {len(f['trained_on'])} sets"
@@ -303,6 +304,24 @@ def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any
                 f"{m} {fmt(sum(col) / len(col), 2)} [{fmt(min(col), 1)}–{fmt(max(col), 1)}]"
                 for m, col in zip(f["members"], zip(*folds, strict=True), strict=True))
         out.append([c["method"], c["dataset"], c["quality"], where, weights])
+    return out
+
+
+#: Header of the heads' table (Markdown and HTML): what each head method's head learned from.
+HEAD_HEADER = ("method", "set", "quality", "head", "learned from", "ridge alpha, cv Spearman")
+
+
+def head_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
+    """One row of text per cell scored by a head (``type = "head"``): the head file, the sets it learned
+    from before the run (never the scored one: the harness refuses that) and its fit's figures."""
+    out = []
+    for c in cells:
+        f = c.get("fitted")
+        if not f or f.get("fit") != "head":
+            continue
+        cv = f.get("cv_spearman")
+        out.append([c["method"], c["dataset"], c["quality"], Path(str(f["head"])).name, ", ".join(f["trained_on"]),
+                    f"{f['alpha']:g}, {'–' if cv is None else fmt(cv)} ({f.get('cv_how') or 'no cv'})"])
     return out
 
 

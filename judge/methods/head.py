@@ -1,0 +1,111 @@
+"""The ``head`` method type: a prompt's judge whose score is a head's output on the model's hidden state.
+
+The prompt is rendered and read exactly as an ``llm`` method's (zero-shot: a head was fitted on the
+vectors of that prompt alone), the backend hands over the hidden state at the answer position in the
+same decode (capability ``hidden_states``), and the head file written by ``judge fit`` maps it to the
+score (:mod:`judge.heads`). It reads what its prompt reads, so a head over the criteria prompt is
+reference-free. ``head`` may hold ``{dataset}``, replaced by the scored set's name, so that each set of
+a ``judge run`` is scored by its own head (``judge fit --without-each`` writes one per set).
+
+A head never scores what it learned from: a set it was trained on, or one that shares conversations
+with such a set, is refused before anything loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..datasets.conversations import family_of
+from ..engine.spec import Backends, MethodSpec, Prepared
+from ..errors import InputError
+from ..heads.head import Head, prompt_hash, read_head
+from ..heads.scorer import HeadScorer
+from ..items import Item
+from ..qualities import Quality
+from ..scorers.base import Scorer
+from ..scorers.llm import LLMJudge
+from .llm import LLMType
+
+#: Stands for the scored set's name in a ``head`` path.
+DATASET = "{dataset}"
+
+
+@dataclass
+class HeadPrepared(Prepared):
+    """An llm method's preparation plus the head that will read its hidden states."""
+
+    head: Head | None = None
+    head_path: str = ""
+
+
+class HeadType(LLMType):
+    """A zero-shot prompt read by the model, scored by a head (:class:`judge.heads.scorer.HeadScorer`)."""
+
+    fields = frozenset({"prompt", "top_k", "rule", "context", "head"})
+    needs = frozenset({"hidden_states"})
+    noun = "head methods"
+    flag = ("head", "head")
+    records_seed = False
+
+    def check(self, spec: MethodSpec) -> None:
+        super().check(spec)
+        if not spec.head:
+            raise InputError("a head method names its head file (judge fit writes one)", field="head")
+
+    def default_name(self, spec: MethodSpec) -> str:
+        return f"head-{Path(str(spec.head)).stem.replace(DATASET, 'each')}"
+
+    def seeded(self, spec: MethodSpec) -> bool:
+        return False
+
+    def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        return {"type": spec.type, "prompt": spec.prompt, "head": spec.head, "backend": spec.backend,
+                "model": spec.model, "options": dict(spec.options), "generate": asdict(spec.generate),
+                "top_k": spec.top_k, "rule": spec.rule,
+                **({"context": spec.context} if spec.context != "given" else {}), "paper": spec.paper}
+
+    def share_key(self, spec: MethodSpec) -> str | None:
+        return None  # scored alone: its judge asks for hidden states, the others for answers
+
+    def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
+                pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
+        base = super().prepare(spec, items, quality, pool=pool, population=population, seed=seed, level=level)
+        path = head_path(str(spec.head), items)
+        head = read_head(path)
+        assert base.prompt is not None
+        if head.prompt != base.prompt.name or head.prompt_sha256 != prompt_hash(base.prompt):
+            raise InputError(f"the head was fitted on prompt {head.prompt!r} (or another text of it); this method's "
+                             f"prompt is {base.prompt.name!r}", file=path, field="prompt")
+        check_not_trained_on(head, items or (), path)
+        return HeadPrepared(**{f: getattr(base, f) for f in base.__dataclass_fields__}, head=head, head_path=path)
+
+    def build(self, prepared: Prepared, backends: Backends) -> Scorer:
+        assert isinstance(prepared, HeadPrepared) and prepared.head is not None
+        judge = super().build(prepared, backends)
+        assert isinstance(judge, LLMJudge)
+        return HeadScorer(judge, prepared.head, prepared.head_path)
+
+
+def head_path(pattern: str, items: Sequence[Item] | None) -> str:
+    """The head file for these items: ``{dataset}`` replaced by their set's name (one set per call)."""
+    if DATASET not in pattern:
+        return pattern
+    names = sorted({it.dataset or "" for it in items or ()})
+    if len(names) != 1 or not names[0]:
+        raise InputError(f"{DATASET} in a head path needs items of one named set, got {names or 'none'}",
+                         field="head")
+    return pattern.replace(DATASET, names[0])
+
+
+def check_not_trained_on(head: Head, items: Sequence[Item], path: str) -> None:
+    """Refuse a head on a set it learned from or on one that shares conversations with such a set."""
+    for name in sorted({it.dataset for it in items if it.dataset}):
+        family = set(family_of(name))
+        for t in head.trained_on:
+            if t.name == name or t.name in family:
+                raise InputError(f"the head learned from {t.name} ({t.split or 'all of it'}), which shares "
+                                 f"conversations with the scored set {name}: score it with a head that never saw it "
+                                 "(judge fit --without-each)", file=path, field="head")
