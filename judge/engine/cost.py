@@ -329,19 +329,31 @@ _CALIBRATION = ("A judge reads a conversation and the reply that follows it, the
                 "adds something worth reading. ") * 6
 
 
-def calibrate(spec: MethodSpec) -> Rate:
+#: Times the calibration text is evaluated; the fastest counts.
+CALIBRATION_REPEATS = 3
+
+
+def calibrate(spec: MethodSpec, repeats: int = CALIBRATION_REPEATS) -> Rate:
     """Measure the model's prompt rate here: load the real backend with the method's settings, evaluate a
-    short warm-up and then a few hundred tokens from an empty KV cache, and time the second."""
+    short warm-up and then a few hundred tokens from an empty KV cache ``repeats`` times, and keep the
+    fastest. Other work on the cores only ever slows a measurement, so the fastest of a few is the
+    machine's rate; a single one taken while something else ran gave half of it (benchmarks/README.md,
+    leaderboard_schedule)."""
     backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
     assert isinstance(backend, LlamaCppBackend)
     backend.record_rate = False
     try:
         backend.label_logprobs([Prompt("Warm up.", chat=False)], ["A"], 1)
-        backend.reset()
-        tokens0, seconds0 = backend.tokens_evaluated, backend.eval_seconds
-        backend.label_logprobs([Prompt(_CALIBRATION, chat=False)], ["A"], 1)
-        tokens, seconds = backend.tokens_evaluated - tokens0, backend.eval_seconds - seconds0
-        return Rate(backend.model_id, backend.threads, tokens, round(seconds, 3), today(), "calibration")
+        best: tuple[int, float] | None = None
+        for _ in range(max(1, repeats)):
+            backend.reset()
+            tokens0, seconds0 = backend.tokens_evaluated, backend.eval_seconds
+            backend.label_logprobs([Prompt(_CALIBRATION, chat=False)], ["A"], 1)
+            tokens, seconds = backend.tokens_evaluated - tokens0, backend.eval_seconds - seconds0
+            if best is None or tokens / max(seconds, 1e-9) > best[0] / max(best[1], 1e-9):
+                best = (tokens, seconds)
+        assert best is not None
+        return Rate(backend.model_id, backend.threads, best[0], round(best[1], 3), today(), "calibration")
     finally:
         backend.close()
 
