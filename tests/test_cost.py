@@ -83,6 +83,7 @@ def _total_tokens(lines: list[str]) -> int:
     return int(m[2].replace(",", ""))
 
 
+@pytest.mark.slow  # real SmolLM2 end to end: 15-25 s, kept out of the README's 10-minute command
 def test_predicted_tokens_are_what_a_real_run_evaluates(tmp_path, data_dir):
     cache = tmp_path / "cache.sqlite"
     config, out = _config(tmp_path, cache), tmp_path / "out"
@@ -130,6 +131,7 @@ def _check(config: Path, data_dir: Path, env: dict[str, str], *more: str) -> sub
                            *more], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow  # real SmolLM2 end to end: 15-25 s, kept out of the README's 10-minute command
 def test_rate_file_is_measured_once_refreshed_by_runs_and_remeasured_when_corrupt(tmp_path, data_dir, monkeypatch):
     import os
 

@@ -104,6 +104,7 @@ def server(tmp_path_factory) -> Iterator[Server]:
 
 
 # -- same rows as judge score ---------------------------------------------------------------------
+@pytest.mark.slow  # real SmolLM2 end to end: 15-25 s, kept out of the README's 10-minute command
 def test_rows_equal_judge_score(server, tmp_path):
     """The example file sent as one batch gives judge score's rows byte for byte (groups are per request,
     as per file); each item sent alone gives the same score."""
@@ -301,6 +302,7 @@ def test_cli_refuses_bad_options(args, env, message):
     assert message in proc.stderr
 
 
+@pytest.mark.slow  # real SmolLM2 end to end: 15-25 s, kept out of the README's 10-minute command
 def test_ensemble_is_served_against_its_reference_set(tmp_path):
     """An ensemble (SmolLM2 yes/no + length, rank-mean) served with the example file as its reference
     set gives each request item the row ``judge score`` gives it in that file, as a batch or alone:

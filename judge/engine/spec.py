@@ -348,8 +348,10 @@ _DEFAULTS: dict[str, Any] = {}
 
 
 def _owners(key: str) -> Iterator[MethodType]:
-    """The registered types that accept spec field ``key`` (for the message refusing it elsewhere)."""
-    for name in METHOD_TYPES.names():
+    """The registered types that accept spec field ``key`` (for the message refusing it elsewhere), the
+    default type first: a field of prompts is named as the ``llm`` methods' even where another type that
+    reads a prompt (``head``) takes it too."""
+    for name in sorted(METHOD_TYPES.names(), key=lambda n: n != DEFAULT_TYPE):
         kind = method_type(name)
         if key in kind.fields:
             yield kind
