@@ -98,7 +98,8 @@ def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_
     assert proc.returncode in (0, 1), proc.stderr
     out = proc.stdout
     assert "4 zero-shot methods (smollm2-yesno, smollm2-rating-exp, smollm2-criteria, smollm2-relevant)" in out, out
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("each ", "scheduled "))}
+    rows = {cols[0]: cols for cols in map(str.split, out.splitlines())
+            if len(cols) > 1 and cols[0] in ("each", "scheduled") and cols[1].isdigit()}
     assert set(rows) == {"each", "scheduled"} and rows["each"][1] == rows["scheduled"][1] == "8", out
     assert int(rows["scheduled"][5]) < int(rows["each"][5]), out  # the criteria family shares its instructions
     check = re.search(r"--check before the scheduled run: (\d+) tokens, .* measured (\d+) tokens", out)
