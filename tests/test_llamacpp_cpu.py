@@ -1,5 +1,5 @@
 """The AMX guard of the llama.cpp backend: a probe in a child process, remembered per llama.cpp build,
-and loading without llama.cpp's extra buffer types where the probe died of SIGILL."""
+and loading without llama.cpp's extra buffer types where a signal killed the probe."""
 
 from __future__ import annotations
 
@@ -33,6 +33,17 @@ def test_probe_answer_is_remembered_per_build(tmp_path, monkeypatch):
     key = next(iter(stored))
     (tmp_path / "llamacpp-cpu-probe.json").write_text(json.dumps({key: False}))
     assert extra_buffers_usable(llama_cpp, resolve_model_path(None), tmp_path) is False
+
+
+@pytest.mark.parametrize(("returncode", "usable"), [(0, True), (-4, False), (-11, False), (-7, False), (1, True)])
+def test_a_probe_killed_by_a_trap_signal_turns_extra_buffers_off(tmp_path, monkeypatch, returncode, usable):
+    """SIGILL, SIGSEGV (a general protection fault on some Xeon guests) and SIGBUS mean the kernels are
+    trapped; a clean exit, or a Python error (which the real load would raise too), keeps the defaults."""
+    import subprocess
+
+    monkeypatch.setattr("judge.backends.llamacpp_cpu.cpu_advertises_amx", lambda cpuinfo=None: True)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, returncode, b"", b""))
+    assert extra_buffers_usable(llama_cpp, resolve_model_path(None), tmp_path) is usable
 
 
 def test_no_probe_without_amx(tmp_path, monkeypatch):

@@ -2,9 +2,10 @@
 
 Some virtual machines advertise Intel AMX in ``/proc/cpuinfo`` (and the kernel grants the tile
 permission) while the hypervisor traps the tile instructions. A llama.cpp compiled natively there
-puts the weights in its AMX buffer and the process dies with SIGILL on the first prompt longer than
-a token. No error can be caught in-process, so a child process evaluates a short prompt with the
-embedded model first; if it dies of SIGILL, judge loads models without llama.cpp's extra buffer
+puts the weights in its AMX buffer and the process dies on the first prompt longer than a token:
+SIGILL on some hypervisors, SIGSEGV (a general protection fault in libggml-cpu) on others. No error
+can be caught in-process, so a child process evaluates a short prompt with the embedded model first;
+if a signal kills it (``TRAPPED``), judge loads models without llama.cpp's extra buffer
 types (AMX and weight repacking), which run everywhere. The answer is kept in a small JSON file next
 to the cache, keyed by the llama.cpp library file, so the probe runs once per install.
 """
@@ -33,6 +34,10 @@ m.eval(m.tokenize(b"A short probe of the matrix kernels, several tokens long."))
 
 _lock = threading.Lock()
 
+#: How a trapped tile instruction ends the probe: "Illegal instruction", or a general protection fault
+#: that the kernel delivers as a segmentation fault (seen on Xeon guests that list amx_tile).
+TRAPPED = frozenset({signal.SIGILL, signal.SIGSEGV, signal.SIGBUS})
+
 
 def cpu_advertises_amx(cpuinfo: str | None = None) -> bool:
     """Whether the CPU flags name AMX tiles (the only case the probe is needed for)."""
@@ -47,7 +52,8 @@ def cpu_advertises_amx(cpuinfo: str | None = None) -> bool:
 def _library_identity(llama_cpp: Any) -> str:
     """A key for the compiled llama.cpp: the CPU library's path, size and mtime, and the package version."""
     libdir = Path(llama_cpp.__file__).parent / "lib"
-    parts = [getattr(llama_cpp, "__version__", "?")]
+    # "signals-2": answers stored before SIGSEGV counted as trapped are probed again.
+    parts = ["signals-2", getattr(llama_cpp, "__version__", "?")]
     for lib in sorted(libdir.glob("libggml-cpu*")) or sorted(libdir.glob("*ggml*")):
         st = lib.stat()
         parts.append(f"{lib}:{st.st_size}:{st.st_mtime_ns}")
@@ -59,7 +65,7 @@ def _probe_file(cache_dir: Path) -> Path:
 
 
 def extra_buffers_usable(llama_cpp: Any, probe_model: Path, cache_dir: Path) -> bool:
-    """True unless the CPU advertises AMX and a child process evaluating a prompt died of SIGILL."""
+    """True unless the CPU advertises AMX and a child process evaluating a prompt was killed by ``TRAPPED``."""
     if not cpu_advertises_amx():
         return True
     key = _library_identity(llama_cpp)
@@ -73,7 +79,7 @@ def extra_buffers_usable(llama_cpp: Any, probe_model: Path, cache_dir: Path) -> 
             return bool(known[key])
         try:
             proc = subprocess.run([sys.executable, "-c", _PROBE, str(probe_model)], capture_output=True, timeout=300)
-            usable = proc.returncode != -signal.SIGILL
+            usable = -proc.returncode not in TRAPPED
         except subprocess.TimeoutExpired:
             usable = True  # a slow machine, not a trapped instruction: keep llama.cpp's defaults
         known = known if isinstance(known, dict) else {}
