@@ -126,6 +126,36 @@ def test_a_partly_cached_run_is_counted_as_the_run_goes(tmp_path, data_dir):
     assert _total_tokens(lines) == summary["counters"]["tokens_evaluated"]
 
 
+_ENSEMBLE_ALONE = """
+[defaults]
+generate = { threads = 2, cache_path = "CACHE" }
+[[methods]]
+name = "yn"
+prompt = "yesno-criteria"
+[[methods]]
+name = "rate"
+prompt = "rating-criteria-shared"
+rule = "expected"
+[[methods]]
+name = "pair"
+type = "ensemble"
+members = ["yn", "rate"]
+"""
+
+
+def test_an_ensemble_run_without_its_members_counts_what_it_scores(tmp_path, data_dir):
+    """``--methods pair``: the ensemble alone scores its members itself, so its cell holds their tokens
+    (not "in its members"), and the count is what the run then evaluates."""
+    config = _config(tmp_path, tmp_path / "cache.sqlite", limit=2, sets='"DGR"', methods=_ENSEMBLE_ALONE)
+    exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(tmp_path / "out"), methods=["pair"])
+    prepared, _ = applicable(plan(exp), exp)
+    lines = cost_report(exp, prepared, lambda msg: None, measure=_fixed)
+    (_, cached, tokens, _), = _cells(lines).values()
+    assert cached == 0 and int(tokens.replace(",", "")) > 0, lines
+    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    assert _total_tokens(lines) == summary["counters"]["tokens_evaluated"]
+
+
 def _check(config: Path, data_dir: Path, env: dict[str, str], *more: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "judge", "run", str(config), "--data-dir", str(data_dir), "--check",
                            *more], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)

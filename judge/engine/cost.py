@@ -199,7 +199,16 @@ class DryCache(Cache):
 def estimable(spec: MethodSpec) -> str:
     """How a method's cost is known: ``llamacpp`` (counted), ``mock`` (no model: nothing to count),
     ``hosted`` (an API's speed is not this machine's), ``other`` (a local backend judge cannot count
-    yet), ``none`` (no model: classic scorers), ``ensemble`` (counted where its members run)."""
+    yet), ``none`` (no model: classic scorers), ``ensemble`` (members that cannot all be counted).
+
+    An ensemble whose members all run on llama.cpp is replayed like any LLM cell: it scores its members
+    itself (on its training sets too, for ``lodo``), and the replay's cache turns the answers that member
+    cells of the same run computed first into hits, so nothing is counted twice. Members on several
+    models or backends are not counted in the ensemble's cell (``ensemble``): one rate cannot time them."""
+    members = spec.kind.members(spec)
+    if members:
+        one_model = len({backend_key(m) for m in members}) == 1
+        return "llamacpp" if one_model and all(estimable(m) == "llamacpp" for m in members) else "ensemble"
     if spec.kind.cost is not None:
         return spec.kind.cost
     name = BACKENDS.canonical(spec.backend)
@@ -380,6 +389,13 @@ def rates_for(pool: CostPool, specs: dict[str, MethodSpec], log: Callable[[str],
     return out
 
 
+def counted_spec(spec: MethodSpec) -> MethodSpec:
+    """The spec whose model evaluates a cell's counted tokens: an ensemble's first member (``estimable``
+    counts an ensemble only when all its members share one model and backend), else the spec itself."""
+    members = spec.kind.members(spec)
+    return members[0] if members else spec
+
+
 def duration(seconds: float) -> str:
     """A wall time as a person reads it: ``40 s``, ``12 min``, ``4.9 h``."""
     if seconds < 90:
@@ -392,7 +408,7 @@ def duration(seconds: float) -> str:
 def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
     """The table ``--check`` prints: one line per cell, then the total (``rates`` by backend key)."""
     what = {"mock": "? (mock)", "hosted": "n/a (hosted API)", "other": "n/a (backend not counted)",
-            "ensemble": "in its members", "none": "0 (no model)", "missing": "n/a (model not installed)"}
+            "ensemble": "n/a (mixed members)", "none": "0 (no model)", "missing": "n/a (model not installed)"}
     width = max([len(c.label) for c in cells] + [4])
     lines = [f"{'cell':<{width}}  {'items':>6}  {'cached':>6}  {'prompt tokens (after reuse)':>27}  est. time"]
     used: dict[str, Rate] = {}
@@ -402,15 +418,15 @@ def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
         if c.how == "llamacpp" and c.tokens == 0:
             tokens, est = "0", "0 s"
         elif c.tokens is not None and c.how == "llamacpp":
-            rate = rates[backend_key(c.spec)]
-            used[backend_key(c.spec)] = rate
+            key = backend_key(counted_spec(c.spec))
+            rate = used[key] = rates[key]
             c.seconds = c.tokens / rate.per_second
             total_s += c.seconds
             tokens, est = f"{c.tokens:,}", duration(c.seconds)
         else:
             tokens = what[c.how]
             est = "0 s" if c.how in ("mock", "none") else "n/a"
-            unknown |= c.how in ("hosted", "other", "missing")
+            unknown |= c.how in ("hosted", "other", "missing", "ensemble")
         lines.append(f"{c.label:<{width}}  {c.items:>6,}  {c.cached:>6,}  {tokens:>27}  {est}")
     items = sum(c.items for c in cells)
     tokens_total = sum(c.tokens or 0 for c in cells if c.how == "llamacpp")
@@ -435,7 +451,7 @@ def estimate(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
     start = time.perf_counter()
     cells = count_groups(groups, pool, order)
     log(f"judge: counted the prompt tokens of {len(cells)} cells in {time.perf_counter() - start:.1f} s")
-    specs = {backend_key(c.spec): c.spec for c in cells if c.how == "llamacpp" and c.tokens}
+    specs = {backend_key(counted_spec(c.spec)): counted_spec(c.spec) for c in cells if c.how == "llamacpp" and c.tokens}
     return cells, rates_for(pool, specs, log, measure)
 
 

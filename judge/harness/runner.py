@@ -194,7 +194,9 @@ def _check_meta(path: Path, meta: dict[str, Any]) -> None:
 def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Prepared]], list[tuple[Cell, str]]]:
     """Prepare every cell before anything is computed. Classic-scorer cells whose set lacks an input
     the scorer needs (BLEU without references, next-user sentiment without next turns) are split off
-    and listed as skipped with the reason; any other problem stops the run now."""
+    and listed as skipped with the reason; any other problem stops the run now. ``lodo`` ensemble cells
+    get their training cells here (:func:`attach_training`), so that ``--check`` refuses what the run
+    would refuse and counts what the run would score."""
     keep: list[tuple[Cell, Prepared]] = []
     skipped: list[tuple[Cell, str]] = []
     for cell in cells:
@@ -204,6 +206,7 @@ def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Pre
             if not cell.method.kind.skips_missing_input:
                 raise
             skipped.append((cell, exc.reason.split(": ", 2)[-1]))
+    attach_training(keep, exp)
     return keep, skipped
 
 
@@ -229,7 +232,6 @@ def run_experiment(
     check_names(exp)
     out = Path(exp.output)
     prepared, skipped = applicable(plan(exp, load), exp)
-    attach_training(prepared, exp)
     cells = [c for c, _ in prepared]
     for cell, reason in skipped:
         log(f"skipped: {cell.method.name} on {cell.dataset} {cell.quality.name}: {reason}")
