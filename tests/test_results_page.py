@@ -26,6 +26,7 @@ limit = 24
 bootstrap = 200
 split = "test"
 datasets = ["TU", "FD"]
+compare = [["mock-yesno", "length"], ["rouge-l", "length"]]
 [[methods]]
 name = "length"
 type = "classic"
@@ -137,11 +138,13 @@ def test_models_are_named_with_their_sha256():
 
 
 def _tables(text: str) -> list[tuple[str, list[str]]]:
-    """(heading, method names) of every table, under the nearest ## heading."""
+    """(heading, method names) of every table of figures (not the paired ones), under the nearest ## heading."""
     out = []
     for section in re.split(r"\n(?=## )", text):
         title = section.splitlines()[0]
         for table in re.findall(r"(?:^\|.*\|\n)+", section, flags=re.M):
+            if table.startswith("| a | b |"):
+                continue
             names = [row.split("|")[1].strip() for row in table.splitlines()[2:]]
             out.append((title, names))
     return out
@@ -160,6 +163,19 @@ def test_render_keeps_the_kinds_apart_in_their_order(collected: dict):
     assert f"Regenerate: `{collected['run']['command']}`" in text
     # Nothing is bolded against anything else.
     assert not [line for line in text.splitlines() if line.startswith("|") and "**" in line]
+
+
+def test_paired_comparisons_are_kept_and_shown_only_within_one_kind(collected: dict):
+    """mock-yesno and length are both reference-free: their paired test (per set and on the average) is
+    under that table; rouge-l (reference-based) against length is kept in the summary but never shown."""
+    pairs = {(c["a"], c["b"], c.get("abbrev") or c["sets"]) for c in collected["comparisons"]}
+    assert {("mock-yesno", "length", 2), ("mock-yesno", "length", "TU"), ("rouge-l", "length", "TU")} <= pairs
+    text = page.render_page([collected])
+    free = text.split("## " + page.KIND_TITLES["reference-free"], 1)[1].split("\n## ", 1)[0]
+    avg = next(c for c in collected["comparisons"] if c["a"] == "mock-yesno" and c.get("sets") == 2)
+    row = next(line for line in free.splitlines() if line.startswith("| mock-yesno | length | avg of 2 sets |"))
+    assert row.endswith(f"| {page.p_display(avg['p'], 200, avg['n_degenerate'])} |") and page.num(avg["diff"]) in row
+    assert "| rouge-l | length |" not in text
 
 
 def test_render_marks_non_significant_figures_and_floors(collected: dict):

@@ -131,7 +131,22 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
         "cells": cells,
         "averages": averages,
         "skipped": [{k: s[k] for k in ("method", "dataset", "quality", "reason")} for s in summary.get("skipped", [])],
+        "comparisons": [_comparison_entry(c, kinds, abbrev) for c in summary.get("average_comparisons", [])]
+                       + [_comparison_entry(c, kinds, abbrev) for c in summary.get("comparisons", [])],
     }
+
+
+#: What a committed paired comparison keeps (``judge run``'s ``compare``; per set, or ``sets`` for the average).
+_COMPARISON_KEYS = ("a", "b", "n", "r_a", "r_b", "diff", "low", "high", "p", "n_boot", "n_degenerate", "unit",
+                    "n_units")
+
+
+def _comparison_entry(c: Mapping[str, Any], kinds: Mapping[str, str], abbrev: Mapping[str, str]) -> dict[str, Any]:
+    """A paired comparison of the run, with the kinds of its two methods (the page shows only same-kind
+    pairs) and where it was taken: one set (``abbrev``) or the average over ``sets`` sets."""
+    where = {"abbrev": abbrev.get(c["dataset"], c["dataset"])} if "dataset" in c else {"sets": c.get("n_sets")}
+    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where,
+            "kind_a": kinds.get(c["a"]), "kind_b": kinds.get(c["b"])}
 
 
 def uses_mock(info: Mapping[str, Any]) -> bool:
@@ -350,7 +365,22 @@ def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any
             lines.append(_average_row(avg))
         for c in sorted((c for c in cells if c["method"] == method), key=lambda c: order.get(c["abbrev"], 99)):
             lines.append(_cell_row(c))
+    pairs = [c for c in s.get("comparisons", []) if c["kind_a"] == c["kind_b"] == kind]
+    if pairs:
+        lines += ["", "Paired on the same items (a − b; the bootstrap resamples conversations):", "",
+                  _PAIR_HEAD, *(_pair_row(c) for c in pairs)]
     return "\n".join(lines) + "\n"
+
+
+_PAIR_HEAD = "| a | b | set | n | a | b | a − b | 95% CI | p |\n|---|---|---|---:|---:|---:|---:|---|---:|"
+
+
+def _pair_row(c: Mapping[str, Any]) -> str:
+    where = c["abbrev"] if "abbrev" in c else f"avg of {c['sets']} sets"
+    return "| " + " | ".join([
+        c["a"], c["b"], where, str(c["n"]), num(c["r_a"]), num(c["r_b"]), _figure(c["diff"], c["p"]),
+        _ci({"ci_low": c["low"], "ci_high": c["high"]}), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate") or 0),
+    ]) + " |"
 
 
 def _run_line(s: Mapping[str, Any]) -> str:
