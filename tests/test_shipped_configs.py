@@ -36,7 +36,9 @@ CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("*.toml"))
 
 #: Extra arguments per config: a limit that keeps every correlation defined and CI time bounded.
 ARGS = {
-    "classic.toml": ["--limit", "5"],
+    # DGU has references, FED-Dial next user turns: every scorer runs on one of them at least (21 cells).
+    # Each scorer's own tests (tests/test_classic*.py) run it on real items; all eight sets took 315 s.
+    "classic.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     # The CPU leaderboard runs the Qwen models (the benchmark measures them; tests/test_models.py runs
     # the packaged Qwen): here every LLM method runs on the embedded SmolLM2, so each ensemble and the
     # dev/test split run end to end at a third of the 0.5B's CI time.
@@ -59,6 +61,9 @@ ARGS = {
     "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
+    # The head round's test reading with the real Qwen-1.5B and the committed heads, on the two sets
+    # with the shortest prompts (each set's head never saw it: the run refuses one that did).
+    "heads_q15_test.toml": ["--limit", "4", "--datasets", "DGR,EG"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     "table3_fed_turn.toml": ["--limit", "6"],

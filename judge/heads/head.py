@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Backend
-from ..errors import InputError
+from ..errors import InputError, UnknownNameError
 from ..io import atomic_write_text
 from ..prompts import PromptTemplate
 
@@ -30,6 +30,27 @@ VERSION = 1
 #: How the ratings were turned into the target, and which vector was read (recorded in the file).
 TARGET = "rank within set, scaled to [0, 1] (ties averaged)"
 VECTOR = "final hidden state (after the final norm) at the answer position"
+
+
+#: Heads shipped with judge, one JSON file each, named by the file's stem (``judge models`` lists them).
+SHIPPED = Path(__file__).resolve().parent / "shipped"
+
+
+def shipped_heads() -> dict[str, Path]:
+    """The shipped heads by name."""
+    return {p.stem: p for p in sorted(SHIPPED.glob("*.json"))}
+
+
+def locate_head(ref: str) -> str:
+    """The file a method's ``head`` names: a path (anything with a suffix or a directory part, or that
+    exists) as it is, else a shipped head by name. An unknown name lists the shipped ones."""
+    path = Path(ref).expanduser()
+    if path.suffix or len(path.parts) > 1 or path.exists():
+        return str(path)
+    shipped = shipped_heads()
+    if ref not in shipped:
+        raise UnknownNameError("head", ref, shipped)
+    return str(shipped[ref])
 
 
 def prompt_hash(prompt: PromptTemplate) -> str:

@@ -4,8 +4,9 @@ The prompt is rendered and read exactly as an ``llm`` method's (zero-shot: a hea
 vectors of that prompt alone), the backend hands over the hidden state at the answer position in the
 same decode (capability ``hidden_states``), and the head file written by ``judge fit`` maps it to the
 score (:mod:`judge.heads`). It reads what its prompt reads, so a head over the criteria prompt is
-reference-free. ``head`` may hold ``{dataset}``, replaced by the scored set's name, so that each set of
-a ``judge run`` is scored by its own head (``judge fit --without-each`` writes one per set).
+reference-free. ``head`` is a head file's path or a shipped head's name (``judge models``). It may
+hold ``{dataset}``, replaced by the scored set's name, so that each set of a ``judge run`` is scored
+by its own head (``judge fit --without-each`` writes one per set).
 
 A head never scores what it learned from: a set it was trained on, or one that shares conversations
 with such a set, is refused before anything loads.
@@ -21,7 +22,7 @@ from typing import Any
 from ..datasets.conversations import family_of
 from ..engine.spec import Backends, MethodSpec, Prepared
 from ..errors import InputError
-from ..heads.head import Head, prompt_hash, read_head
+from ..heads.head import Head, locate_head, prompt_hash, read_head
 from ..heads.scorer import HeadScorer
 from ..items import Item
 from ..qualities import Quality
@@ -73,7 +74,7 @@ class HeadType(LLMType):
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
         base = super().prepare(spec, items, quality, pool=pool, population=population, seed=seed, level=level)
-        path = head_path(str(spec.head), items)
+        path = locate_head(head_path(str(spec.head), items))
         head = read_head(path)
         assert base.prompt is not None
         if head.prompt != base.prompt.name or head.prompt_sha256 != prompt_hash(base.prompt):

@@ -41,11 +41,12 @@ ALPHA = 0.05
 #: Runs the page cannot show yet, with the commands that will produce them (see docs/journal.md for
 #: their last typed figures).
 PENDING = (
-    ("Qwen2.5-Coder-1.5B (criteria prompt, yes/no, the 4-shot + relevance + rating ensemble with "
-     "weights learned on the other sets): pending re-run on the leak-free split of FED-Turn/FED-Dial; "
-     "last typed figures in [journal.md](journal.md)",
+    ("Qwen2.5-Coder-1.5B with yes/no, the rating, and the ensembles with weights learned on the other "
+     "sets (yes/no + criteria + rating; 4-shot + relevance + rating): pending re-run on the leak-free "
+     "split of FED-Turn/FED-Dial (its criteria prompt is above, in run `heads-q15-test`); last typed "
+     "figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data "
-     "--methods q15-yesno,q15-criteria,q15-ensemble-mix-lodo -o results/q15-test"),
+     "--methods q15-yesno,q15-criteria,q15-rating-exp,q15-ensemble-lodo,q15-ensemble-mix-lodo -o results/q15-test"),
     ("SmolLM2-135M (the embedded default), criteria prompt, 0-shot, and its cv ensemble with length: "
      "pending its first run on the leak-free halves; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/results_test.toml --data-dir ../shared/data "
@@ -332,7 +333,8 @@ How to read the tables:
 - A conversation lives in one half across every set that rates it: FED-Turn's turns follow the
   FED-Dial dialog they come from, and the few DailyDialog dialogues that DZ, DGU and DGR share follow
   one name ([harness.md](harness.md#development-and-test-halves)). Weights learned on other sets
-  (`lodo`) leave out every set that shares a conversation with the scored one.
+  (`lodo`), and heads ([heads.md](heads.md)), leave out every set that shares a conversation with the
+  scored one.
 """
 
 
