@@ -28,7 +28,7 @@ from ..io import atomic_file, check_output_path
 from ..report.table import p_text
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_judge_options, add_progress_option, parse_scales, spec_from_args
+from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -56,9 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "(default for --selector random: 3 seeds from --seed, else --seed); prints mean and sd")
     add_progress_option(p)
     add_judge_options(p)
-    p.add_argument("--check", action="store_true", help="check the set and options, then print what the run "
-                   "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) "
-                   "and stop")
+    add_check_option(p, "set", "the run")
     return p
 
 

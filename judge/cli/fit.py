@@ -22,7 +22,7 @@ from ..heads.fit import ALPHAS, require_sklearn
 from ..heads.train import RatedSet, collect, fit_head, fit_without_each
 from ..io import check_output_path
 from . import EXIT_OK
-from .options import add_judge_options, add_progress_option, parse_scales, spec_from_args
+from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -43,9 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"ridge strengths to choose from by grouped cross-validation (default: {','.join(map(str, ALPHAS))})")
     add_progress_option(p)
     add_judge_options(p)
-    p.add_argument("--check", action="store_true", help="check the sets and options, then print what reading the "
-                   "hidden states would cost (prompt tokens after prefix reuse, est. time at this machine's measured "
-                   "rate) and stop")
+    add_check_option(p, "sets", "reading the hidden states")
     return p
 
 

@@ -130,6 +130,12 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
                    "stderr is a terminal)")
 
 
+def add_check_option(p: argparse.ArgumentParser, checked: str, work: str) -> None:
+    """``--check``: validate ``checked`` and the options, print what ``work`` would cost, and stop."""
+    p.add_argument("--check", action="store_true", help=f"check the {checked} and options, then print what {work} "
+                   "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) and stop")
+
+
 def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
     """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
     return dict(parse_scale(text) for text in args.scale)

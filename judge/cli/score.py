@@ -22,6 +22,7 @@ from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dump
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
+    add_check_option,
     add_judge_options,
     add_progress_option,
     parse_scales,
@@ -43,9 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "table on a terminal without -o, else jsonl; -o always writes JSONL to the file")
     add_progress_option(p)
     add_judge_options(p)
-    p.add_argument("--check", action="store_true", help="check the file and options, then print what scoring "
-                   "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) "
-                   "and stop")
+    add_check_option(p, "file", "scoring")
     return p
 
 
