@@ -126,20 +126,11 @@ def test_a_partly_cached_run_is_counted_as_the_run_goes(tmp_path, data_dir):
     assert _total_tokens(lines) == summary["counters"]["tokens_evaluated"]
 
 
-_ENSEMBLE_ALONE = """
-[defaults]
-generate = { threads = 2, cache_path = "CACHE" }
-[[methods]]
-name = "yn"
-prompt = "yesno-criteria"
-[[methods]]
-name = "rate"
-prompt = "rating-criteria-shared"
-rule = "expected"
-[[methods]]
+#: The two prompts of one family above, and an ensemble of them: ``--methods pair`` runs it alone.
+_ENSEMBLE_ALONE = _METHODS.split("[[methods]]\nname = \"lik\"")[0] + """[[methods]]
 name = "pair"
 type = "ensemble"
-members = ["yn", "rate"]
+members = ["yesno-criteria", "rating-criteria-shared"]
 """
 
 
