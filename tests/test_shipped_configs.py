@@ -64,6 +64,7 @@ ARGS = {
     # The head round's test reading with the real Qwen-1.5B and the committed heads, on the two sets
     # with the shortest prompts (each set's head never saw it: the run refuses one that did).
     "heads_q15_test.toml": ["--limit", "4", "--datasets", "DGR,EG"],
+    "heads_q15_dev.toml": ["--limit", "3", "--datasets", "DGR"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     "table3_fed_turn.toml": ["--limit", "6"],

@@ -42,10 +42,11 @@ def shipped_heads() -> dict[str, Path]:
 
 
 def locate_head(ref: str) -> str:
-    """The file a method's ``head`` names: a path (anything with a suffix or a directory part, or that
-    exists) as it is, else a shipped head by name. An unknown name lists the shipped ones."""
+    """The file a method's ``head`` names: a path (ending in ``.json``, with a directory part, or naming a
+    file that exists) as it is, else a shipped head by name (names hold dots: ``...-1.5b``). An unknown
+    name lists the shipped ones."""
     path = Path(ref).expanduser()
-    if path.suffix or len(path.parts) > 1 or path.exists():
+    if path.suffix == ".json" or len(path.parts) > 1 or path.exists():
         return str(path)
     shipped = shipped_heads()
     if ref not in shipped:
