@@ -30,32 +30,32 @@ def measured() -> dict[str, dict[str, Any]]:
     return tomllib.loads(text).get("models", {})
 
 
-def shipped_heads_of(model: str) -> list[dict[str, Any]]:
-    """The heads shipped for ``model`` (judge/heads/shipped/): name, prompt, the sets each learned from, its
-    cross-validated figures, and the preset that scores with it (``--method``)."""
+def shipped_heads_by_model() -> dict[str, list[dict[str, Any]]]:
+    """The heads shipped in judge/heads/shipped/, by the model each was fitted on: name, prompt, the sets it
+    learned from, its cross-validated figures, and the preset that scores with it (``--method``). Each
+    file is read once for the whole listing."""
     from ..engine.named import PRESETS, load_methods
     from ..heads.head import read_head, shipped_heads
 
     presets = {str(m.head): name for name, m in load_methods(PRESETS).items() if m.head}
-    out = []
+    out: dict[str, list[dict[str, Any]]] = {}
     for name, path in shipped_heads().items():
         head = read_head(path)
-        if head.model != model:
-            continue
-        out.append({"name": name, "prompt": head.prompt, "with_answer": head.with_answer,
-                    "trained_on": [t.name for t in head.trained_on], "cv": dict(head.cv),
-                    "method": presets.get(name)})
+        out.setdefault(head.model, []).append({
+            "name": name, "prompt": head.prompt, "with_answer": head.with_answer,
+            "trained_on": [t.name for t in head.trained_on], "cv": dict(head.cv), "method": presets.get(name)})
     return out
 
 
 def _head_text(head: dict[str, Any]) -> str:
+    from ..report.results_page import num
+
     cv = head["cv"]
-    figure = "" if cv.get("spearman") is None else f"{cv['spearman']:.3f}".replace("0.", ".", 1)
-    per_set = ", ".join(f"{k} {v['spearman']:.3f}".replace(" 0.", " .").replace(" -0.", " -.")
-                        for k, v in cv.get("per_set", {}).items() if v.get("spearman") is not None)
+    per_set = ", ".join(f"{k} {num(v['spearman'])}" for k, v in cv.get("per_set", {}).items()
+                        if v.get("spearman") is not None)
     method = f"; --method {head['method']}" if head["method"] else ""
     return (f"{head['name']} (prompt {head['prompt']}, learned from {len(head['trained_on'])} sets{method})\n"
-            f"                 {cv.get('how', 'cross-validated')}, mean Spearman {figure}: {per_set}")
+            f"                 {cv.get('how', 'cross-validated')}, mean Spearman {num(cv.get('spearman'))}: {per_set}")
 
 
 def _size_text(size: int | None) -> str:
@@ -67,6 +67,7 @@ def listing() -> list[dict[str, Any]]:
     from ..models import DEFAULT_MODEL, PACKAGED, SplitModel, installed_state
 
     figures = measured()
+    heads = shipped_heads_by_model()
     out = []
     for name, m in PACKAGED.items():
         out.append({
@@ -79,7 +80,7 @@ def listing() -> list[dict[str, Any]]:
             "sha256": m.sha256,
             "parts": len(m.parts) if isinstance(m, SplitModel) else 1,
             "measured": figures.get(name, {}),
-            "heads": shipped_heads_of(name),
+            "heads": heads.get(name, []),
         })
     return out
 

@@ -451,7 +451,8 @@ def estimate(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
     start = time.perf_counter()
     cells = count_groups(groups, pool, order)
     log(f"judge: counted the prompt tokens of {len(cells)} cells in {time.perf_counter() - start:.1f} s")
-    specs = {backend_key(counted_spec(c.spec)): counted_spec(c.spec) for c in cells if c.how == "llamacpp" and c.tokens}
+    counted = [counted_spec(c.spec) for c in cells if c.how == "llamacpp" and c.tokens]
+    specs = {backend_key(spec): spec for spec in counted}
     return cells, rates_for(pool, specs, log, measure)
 
 
