@@ -27,6 +27,19 @@ def dumps(obj: Any) -> str:
     return text
 
 
+def _umask() -> int:
+    """The process's umask, read once: ``os.umask`` can only be read by setting it, which is safe at import
+    time (before any thread of ours writes a file)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: Mode of the files written here: what ``open`` would give (``mkstemp`` makes its temp files 0600, which
+#: a results folder or cache shared by a team must not inherit).
+FILE_MODE = 0o666 & ~_umask()
+
+
 @contextmanager
 def atomic_file(path: str | Path, mode: str = "w", suffix: str = ".tmp") -> Iterator[IO[Any]]:
     """Yield a temp file beside ``path``; when the block ends normally it is fsynced and renamed over
@@ -35,6 +48,7 @@ def atomic_file(path: str | Path, mode: str = "w", suffix: str = ".tmp") -> Iter
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
             yield f
             f.flush()

@@ -36,3 +36,18 @@ def test_a_failed_run_leaves_no_file_and_keeps_an_old_one(tmp_path):
         atomic_write_jsonl(out, rows())
     assert out.read_text() == '{"id": "old"}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]
+
+
+def test_written_files_get_the_mode_open_would_give_not_the_temp_files_0600(tmp_path):
+    """A results folder or head file shared by a team must be readable as any file the user writes (under
+    the usual umask 022: 0644, where the temp file starts as 0600)."""
+    import os
+    import stat
+
+    from judge.io import FILE_MODE, atomic_write_text
+
+    out = tmp_path / "head.json"
+    atomic_write_text(out, "{}")
+    assert stat.S_IMODE(out.stat().st_mode) == FILE_MODE
+    os.umask(mask := os.umask(0o022))
+    assert 0o666 & ~mask == FILE_MODE
