@@ -1,14 +1,22 @@
-"""How fast this machine evaluates prompt tokens, per model and backend settings (``judge run --check``).
+"""How fast this machine evaluates prompts, per model and backend settings (``judge run --check``).
 
 A run's cost is known before it starts only if the machine's speed is: ``--check`` turns the prompt
-tokens a run will evaluate into a wall time with the rate (prompt tokens per second of model time) kept
-here. The file sits beside the SQLite cache (``$JUDGE_CACHE``'s folder, else ``~/.cache/judge``), so a
-user who moves the cache moves the rates with it. A rate is measured on first use by a short calibration
-(a few hundred tokens through the real backend) and replaced after every real run that evaluated enough
-tokens to be a measurement, so the estimate follows what runs on this machine actually achieve.
+tokens and llama.cpp decodes a run will evaluate into a wall time with the rate kept here. A rate has two
+parts, because a decode has a fixed cost whatever its batch holds (it streams every weight of the model
+once) on top of a cost per token: on Qwen2.5-Coder-1.5B with 2 threads, about 0.28 s per decode and 7 ms
+per token, so one 265-token batch runs at 118 tokens/s and a judge prompt evaluated as 100-token batches
+after its kept prefix at about 90 (docs/harness.md, "What a run will cost"). A rate of tokens alone, taken
+on one long batch, made the first estimate of a real run 1.4x short.
 
-A rate file that cannot be read (hand-edited, truncated) is not an error: ``--check`` says so and
-measures again, then writes a good file over it. The rates are a convenience, never an input of a result.
+The file sits beside the SQLite cache (``$JUDGE_CACHE``'s folder, else ``~/.cache/judge``), so a user who
+moves the cache moves the rates with it. A rate is measured on first use by a short calibration (a short
+and a long batch through the real backend: two points fit the two parts) and refined after every real
+run that evaluated enough tokens to be a measurement (:func:`refined`), so the estimate follows what runs
+on this machine actually achieve.
+
+A rate file that cannot be read (hand-edited, truncated, an older layout) is not an error: ``--check``
+says so and measures again, then writes a good file over it. The rates are a convenience, never an input
+of a result.
 """
 
 from __future__ import annotations
@@ -22,30 +30,62 @@ from typing import Any
 from .config import default_cache_path
 from .io import atomic_write_text
 
-#: Version of the file's layout; a file of another version is re-measured like a corrupt one.
-VERSION = 1
+#: Version of the file's layout; a file of another version is re-measured like a corrupt one. Version 1
+#: kept tokens per second alone.
+VERSION = 2
 #: Fewer tokens than this in a run say little about the rate (one prompt, a warm-up): not recorded.
 MIN_RUN_TOKENS = 200
 
 
 @dataclass(frozen=True)
 class Rate:
-    """One measurement: ``tokens`` prompt tokens evaluated in ``seconds`` of model time."""
+    """Seconds of model time per llama.cpp decode (``per_decode``) and per prompt token (``per_token``),
+    and the measurement they come from: ``tokens`` in ``decodes`` decodes took ``seconds``."""
 
     model: str
     threads: int
-    tokens: int
-    seconds: float
+    per_decode: float
+    per_token: float
     measured: str  # ISO date (UTC) of the measurement
     how: str  # "calibration" or "run"
+    tokens: int = 0
+    decodes: int = 0
+    seconds: float = 0.0
 
-    @property
-    def per_second(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else float("inf")
+    def time(self, tokens: int, decodes: int) -> float:
+        """Seconds of model time for ``tokens`` prompt tokens evaluated in ``decodes`` decodes."""
+        return decodes * self.per_decode + tokens * self.per_token
 
     def describe(self) -> str:
-        return (f"{self.per_second:,.0f} tokens/s (rate measured {self.measured} by a {self.how}, {self.model}, "
-                f"{self.threads} threads)")
+        return (f"{self.per_decode * 1000:.0f} ms per decode + {self.per_token * 1000:.1f} ms per token (rate "
+                f"measured {self.measured} by a {self.how}, {self.model}, {self.threads} threads)")
+
+
+def fit(model: str, threads: int, short: tuple[int, float], long: tuple[int, float]) -> Rate:
+    """The rate of two single-decode measurements, (tokens, seconds) of a short and a long batch: the
+    line through them. Noise that would make a part negative leaves it at zero and the other part
+    explaining the long batch alone."""
+    (n_s, t_s), (n_l, t_l) = short, long
+    per_token = (t_l - t_s) / (n_l - n_s) if n_l > n_s and t_l > t_s else t_l / max(n_l, 1)
+    per_decode = t_s - n_s * per_token
+    if per_decode < 0:
+        per_decode, per_token = 0.0, t_l / max(n_l, 1)
+    return Rate(model, threads, round(per_decode, 6), round(per_token, 7), today(), "calibration", n_s + n_l, 2,
+                round(t_s + t_l, 3))
+
+
+def refined(before: Rate | None, model: str, threads: int, tokens: int, decodes: int, seconds: float) -> Rate:
+    """The rate after a real run that evaluated ``tokens`` in ``decodes`` decodes in ``seconds`` of model
+    time. One run cannot separate the two parts (its batches are much alike), so the calibration's split
+    is kept and both parts are scaled to what the run took: real prompts run slower than a calibration
+    from an empty context (attention over a kept prefix, other work on the cores). Without a calibration
+    the run's time is all per token, the rate of runs like it."""
+    seconds = round(seconds, 3)
+    if before is None or before.time(tokens, decodes) <= 0:
+        return Rate(model, threads, 0.0, round(seconds / tokens, 7), today(), "run", tokens, decodes, seconds)
+    scale = seconds / before.time(tokens, decodes)
+    return Rate(model, threads, round(before.per_decode * scale, 6), round(before.per_token * scale, 7), today(), "run",
+                tokens, decodes, seconds)
 
 
 class UnreadableRates(ValueError):
@@ -66,7 +106,8 @@ def read_rates(path: Path | None = None) -> dict[str, Rate]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(data, dict) or data.get("version") != VERSION:
-            raise ValueError(f"not a version {VERSION} rate file")
+            found = data.get("version") if isinstance(data, dict) else None
+            raise ValueError(f"layout version {found}, this judge reads version {VERSION}")
         return {key: Rate(**entry) for key, entry in data["rates"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UnreadableRates(f"{path}: unreadable rate file ({exc})") from None
@@ -95,12 +136,16 @@ def today() -> str:
     return time.strftime("%Y-%m-%d", time.gmtime())
 
 
-def record_run(key: str, model: str, threads: int, tokens: int, seconds: float) -> None:
-    """After a real run: the tokens it evaluated over its model time become the rate, if there were
-    enough of them to be a measurement. Never fails the run (the rates are a convenience)."""
+def record_run(key: str, model: str, threads: int, tokens: int, decodes: int, seconds: float) -> None:
+    """After a real run: the rate recorded for ``key`` is refined by what the run took (:func:`refined`), if
+    it evaluated enough tokens to be a measurement. Never fails the run (the rates are a convenience)."""
     if tokens < MIN_RUN_TOKENS or seconds <= 0:
         return
     try:
-        write_rate(key, Rate(model, threads, tokens, round(seconds, 3), today(), "run"))
+        try:
+            before = read_rates().get(key)
+        except UnreadableRates:
+            before = None
+        write_rate(key, refined(before, model, threads, tokens, decodes, seconds))
     except OSError:
         pass

@@ -89,8 +89,8 @@ def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_
 @pytest.mark.slow
 def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_estimate(data_dir):
     """One FED-Dial and one DailyDialog-Zhao item, SmolLM2's four zero-shot prompts of the CPU leaderboard:
-    both passes print a row, they write the same rows, ``--check`` counted exactly the tokens the
-    scheduled run evaluated, and the full run's estimate is printed (one item per set is too few for the
+    both passes print a row, they write the same rows, ``--check`` counted exactly the tokens and decodes
+    the scheduled run evaluated, and the full run's estimate is printed (one item per set is too few for the
     time estimate: the exit status may say it missed)."""
     proc = subprocess.run([sys.executable, "benchmarks/leaderboard_schedule.py", "--data-dir", str(data_dir),
                            "--model", "smollm2-135m-instruct", "--items", "1", "--datasets", "DZ,FD"],
@@ -102,9 +102,12 @@ def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_
             if len(cols) > 1 and cols[0] in ("each", "scheduled") and cols[1].isdigit()}
     assert set(rows) == {"each", "scheduled"} and rows["each"][1] == rows["scheduled"][1] == "8", out
     assert int(rows["scheduled"][5]) < int(rows["each"][5]), out  # the criteria family shares its instructions
-    check = re.search(r"--check before the scheduled run: (\d+) tokens, .* measured (\d+) tokens", out)
-    assert check and check.group(1) == check.group(2) == rows["scheduled"][5], out
-    assert re.search(r"--check for the full run: 1044 item scorings, \d+ tokens, about [\d.]+ h", out), out
+    check = re.search(r"--check before the scheduled run: (\d+) tokens in (\d+) decodes, .* measured (\d+) tokens in "
+                      r"(\d+) decodes", out)
+    assert check and check.group(1) == check.group(3) == rows["scheduled"][5], out
+    assert check.group(2) == check.group(4) == rows["scheduled"][6] and int(check.group(2)) > 0, out  # decodes too
+    assert re.search(r"--check for the full run: 1044 item scorings, \d+ tokens in \d+ decodes, about [\d.]+ h at "
+                     r"\d+ ms per decode \+ [\d.]+ ms per token", out), out
     assert "rows: scheduled equal one by one: True (8 rows)" in out, out
 
 

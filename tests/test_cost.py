@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from judge.engine.cost import cost_lines
 from judge.harness import load_experiment, plan, run_experiment
-from judge.harness.cost import cost_report
+from judge.harness.cost import cost_estimate, cost_report
 from judge.harness.runner import applicable
-from judge.rates import Rate, rate_path, read_rates
+from judge.rates import VERSION, Rate, UnreadableRates, fit, rate_path, read_rates, refined, write_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,13 +59,19 @@ def _config(tmp: Path, cache: Path, limit: int = 2, sets: str = '"DGR", "FT"', m
 
 
 def _fixed(spec) -> Rate:
-    return Rate("test", 2, 1000, 10.0, "2026-01-01", "calibration")  # 100 tokens/s
+    return Rate("test", 2, 0.5, 0.01, "2026-01-01", "calibration")  # 0.5 s per decode + 100 tokens/s
+
+
+def _estimate(config: Path, data_dir: Path, out: Path) -> tuple[list[str], int]:
+    """The ``--check`` table and the decodes it counted."""
+    exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(out))
+    prepared, _ = applicable(plan(exp), exp)
+    cells, rates = cost_estimate(exp, prepared, lambda msg: None, measure=_fixed)
+    return cost_lines(cells, rates), sum(c.decodes for c in cells)
 
 
 def _report(config: Path, data_dir: Path, out: Path) -> list[str]:
-    exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(out))
-    prepared, _ = applicable(plan(exp), exp)
-    return cost_report(exp, prepared, lambda msg: None, measure=_fixed)
+    return _estimate(config, data_dir, out)[0]
 
 
 def _cells(lines: list[str]) -> dict[str, tuple[int, int, str, str]]:
@@ -87,7 +94,7 @@ def _total_tokens(lines: list[str]) -> int:
 def test_predicted_tokens_are_what_a_real_run_evaluates(tmp_path, data_dir):
     cache = tmp_path / "cache.sqlite"
     config, out = _config(tmp_path, cache), tmp_path / "out"
-    before = _report(config, data_dir, out)
+    before, decodes = _estimate(config, data_dir, out)
     assert not cache.exists(), "--check writes no cache entry"
     cells = _cells(before)
     assert len(cells) == 8 and all(cached == 0 for _, cached, _, _ in cells.values()), before
@@ -95,13 +102,15 @@ def test_predicted_tokens_are_what_a_real_run_evaluates(tmp_path, data_dir):
     summary = run_experiment(load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(out)),
                              progress=False, plots=False, log=lambda m: None)
     assert predicted == summary["counters"]["tokens_evaluated"]
-    # Reuse is counted: the prompts' full lengths add up to more than what the run evaluated.
+    assert decodes == summary["counters"]["decodes"] > 0  # the decodes too: each has a fixed cost: the prompts' full lengths add up to more than what the run evaluated.
     full = sum(r["n_prompt_tokens"] for p in (out / "items").rglob("*.jsonl") for r in map(json.loads, p.open())
                if r.get("n_prompt_tokens"))
     assert predicted < full
-    # 100 tokens/s: each cell's time is its tokens over the rate.
-    assert f"about {predicted / 100 / 60:.0f} min" in before[-1] or f"about {predicted / 100:.0f} s" in before[-1]
-    assert "100 tokens/s (rate measured 2026-01-01 by a calibration, test, 2 threads)" in before[-1]
+    # The time is 0.5 s per decode and 10 ms per token.
+    seconds = 0.5 * decodes + 0.01 * predicted
+    assert f"about {seconds / 60:.0f} min" in before[-1] or f"about {seconds:.0f} s" in before[-1], before[-1]
+    assert (f", {predicted / seconds:,.0f} tokens/s at 500 ms per decode + 10.0 ms per token (rate measured "
+            "2026-01-01 by a calibration, test, 2 threads)") in before[-1], before[-1]
     # After the run every answer is saved: nothing left to evaluate, every item counted as cached.
     after = _report(config, data_dir, out)
     assert _total_tokens(after) == 0
@@ -168,16 +177,24 @@ def test_rate_file_is_measured_once_refreshed_by_runs_and_remeasured_when_corrup
     assert first.returncode == 0, first.stderr
     assert "calibrating" in first.stderr
     (key, rate), = read_rates(rates).items()
-    assert rate.how == "calibration" and rate.tokens >= 200 and rate.seconds > 0 and rate.threads == 2
-    assert re.search(r"^total: 2 items, [\d,]+ prompt tokens, about \d+ s at [\d,]+ tokens/s \(rate measured "
-                     r"\d{4}-\d\d-\d\d by a calibration, smollm2-135m-instruct, 2 threads\)$", first.stdout, re.M), first.stdout
+    assert rate.how == "calibration" and rate.tokens >= 200 and rate.decodes == 2 and rate.threads == 2
+    assert rate.per_token > 0 and rate.per_decode >= 0 and rate.seconds > 0
+    assert re.search(r"^total: 2 items, [\d,]+ prompt tokens, about \d+ s, [\d,]+ tokens/s at \d+ ms per decode "
+                     r"\+ [\d.]+ ms per token \(rate measured \d{4}-\d\d-\d\d by a calibration, "
+                     r"smollm2-135m-instruct, 2 threads\)$", first.stdout, re.M), first.stdout
     second = _check(config, data_dir, env)
     assert "calibrating" not in second.stderr and read_rates(rates)[key] == rate  # measured once
     # A real run's tokens over its model time replace the calibration.
     exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(tmp_path / "out"), limit=4)
     summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
     refreshed = read_rates(rates)[key]
-    assert refreshed.how == "run" and refreshed.tokens == summary["counters"]["tokens_evaluated"]
+    counters = summary["counters"]
+    assert refreshed.how == "run" and (refreshed.tokens, refreshed.decodes) == (counters["tokens_evaluated"],
+                                                                              counters["decodes"])
+    # The run's time, split between decodes and tokens as the calibration split it.
+    assert refreshed.time(refreshed.tokens, refreshed.decodes) == pytest.approx(refreshed.seconds, rel=1e-4)
+    if rate.per_decode > 0:
+        assert refreshed.per_token / refreshed.per_decode == pytest.approx(rate.per_token / rate.per_decode, rel=1e-3)
     # A corrupt file is said to be unreadable, measured again and written whole (items the run has not
     # scored yet need a rate).
     rates.write_text("{not json")
@@ -238,3 +255,36 @@ def test_documented_check_command_prints_the_documented_counts(tmp_path, data_di
         assert _cells(got)[label][:3] == (items, cached, tokens), (label, proc.stdout)
     assert _total_tokens(got) == _total_tokens(expected)
     assert re.sub(r"about .*", "", got[-1]) == re.sub(r"about .*", "", expected[-1])
+
+
+def test_two_calibration_points_fit_the_cost_of_a_decode_and_of_a_token():
+    # 0.3 s per decode + 7 ms per token, measured at 20 and 265 tokens.
+    rate = fit("m", 2, (20, 0.3 + 20 * 0.007), (265, 0.3 + 265 * 0.007))
+    assert rate.per_decode == pytest.approx(0.3) and rate.per_token == pytest.approx(0.007)
+    assert (rate.how, rate.tokens, rate.decodes) == ("calibration", 285, 2)
+    # Ten 100-token decodes take longer than one 1000-token decode: what a tokens-only rate missed.
+    assert rate.time(1000, 10) == pytest.approx(10 * 0.3 + 7.0) and rate.time(1000, 1) == pytest.approx(7.3)
+    # Noise that puts the short batch below the line through zero: no negative part.
+    noisy = fit("m", 2, (20, 0.05), (265, 2.0))
+    assert noisy.per_decode == 0 and noisy.per_token == pytest.approx(2.0 / 265)
+
+
+def test_a_run_scales_the_calibrated_rate_to_what_it_took():
+    calibrated = Rate("m", 2, 0.3, 0.007, "2026-01-01", "calibration", 285, 2, 2.6)
+    # The run took 1.5x what the calibration predicts for its tokens and decodes.
+    run = refined(calibrated, "m", 2, 10_000, 100, 1.5 * calibrated.time(10_000, 100))
+    assert (run.how, run.tokens, run.decodes) == ("run", 10_000, 100)
+    assert run.per_decode == pytest.approx(0.45) and run.per_token == pytest.approx(0.0105)
+    # No calibration before it: the run's time is all per token.
+    alone = refined(None, "m", 2, 10_000, 100, 50.0)
+    assert alone.per_decode == 0 and alone.per_token == pytest.approx(0.005)
+
+
+def test_a_rate_file_of_the_old_layout_is_measured_again(tmp_path):
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps({"version": 1, "rates": {"k": {"model": "m", "threads": 2, "tokens": 442,
+                                                              "seconds": 1.4, "measured": "2026-11-28", "how": "run"}}}))
+    with pytest.raises(UnreadableRates, match=f"layout version 1, this judge reads version {VERSION}"):
+        read_rates(path)
+    write_rate("k", _fixed(None), path)  # replaced whole
+    assert read_rates(path) == {"k": _fixed(None)}

@@ -163,6 +163,8 @@ class LlamaCppBackend(Backend):
         self._cand_cache: dict[str, int | None] = {}
         self._tok_cache: dict[int, str] = {}
         self.tokens_evaluated = 0
+        #: llama.cpp decodes run for them: each has a fixed cost whatever its batch holds (judge.rates).
+        self.decodes = 0
         #: Where the batches that filled the KV cache began, and where the last one ended.
         self._marks: list[int] = []
         template = self.llm.metadata.get("tokenizer.chat_template")
@@ -288,6 +290,7 @@ class LlamaCppBackend(Backend):
         for begin, end in itertools.pairwise(bounds):
             if begin >= keep:
                 llm.eval(toks[begin:end])
+                self.decodes += 1
         self._marks = bounds
         return self._last_logits(), len(toks) - keep
 
@@ -308,6 +311,7 @@ class LlamaCppBackend(Backend):
             chunk, n_past = tokens[i:i + self.n_batch], llm.n_tokens
             llm._batch.set_batch(batch=chunk, n_past=n_past, logits_all=True)
             llm._ctx.decode(llm._batch)
+            self.decodes += 1
             llm.input_ids[n_past:n_past + len(chunk)] = chunk
             llm.n_tokens += len(chunk)
             marks.append(n_past)
@@ -390,9 +394,10 @@ class LlamaCppBackend(Backend):
         return self._reader
 
     def counters(self) -> dict[str, int]:
-        """Tokens run through the model so far (after prefix reuse), when any were: what a run cost, for
-        reports and benchmarks (absent when every answer came from the cache)."""
-        return {"tokens_evaluated": self.tokens_evaluated} if self.tokens_evaluated else {}
+        """Tokens run through the model so far (after prefix reuse) and the decodes they took, when any were:
+        what a run cost, for reports, benchmarks and ``--check`` (absent when every answer came from the
+        cache)."""
+        return {"tokens_evaluated": self.tokens_evaluated, "decodes": self.decodes} if self.tokens_evaluated else {}
 
     # -- per-token log-probabilities of a given reply (likelihood methods) --------------------------
     # The label methods read one position (the next token after the prompt); likelihood methods need a
@@ -449,10 +454,12 @@ class LlamaCppBackend(Backend):
         """The continuation's log-probabilities as the engine computed them before it evaluated a reply in
         batches: each token but the last appended as a decode of its own. Kept as the reference the batched
         evaluation is checked and timed against (``tests/test_likelihood.py``, ``benchmarks/likelihood_speed.py``);
-        it leaves the KV cache empty, so it never feeds prefix reuse."""
+        it leaves the KV cache empty, so it never feeds prefix reuse, nor the counters (it is not a run)."""
         cont = self._tok(text)
         self.reset()
+        decodes = self.decodes
         logits, _ = self._eval(self.tokens(prompt))
+        self.decodes = decodes
         out = [float(log_softmax(logits)[cont[0]])] if cont else []
         for prev, target in itertools.pairwise(cont):
             self.llm.eval([prev])
@@ -495,7 +502,7 @@ class LlamaCppBackend(Backend):
         if getattr(self, "record_rate", False) and getattr(self, "tokens_evaluated", 0):
             # What this run achieved becomes the machine's rate for the model (``judge run --check``).
             record_run(rate_key(self.rate_identity()), self.model_id, self.threads, self.tokens_evaluated,
-                       self.eval_seconds)
+                       self.decodes, self.eval_seconds)
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()

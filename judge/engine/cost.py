@@ -11,8 +11,9 @@ served from it and cost nothing; answers the replay "computes" are remembered in
 (:class:`DryCache`), so a later cell or ensemble member that the run would serve from the cache is
 counted as cached here too. Nothing is written: no cache entry, no result file.
 
-The tokens become a time through the rate this machine measured for the model (:mod:`judge.rates`): a
-short calibration through the real backend on first use, refreshed by every real run.
+The replay counts the llama.cpp decodes as well (one per batch), since each has a fixed cost whatever it
+holds; tokens and decodes become a time through the rate this machine measured for the model
+(:mod:`judge.rates`): a short calibration through the real backend on first use, refined by every real run.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..cache import Cache, CachedBackend, dist_from_json
 from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError
 from ..items import Item
-from ..rates import Rate, UnreadableRates, rate_key, read_rates, today, write_rate
+from ..rates import Rate, UnreadableRates, fit, rate_key, read_rates, write_rate
 from ..scorers.llm import LLMJudge
 from .build import BackendPool, Prepared, backend_key, build
 from .run import run_rows, run_rows_together
@@ -128,6 +129,7 @@ class TokenCounter(LlamaCppBackend):
         for i in range(0, len(tokens), self.n_batch):
             marks.append(self.llm.n_tokens)
             self.llm.eval(tokens[i:i + self.n_batch])
+            self.decodes += 1
         self._marks = [*marks, self.llm.n_tokens]
         return np.broadcast_to(np.zeros(self.n_vocab), (len(tokens), self.n_vocab))
 
@@ -244,7 +246,8 @@ class CostPool(BackendPool):
 @dataclass
 class CellCost:
     """One cell's share of a run: ``items`` to score, ``cached`` of them needing no model (saved rows,
-    answers in the cache), and the prompt ``tokens`` evaluated after reuse (None: not known, see ``how``)."""
+    answers in the cache), the prompt ``tokens`` evaluated after reuse (None: not known, see ``how``) and
+    the llama.cpp ``decodes`` they take."""
 
     label: str
     spec: MethodSpec
@@ -252,7 +255,7 @@ class CellCost:
     cached: int
     tokens: int | None
     how: str
-    seconds: float | None = None
+    decodes: int = 0
     note: str = ""
 
 
@@ -305,7 +308,7 @@ def count_groups(groups: Sequence[Sequence[Entry]], pool: CostPool | None = None
                 continue
             for e in group:
                 out[id(e)] = CellCost(e.label, e.prep.spec, e.done + len(e.todo), _cached(e),
-                                      e.counters.get("tokens_evaluated", 0), how)
+                                      e.counters.get("tokens_evaluated", 0), how, e.counters.get("decodes", 0))
     finally:
         pool.close()
     return [out[id(e)] for e in (order if order is not None else [e for g in groups for e in g])]
@@ -332,39 +335,47 @@ def _replay(group: Sequence[Entry], pool: CostPool) -> None:
 
 # -- rates ------------------------------------------------------------------------------------------------
 
-#: The calibration text: plain prose, tokenized to a few hundred tokens by any model.
+#: The calibration texts: plain prose, a few hundred tokens by any model, and its first sentence.
 _CALIBRATION = ("A judge reads a conversation and the reply that follows it, then says how good the reply is. "
                 "It weighs whether the reply follows from what was said, whether it is fluent, and whether it "
                 "adds something worth reading. ") * 6
+_CALIBRATION_SHORT = _CALIBRATION.split(". ", 1)[0] + "."
 
 
-#: Times the calibration text is evaluated; the fastest counts.
+#: Times each calibration text is evaluated; the fastest counts.
 CALIBRATION_REPEATS = 3
 
 
 def calibrate(spec: MethodSpec, repeats: int = CALIBRATION_REPEATS) -> Rate:
-    """Measure the model's prompt rate here: load the real backend with the method's settings, evaluate a
-    short warm-up and then a few hundred tokens from an empty KV cache ``repeats`` times, and keep the
-    fastest. Other work on the cores only ever slows a measurement, so the fastest of a few is the
-    machine's rate; a single one taken while something else ran gave half of it (benchmarks/README.md,
+    """Measure the model's rate here: load the real backend with the method's settings, evaluate a warm-up,
+    then a short and a long text, each as one decode from an empty KV cache, ``repeats`` times, keeping
+    the fastest of each; the two points fit the cost per decode and per token (:func:`judge.rates.fit`).
+    Other work on the cores only ever slows a measurement, so the fastest of a few is the machine's rate;
+    a single one taken while something else ran gave half of it (benchmarks/README.md,
     leaderboard_schedule)."""
     backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
     assert isinstance(backend, LlamaCppBackend)
     backend.record_rate = False
     try:
         backend.label_logprobs([Prompt("Warm up.", chat=False)], ["A"], 1)
-        best: tuple[int, float] | None = None
-        for _ in range(max(1, repeats)):
-            backend.reset()
-            tokens0, seconds0 = backend.tokens_evaluated, backend.eval_seconds
-            backend.label_logprobs([Prompt(_CALIBRATION, chat=False)], ["A"], 1)
-            tokens, seconds = backend.tokens_evaluated - tokens0, backend.eval_seconds - seconds0
-            if best is None or tokens / max(seconds, 1e-9) > best[0] / max(best[1], 1e-9):
-                best = (tokens, seconds)
-        assert best is not None
-        return Rate(backend.model_id, backend.threads, best[0], round(best[1], 3), today(), "calibration")
+        points = [_fastest(backend, text, repeats) for text in (_CALIBRATION_SHORT, _CALIBRATION)]
+        return fit(backend.model_id, backend.threads, points[0], points[1])
     finally:
         backend.close()
+
+
+def _fastest(backend: LlamaCppBackend, text: str, repeats: int) -> tuple[int, float]:
+    """(tokens, seconds) of the fastest of ``repeats`` evaluations of ``text`` from an empty KV cache."""
+    best: tuple[int, float] | None = None
+    for _ in range(max(1, repeats)):
+        backend.reset()
+        tokens0, seconds0 = backend.tokens_evaluated, backend.eval_seconds
+        backend.label_logprobs([Prompt(text, chat=False)], ["A"], 1)
+        point = (backend.tokens_evaluated - tokens0, backend.eval_seconds - seconds0)
+        if best is None or point[1] < best[1]:
+            best = point
+    assert best is not None
+    return best
 
 
 def rates_for(pool: CostPool, specs: dict[str, MethodSpec], log: Callable[[str], None],
@@ -397,12 +408,22 @@ def counted_spec(spec: MethodSpec) -> MethodSpec:
 
 
 def duration(seconds: float) -> str:
-    """A wall time as a person reads it: ``40 s``, ``12 min``, ``4.9 h``."""
+    """A wall time as a person reads it: ``<1 s``, ``40 s``, ``12 min``, ``4.9 h``."""
+    if 0 < seconds < 0.5:
+        return "<1 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def timed(cell: CellCost, rates: dict[str, Rate]) -> float:
+    """A counted cell's model time: its tokens and decodes at the rate of the model that evaluates them
+    (``rates`` by backend key); 0 for a cell with nothing counted."""
+    if cell.how != "llamacpp" or not cell.tokens:
+        return 0.0
+    return rates[backend_key(counted_spec(cell.spec))].time(cell.tokens, cell.decodes)
 
 
 def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
@@ -419,10 +440,9 @@ def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
             tokens, est = "0", "0 s"
         elif c.tokens is not None and c.how == "llamacpp":
             key = backend_key(counted_spec(c.spec))
-            rate = used[key] = rates[key]
-            c.seconds = c.tokens / rate.per_second
-            total_s += c.seconds
-            tokens, est = f"{c.tokens:,}", duration(c.seconds)
+            used[key] = rates[key]
+            total_s += timed(c, rates)
+            tokens, est = f"{c.tokens:,}", duration(timed(c, rates))
         else:
             tokens = what[c.how]
             est = "0 s" if c.how in ("mock", "none") else "n/a"
@@ -431,9 +451,9 @@ def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
     items = sum(c.items for c in cells)
     tokens_total = sum(c.tokens or 0 for c in cells if c.how == "llamacpp")
     line = f"total: {items:,} items, {tokens_total:,} prompt tokens"
-    if used:
+    if used and total_s > 0:
         at = "; ".join(r.describe() for r in used.values())
-        line += f", about {duration(total_s)} at {at}"
+        line += f", about {duration(total_s)}, {tokens_total / total_s:,.0f} tokens/s at {at}"
     if unknown:
         line += " (cells marked n/a not included)"
     lines.append(line)
