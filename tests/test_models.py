@@ -214,7 +214,10 @@ def test_judge_models_lists_packaged_models(qwen05):
     assert records["qwen2.5-coder-0.5b"]["state"] == "assembled"
     assert records["qwen2.5-coder-0.5b"]["parts"] == 6 and records["qwen2.5-coder-1.5b"]["parts"] == 22
     data = tomllib.loads((ROOT / "judge" / "models_data.toml").read_text())["models"]
-    assert records["qwen2.5-coder-0.5b"]["measured"] == data["qwen2.5-coder-0.5b"]
+    from judge.report.model_figures import read_quality
+
+    assert records["qwen2.5-coder-0.5b"]["measured"] == {**data["qwen2.5-coder-0.5b"],
+                                                         "quality": read_quality()["qwen2.5-coder-0.5b"]}
     bad = _judge("models", "assemble", "smollm2-135m-instruct")
     assert bad.returncode == 2 and "qwen2.5-coder-0.5b" in bad.stderr
 

@@ -60,6 +60,42 @@ def test_page_is_rendered_from_the_committed_summaries():
     assert (ROOT / page.PAGE).read_text(encoding="utf-8") == page.render_page(summaries)
 
 
+def test_the_quality_lines_judge_models_prints_are_generated_too():
+    """judge/models_quality.json (what ``judge models`` prints as a packaged model's quality) equals what
+    ``render`` writes from the committed summaries, and ``judge models`` prints it."""
+    from judge.cli.models import measured
+    from judge.report.model_figures import QUALITY, read_quality, render_quality
+
+    summaries = page.load_summaries(ROOT / page.SUMMARY_DIR)
+    assert (ROOT / QUALITY).read_text(encoding="utf-8") == render_quality(summaries)
+    assert {name: m["quality"] for name, m in measured().items()} == read_quality()
+
+
+def _summary(name: str, date: str, averages: list[tuple[str, str, float, float]], models: dict[str, list[str]],
+             split: str = "test") -> dict:
+    """A committed summary reduced to what the quality lines read: (method, kind, spearman, p) averages."""
+    return {"name": name, "run": {"date": date, "split": split},
+            "methods": {m: {"models": dict.fromkeys(models[m], "sha")} for m, *_ in averages},
+            "averages": [{"method": m, "kind": k, "spearman": r, "p": p, "ci_low": r - .05, "ci_high": r + .05,
+                          "sets": 8, "of_sets": 8} for m, k, r, p in averages]}
+
+
+def test_a_models_quality_line_holds_its_methods_by_kind_from_the_latest_test_run():
+    from judge.report.model_figures import NOT_YET, model_quality
+
+    models = {"a": ["m"], "b": ["m"], "mixed": ["m", "other"], "cv": ["m"], "o": ["other"]}
+    old = _summary("first", "2026-01-01", [("a", "reference-free", .30, .001), ("b", "reference-free", .05, .4)], models)
+    new = _summary("second", "2026-02-01", [("a", "reference-free", .35, .001), ("mixed", "reference-free", .9, .001),
+                                            ("cv", "supervised", .41, .001)], models)
+    dev = _summary("dev", "2026-03-01", [("a", "reference-free", .99, .001)], models, split="dev")
+    lines = model_quality([new, dev, old], ["m", "other", "none"])
+    assert lines["m"] == ("DSTC10 average Spearman on the test halves (conversation-bootstrap 95% CI; † not "
+                          "significant); reference-free: .050 † [.00, .10] b, .350 [.30, .40] a; supervised: "
+                          ".410 [.36, .46] cv; runs first, second (docs/results.md)")
+    assert ".9" not in lines["m"] and ".99" not in lines["m"]  # another model's method, a dev run
+    assert lines["none"] == NOT_YET and lines["other"] == NOT_YET  # "mixed" is not the other model's alone
+
+
 def test_every_committed_command_parses_and_names_its_config():
     for s in page.load_summaries(ROOT / page.SUMMARY_DIR):
         args = build_parser().parse_args(shlex.split(s["run"]["command"])[1:])

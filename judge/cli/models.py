@@ -1,5 +1,6 @@
 """``judge models [list|assemble NAME]``: the packaged models, whether installed, their provenance and
-the figures measured for them (judge/models_data.toml)."""
+the figures measured for them (judge/models_data.toml; the quality line generated from the published runs,
+judge/models_quality.json)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def measured() -> dict[str, dict[str, Any]]:
-    """The measured figures per model name, as kept in judge/models_data.toml."""
+    """The measured figures per model name: judge/models_data.toml's, and the quality line generated from the
+    committed run summaries (judge/models_quality.json, :mod:`judge.report.model_figures`)."""
+    from ..report.model_figures import read_quality
+
     text = resources.files("judge").joinpath("models_data.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text).get("models", {})
+    figures: dict[str, dict[str, Any]] = tomllib.loads(text).get("models", {})
+    for name, line in read_quality().items():
+        figures.setdefault(name, {})["quality"] = line
+    return figures
 
 
 def shipped_heads_by_model() -> dict[str, list[dict[str, Any]]]:

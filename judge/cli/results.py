@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import EXIT_OK
 
-#: Exit code of ``judge results check`` when the page differs from what ``render`` would write.
+#: Exit code of ``judge results check`` when a generated file differs from what ``render`` would write.
 EXIT_DIFFERS = 1
 
 
@@ -21,8 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--allow-mock", action="store_true", help=argparse.SUPPRESS)  # tests only: never published
     c.add_argument("--command", default=None, help="the command that regenerates the run (default: rebuilt "
                    "from its config; needed when the run overrode a method's model or backend)")
-    r = verbs.add_parser("render", help="write docs/results.md from every committed summary")
-    k = verbs.add_parser("check", help="exit 1 when docs/results.md differs from what render would write")
+    r = verbs.add_parser("render", help="write docs/results.md and judge/models_quality.json from every committed "
+                         "summary")
+    k = verbs.add_parser("check", help="exit 1 when those files differ from what render would write")
     for verb in (c, r, k):
         verb.add_argument("--root", default=".", help="repository root holding benchmarks/results/ and docs/ "
                           "(default: .)")
@@ -42,13 +43,14 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "render":
         from ..io import atomic_write_text
 
-        atomic_write_text(root / page.PAGE, page.render_page(page.load_summaries(root / page.SUMMARY_DIR)))
-        print(root / page.PAGE)
+        for path, text in page.rendered(page.load_summaries(root / page.SUMMARY_DIR)).items():
+            atomic_write_text(root / path, text)
+            print(root / path)
         return EXIT_OK
     diff = page.page_differs(root)
     if diff:
         sys.stdout.writelines(diff)
-        print(f"judge: {page.PAGE} differs from the committed summaries; run 'judge results render'",
+        print("judge: the generated files differ from the committed summaries; run 'judge results render'",
               file=sys.stderr)
         return EXIT_DIFFERS
     return EXIT_OK

@@ -380,8 +380,8 @@ _PAIR_HEAD = "| a | b | set | n | a | b | a − b | 95% CI | p |\n|---|---|---|-
 def _pair_row(c: Mapping[str, Any]) -> str:
     where = c["abbrev"] if "abbrev" in c else f"avg of {c['sets']} sets"
     return "| " + " | ".join([
-        c["a"], c["b"], where, str(c["n"]), num(c["r_a"]), num(c["r_b"]), _figure(c["diff"], c["p"]),
-        _ci({"ci_low": c["low"], "ci_high": c["high"]}), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate") or 0),
+        c["a"], c["b"], where, str(c["n"]), num(c["r_a"]), num(c["r_b"]), figure_text(c["diff"], c["p"]),
+        ci_text({"ci_low": c["low"], "ci_high": c["high"]}), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate") or 0),
     ]) + " |"
 
 
@@ -400,7 +400,7 @@ def _run_line(s: Mapping[str, Any]) -> str:
 def _cell_row(c: Mapping[str, Any]) -> str:
     return "| " + " | ".join([
         c["method"], c["abbrev"], str(c["n"]), _int(c.get("n_conversations")),
-        _figure(c["spearman"], c["p"]), _ci(c), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)),
+        figure_text(c["spearman"], c["p"]), ci_text(c), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)),
     ]) + " |"
 
 
@@ -408,7 +408,7 @@ def _average_row(a: Mapping[str, Any]) -> str:
     where = f"avg of {a['sets']} sets" if a.get("sets") == a.get("of_sets") else f"avg of {a['sets']}/{a['of_sets']} sets"
     # Nothing is bolded: a bold row reads as "best", and the page ranks nothing.
     return "| " + " | ".join([
-        a["method"], where, "", "", _figure(a["spearman"], a["p"]), _ci(a),
+        a["method"], where, "", "", figure_text(a["spearman"], a["p"]), ci_text(a),
         p_display(a["p"], a.get("n_boot"), a.get("n_degenerate", 0)),
     ]) + " |"
 
@@ -425,12 +425,12 @@ def num(x: float | None, digits: int = 3) -> str:
     return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
 
 
-def _figure(value: float | None, p: float | None) -> str:
+def figure_text(value: float | None, p: float | None) -> str:
     significant = p is not None and math.isfinite(p) and p < ALPHA
     return num(value) + ("" if significant or value is None else " †")
 
 
-def _ci(x: Mapping[str, Any]) -> str:
+def ci_text(x: Mapping[str, Any]) -> str:
     return f"[{num(x.get('ci_low'), 2)}, {num(x.get('ci_high'), 2)}]"
 
 
@@ -462,14 +462,23 @@ def _all_models(methods: Iterable[Mapping[str, Any]]) -> dict[str, str | None]:
 # --- check ------------------------------------------------------------------------------------------
 
 
+def rendered(summaries: Sequence[Mapping[str, Any]]) -> dict[Path, str]:
+    """Every file generated from the summaries (path relative to the repository root -> its text): the
+    page, and the quality lines ``judge models`` prints (:mod:`judge.report.model_figures`)."""
+    from .model_figures import QUALITY, render_quality
+
+    return {PAGE: render_page(summaries), QUALITY: render_quality(summaries)}
+
+
 def page_differs(root: str | Path = ".") -> list[str]:
-    """The unified diff between the page on disk and what ``render_page`` writes from the summaries
+    """The unified diff between the generated files on disk and what ``rendered`` writes from the summaries
     under ``root`` (empty when they agree)."""
     import difflib
 
     root = Path(root)
-    want = render_page(load_summaries(root / SUMMARY_DIR))
-    page = root / PAGE
-    have = page.read_text(encoding="utf-8") if page.is_file() else ""
-    return list(difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
-                                     fromfile=f"{PAGE} (on disk)", tofile=f"{PAGE} (rendered)"))
+    out: list[str] = []
+    for path, want in rendered(load_summaries(root / SUMMARY_DIR)).items():
+        have = (root / path).read_text(encoding="utf-8") if (root / path).is_file() else ""
+        out += difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
+                                    fromfile=f"{path} (on disk)", tofile=f"{path} (rendered)")
+    return out
