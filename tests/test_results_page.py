@@ -71,6 +71,28 @@ def test_the_quality_lines_judge_models_prints_are_generated_too():
     assert {name: m["quality"] for name, m in measured().items()} == read_quality()
 
 
+#: A figure with its CI as the docs print one: ``.372 [.31, .43]`` (``†`` when not significant).
+_FIGURE = re.compile(r"(-?\.\d{3})†? \[(-?\.\d\d), (-?\.\d\d)\]")
+
+
+def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summary():
+    """The README and docs quote figures with their CI only from the committed runs (a typed or stale one
+    fails here); the journal keeps the typed history, the results page is checked byte for byte above."""
+    known = set()
+    for s in page.load_summaries(ROOT / page.SUMMARY_DIR):
+        for x in [*s["averages"], *s["cells"]]:
+            known.add((page.num(x["spearman"]), page.num(x["ci_low"], 2), page.num(x["ci_high"], 2)))
+    docs = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").glob("*.md"))
+                                  if p.name not in ("journal.md", "results.md"))]
+    quoted = 0
+    for doc in docs:
+        text = " ".join(doc.read_text(encoding="utf-8").split())  # a figure may wrap across lines
+        for m in _FIGURE.finditer(text):
+            quoted += 1
+            assert m.groups() in known, f"{doc.name}: {m.group(0)} is in no committed summary"
+    assert quoted >= 4, "the README quotes the headline figures"
+
+
 def _summary(name: str, date: str, averages: list[tuple[str, str, float, float]], models: dict[str, list[str]],
              split: str = "test") -> dict:
     """A committed summary reduced to what the quality lines read: (method, kind, spearman, p) averages."""

@@ -41,12 +41,15 @@ ALPHA = 0.05
 #: Runs the page cannot show yet, with the commands that will produce them (see docs/journal.md for
 #: their last typed figures).
 PENDING = (
-    ("Qwen2.5-Coder-1.5B with yes/no, the rating, and the ensembles with weights learned on the other "
-     "sets (yes/no + criteria + rating; 4-shot + relevance + rating): pending re-run on the leak-free "
-     "split of FED-Turn/FED-Dial (its criteria prompt is above, in run `heads-q15-test`); last typed "
+    ("Qwen2.5-Coder-1.5B with the other prompts and ensembles of the CPU leaderboard (relevance question, "
+     "criteria rating, 4-shot BM25, the 4-shot + relevance + rating ensembles, the reference-based ensembles): "
+     "pending re-run on the leak-free split (about 0.9M more prompt tokens: `--check` prints the time on "
+     "your machine); its yes/no, rating, criteria and their ensembles are above, in run `q15-test`; last typed "
      "figures in [journal.md](journal.md)",
-     "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data "
-     "--methods q15-yesno,q15-criteria,q15-rating-exp,q15-ensemble-lodo,q15-ensemble-mix-lodo -o results/q15-test"),
+     "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data --methods "
+     "q15-yesno,q15-rating-exp,q15-criteria,q15-ensemble,q15-ensemble-cv,q15-ensemble-lodo,q15-relevant,"
+     "q15-rating-criteria,q15-bm25c-4,q15-ensemble-mix,q15-ensemble-mix-lodo,q15-ensemble-mix-cv,q15-ensemble-ref,"
+     "q15-ensemble-ref-cv -o results/q15-test"),
     ("SmolLM2-135M (the embedded default), criteria prompt, 0-shot, and its cv ensemble with length: "
      "pending its first run on the leak-free halves; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/results_test.toml --data-dir ../shared/data "
