@@ -13,7 +13,11 @@ of each set's test half, each pass in its own process with its own model load an
 * ``scheduled``: one ``judge run`` of every method, the cells of one set and model scored in one
   prefix-scheduled pass (docs/harness.md, "Scheduling by prefix");
 * ``full``: ``--check``'s estimate for the config's full run (its own ``limit`` per set) at the rate the
-  ``scheduled`` pass measured, the figure a user reads before a many-hour run.
+  ``scheduled`` pass left (the calibration's, scaled to what that run took), the figure a user reads
+  before a many-hour run.
+
+The run passes start from the ``check`` pass's rate file, as a user's run after ``--check`` does, and
+refine it; their caches are empty.
 
 It prints per pass the wall time (model loads excluded, and included), items/s, prompt tokens evaluated
 and peak RSS, the scheduled pass against the one-by-one pass, the estimate against the scheduled pass's
@@ -157,6 +161,8 @@ def main() -> int:
     for name, kind, each in (p for p in passes if not (args.estimate_only and p[0] == "each")):
         work = root / name
         work.mkdir()
+        if kind == "run" and (root / "check" / "rates.json").is_file():  # a run after --check refines its rate
+            shutil.copy(root / "check" / "rates.json", work / "rates.json")
         res[name] = subprocess_pass({**base, "name": name, "kind": kind, "each": each, "work": str(work)}, __file__)
     # The full run's estimate at the rate the scheduled run measured (its rate file, a fresh cache).
     full = root / "full"
