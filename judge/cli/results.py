@@ -32,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..harness import load_experiment
+    from ..report import published
     from ..report import results_page as page
 
     root = Path(args.root)
@@ -43,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "render":
         from ..io import atomic_write_text
 
-        for path, text in page.rendered(page.load_summaries(root / page.SUMMARY_DIR)).items():
+        for path, text in published.rendered(page.load_summaries(root / page.SUMMARY_DIR)).items():
             atomic_write_text(root / path, text)
             print(root / path)
         return EXIT_OK
-    diff = page.page_differs(root)
+    diff = published.differs(root)
     if diff:
         sys.stdout.writelines(diff)
         print("judge: the generated files differ from the committed summaries; run 'judge results render'",

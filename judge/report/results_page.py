@@ -463,25 +463,3 @@ def _all_models(methods: Iterable[Mapping[str, Any]]) -> dict[str, str | None]:
 
 
 # --- check ------------------------------------------------------------------------------------------
-
-
-def rendered(summaries: Sequence[Mapping[str, Any]]) -> dict[Path, str]:
-    """Every file generated from the summaries (path relative to the repository root -> its text): the
-    page, and the quality lines ``judge models`` prints (:mod:`judge.report.model_figures`)."""
-    from .model_figures import QUALITY, render_quality
-
-    return {PAGE: render_page(summaries), QUALITY: render_quality(summaries)}
-
-
-def page_differs(root: str | Path = ".") -> list[str]:
-    """The unified diff between the generated files on disk and what ``rendered`` writes from the summaries
-    under ``root`` (empty when they agree)."""
-    import difflib
-
-    root = Path(root)
-    out: list[str] = []
-    for path, want in rendered(load_summaries(root / SUMMARY_DIR)).items():
-        have = (root / path).read_text(encoding="utf-8") if (root / path).is_file() else ""
-        out += difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
-                                    fromfile=f"{path} (on disk)", tofile=f"{path} (rendered)")
-    return out

@@ -1,0 +1,31 @@
+"""Every file generated from the committed run summaries: the results page (:mod:`.results_page`) and the
+quality lines ``judge models`` prints (:mod:`.model_figures`). ``judge results render`` writes them and
+``judge results check`` (and the tests) compare them with what is on disk, so none is ever typed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .model_figures import QUALITY, render_quality
+from .results_page import PAGE, SUMMARY_DIR, load_summaries, render_page
+
+
+def rendered(summaries: Sequence[Mapping[str, Any]]) -> dict[Path, str]:
+    """Every generated file (path relative to the repository root -> its text)."""
+    return {PAGE: render_page(summaries), QUALITY: render_quality(summaries)}
+
+
+def differs(root: str | Path = ".") -> list[str]:
+    """The unified diff between the generated files on disk and what ``rendered`` writes from the summaries
+    under ``root`` (empty when they agree)."""
+    root = Path(root)
+    out: list[str] = []
+    for path, want in rendered(load_summaries(root / SUMMARY_DIR)).items():
+        have = (root / path).read_text(encoding="utf-8") if (root / path).is_file() else ""
+        out += difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
+                                    fromfile=f"{path} (on disk)", tofile=f"{path} (rendered)")
+    return out
