@@ -50,10 +50,6 @@ PENDING = (
      "q15-yesno,q15-rating-exp,q15-criteria,q15-ensemble,q15-ensemble-cv,q15-ensemble-lodo,q15-relevant,"
      "q15-rating-criteria,q15-bm25c-4,q15-ensemble-mix,q15-ensemble-mix-lodo,q15-ensemble-mix-cv,q15-ensemble-ref,"
      "q15-ensemble-ref-cv -o results/q15-test"),
-    ("SmolLM2-135M (the embedded default), criteria prompt, 0-shot, and its cv ensemble with length: "
-     "pending its first run on the leak-free halves; last typed figures in [journal.md](journal.md)",
-     "judge run benchmarks/configs/results_test.toml --data-dir ../shared/data "
-     "--methods smollm2-criteria,smollm2-criteria-length-cv -o results/smollm2-test"),
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
      "pending re-run; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
