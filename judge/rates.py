@@ -70,7 +70,7 @@ def fit(model: str, threads: int, short: tuple[int, float], long: tuple[int, flo
     per_decode = t_s - n_s * per_token
     if per_decode < 0:
         per_decode, per_token = 0.0, t_l / max(n_l, 1)
-    return Rate(model, threads, round(per_decode, 6), round(per_token, 7), today(), "calibration", n_s + n_l, 2,
+    return Rate(model, threads, round(per_decode, 9), round(per_token, 9), today(), "calibration", n_s + n_l, 2,
                 round(t_s + t_l, 3))
 
 
@@ -82,9 +82,9 @@ def refined(before: Rate | None, model: str, threads: int, tokens: int, decodes:
     the run's time is all per token, the rate of runs like it."""
     seconds = round(seconds, 3)
     if before is None or before.time(tokens, decodes) <= 0:
-        return Rate(model, threads, 0.0, round(seconds / tokens, 7), today(), "run", tokens, decodes, seconds)
+        return Rate(model, threads, 0.0, round(seconds / tokens, 9), today(), "run", tokens, decodes, seconds)
     scale = seconds / before.time(tokens, decodes)
-    return Rate(model, threads, round(before.per_decode * scale, 6), round(before.per_token * scale, 7), today(), "run",
+    return Rate(model, threads, round(before.per_decode * scale, 9), round(before.per_token * scale, 9), today(), "run",
                 tokens, decodes, seconds)
 
 
