@@ -1,14 +1,17 @@
 """Known qualities (name, level, scale, wording for prompts) and reading a quality's scale for data.
 
-The benchmark sets that use them are registered in :mod:`judge.datasets.benchmarks`.
+The known ones are the benchmark sets' (their records, ``judge/datasets/benchmarks.toml``, hold them);
+the sets themselves are registered in :mod:`judge.datasets.benchmarks`.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import InputError, UnknownNameError
 from .items import Item, Level
@@ -54,68 +57,35 @@ class Quality:
         return self.min, self.max
 
 
-def _q(name: str, level: Level, lo: float, hi: float, desc: str) -> Quality:
-    return Quality(name, level, lo, hi, desc)
+#: The file holding the benchmark sets' records, their quality groups among them (read here because every
+#: quality lookup needs the groups, and judge.datasets, which reads the rest, builds on this module).
+RECORDS = Path(__file__).resolve().parent / "datasets" / "benchmarks.toml"
 
 
-_T: Level = "turn"
-_D: Level = "dialog"
+def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:
+    """The ``[qualities]`` groups of the records file: the rating scales the benchmark sets' raters used."""
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))["qualities"]
+    return {name: tuple(Quality(q["name"], q["level"], float(q["min"]), float(q["max"]), q.get("description", ""))
+                        for q in group) for name, group in raw.items()}
 
-FED_TURN = (
-    _q("Interesting", _T, 0, 2, "interesting the response is with regards to the dialog history"),
-    _q("Engaging", _T, 0, 2, "engaging the response is with regards to the dialog history"),
-    _q("Specific", _T, 0, 2, "specific the response is with regards to the dialog history"),
-    _q("Relevant", _T, 0, 2, "relevant the response is with regards to the dialog history"),
-    _q("Correct", _T, 0, 2, "correct the response is with regards to the dialog history"),
-    _q("Semantically appropriate", _T, 0, 2, "semantically appropriate the response is with regards to the dialog history"),
-    _q("Understandable", _T, 0, 1, "understandable the response is with regards to the dialog history"),
-    _q("Fluent", _T, 0, 2, "fluent the response is with regards to the dialog history"),
-    _q("Overall", _T, 0, 4, "good the response is overall with regards to the dialog history"),
-)
 
-FED_DIAL = (
-    _q("Coherent", _D, 0, 2, "coherent the system is throughout the dialog"),
-    _q("Error recovery", _D, 0, 2, "well the system recovers from errors in the dialog"),
-    _q("Consistent", _D, 0, 1, "consistent the system is throughout the dialog"),
-    _q("Diverse", _D, 0, 2, "diverse the system's responses are throughout the dialog"),
-    _q("Depth", _D, 0, 2, "deeply the system discusses topics in the dialog"),
-    _q("Likeable", _D, 0, 2, "likeable the system is in the dialog"),
-    _q("Understanding", _D, 0, 2, "well the system understands the user in the dialog"),
-    _q("Flexible", _D, 0, 2, "flexible and adaptable to the user the system is in the dialog"),
-    _q("Informative", _D, 0, 2, "informative the system is in the dialog"),
-    _q("Inquisitive", _D, 0, 2, "inquisitive the system is in the dialog"),
-    _q("Overall", _D, 0, 4, "good the system is overall in the dialog"),
-)
-
-USR = (
-    _q("Understandable", _T, 0, 1, "understandable the response is"),
-    _q("Natural", _T, 1, 3, "natural the response is"),
-    _q("Maintains Context", _T, 1, 3, "well the response maintains the context of the dialog"),
-    _q("Engaging", _T, 1, 3, "engaging the response is"),
-    _q("Uses Knowledge", _T, 0, 1, "well the response uses the background knowledge"),
-    _q("Overall", _T, 1, 5, "good the response is overall"),
-)
-
-ZHAO = tuple(
-    _q(n, _T, 1, 5, d)
-    for n, d in (
-        ("content", "good the content of the response is"),
-        ("grammar", "grammatical the response is"),
-        ("relevance", "relevant the response is to the dialog history"),
-        ("appropriateness", "appropriate the response is to the dialog history"),
-    )
-)
-GUPTA = (_q("overall", _T, 1, 5, "good the response is overall"),)
-GRADE = (_q("relevance", _T, 1, 5, "relevant the response is to the dialog history"),)
+#: The benchmark sets' qualities by group, in the records' order (FED first: a lookup by name prefers them).
+QUALITY_GROUPS = _read_groups(RECORDS)
+FED_TURN = QUALITY_GROUPS["fed-turn"]
+FED_DIAL = QUALITY_GROUPS["fed-dial"]
+USR = QUALITY_GROUPS["usr"]
+ZHAO = QUALITY_GROUPS["zhao"]
+GUPTA = QUALITY_GROUPS["gupta"]
+GRADE = QUALITY_GROUPS["grade"]
 
 #: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
 #: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
-GENERIC_OVERALL = _q("overall", _T, 1, 5, "good the response is overall")
+GENERIC_OVERALL = Quality("overall", "turn", 1, 5, "good the response is overall")
 
 
 def find_quality(name: str, level: Level | None = None) -> Quality | None:
     """Best-known quality with this name (FED first, then the others), optionally at a level."""
-    for group in (FED_TURN, FED_DIAL, USR, ZHAO, GUPTA, GRADE):
+    for group in QUALITY_GROUPS.values():
         for q in group:
             if q.name.lower() == name.lower() and (level is None or q.level == level):
                 return q

@@ -95,3 +95,15 @@ def test_download_unreachable_server(tmp_path, capsys):
     assert main(["data", "download", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9"]) == 2
     assert "download of http://127.0.0.1:9/" in capsys.readouterr().err
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_one_record_per_set_feeds_the_registry_the_files_and_the_docs():
+    """judge/datasets/benchmarks.toml holds each set once: the registry, `judge data` and the table of
+    docs/data-format.md (generated from the records) agree with it."""
+    from judge.datasets.benchmarks import CORPORA, DATASETS, files_table
+
+    root = Path(__file__).resolve().parents[1]
+    assert files_table() in (root / "docs" / "data-format.md").read_text()
+    assert [f.path for f in DATA_FILES] == [d.path for d in DATASETS.values()]
+    assert {d.corpus for d in DATASETS.values()} == set(CORPORA)
+    assert all(d.license and d.source is not None for d in DATASETS.values())

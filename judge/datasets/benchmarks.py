@@ -1,22 +1,41 @@
-"""The registered benchmark sets: where each file lives under a data dir, its format, level, the
-qualities its raters used (with their scales) and the key that holds its overall rating.
+"""The registered benchmark sets, one record each, read from ``benchmarks.toml`` beside this module: where
+each file lives under a data dir and where it comes from, its format and level, the qualities its raters
+used (with their scales), the key that holds its overall rating, the corpus its conversations come from
+and the terms it was published under.
 
-``judge bench FT``, ``datasets = ["TU", ...]`` in a harness config and the paper's tables name sets
-by these names or abbreviations; any other file is benchmarked by path (:mod:`judge.datasets.source`).
+``judge bench FT``, ``datasets = ["TU", ...]`` in a harness config, ``judge data``, the split (which sets
+may share conversations) and the paper's tables all read these records; any other file is benchmarked
+by path (:mod:`judge.datasets.source`).
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import InputError, UnknownNameError
 from ..items import Level
-from ..qualities import FED_DIAL, FED_TURN, GRADE, GUPTA, USR, ZHAO, Quality
+from ..qualities import QUALITY_GROUPS, RECORDS, Quality
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """Where ``judge data download`` fetches a set's file: a public repository at a fixed commit."""
+
+    repo: str
+    commit: str
+    path: str
+    sha256: str
+    #: Bytes, where recorded (None: only the sha256 was published with the entry).
+    size: int | None = None
 
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """A known benchmark set: where its file lives under a data dir, its format, scales and overall key."""
+    """A benchmark set: where its file lives under a data dir, its format, scales and overall key, and (for a
+    registered set) its corpus, where its file comes from and its terms. A file given by path gets one built
+    from its content, with the registry-only fields left empty."""
 
     name: str
     abbrev: str
@@ -25,6 +44,16 @@ class DatasetInfo:
     level: Level
     overall: str
     qualities: tuple[Quality, ...] = field(default=())
+    #: The dialogue corpus its conversations come from: only sets of one corpus may share conversations.
+    corpus: str = ""
+    #: Cuts short windows out of longer dialogues (a context may open with another item's later turn).
+    windows: bool = False
+    #: An original release (FED, USR, Gupta) of a set the DSTC10 release also holds.
+    original: bool = False
+    #: Position among the paper's eight DSTC10 sets (0: not among them).
+    dstc10: int = 0
+    license: str = ""
+    source: SourceFile | None = None
 
     def quality(self, name: str) -> Quality:
         for q in self.qualities:
@@ -33,42 +62,36 @@ class DatasetInfo:
         raise UnknownNameError(f"quality of {self.name}", name, [q.name for q in self.qualities])
 
 
-_D10 = "dstc10_track5/"
+def _read(path: Path) -> tuple[dict[str, dict[str, str]], dict[str, DatasetInfo]]:
+    """The corpora and the sets of the records file (their quality groups are read by :mod:`judge.qualities`),
+    checked as far as they refer to each other: a wrong name in a record fails every import of judge, which
+    the test suite sees at once."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    groups = QUALITY_GROUPS
+    corpora: dict[str, dict[str, str]] = data["corpora"]
+    sets: dict[str, DatasetInfo] = {}
+    for raw in data["sets"]:
+        src = raw.get("source")
+        info = DatasetInfo(
+            name=raw["name"], abbrev=raw["abbrev"], path=raw["file"], format=raw["format"], level=raw["level"],
+            overall=raw["overall"], qualities=tuple(q for g in raw["qualities"] for q in groups[g]),
+            corpus=raw["corpus"], windows=raw.get("windows", False), original=raw.get("original", False),
+            dstc10=raw.get("dstc10", 0), license=raw["license"], source=SourceFile(**src) if src else None)
+        if info.corpus not in corpora:
+            raise ValueError(f"{path}: set {info.name}: unknown corpus {info.corpus!r}")
+        info.quality(info.overall)  # the overall key is one of its qualities
+        sets[info.name] = info
+    for corpus, entry in corpora.items():
+        if sets.get(entry["anchor"]) is None or sets[entry["anchor"]].corpus != corpus:
+            raise ValueError(f"{path}: corpus {corpus}: its anchor {entry['anchor']!r} is not one of its sets")
+    return corpora, sets
 
-DATASETS: dict[str, DatasetInfo] = {
-    d.name: d
-    for d in (
-        DatasetInfo("fed-turn", "FT", _D10 + "fed-turn_eval.json", "dstc10", "turn", "Overall", FED_TURN),
-        DatasetInfo("fed-dial", "FD", _D10 + "fed-dial_eval.json", "dstc10-dial", "dialog", "Overall", FED_DIAL),
-        DatasetInfo("topical-usr", "TU", _D10 + "topical-usr_eval.json", "dstc10", "turn", "Overall", USR),
-        DatasetInfo("persona-usr", "PU", _D10 + "persona-usr_eval.json", "dstc10", "turn", "Overall", USR),
-        DatasetInfo("dailydialog-zhao", "DZ", _D10 + "dailydialog-zhao_eval.json", "dstc10", "turn", "appropriateness", ZHAO),
-        DatasetInfo("dailydialog-gupta", "DGU", _D10 + "dailydialog-gupta_eval.json", "dstc10", "turn", "overall", GUPTA),
-        DatasetInfo("dailydialog-grade", "DGR", _D10 + "dailydialog-grade_eval.json", "dstc10", "turn", "relevance", GRADE),
-        DatasetInfo("empathetic-grade", "EG", _D10 + "empathetic-grade_eval.json", "dstc10", "turn", "relevance", GRADE),
-        # The other two DSTC10 Track 5 dev sets (not among the paper's eight; see DSTC10_SETS).
-        DatasetInfo("persona-zhao", "PZ", _D10 + "persona-zhao_eval.json", "dstc10", "turn", "appropriateness", ZHAO),
-        DatasetInfo("convai2-grade", "CG", _D10 + "convai2-grade_eval.json", "dstc10", "turn", "relevance", GRADE),
-        # Original releases (same annotations, fields the DSTC10 copies lack).
-        DatasetInfo("fed", "FED", "fed/fed_data.json", "fed", "turn", "Overall", FED_TURN + FED_DIAL),
-        DatasetInfo("usr-topical", "TU-orig", "usr/tc_usr_data.json", "usr", "turn", "Overall", USR),
-        DatasetInfo("usr-persona", "PU-orig", "usr/pc_usr_data.json", "usr", "turn", "Overall", USR),
-        DatasetInfo("gupta-csv", "DGU-orig", "dailydialog_gupta/mturk_rating_processed_output.csv", "gupta", "turn", "overall", GUPTA),
-    )
-}
+
+CORPORA, DATASETS = _read(RECORDS)
 
 #: The eight DSTC10 Track 5 sets of the paper's multi-domain setting, in the paper's column order
 #: (the release's other two, persona-zhao and convai2-grade, are registered but not in the paper).
-DSTC10_SETS = (
-    "topical-usr",
-    "dailydialog-zhao",
-    "persona-usr",
-    "dailydialog-gupta",
-    "dailydialog-grade",
-    "fed-turn",
-    "empathetic-grade",
-    "fed-dial",
-)
+DSTC10_SETS = tuple(d.name for d in sorted((d for d in DATASETS.values() if d.dstc10), key=lambda d: d.dstc10))
 
 
 def dataset_info(name: str) -> DatasetInfo:
@@ -79,6 +102,13 @@ def dataset_info(name: str) -> DatasetInfo:
         if d.abbrev.lower() == name.lower() or d.name.lower() == name.lower():
             return d
     raise UnknownNameError("dataset", name, list(DATASETS) + [d.abbrev for d in DATASETS.values()])
+
+
+def corpus_sets(corpus: str) -> tuple[str, ...]:
+    """The registered sets of one corpus, its anchor first (whose groups name the conversations they share),
+    then in the records' order."""
+    anchor = CORPORA[corpus]["anchor"]
+    return (anchor, *(n for n, d in DATASETS.items() if d.corpus == corpus and n != anchor))
 
 
 def registered_quality(name: str) -> Quality:
@@ -103,3 +133,15 @@ def registered_quality(name: str) -> Quality:
                          f"quality, e.g. dataset_info({next(iter(found.values()))[0]!r}).quality({name!r}), or a "
                          "pool whose items carry it", field="quality")
     return next(iter(quality.values()))
+
+
+def files_table() -> str:
+    """The table of docs/data-format.md ("Benchmark files"), generated from the records (a test keeps the
+    page equal to it)."""
+    lines = ["| name (abbrev.) | file under the data dir | format | level | overall key (scale) | corpus | license |",
+             "|---|---|---|---|---|---|---|"]
+    for d in DATASETS.values():
+        q = d.quality(d.overall)
+        lines.append(f"| {d.name} ({d.abbrev}) | `{d.path}` | `{d.format}` | {d.level} | `{q.name}` ({q.min:g}-{q.max:g}) "
+                     f"| {d.corpus} | {d.license} |")
+    return "\n".join(lines)
