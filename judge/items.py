@@ -71,9 +71,11 @@ class Item:
     dataset: str | None = None
     annotations: dict[str, tuple[float, ...]] = field(default_factory=dict)
     scales: dict[str, tuple[float, float]] = field(default_factory=dict)
-    #: The conversation the item shares with items of other registered sets (FED-Turn turns and the
-    #: FED-Dial dialog they were cut from), set by :func:`judge.datasets.conversations.link_conversations`;
-    #: None when no other set shares it. The dev/test split hashes it instead of ``group``.
+    #: The content fingerprint of the item's conversation, set when a file is loaded
+    #: (:func:`judge.datasets.identity.identify`): the name a registered set's conversation has across every
+    #: file that holds it (FED-Turn's turns share the FED-Dial dialog's), else a hash of its group's texts.
+    #: The dev/test split and every guard that keeps a conversation on one side read it; None (items built
+    #: in code) falls back to ``group``.
     conversation: str | None = None
 
     def __post_init__(self) -> None:

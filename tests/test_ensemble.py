@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -573,20 +574,28 @@ def test_lodo_never_learns_on_a_set_that_shares_the_scored_conversations(tmp_pat
     assert "| lodo | dailydialog-zhao | appropriateness | the other 2 sets |" in report
 
 
-def test_lodo_refuses_one_file_under_two_names(tmp_path, data_dir):
-    """The registered name and a path to the same file are one set: lodo would learn on the scored items.
-    Two registered names of one corpus's two releases (topical-usr, usr-topical) are two files with the
-    same conversations: each is left out of the other's training instead."""
-    path = (data_dir / "dstc10_track5" / "topical-usr_eval.json").as_posix()
-    cfg = _lodo_config(tmp_path, data_dir, f'["TU", {{path = "{path}", name = "tu-again"}}, "DZ"]')
-    with pytest.raises(InputError, match=r"'topical-usr' and 'tu-again' are one file .*topical-usr_eval.json"):
-        run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
-    cfg = _lodo_config(tmp_path, data_dir, '["topical-usr", "usr-topical", "DZ"]')
-    run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
-    meta = json.loads(cell_path(tmp_path / "res", "lodo", "usr-topical", "Overall", 0)
-                      .with_suffix(".meta.json").read_text())
-    assert meta["trained_on"] == ["dailydialog-zhao appropriateness"]
-    assert meta["not_trained_on"] == {"topical-usr": "shares conversations with usr-topical"}
+def test_lodo_never_learns_on_one_set_under_another_name_or_path(tmp_path, data_dir):
+    """By content: the registered name and a path (or a renamed copy) of the same file, a release file given by
+    path beside its DSTC10 copy, and two registered releases of one corpus are left out of each other's
+    training, in both directions (issue 53: by path, fed_data.json trained FED-Turn's weights on 78 of its own
+    183 scored items)."""
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((data_dir / "dstc10_track5" / "topical-usr_eval.json").read_bytes())
+    fed = (data_dir / "fed" / "fed_data.json").as_posix()
+    for datasets, pairs in (
+            (f'["TU", {{path = "{copy.as_posix()}", name = "tu-again"}}, "DZ"]', [("topical-usr", "tu-again")]),
+            (f'["FT", {{path = "{fed}"}}, "FD", "DZ"]', [("fed-turn", "fed"), ("fed-dial", "fed"),
+                                                          ("fed-turn", "fed-dial")]),
+            ('["topical-usr", "usr-topical", "DZ"]', [("topical-usr", "usr-topical")])):
+        cfg = _lodo_config(tmp_path, data_dir, datasets)
+        summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+        left_out = {e["dataset"]: set(e["sets"]) for e in summary["not_trained_on"] if e["method"] == "lodo"}
+        fitted = {c["dataset"]: c["fitted"]["trained_on"] for c in summary["cells"] if c["method"] == "lodo"}
+        for a, b in pairs:
+            assert b in left_out[a] and a in left_out[b], (datasets, left_out)
+            assert not any(t.startswith(f"{b} ") for t in fitted[a]) and not any(t.startswith(f"{a} ") for t in fitted[b])
+        assert all(t.startswith("dailydialog-zhao ") for d, ts in fitted.items() if d != "dailydialog-zhao" for t in ts)
+        shutil.rmtree(tmp_path / "res")
 
 
 def test_lodo_reports_a_training_set_it_could_not_use(tmp_path, data_dir):

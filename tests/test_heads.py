@@ -171,9 +171,15 @@ def test_check_prints_the_cost_of_each_set_and_fits_nothing(tmp_path, data_dir):
     assert not list(tmp_path.iterdir())
 
 
-def test_one_file_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
-    proc = _fit(tmp_path, str(turn_examples), str(turn_examples))
-    assert proc.returncode == 2 and "are one file: give it once" in proc.stderr, proc.stderr
+def test_one_set_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
+    """By content: the same file twice, a copy under another name, a registered set beside its release file
+    given by path (issue 53: only one path twice was caught)."""
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text(turn_examples.read_text())
+    for data in ((str(turn_examples), str(turn_examples)), (str(turn_examples), str(copy)),
+                 ("FD", str(data_dir / "fed" / "fed_data.json"))):
+        proc = _fit(tmp_path, *data, data_dir=data_dir)
+        assert proc.returncode == 2 and "of the items of" in proc.stderr and "by content" in proc.stderr, proc.stderr
     proc = _fit(tmp_path, str(turn_examples), extra=("--alphas", "1,-2"))
     assert proc.returncode == 2 and "--alphas" in proc.stderr and "positive" in proc.stderr, proc.stderr
     assert not (tmp_path / "head.json").exists()
@@ -289,7 +295,10 @@ def test_a_head_on_a_set_it_learned_from_or_shares_conversations_with_is_refused
     config = _config(tmp_path, data_dir, str(tmp_path / "head.json"), '"FT"')
     proc = _in_process(["run", str(config), "--no-progress"])
     assert proc.returncode == 2, proc.stdout
-    assert "the head learned from fed-dial" in proc.stderr and "fed-turn" in proc.stderr, proc.stderr
+    # It learned from FED-Dial's dev half; FED-Turn's test items are conversations of FED-Dial's test half: the
+    # head refuses the whole set it saw, by content, saying how much of the scored data it holds.
+    assert "the head learned from fed-dial (dev), which holds 12 of the 12 conversations" in proc.stderr, proc.stderr
+    assert "(12 of 12 items of fed-turn)" in proc.stderr, proc.stderr
     assert not (tmp_path / "results" / "summary.json").exists()
 
 
@@ -321,3 +330,27 @@ def test_judge_score_and_serve_give_the_head_s_scores(tmp_path, data_dir, turn_e
         assert json.loads(body)["kind"]["kind"] == "reference-free"
     finally:
         srv.stop()
+
+
+def test_a_head_written_before_fingerprints_is_refused_until_stamped(tmp_path, data_dir, turn_examples):
+    """A version 1 head file does not record its training conversations: nothing could keep it off them, so it
+    scores nothing until ``judge fit ... --stamp`` records them from the sets it learned from (its weights stay);
+    other sets than those it learned from are refused."""
+    assert _fit(tmp_path, "EG", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
+    path = tmp_path / "head.json"
+    fitted = json.loads(path.read_text())
+    old = {**fitted, "version": 1, "trained_on": [{k: v for k, v in t.items() if k != "conversation_fingerprints"}
+                                                  for t in fitted["trained_on"]]}
+    path.write_text(json.dumps(old, indent=1) + "\n")
+    score = ["score", str(turn_examples), "--backend", "mock", "--prompt", "yesno-criteria", "--head", str(path),
+             "--format", "jsonl"]
+    proc = _in_process(score)
+    assert proc.returncode == 2 and "--stamp" in proc.stderr, proc.stderr
+    wrong = _in_process(["fit", "FD", "--split", "dev", "--data-dir", str(data_dir), "--stamp", str(path)])
+    assert wrong.returncode == 2 and "learned from empathetic-grade, which is not among the sets given" in wrong.stderr
+    whole = _in_process(["fit", "EG", "--data-dir", str(data_dir), "--stamp", str(path)])
+    assert whole.returncode == 2 and "empathetic-grade's relevance on dev" in whole.stderr, whole.stderr
+    proc = _in_process(["fit", "EG", "--split", "dev", "--data-dir", str(data_dir), "--stamp", str(path)])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(path.read_text()) == fitted  # the same record a fit writes; the weights untouched
+    assert _in_process(score).returncode == 0

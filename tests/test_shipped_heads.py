@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from judge.cli import main
+from judge.datasets import load_benchmark, load_items
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.engine.named import named_method
 from judge.errors import UnknownNameError
@@ -71,6 +72,40 @@ def test_the_shipped_head_is_refused_on_every_set_it_learned_from(data_dir, data
     """Before any model loads (the 1.5B need not be installed): it learned from every DSTC10 set."""
     assert main(["bench", dataset, "--data-dir", str(data_dir), "--method", "criteria-head", "--limit", "3"]) == 2
     assert "the head learned from" in capsys.readouterr().err
+
+
+RELEASES = ["fed/fed_data.json", "usr/tc_usr_data.json", "usr/pc_usr_data.json",
+            "dailydialog_gupta/mturk_rating_processed_output.csv"]
+
+
+@pytest.mark.parametrize("path", RELEASES)
+def test_the_shipped_head_is_refused_on_the_release_files_given_by_path(data_dir, path, capsys):
+    """The original releases hold the items of DSTC10 sets it learned from: refused by content, before any model
+    loads, saying how many of the file's conversations it learned from (issue 53: accepted by path)."""
+    assert main(["score", str(data_dir / path), "--method", "criteria-head"]) == 2
+    err = capsys.readouterr().err
+    assert "the head learned from " in err and "conversations of the scored items" in err, err
+    n = len({it.conversation for it in load_items(data_dir / path)})
+    assert f"which hold{'s' if 'usr' in path else ''} {n} of the {n} conversations" in err, err
+
+
+def test_a_users_file_holding_some_training_conversations_is_refused_naming_how_many(tmp_path, data_dir, capsys):
+    """A user's JSONL: their own conversations, and three FED-Turn items re-exported (lower case, other
+    punctuation): the head names the three conversations it learned from; without them nothing is refused."""
+    fed = [it for it in load_benchmark("FT", data_dir) if it.context][:30:10]
+    own = [json.loads(line) for line in EXAMPLES.read_text().splitlines()]
+    mine = [{"id": f"ft-{i}", "context": [{"speaker": t.speaker, "text": t.text.lower().rstrip(".!?")}
+                                           for t in it.context], "response": (it.response or "").lower()}
+            for i, it in enumerate(fed)]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in own + mine))
+    assert main(["score", str(path), "--method", "criteria-head"]) == 2
+    err = capsys.readouterr().err
+    total = len({it.conversation for it in load_items(path)})
+    assert f"the head learned from fed-turn (all of it), fed-dial (all of it), which hold 3 of the {total} " \
+           f"conversations of the scored items (3 of {len(own) + 3} items of mine)" in err, err
+    path.write_text("".join(json.dumps(r) + "\n" for r in own))
+    read_head(locate_head(NAME)).check_not_trained_on(load_items(path))
 
 
 @pytest.mark.slow  # the real Qwen2.5-Coder-1.5B (the qwen-1-5b extra, installed with the test extra)

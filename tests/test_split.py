@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from judge.datasets import load_benchmark
+from judge.datasets import load_benchmark, load_items, resolve_source
 from judge.datasets.benchmarks import DATASETS
+from judge.datasets.conversations import build_index, index_text
+from judge.datasets.identity import INDEX
 from judge.datasets.split import conversation_of, split_items, split_of
 from judge.errors import InputError
 from judge.harness import load_experiment, plan
@@ -94,7 +96,9 @@ HALVES = [
     # The DailyDialog sets follow DailyDialog-Zhao's halves in the few dialogues they share with it and
     # with each other (before: DGU 230, 46, 270, 54, "93dd9c83..."; DGR 166, 83, 134, 66, "0bd2dc41...").
     ("dailydialog-gupta", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
-    ("dailydialog-grade", 166, 83, 134, 66, "9c045d933f6a494ba58a9abf60ecdced2b07d5c64cffa17939143797a2638fde"),
+    # Since issue 53 GRADE's windows also follow the dialogue they continue by one shared turn (DGR 00008,
+    # 00061, 00158, 00211 went dev -> test, 00102, 00252 test -> dev; before: 166, 83, 134, 66, "9c045d93...").
+    ("dailydialog-grade", 164, 82, 136, 67, "1933f8b263edbef94ed2069e8186774466391aedadb839242891b025024b65cd"),
     ("empathetic-grade", 136, 66, 164, 81, "577da0397a99a7176fbc6b3f8cf97af4646c703571a853afa105aa6adcf79a9c"),
     # The original FED release follows FED-Dial too (before: 212, 53, 288, 71, "eea0a614...").
     ("fed", 256, 64, 244, 60, "6a0d65664f003280556b708c4247388989907f7a726b3aad1e48dd85eaaf3e30"),
@@ -185,58 +189,87 @@ def _turns(item) -> list[str]:
     return [t.text.strip() for t in (item.context if item.level == "turn" else item.dialog)]
 
 
-def _shared_conversations(a_items, b_items) -> list[tuple[str, str]]:
-    """(id in A, id in B) of items that visibly come from one conversation, found here without the
-    library's linking: A's whole context starts B's turns (or the reverse), or both show one pair of
-    consecutive turns of 20 letters or more each, wherever it sits (not the split's rules)."""
-    def shown(it):
-        ends = ([it.response] if it.response else []) + list(it.references)
-        return [_turns(it) + [e.strip()] for e in ends] or [_turns(it)]
+class _Shown:
+    """What one set's items show, indexed once for the pairwise checks below (found here without the
+    library's linking, by rules of this test's own)."""
 
-    def pairs(it):
-        out = set()
-        for seq in shown(it):
-            norm = [_norm(t) for t in seq]
-            out |= {(x, y) for x, y in itertools.pairwise(norm) if len(x) >= 20 and len(y) >= 20}
-        return out
-
-    found = set()
-    for xs, ys, flip in ((a_items, b_items, False), (b_items, a_items, True)):
-        contexts: dict[tuple[str, ...], list[str]] = {}
-        for it in xs:
+    def __init__(self, items) -> None:
+        self.contexts: dict[tuple[str, ...], list[str]] = {}
+        self.seqs: list[tuple[str, list[str]]] = []
+        self.pairs: dict[tuple[str, str], list[str]] = {}
+        self.later: dict[str, list[str]] = {}
+        self.openings: list[tuple[str, str]] = []
+        for it in items:
             if it.level == "turn" and it.context:
-                contexts.setdefault(tuple(_turns(it)), []).append(it.id)
-        for it in ys:
-            for seq in shown(it):
-                for k in range(1, len(seq) + 1):
-                    for other in contexts.get(tuple(seq[:k]), ()):
-                        found.add((it.id, other) if flip else (other, it.id))
-    by_pair: dict[tuple[str, str], list[str]] = {}
-    for it in b_items:
-        for p in pairs(it):
-            by_pair.setdefault(p, []).append(it.id)
-    for it in a_items:
-        for p in pairs(it):
-            found.update((it.id, other) for other in by_pair.get(p, ()))
-    return sorted(found)
+                self.contexts.setdefault(tuple(_turns(it)), []).append(it.id)
+                self.openings.append((_norm(_turns(it)[0]), it.id))
+            ends = ([it.response] if it.response else []) + list(it.references)
+            for seq in [_turns(it) + [e.strip()] for e in ends] or [_turns(it)]:
+                self.seqs.append((it.id, seq))
+                norm = [_norm(t) for t in seq]
+                for p in {(x, y) for x, y in itertools.pairwise(norm) if len(x) >= 20 and len(y) >= 20}:
+                    self.pairs.setdefault(p, []).append(it.id)
+            for t in _turns(it)[1:] + list(it.references):
+                self.later.setdefault(_norm(t), []).append(it.id)
+
+
+def _shared_conversations(a: _Shown, b: _Shown) -> set[tuple[str, str]]:
+    """(id in A, id in B) of items that visibly come from one conversation: A's whole context starts B's
+    turns (or the reverse), or both show one pair of consecutive turns of 20 letters or more each,
+    wherever it sits (not the split's rules)."""
+    found = set()
+    for xs, ys, flip in ((a, b, False), (b, a, True)):
+        for item_id, seq in ys.seqs:
+            for k in range(1, len(seq) + 1):
+                for other in xs.contexts.get(tuple(seq[:k]), ()):
+                    found.add((item_id, other) if flip else (other, item_id))
+    for p, ids in a.pairs.items():
+        found.update((x, y) for x in dict.fromkeys(ids) for y in b.pairs.get(p, ()))
+    return found
+
+
+#: The original releases as users give them: by path, under their own file names.
+RELEASES = {"fed": "fed/fed_data.json", "usr-topical": "usr/tc_usr_data.json", "usr-persona": "usr/pc_usr_data.json",
+            "gupta-csv": "dailydialog_gupta/mturk_rating_processed_output.csv"}
+
+
+def _single_turn_links(a: _Shown, b: _Shown, openers: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(id in A, id in B) where B's context opens with a turn of 16 letters or more that A shows after its
+    first turn (a later context turn or a reference): a window continuing A's dialogue by one turn. A turn
+    that opens items of several groups (``openers``: text -> groups, over every set) is a stock opening, not a
+    link."""
+    return {(x, item_id) for first, item_id in b.openings if len(first) >= 16 and len(openers[first]) == 1
+            for x in a.later.get(first, ()) if x != item_id}
 
 
 def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
-    """Over every pair of shipped registered sets: items that come from one conversation (FED-Turn's turns
-    and their FED-Dial dialog, an original release and its DSTC10 copy, DailyDialog dialogues that two
-    DailyDialog sets sampled) are in the same half, so choosing on one set's dev half never reads another
-    set's test conversations."""
+    """Over every pair of shipped registered sets and the original release files given by path (and within
+    each, for the single-turn links): items that come from one conversation (FED-Turn's turns and their
+    FED-Dial dialog, an original release and its DSTC10 copy, DailyDialog dialogues that two DailyDialog
+    sets sampled, GRADE windows that continue a dialogue by one turn) are in the same half, so choosing on
+    one set's dev half never reads another set's test conversations."""
     shipped = [n for n in DATASETS if (data_dir / DATASETS[n].path).exists()]
-    halves = {}
-    sets = {}
-    for name in shipped:
-        sets[name] = load_benchmark(name, data_dir)
-        halves[name] = {it.id for it in split_items(sets[name], "test")}
+    sets = {name: load_benchmark(name, data_dir) for name in shipped}
+    corpus = {name: DATASETS[name].corpus for name in shipped}
+    for name, path in RELEASES.items():
+        sets[f"{path} (by path)"] = load_items(data_dir / path)
+        corpus[f"{path} (by path)"] = DATASETS[name].corpus
+    halves = {name: {it.id for it in split_items(items, "test")} for name, items in sets.items()}
+    shown = {name: _Shown(items) for name, items in sets.items()}
+    openers: dict[str, set[str]] = {}
+    for name, items in sets.items():
+        for it in items:
+            if it.level == "turn" and it.context:
+                openers.setdefault(_norm(_turns(it)[0]), set()).add(f"{corpus[name]}:{it.group}")
+    names = list(sets)
     linked: dict[tuple[str, str], int] = {}
     crossing = []
-    for i, a in enumerate(shipped):
-        for b in shipped[i + 1:]:
-            pairs = _shared_conversations(sets[a], sets[b])
+    for i, a in enumerate(names):
+        for b in names[i:]:
+            pairs = _shared_conversations(shown[a], shown[b]) if a != b else set()
+            if corpus[a] == corpus[b]:  # one shared turn is evidence only within a corpus
+                pairs |= _single_turn_links(shown[a], shown[b], openers)
+                pairs |= {(y, x) for x, y in _single_turn_links(shown[b], shown[a], openers)}
             linked[(a, b)] = len(pairs)
             crossing += [(a, x, b, y) for x, y in pairs if (x in halves[a]) != (y in halves[b])]
     assert not crossing, f"{len(crossing)} pairs of items of one conversation in different halves, e.g. {crossing[:3]}"
@@ -244,4 +277,56 @@ def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
     assert linked[("fed-turn", "fed-dial")] >= 375
     assert linked[("dailydialog-gupta", "dailydialog-grade")] > 0
     assert linked[("dailydialog-zhao", "dailydialog-gupta")] > 0
+    assert linked[("fed-turn", "fed/fed_data.json (by path)")] >= 375
     assert not linked[("topical-usr", "empathetic-grade")]
+    # The three dialogues linked by one turn only (issue 53): an interview and a "sheet with a hole" dialogue
+    # of Gupta's sample continued by GRADE windows, an aisle-seat dialogue inside GRADE.
+    assert {("dailydialog-gupta_00000", "dailydialog-grade_00061"), ("dailydialog-gupta_00265", "dailydialog-grade_00008")
+            } <= _single_turn_links(shown["dailydialog-gupta"], shown["dailydialog-grade"], openers)
+    assert ("dailydialog-grade_00143", "dailydialog-grade_00102") in \
+        _single_turn_links(shown["dailydialog-grade"], shown["dailydialog-grade"], openers)
+
+
+@pytest.mark.parametrize("name", sorted(RELEASES))
+def test_a_release_file_given_by_path_has_its_registered_sets_halves(data_dir, tmp_path, name):
+    """By path, under its own name, copied elsewhere under another name, or re-exported with other case and
+    punctuation, a release file's items are in the halves of the registered set (issue 53: by path,
+    fed_data.json had 236 of its 500 items in the other half)."""
+    registered = {it.id: split_of(conversation_of(it)) for it in load_benchmark(name, data_dir)}
+    by_path = load_items(data_dir / RELEASES[name])
+    copy = tmp_path / ("renamed" + Path(RELEASES[name]).suffix)
+    copy.write_bytes((data_dir / RELEASES[name]).read_bytes())
+    for items in (by_path, load_items(copy), resolve_source(str(copy)).items):
+        assert {it.id: split_of(conversation_of(it)) for it in items} == registered
+    assert resolve_source(str(copy)).info.name == name  # the published file, recognised by its content
+    # A re-export: JSONL, upper case, punctuation dropped, no references; the halves are the same.
+    lines = [json.dumps({"id": it.id, "context": [{"speaker": t.speaker, "text": t.text.upper().replace(",", "")}
+                                                   for t in it.context],
+                         "response": (it.response or "").upper().replace(".", "")})
+             if it.level == "turn" else
+             json.dumps({"id": it.id, "dialog": [{"speaker": t.speaker, "text": t.text.upper()} for t in it.dialog]})
+             for it in by_path]
+    export = tmp_path / "export.jsonl"
+    export.write_text("\n".join(lines) + "\n")
+    assert {it.id: split_of(conversation_of(it)) for it in load_items(export)} == registered
+
+
+def test_the_conversation_index_is_what_the_registered_files_give(data_dir):
+    """judge/datasets/conversations.json (the registered sets' conversations by content, which every loaded
+    item is named by) equals what the rules build from the shipped files; rebuild it with write_index when a
+    loader, a rule or a set changes. Every registered item is in it, named as the rules name its group."""
+    built = build_index(data_dir)
+    assert json.loads(INDEX.read_text()) == built
+    assert index_text(built) == INDEX.read_text()
+    assert set(built["sets"]) == {n for n in DATASETS if (data_dir / DATASETS[n].path).exists()}
+
+
+def test_halves_do_not_depend_on_which_other_files_are_present(data_dir, tmp_path):
+    """FED-Turn alone in a data directory (no FED-Dial beside it) keeps the halves it has beside FED-Dial:
+    its items are named by content, not by what else the folder holds."""
+    alone = tmp_path / "data"
+    (alone / "dstc10_track5").mkdir(parents=True)
+    path = DATASETS["fed-turn"].path
+    (alone / path).write_bytes((data_dir / path).read_bytes())
+    assert [it.id for it in split_items(load_benchmark("FT", alone), "test")] == \
+        [it.id for it in split_items(load_benchmark("FT", data_dir), "test")]

@@ -13,13 +13,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..counters import report_counters
-from ..datasets.conversations import family_of
+from ..datasets.identity import families
 from ..datasets.source import resolve_source
-from ..datasets.split import split_items
+from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, prepare
 from ..errors import InputError
 from ..heads.fit import ALPHAS, require_sklearn
-from ..heads.train import RatedSet, collect, fit_head, fit_without_each
+from ..heads.head import read_head
+from ..heads.train import RatedSet, collect, fit_head, fit_without_each, stamp
 from ..io import check_output_path
 from . import EXIT_OK
 from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, spec_from_args
@@ -39,6 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="learn from this half of each set's conversations only (default: all items)")
     p.add_argument("--with-answer", action="store_true",
                    help="also give the head the prompt's own answer (its score) as a feature")
+    p.add_argument("--stamp", action="append", default=None, metavar="HEAD",
+                   help="instead of fitting: record again in HEAD (repeatable) what it learned from, computed from "
+                   "the sets given, which must be the ones it was fitted on (its weights stay as they are): a head "
+                   "written by an older judge gets the fingerprints of its training conversations, which it refuses "
+                   "to score")
     p.add_argument("--alphas", default=None, metavar="A,B,...",
                    help=f"ridge strengths to choose from by grouped cross-validation (default: {','.join(map(str, ALPHAS))})")
     add_progress_option(p)
@@ -48,18 +54,22 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def rated_sets(args: argparse.Namespace) -> list[RatedSet]:
-    """Each DATA argument as the rated items to learn from (its half with --split)."""
-    out = []
+    """Each DATA argument as the rated items to learn from (its half with --split), with the conversations of
+    the whole set; sets that share conversations (by content) are one family, left out together by the
+    cross-validation."""
+    chosen = []
     for target in args.data:
         src = resolve_source(target, args.data_dir, quality=args.quality, scales=parse_scales(args))
         items = [it for it in split_items(list(src.items), args.split) if it.human(src.quality.name) is not None]
         if not items:
             raise InputError(f"no rated item for quality {src.quality.name!r}"
                              + (f" in the {args.split} half" if args.split else ""), file=target, field="data")
-        family = family_of(src.info.name)[0] if src.registered else src.info.name
-        path = str(Path(src.path).resolve()) if src.path is not None and not src.registered else None
-        out.append(RatedSet(src.info.name, src.quality, tuple(items), family, args.split, path))
-    return out
+        chosen.append((src, items))
+    family = families({src.info.name: items for src, items in chosen})
+    return [RatedSet(src.info.name, src.quality, tuple(items), family[src.info.name], args.split,
+                     str(Path(src.path).resolve()) if src.path is not None and not src.registered else None,
+                     frozenset(map(conversation_of, src.items)))
+            for src, items in chosen]
 
 
 def _print_cost(spec: MethodSpec, sets: list[RatedSet]) -> None:
@@ -84,7 +94,21 @@ def _alphas(text: str | None) -> tuple[float, ...]:
     return values
 
 
+def _stamp(heads: list[str], sets: list[RatedSet]) -> int:
+    """``--stamp``: each head file rewritten with its training sets' records computed from ``sets``."""
+    for path in heads:
+        head = stamp(read_head(path), sets)
+        head.write(path)
+        print(f"head: {path}: {', '.join(f'{t.name} ({t.items} items, {t.conversations} conversations)' for t in head.trained_on)}")
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.stamp:
+        if args.output is not None or args.without_each is not None:
+            raise InputError("--stamp records what existing heads learned from; it fits nothing (no -o, no "
+                             "--without-each)", field="--stamp")
+        return _stamp(args.stamp, rated_sets(args))
     if args.output is None and args.without_each is None and not args.check:
         raise InputError("say where the head goes: -o HEAD.json, or --without-each DIR", field="--output")
     if args.output is not None:

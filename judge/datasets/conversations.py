@@ -1,98 +1,95 @@
-"""Conversations shared across registered sets, so that one conversation lands in one half everywhere.
+"""The registered sets' conversations, found by their texts: the corpus index every loaded item is named by.
 
-Several registered sets rate the same conversations: FED-Turn cuts its turns from the FED-Dial
-dialogs (every FED-Turn context is a prefix of one), the original releases (``fed``, ``usr-*``,
-``gupta-csv``) hold the same items as their DSTC10 copies, and the three DailyDialog sets (Zhao,
-Gupta, GRADE) each sampled the DailyDialog test dialogues, a few of them the same ones. Each set's
-loader groups its own items (``Item.group``); a split that hashed those groups set by set would put a
-conversation in the dev half of one set and the test half of another, so a choice made on one set's
-dev half could have read another set's test conversations, and ``lodo`` weights learned on one set
-would have seen the scored set's conversations.
+Several registered sets rate the same conversations: FED-Turn cuts its turns from the FED-Dial dialogs
+(every FED-Turn context is a prefix of one), the original releases (``fed``, ``usr-*``, ``gupta-csv``)
+hold the same items as their DSTC10 copies, and the three DailyDialog sets (Zhao, Gupta, GRADE) each
+sampled the DailyDialog test dialogues, a few of them the same ones. Each set's loader groups its own
+items (``Item.group``); a split that hashed those groups set by set would put a conversation in the dev
+half of one set and the test half of another, so a choice made on one set's dev half would have read
+another set's test conversations, and ``lodo`` weights learned on one set would have seen the scored
+set's conversations.
 
-:func:`link_conversations` therefore sets ``Item.conversation`` on the items of a registered set:
-the groups of the sets of its :data:`FAMILIES` entry are joined across sets when their texts meet
-by the loaders' two rules -- one item's context is a turn-wise prefix of another's turns (texts as
-loaded), or two items share a pair of consecutive turns (compared without case, spaces or punctuation,
-since the copies tokenise differently: ``do n't`` / ``don't``) at different distances from their
-starts or, long enough, both at the start -- and every
-item of a joined component is named after the component's group in the family's first set present
-(its *anchor*: FED-Dial for FED, whose dialogs hold the whole conversations). The split hashes that
-name (:func:`judge.datasets.split.conversation_of`), so the anchor's halves stay as they were and the
-other sets' items follow their conversation. Items no other set shares keep ``conversation`` None and
-split by their group as before.
+:func:`conversation_names` therefore joins the groups of the registered sets of one corpus (the sets'
+records say which: :mod:`judge.datasets.benchmarks`) when their texts meet by one of three rules:
+
+- **prefix**: one item's whole context is a turn-wise prefix of another set's item's turns (texts as
+  loaded: FED-Turn and FED-Dial hold the same texts; ignoring case and punctuation here would join the
+  Mitsuku conversations that open alike);
+- **pair**: two items of different sets share a pair of consecutive turns (compared without case, spaces
+  or punctuation, since the copies tokenise differently: ``do n't`` / ``don't``) at different distances
+  from their starts or, both at the start, with ``MIN_OPENING_PAIR`` letters or more between them;
+- **window**: a set that cuts short windows out of longer dialogues (DailyDialog-Zhao, the GRADE sets)
+  has an item whose context opens with a turn of ``MIN_WINDOW_TURN`` letters or more that another item
+  of the corpus shows after its first turn (a later context turn or a reference, never a system's
+  reply, which may be retrieved from any dialogue): the window continues that item's dialogue. One
+  shared turn is enough here, where a pair is not found: GRADE's two-turn windows overlap another
+  window or a DailyDialog-Gupta reference by a single turn (an interview and a "sheet with a hole"
+  dialogue of Gupta's sample, an aisle-seat dialogue inside GRADE's). Only windows open this way: a
+  stock greeting that opens many conversations ("hello, how are you today?") never links two of them.
+
+Every group of a joined component is named after the component's group in its corpus' first set present
+(its *anchor*: FED-Dial for FED, whose dialogs hold the whole conversations); every other group keeps
+its own name. :func:`write_index` writes the names with the items' content fingerprints to
+``conversations.json`` (:mod:`judge.datasets.identity`), which every loaded item is named by, so the
+split of a registered set is a fixed function of its texts: the same wherever its file lies, whatever it
+is called and whichever other registered files are present.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-import re
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from ..io import atomic_write_text
 from ..items import Item
-
-#: Registered sets drawn from one corpus, anchor first. Sets in one entry may share conversations;
-#: sets in different entries were checked not to (docs/harness.md, "Development and test halves").
-#: persona-zhao and convai2-grade (PersonaChat / ConvAI2) are not shipped, so nothing is known of them.
-FAMILIES: tuple[tuple[str, ...], ...] = (
-    ("fed-dial", "fed-turn", "fed"),
-    ("dailydialog-zhao", "dailydialog-gupta", "dailydialog-grade", "gupta-csv"),
-    ("topical-usr", "usr-topical"),
-    ("persona-usr", "usr-persona"),
-)
+from .benchmarks import DATASETS, corpus_sets, dataset_info
+from .formats import load_items
+from .identity import INDEX, INDEX_FORMAT, fingerprint, normalised
 
 #: Two items of different sets that open with the same two turns share a conversation when those
 #: turns hold this many letters and digits together: "Hi!" / "Hi there." opens many unrelated ones.
 MIN_OPENING_PAIR = 40
+#: A window joins the dialogue another item shows when the turn it opens with holds this many letters and
+#: digits ("anything wrong with it?" is 19; "here you are" and "can i help you" are common text).
+MIN_WINDOW_TURN = 16
+#: The rules that join conversations across items (see the module doc); the halves of earlier versions
+#: are reproduced with fewer: none before the sets were joined at all, prefix and pair before windows.
+RULES = ("prefix", "pair", "window")
 
 Node = tuple[str, str]  # (set name, group)
-_cache: dict[tuple[object, ...], dict[Node, str]] = {}
 
 
-def family_of(name: str) -> tuple[str, ...]:
-    """The registered sets that may share conversations with ``name`` (itself included, anchor first)."""
-    return next((f for f in FAMILIES if name in f), (name,))
+def node_of(name: str, item: Item) -> Node:
+    """An item's group in a set, the unit the rules join."""
+    return (name, item.group or f"item:{item.id}")
 
 
-def normalised(text: str) -> str:
-    """A turn's text for comparisons across sets: lower case, letters and digits only."""
-    return re.sub(r"[\W_]+", "", text.casefold())
+def load_unidentified(name: str, data_dir: str | Path) -> list[Item]:
+    """A registered set's items as its loader gives them (the index is built from these)."""
+    info = dataset_info(name)
+    return load_items(Path(data_dir) / info.path, format=info.format, dataset=info.name, identified=False)
 
 
-def link_conversations(name: str, items: Sequence[Item], data_dir: str | Path) -> None:
-    """Set ``conversation`` on the items of registered set ``name`` (in place) from the conversations
-    it shares with the other sets of its family whose files are under ``data_dir``."""
-    family = family_of(name)
-    if len(family) < 2:
-        return
-    links = family_links(family, data_dir)
-    for it in items:
-        it.conversation = links.get((name, it.group or f"item:{it.id}"))
+def conversation_names(sets: Mapping[str, Sequence[Item]], rules: Sequence[str] = RULES) -> dict[Node, str]:
+    """(set, group) -> the name of its conversation, for every group of ``sets`` (registered set name ->
+    its unidentified items): the groups each rule joins within a corpus are named after their anchor's
+    (see the module doc), every other group after itself."""
+    unknown = sorted(set(rules) - set(RULES))
+    if unknown:
+        raise ValueError(f"unknown rules {unknown}; known: {RULES}")
+    out: dict[Node, str] = {}
+    for corpus in dict.fromkeys(DATASETS[n].corpus for n in sets):
+        order = [n for n in corpus_sets(corpus) if n in sets]
+        nodes = [(node_of(n, it), it) for n in order for it in sets[n]]
+        out.update(_components(nodes, order, rules))
+    return out
 
 
-def family_links(family: tuple[str, ...], data_dir: str | Path) -> dict[Node, str]:
-    """(set, group) -> shared conversation name for every group that meets a group of another set of
-    ``family`` (read from ``data_dir``); cached by the files' paths, sizes and times."""
-    from .benchmarks import dataset_info
-
-    paths = [(n, Path(data_dir) / dataset_info(n).path) for n in family]
-    present = [(n, p) for n, p in paths if p.is_file()]
-    key = (family, *((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for _, p in present))
-    if key not in _cache:
-        _cache[key] = shared_conversations({n: _load_unlinked(n, p) for n, p in present}, family)
-    return _cache[key]
-
-
-def _load_unlinked(name: str, path: Path) -> list[Item]:
-    from . import load_items
-    from .benchmarks import dataset_info
-
-    return load_items(path, format=dataset_info(name).format, dataset=name)
-
-
-def shared_conversations(sets: Mapping[str, Sequence[Item]], order: Sequence[str]) -> dict[Node, str]:
-    """The cross-set components of the sets' groups (see the module doc), each group named after the
-    smallest group of the component's first set in ``order``; groups no other set shares are absent."""
+def _components(nodes: list[tuple[Node, Item]], order: Sequence[str], rules: Sequence[str]) -> dict[Node, str]:
     parent: dict[Node, Node] = {}
 
     def find(x: Node) -> Node:
@@ -102,23 +99,19 @@ def shared_conversations(sets: Mapping[str, Sequence[Item]], order: Sequence[str
             x = parent[x]
         return x
 
-    def union(a: Node, b: Node) -> None:
-        parent[find(a)] = find(b)
-
-    nodes: list[tuple[Node, Item]] = [((n, it.group or f"item:{it.id}"), it) for n, its in sets.items() for it in its]
     for node, _ in nodes:
         find(node)
-    for a, b in _prefix_links(nodes) + _pair_links(nodes):
-        union(a, b)
+    links = {"prefix": _prefix_links, "pair": _pair_links, "window": _window_links}
+    for rule in rules:
+        for a, b in links[rule](nodes):
+            parent[find(a)] = find(b)
     components: dict[Node, list[Node]] = {}
     for node in parent:
         components.setdefault(find(node), []).append(node)
     rank = {n: i for i, n in enumerate(order)}
     out: dict[Node, str] = {}
     for members in components.values():
-        if len({s for s, _ in members}) < 2:
-            continue
-        anchor = min(members, key=lambda m: (rank.get(m[0], len(rank)), m[0], m[1]))
+        anchor = min(members, key=lambda m: (rank[m[0]], m[0], m[1]))
         for m in members:
             out[m] = anchor[1]
     return out
@@ -136,9 +129,9 @@ def _sequences(item: Item, exact: bool = False) -> list[tuple[str, ...]]:
 
 
 def _prefix_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:
-    """Rule 1 across sets: a turn item's whole context (no turn blank) starts another set's item's turns,
-    text for text as the loaders compare them (FED-Turn and FED-Dial hold the same texts; ignoring case
-    and punctuation here would join the Mitsuku conversations that open alike)."""
+    """Rule "prefix" across sets: a turn item's whole context (no turn blank) starts another set's item's
+    turns, text for text as the loaders compare them (FED-Turn and FED-Dial hold the same texts; ignoring
+    case and punctuation here would join the Mitsuku conversations that open alike)."""
     nodes = list(nodes)
     contexts: dict[tuple[str, ...], list[Node]] = {}
     for node, it in nodes:
@@ -154,7 +147,7 @@ def _prefix_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]
 
 
 def _pair_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:
-    """Rule 2 across sets: two consecutive (non-empty) turns in common, at different positions, or both
+    """Rule "pair" across sets: two consecutive (non-empty) turns in common, at different positions, or both
     opening their items with ``MIN_OPENING_PAIR`` characters or more between them. Elsewhere a pair at
     one position is no evidence: FED's Mitsuku answers "how are you" with the same long canned line in
     many conversations, at the same turn."""
@@ -173,3 +166,79 @@ def _pair_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:
             first = min(here)
             out += [(first, other) for other in here if other != first]
     return out
+
+
+def later_turns(item: Item) -> list[str]:
+    """The corpus' own turns an item shows after its first: later context turns and the references (the
+    dialogue's next turn among them), or a dialog's later turns; never the rated reply."""
+    turns = [t.text for t in (item.context if item.level == "turn" else item.dialog)][1:]
+    return turns + (list(item.references) if item.level == "turn" else [])
+
+
+def window_opening(item: Item) -> str | None:
+    """The normalised turn a window opens with, when it is long enough to tell its dialogue apart."""
+    if item.level != "turn" or not item.context:
+        return None
+    first = normalised(item.context[0].text)
+    return first if len(first) >= MIN_WINDOW_TURN else None
+
+
+def _window_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:
+    """Rule "window" (within and across sets): a window of a set that cuts windows opens with a turn another
+    item shows later (see the module doc)."""
+    nodes = list(nodes)
+    openings: dict[str, set[Node]] = {}
+    for node, it in nodes:
+        first = window_opening(it) if DATASETS[node[0]].windows else None
+        if first is not None:
+            openings.setdefault(first, set()).add(node)
+    out = []
+    for node, it in nodes:
+        for text in map(normalised, later_turns(it)):
+            out += [(node, other) for other in sorted(openings.get(text, ())) if other != node]
+    return out
+
+
+def present_sets(data_dir: str | Path) -> list[str]:
+    """The registered sets whose files are under ``data_dir``, in the records' order."""
+    return [n for n, d in DATASETS.items() if (Path(data_dir) / d.path).is_file()]
+
+
+def build_index(data_dir: str | Path, rules: Sequence[str] = RULES) -> dict[str, Any]:
+    """The content of ``conversations.json`` for the registered files under ``data_dir``: per conversation
+    name the fingerprints of its items, and per set its file's sha256 and counts (what the index was built
+    from). A few fingerprints belong to two conversations (two Mitsuku conversations open with the same
+    canned exchange, "Hi!" in one, "Hi" in the other): their items are told apart by the rest of their
+    group (:func:`judge.datasets.identity.identify`)."""
+    sets = {n: load_unidentified(n, data_dir) for n in present_sets(data_dir)}
+    names = conversation_names(sets, rules)
+    conversations: dict[str, set[str]] = {}
+    for n, items in sets.items():
+        for it in items:
+            conversations.setdefault(names[node_of(n, it)], set()).add(fingerprint(it))
+    about = {n: {"sha256": hashlib.sha256((Path(data_dir) / DATASETS[n].path).read_bytes()).hexdigest(),
+                 "items": len(items), "conversations": len({names[node_of(n, it)] for it in items})}
+             for n, items in sets.items()}
+    return {"format": INDEX_FORMAT, "version": 1, "rules": list(rules),
+            "about": "the registered sets' conversations by content; written by "
+                     "judge.datasets.conversations.write_index from the files listed in 'sets'",
+            "sets": about, "conversations": {name: sorted(fps) for name, fps in sorted(conversations.items())}}
+
+
+def index_text(index: Mapping[str, Any]) -> str:
+    """The index as its file holds it: one conversation per line, so a change reads as a short diff."""
+    head = {k: v for k, v in index.items() if k != "conversations"}
+    lines = [json.dumps(head, indent=1)[:-2] + ',\n "conversations": {']
+    convs = list(index["conversations"].items())
+    lines += [f"  {json.dumps(name)}: {json.dumps(fps)}{',' if i < len(convs) - 1 else ''}"
+              for i, (name, fps) in enumerate(convs)]
+    return "\n".join(lines) + "\n }\n}\n"
+
+
+def write_index(data_dir: str | Path, path: str | Path = INDEX) -> dict[str, Any]:
+    """Build the index from ``data_dir`` and write it (atomically); returns it. Run it when a registered
+    set, a loader or a rule changes: ``python -c "from judge.datasets.conversations import write_index;
+    write_index('../shared/data')"``; the tests fail until the committed file equals what it writes."""
+    index = build_index(data_dir)
+    atomic_write_text(path, index_text(index))
+    return index

@@ -2,7 +2,10 @@
 
 ``judge bench FILE`` and path entries of ``judge run`` configs use :func:`resolve_source`, so any
 supported file -- a team's own rated JSONL, or a DSTC10-format file whose name is not registered --
-is benchmarked exactly like the registered sets.
+is benchmarked exactly like the registered sets. A registered set's file given by path (wherever it lies
+and whatever it is called: it is recognised by its sha256) is that set, with its qualities and scales;
+its items, like every loaded item, carry their conversations' content fingerprints, so its halves and
+guards are the registered set's (:mod:`judge.datasets.identity`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from pathlib import Path
 
 from ..errors import InputError, UnknownNameError
 from ..items import Item, Level
+from ..models import sha256_file
 from ..qualities import Quality, Scale, quality_for
 from ._common import check_scale, dataset_name, read_text
 from .benchmarks import DATASETS, DatasetInfo, dataset_info
+from .formats import detect_format, load_items
 
 
 @dataclass(frozen=True)
@@ -49,17 +54,17 @@ def resolve_source(
 ) -> Source:
     """Load ``spec``: a registered set's name or abbreviation (read under ``data_dir``), or a file path.
 
-    A path whose file name is a registered set's (``.../convai2-grade_eval.json``) in that set's
-    format is that set; any other supported file gets a DatasetInfo built from its content, named
-    ``name`` (default: the file stem without ``_eval``). The quality to correlate with is
+    A path to a registered set's file (the published file, recognised by its sha256 wherever it lies and
+    whatever it is called, or a file of its registered file name in its format: ``.../convai2-grade_eval.json``)
+    is that set, named as registered unless ``name`` is given; any other supported
+    file gets a DatasetInfo built from its content, named ``name`` (default: the file stem without
+    ``_eval``). The quality to correlate with is
     ``quality`` when given, else the set's overall key (registered sets; a user file's ``overall``
     ratings), else the only annotated quality, else an InputError listing the candidates.
     ``scales`` (quality -> (min, max), e.g. from ``--scale``) override registered and declared
     scales; the chosen quality must end up with a scale (bench range-checks the human ratings and
     turns them into example labels), and no rating may lie outside it.
     """
-    from . import detect_format, load_benchmark, load_items
-
     path = Path(spec)
     registered = _registered(spec, data_dir)
     info: DatasetInfo | None
@@ -77,12 +82,9 @@ def resolve_source(
             raise InputError(f"neither a file nor a registered benchmark name (known: {known})", file=str(path))
         file = path
         fmt = detect_format(path, read_text(path))
-        stem = dataset_name(path)
-        same_name = DATASETS.get(stem)
-        info = same_name if same_name is not None and same_name.format == fmt else None
-        items = load_items(path, format=fmt, dataset=name or stem)
-        if info is not None:
-            _link_registered(info, path, items)
+        info = registered_file(path, fmt)
+        items = load_items(path, format=info.format if info else fmt,
+                           dataset=name or (info.name if info else dataset_name(path)))
     if not items:
         raise InputError("no items", file=str(file))
     built = _build_info(items, info, name, quality, scales or {}, str(file), fmt)
@@ -91,14 +93,36 @@ def resolve_source(
     return Source(tuple(items), built, annotated, file, registered=info is not None)
 
 
-def _link_registered(info: DatasetInfo, path: Path, items: Sequence[Item]) -> None:
-    """A registered set's file given by path, where it lies in a data directory's layout: its items get
-    the conversations they share with the other sets there, so its halves are the registered set's."""
-    posix = path.resolve().as_posix()
-    if posix.endswith("/" + info.path):
-        from .conversations import link_conversations
+def registered_file(path: str | Path, fmt: str) -> DatasetInfo | None:
+    """The registered set whose file ``path`` (in format ``fmt``) is: the published file (same sha256)
+    wherever it lies and whatever it is called, or a file named as the set (``<name>_eval.json``) in that set's format."""
+    same_name = DATASETS.get(dataset_name(path))
+    if same_name is not None and same_name.format == fmt:
+        return same_name
+    size = Path(path).stat().st_size
+    candidates = [d for d in DATASETS.values() if d.source is not None and d.source.size in (None, size)]
+    if not candidates:
+        return None
+    digest = sha256_file(Path(path))
+    return next((d for d in candidates if d.source is not None and d.source.sha256 == digest), None)
 
-        link_conversations(info.name, items, posix[: -len(info.path)])
+
+def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:
+    """Load a registered benchmark set (``benchmarks.DATASETS``: name or abbreviation) from ``data_dir``."""
+    info = dataset_info(name)
+    path = Path(data_dir) / info.path
+    if not path.is_file():
+        where = "it does not exist (see the data README for where to get it)"
+        if not Path(data_dir).is_dir() and not Path(data_dir).is_absolute():
+            # A config's data_dir is read from where judge runs, which is easy to forget outside the repo.
+            where = (f"no such directory relative to the working directory {Path.cwd()} (run from the folder "
+                     "the path is written for, or pass --data-dir)")
+        raise InputError(
+            f"benchmark '{info.name}' ({info.abbrev}) expects the file '{info.path}' under the data "
+            f"directory '{data_dir}', but {where}",
+            file=str(path),
+        )
+    return load_items(path, format=info.format, dataset=info.name)
 
 
 def _registered(spec: str | Path, data_dir: str | Path | None) -> DatasetInfo | None:

@@ -3,10 +3,11 @@
 Choosing a prompt, a selector or ensemble members on the numbers one reports overstates them. A
 config can therefore run on ``split = "dev"`` while choosing and on ``split = "test"`` to report,
 with the choice fixed. Each conversation goes to one half by a seeded hash of its name, so the halves
-are stable across runs, machines and subset sizes. The name is the one the item shares with other
-registered sets (``item.conversation``: FED-Turn's turns follow the FED-Dial dialog they were cut
-from, see :mod:`judge.datasets.conversations`), else its own set's conversation group (the leakage
-guard's ``item.group``): a conversation is in one half across every set that rates it.
+are stable across runs, machines and subset sizes. The name is the content fingerprint of the item's
+conversation (``item.conversation``, :mod:`judge.datasets.identity`): a registered set's conversation has
+one name in every file that holds it (FED-Turn's turns follow the FED-Dial dialog they were cut from, a
+release file given by path follows its registered set), so a conversation is in one half across every
+set and file that rates it. Items built in code without one fall back to their group.
 """
 
 from __future__ import annotations

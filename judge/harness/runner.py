@@ -54,11 +54,10 @@ class Cell:
     # of the set without a split), whatever the limit keeps, so a sample shows each context's replies
     # as the set holds them. Texts only: no rating of these items is read.
     population: list[Item]
-    #: The conversations of the scored items (``conversation_of``: named alike across registered sets), so
-    #: that lodo never learns on ratings of the conversations it scores.
+    #: The conversations of the scored items (``conversation_of``: content fingerprints, one name for a
+    #: conversation in every file that holds it), so that lodo never learns on ratings of the conversations
+    #: it scores.
     conversations: frozenset[str] = frozenset()
-    #: The file the set was read from, resolved (None: not known), so lodo can tell one file under two names.
-    file: Path | None = None
     #: ``fit = "lodo"``: the experiment's sets the weights were not learned on, with the reason.
     not_trained_on: tuple[tuple[str, str], ...] = ()
 
@@ -102,16 +101,8 @@ def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> li
                 pool = [it for it in pools[ds.name] if it.human(q.name) is not None]
                 for seed in m.run_seeds():
                     cells.append(Cell(m, ds.name, q, seed, items, pool, halves[ds.name],
-                                      frozenset(map(conversation_of, items)), _dataset_file(exp, ds.name)))
+                                      frozenset(map(conversation_of, items))))
     return cells
-
-
-def _dataset_file(exp: Experiment, name: str) -> Path:
-    """The resolved file a set of the experiment is read from (a registered set's under the data dir)."""
-    ds = next(d for d in exp.datasets if d.name == name)
-    if ds.source is not None and ds.source.path is not None:
-        return Path(ds.source.path).resolve()
-    return (Path(exp.data_dir) / ds.dataset.path).resolve()
 
 
 def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
@@ -151,21 +142,15 @@ def _uses_examples(prep: Prepared) -> bool:
 def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> None:
     """Give each ``fit = "lodo"`` ensemble cell the same method prepared on the experiment's other
     datasets (same seed), which its weights are learned on: every other set except those whose cell
-    shares a conversation with the scored cell (FED-Turn and FED-Dial, an original release and its
-    DSTC10 copy, DailyDialog sets that sampled one dialogue), whose ratings would carry the scored
-    conversations' labels. One file listed under two names is refused: its weights would be learned on
-    the very items they score."""
+    shares a conversation with the scored cell, by content (FED-Turn and FED-Dial, a release file and its
+    DSTC10 copy, DailyDialog sets that sampled one dialogue, one file listed under two names or paths),
+    whose ratings would carry the scored conversations' labels."""
     for cell, prep in prepared:
         if prep.spec.fit != "lodo":
             continue
         where = f"{exp.path}: methods[{cell.method.index}]"
         others = [(c, p) for c, p in prepared
                   if c.method.name == cell.method.name and c.seed == cell.seed and c.dataset != cell.dataset]
-        twin = next((c.dataset for c, _ in others if c.file is not None and c.file == cell.file), None)
-        if twin is not None:
-            raise InputError(f"fit = 'lodo': '{cell.dataset}' and '{twin}' are one file ({cell.file}) under two "
-                             "names, so the weights for one would be learned on the items they score: list the "
-                             "file once", field="datasets", file=where)
         shared = {c.dataset: f"shares conversations with {cell.dataset}" for c, _ in others
                   if c.conversations & cell.conversations}
         cell.not_trained_on = tuple(shared.items())

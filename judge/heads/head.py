@@ -4,8 +4,9 @@ The file is small JSON, written by ``judge fit`` and read by the ``head`` method
 weights it holds what makes them meaningful, so that they are never applied where they mean nothing:
 the model (its file's sha256 and the backend settings the vectors came from), the prompt (name and a
 hash of its template's text: the vector is the model's reading of that exact prompt), the training
-sets with their item and conversation counts (reports name them, and the harness refuses a head on a
-set that shares conversations with them), and the cross-validated figures of the fit.
+sets with their item and conversation counts (reports name them) and the content fingerprints of their
+conversations (a head refuses any item of a conversation it learned from, whatever file or name it comes
+under: :mod:`judge.datasets.identity`), and the cross-validated figures of the fit.
 """
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Backend
+from ..datasets.split import conversation_of
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_write_text
+from ..items import Item
 from ..prompts import PromptTemplate
 
 FORMAT = "judge-head"
-VERSION = 1
+VERSION = 2
+#: Version 1 files lack their training conversations' fingerprints: they are read, and refused for scoring
+#: until ``judge fit DATA... --stamp HEAD`` records them.
+READABLE = (1, 2)
 #: How the ratings were turned into the target, and which vector was read (recorded in the file).
 TARGET = "rank within set, scaled to [0, 1] (ties averaged)"
 VECTOR = "final hidden state (after the final norm) at the answer position"
@@ -70,6 +76,11 @@ class TrainingSet:
     conversations: int
     #: The file's resolved path for a set given by path (None: a registered set under the data dir).
     path: str | None = None
+    #: The content fingerprints (``Item.conversation``) of every conversation of the set, both halves whichever
+    #: it learned from, sorted: what the head refuses to score (a head fitted on one half of a set is
+    #: supervised on that set, not a judge of its other half). None in a version 1 file, written before
+    #: heads recorded them.
+    conversation_fingerprints: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,35 @@ class Head:
         """What reports show of the head: the sets it learned from and its cross-validated figure."""
         return {"trained_on": [f"{t.name}:{t.split or 'all'}" for t in self.trained_on], "cv": dict(self.cv)}
 
+    def seen(self) -> frozenset[str] | None:
+        """The conversations it learned from, by content fingerprint (None: a version 1 file, which does
+        not say)."""
+        if any(t.conversation_fingerprints is None for t in self.trained_on):
+            return None
+        return frozenset(f for t in self.trained_on for f in t.conversation_fingerprints or ())
+
+    def check_not_trained_on(self, items: Sequence[Item], where: str = "head") -> None:
+        """Refuse items of any conversation of a set the head learned from (by content fingerprint, both halves
+        of it), saying which sets and how many of the items' conversations; a head file that does not record
+        its training conversations (version 1) is refused too, as nothing could be checked."""
+        seen = self.seen()
+        if seen is None:
+            raise InputError("the head file does not record the conversations it learned from (written by an "
+                             "older judge), so nothing can keep it off them: record them with judge fit DATA... "
+                             "--stamp HEAD, giving the sets it learned from", file=where, field="head")
+        conversations = {conversation_of(it) for it in items}
+        overlap = conversations & seen
+        if not overlap:
+            return
+        hit = [it for it in items if conversation_of(it) in overlap]
+        sets = [f"{t.name} ({t.split or 'all of it'})" for t in self.trained_on
+                if overlap & set(t.conversation_fingerprints or ())]
+        names = sorted({it.dataset for it in hit if it.dataset})
+        raise InputError(f"the head learned from {', '.join(sets)}, which hold{'s' if len(sets) == 1 else ''} "
+                         f"{len(overlap)} of the {len(conversations)} conversations of the scored items ({len(hit)} "
+                         f"of {len(items)} items{' of ' + ', '.join(names) if names else ''}): score them with a "
+                         "head that never saw them (judge fit --without-each)", file=where, field="head")
+
     def to_json(self) -> str:
         data = {"format": FORMAT, "version": VERSION, "target": TARGET, "vector": VECTOR, **asdict(self)}
         return json.dumps(data, indent=1, sort_keys=False) + "\n"
@@ -162,9 +202,9 @@ def read_head(path: str | Path) -> Head:
         raise InputError(f"not a readable head file: {exc}", file=file) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InputError(f"not a head file (no \"format\": \"{FORMAT}\")", file=file, field="format")
-    if data.get("version") != VERSION:
-        raise InputError(f"head file version {data.get('version')!r}; this judge reads version {VERSION}",
-                         file=file, field="version")
+    if data.get("version") not in READABLE:
+        raise InputError(f"head file version {data.get('version')!r}; this judge reads versions "
+                         f"{', '.join(map(str, READABLE))}", file=file, field="version")
     dim = _need(data, "dim", int, file)
     with_answer = _need(data, "with_answer", bool, file)
     n = dim + (1 if with_answer else 0)
@@ -174,7 +214,10 @@ def read_head(path: str | Path) -> Head:
     sets = []
     for i, t in enumerate(_need(data, "trained_on", list, file)):
         try:
-            sets.append(TrainingSet(**t))
+            fps = t.get("conversation_fingerprints") if isinstance(t, dict) else None
+            if fps is not None and not (isinstance(fps, list) and all(isinstance(f, str) for f in fps)):
+                raise TypeError("conversation_fingerprints must be a list of strings")
+            sets.append(TrainingSet(**{**t, "conversation_fingerprints": None if fps is None else tuple(fps)}))
         except TypeError as exc:
             raise InputError(f"not a training set: {exc}", file=file, field=f"trained_on[{i}]") from None
     quality = data.get("quality")

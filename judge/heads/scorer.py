@@ -47,6 +47,9 @@ class HeadScorer(Scorer):
                 **self.head.describe()}
 
     def check(self, items: Sequence[Item]) -> None:
+        """The prompt's own checks, and the head's refusal of conversations it learned from (a service
+        checks each request's items here)."""
+        self.head.check_not_trained_on(items, self.head_name)
         self.judge.check(items)
 
     def reads(self) -> frozenset[str]:

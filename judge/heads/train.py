@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..datasets.identity import fingerprint
 from ..datasets.split import conversation_of
 from ..engine import BackendPool, MethodSpec, build, prepare
 from ..errors import InputError
@@ -32,7 +32,9 @@ class RatedSet:
     """Items to learn from: one set's rated items on one quality (a half of it, or all of it).
 
     ``family`` names the sets that share conversations with this one (one name for all of them), so
-    that cross-validation leaves them out together; ``path`` is the resolved file of a set given by path."""
+    that cross-validation leaves them out together; ``path`` is the resolved file of a set given by path;
+    ``conversations`` the content fingerprints of every conversation of the set the items were drawn from
+    (both halves: a head refuses the whole set it saw, not only the half it learned from)."""
 
     name: str
     quality: Quality
@@ -40,6 +42,7 @@ class RatedSet:
     family: str
     split: str | None = None
     path: str | None = None
+    conversations: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -121,16 +124,45 @@ def _head(sets: Sequence[RatedSet], rows: Rows, collected: Collected, fitted: Fi
     """The head file's content: the fitted map, bound to the judge's model, backend and prompt."""
     judge = collected.judge
     backend = judge.backend
-    trained_on = tuple(
-        TrainingSet(s.name, s.quality.name, s.split, int(sum(1 for d in rows.dataset if d == s.name)),
-                    len({c for d, c in zip(rows.dataset, rows.conversation, strict=True) if d == s.name}), s.path)
-        for s in sets)
+    trained_on = tuple(training_set(s, int(sum(1 for d in rows.dataset if d == s.name))) for s in sets)
     return Head(
         model=backend.model_id, backend=backend.name, settings=backend.settings(), prompt=judge.prompt.name,
         prompt_sha256=prompt_hash(judge.prompt), quality=None, dim=collected.rows.x.shape[1],
         with_answer=with_answer, mean=tuple(map(float, fitted.mean)), scale=tuple(map(float, fitted.scale)),
         weights=tuple(map(float, fitted.weights)), bias=fitted.bias, alpha=fitted.alpha, trained_on=trained_on,
         cv=cv, created=today())
+
+
+def training_set(rated: RatedSet, items: int) -> TrainingSet:
+    """What a head file records of a set it learned from: its name, quality and half, the items and the
+    number of conversations it learned from, and the content fingerprints of every conversation of the set
+    (both halves), which the head refuses to score."""
+    learned = {conversation_of(it) for it in rated.items}
+    return TrainingSet(rated.name, rated.quality.name, rated.split, items, len(learned), rated.path,
+                       tuple(sorted(rated.conversations | learned)))
+
+
+def stamp(head: Head, sets: Sequence[RatedSet]) -> Head:
+    """The head with its training sets' records computed again from ``sets`` (the same items it learned
+    from, given again: a head fitted by an older judge gets its conversations' fingerprints, a head gets
+    the conversation counts of the current split rules), its weights untouched. Every set the head names
+    must be among ``sets`` with as many items as the head learned from (those whose answer failed apart)."""
+    by_name = {s.name: s for s in sets}
+    failed = head.cv.get("failed", {}) if isinstance(head.cv.get("failed"), dict) else {}
+    out = []
+    for t in head.trained_on:
+        rated = by_name.get(t.name)
+        if rated is None:
+            raise InputError(f"the head learned from {t.name}, which is not among the sets given "
+                             f"({', '.join(by_name) or 'none'})", field="data")
+        if rated.split != t.split or rated.quality.name != t.quality:
+            raise InputError(f"the head learned {t.name}'s {t.quality} on {t.split or 'all of it'}, the set given "
+                             f"is {rated.quality.name} on {rated.split or 'all of it'}", field="data")
+        if len(rated.items) - int(failed.get(t.name, 0)) != t.items:
+            raise InputError(f"the head learned from {t.items} items of {t.name}; the set given has "
+                             f"{len(rated.items)}: not the data it was fitted on", field="data")
+        out.append(replace(training_set(rated, t.items), path=t.path))
+    return replace(head, trained_on=tuple(out))
 
 
 def fit_without_each(sets: Sequence[RatedSet], collected: Collected, *, with_answer: bool = False,
@@ -159,11 +191,14 @@ def fit_without_each(sets: Sequence[RatedSet], collected: Collected, *, with_ans
 
 
 def check_sets(sets: Sequence[RatedSet]) -> None:
-    """One file under two names would be cross-validated against itself: refused. (Two names of one
-    registered set resolve to one name before this.)"""
-    seen: dict[str, str] = {}
+    """Items given twice (by content: a registered set and its release file by path, a copy of a file under
+    another name) would be learned twice and cross-validated against themselves: refused, naming both."""
+    seen: dict[str, set[str]] = {}
     for s in sets:
-        key = str(Path(s.path).resolve()) if s.path else f"registered:{s.name}"
-        if key in seen:
-            raise InputError(f"'{s.name}' and '{seen[key]}' are one file: give it once", field="data")
-        seen[key] = s.name
+        mine = set(map(fingerprint, s.items))
+        for other, theirs in seen.items():
+            both = len(mine & theirs)
+            if both:
+                raise InputError(f"'{s.name}' holds {both} of the items of '{other}' (by content: one set under two "
+                                 "names, or a file and its copy): give them once", field="data")
+        seen[s.name] = mine

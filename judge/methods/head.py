@@ -8,8 +8,9 @@ reference-free. ``head`` is a head file's path or a shipped head's name (``judge
 hold ``{dataset}``, replaced by the scored set's name, so that each set of a ``judge run`` is scored
 by its own head (``judge fit --without-each`` writes one per set).
 
-A head never scores what it learned from: a set it was trained on, or one that shares conversations
-with such a set, is refused before anything loads.
+A head never scores what it learned from: items of a conversation it was trained on (known by content,
+``Item.conversation``: a registered set, its release file by path, a copy or a JSONL made from it are all
+recognised) are refused before anything loads, with how many.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..datasets.conversations import family_of
 from ..engine.spec import Backends, MethodSpec, Prepared
 from ..errors import InputError
 from ..heads.head import Head, locate_head, prompt_hash, read_head
@@ -80,7 +80,7 @@ class HeadType(LLMType):
         if head.prompt != base.prompt.name or head.prompt_sha256 != prompt_hash(base.prompt):
             raise InputError(f"the head was fitted on prompt {head.prompt!r} (or another text of it); this method's "
                              f"prompt is {base.prompt.name!r}", file=path, field="prompt")
-        check_not_trained_on(head, items or (), path)
+        head.check_not_trained_on(items or (), path)
         return HeadPrepared(**{f: getattr(base, f) for f in base.__dataclass_fields__}, head=head, head_path=path)
 
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
@@ -99,14 +99,3 @@ def head_path(pattern: str, items: Sequence[Item] | None) -> str:
         raise InputError(f"{DATASET} in a head path needs items of one named set, got {names or 'none'}",
                          field="head")
     return pattern.replace(DATASET, names[0])
-
-
-def check_not_trained_on(head: Head, items: Sequence[Item], path: str) -> None:
-    """Refuse a head on a set it learned from or on one that shares conversations with such a set."""
-    for name in sorted({it.dataset for it in items if it.dataset}):
-        family = set(family_of(name))
-        for t in head.trained_on:
-            if t.name == name or t.name in family:
-                raise InputError(f"the head learned from {t.name} ({t.split or 'all of it'}), which shares "
-                                 f"conversations with the scored set {name}: score it with a head that never saw it "
-                                 "(judge fit --without-each)", file=path, field="head")

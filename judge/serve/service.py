@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
@@ -75,6 +76,7 @@ class JudgeService:
         own input check (template rendering, fields a classic scorer needs) runs too.
         """
         items = items_from_records(list(records), REQUEST, DATASET)
+        identify(items)  # each item's conversation by content, as a file's (a head refuses what it learned from)
         self.scorer.check(items)
         return items
 

@@ -1,0 +1,124 @@
+"""A conversation is known by its content: the fingerprint every loaded item carries (``Item.conversation``).
+
+Every guard that keeps a conversation on one side reads it: the dev/test split hashes it
+(:mod:`judge.datasets.split`), ``lodo`` never learns on a set that shares one with the scored set, a head
+refuses items of the conversations it learned from, and two names for one set are told apart from two
+sets. A name, a path or a file format says nothing about what a file holds, so none of them decides:
+
+- **Registered sets.** Their conversations are listed once, by content, in ``conversations.json`` beside
+  this module (written by :func:`judge.datasets.conversations.write_index` from the registered files and
+  checked against them by the tests): every item's content fingerprint with the name of the conversation
+  it belongs to across the sets of its corpus (FED-Turn's turns and the FED-Dial dialog they were cut
+  from, the original releases and their DSTC10 copies, the DailyDialog sets' shared dialogues). Any file
+  holding those items (a release file given by path, a copy, a re-export with other case, spacing or
+  punctuation, a JSONL made from them) gets the registered names, so the registered halves and refusals,
+  whatever it is called and whatever other files are present.
+- **Other conversations** are named by their own content: the normalised text of the shortest turn
+  sequence of the item's group (the loader's conversation grouping), so a copy or re-export of a user's
+  file gets the same names as the original.
+
+The fingerprint of an item is a hash of its turns' normalised texts (lower case, letters and digits only:
+``do n't`` and ``don't`` are one text), level first; references, facts and speakers are left out, as
+exports differ in those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from ..items import Item
+from .split import conversation_of
+
+#: The registered sets' conversations by content (generated; see the module doc).
+INDEX = Path(__file__).with_name("conversations.json")
+INDEX_FORMAT = "judge-conversations"
+
+
+def normalised(text: str) -> str:
+    """A turn's text for comparisons across files: lower case, letters and digits only."""
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def shown_turns(item: Item) -> tuple[str, ...]:
+    """The texts an item shows, in order: its context and its response, or its dialog."""
+    if item.level == "turn":
+        return (*(t.text for t in item.context), item.response or "")
+    return tuple(t.text for t in item.dialog)
+
+
+def fingerprint(item: Item) -> str:
+    """The item's content fingerprint: a hash of its level and its turns' normalised texts."""
+    basis = "\x1e".join([item.level, *map(normalised, shown_turns(item))])
+    return hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@cache
+def known_conversations() -> Mapping[str, tuple[str, ...]]:
+    """Item fingerprint -> the conversations holding an item of that content, for every item of the
+    registered sets (``conversations.json``; one conversation but for a few canned exchanges)."""
+    data = json.loads(INDEX.read_text(encoding="utf-8"))
+    if data.get("format") != INDEX_FORMAT:
+        raise ValueError(f"{INDEX}: not a conversation index")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, fps in data["conversations"].items():
+        for fp in fps:
+            out[fp] = (*out.get(fp, ()), name)
+    return out
+
+
+def content_name(items: Sequence[Item]) -> str:
+    """The name of a conversation no registered set holds, from its content: a hash of the normalised
+    texts of its items' shortest turn sequence (ties: the smallest text), or of the items' fingerprints
+    when none shows a turn before its response."""
+    seqs: list[tuple[str, ...]] = [tuple(normalised(t.text) for t in (it.context if it.level == "turn" else it.dialog))
+                                   for it in items]
+    nonempty = [s for s in seqs if any(s)]
+    if nonempty:
+        shortest: tuple[str, ...] = min(nonempty, key=lambda s: (len(s), s))
+        basis = "\x1e".join(shortest)
+    else:
+        basis = "\x1d".join(sorted(map(fingerprint, items)))
+    return "conv:" + hashlib.sha1(("text:" + basis).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def identify(items: Iterable[Item], known: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    """Set ``conversation`` on freshly loaded items (in place): an item a registered set holds gets the name
+    of that set's conversation; the other items of its group (the loader's grouping: one conversation)
+    follow it; a group no registered set holds is named by its content (:func:`content_name`). An item
+    whose content two registered conversations hold takes the one its group's other items name."""
+    known = known_conversations() if known is None else known
+    groups: dict[str, list[Item]] = {}
+    for it in items:
+        groups.setdefault(it.group or f"item:{it.id}", []).append(it)
+    for members in groups.values():
+        candidates = {id(it): known.get(fingerprint(it), ()) for it in members}
+        sure = sorted({c[0] for c in candidates.values() if len(c) == 1})
+        found = sure or sorted({n for c in candidates.values() for n in c})
+        fallback = found[0] if found else content_name(members)
+        for it in members:
+            mine = candidates[id(it)]
+            it.conversation = (mine[0] if len(mine) == 1 else
+                               next((n for n in sure if n in mine), min(mine)) if mine else fallback)
+
+
+def families(sets: Mapping[str, Iterable[Item]]) -> dict[str, str]:
+    """Each set's family: the first (in the mapping's order) of the sets it shares a conversation with,
+    directly or through another set. Sets of one family are left out together wherever a set must be
+    kept away from what was learned on the others (a head's cross-validation, ``judge fit --without-each``)."""
+    conversations = {name: set(map(conversation_of, items))
+                     for name, items in sets.items()}
+    family = {name: name for name in sets}
+    names = list(sets)
+    for i, a in enumerate(names):
+        for b in names[:i]:
+            if conversations[a] & conversations[b]:
+                old, new = family[a], family[b]
+                if old != new:
+                    keep, drop = sorted((old, new), key=names.index)
+                    family = {n: keep if f == drop else f for n, f in family.items()}
+    return family
