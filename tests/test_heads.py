@@ -320,6 +320,11 @@ def test_judge_score_and_serve_give_the_head_s_scores(tmp_path, data_dir, turn_e
     answers = [json.loads(line)["label_probs"] for line in plain.stdout.splitlines()]
     assert [r["label_probs"] for r in rows] == answers  # the same prompt read, the same answers
     assert [r["score"] for r in rows] != [None] * len(rows)
+    # judge bench prints a head's summary (issue 53: it died in the summary on a key a head does not have).
+    bench = _in_process(["bench", str(turn_examples), "--results", str(tmp_path / "bench"), *args])
+    assert bench.returncode == 0, bench.stderr
+    assert "method head-head: prompt yesno-criteria, model " in bench.stdout and f"(mock), head {head}" in \
+        bench.stdout and "spearman" in bench.stdout, bench.stdout
     srv = start_server(tmp_path, *args)
     try:
         record = json.loads(turn_examples.read_text().splitlines()[0])

@@ -15,7 +15,7 @@ recognised) are refused before anything loads, with how many.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,11 @@ class HeadType(LLMType):
                 "model": spec.model, "options": dict(spec.options), "generate": asdict(spec.generate),
                 "top_k": spec.top_k, "rule": spec.rule,
                 **({"context": spec.context} if spec.context != "given" else {}), "paper": spec.paper}
+
+    def settings_text(self, described: Mapping[str, Any]) -> str:
+        """What ``judge bench`` prints of it: its prompt, model and head (a head has no selector or guard)."""
+        return (f"prompt {described['prompt']}, model {described['model'] or 'smollm2 (embedded)'} "
+                f"({described['backend']}), head {described['head']}")
 
     def share_key(self, spec: MethodSpec) -> str | None:
         return None  # scored alone: its judge asks for hidden states, the others for answers
