@@ -139,8 +139,9 @@ def _samples_corr(a: np.ndarray, b: np.ndarray, samples: Sequence[np.ndarray], m
     by_size: dict[int, list[int]] = {}
     for i, idx in enumerate(samples):
         by_size.setdefault(len(idx), []).append(i)
-    for rows in by_size.values():
-        out[rows] = _resampled_corr(a, b, np.stack([samples[i] for i in rows]), method)
+    for size, rows in by_size.items():
+        # A joint resample may draw none of one set's conversations: no correlation there.
+        out[rows] = np.nan if size == 0 else _resampled_corr(a, b, np.stack([samples[i] for i in rows]), method)
     return out
 
 
@@ -406,12 +407,15 @@ def dstc10_average(per_quality: dict[tuple[str, str], float]) -> tuple[dict[str,
 @dataclass(frozen=True)
 class AveragePart:
     """One (set, quality) correlation inside a DSTC10 average: the scores of one or more methods on
-    the same items (``preds``), the human means, and each item's conversation group."""
+    the same items (``preds``), the human means, each item's conversation group, and each item's
+    conversation as every set names it (``shared``: ``Item.conversation``, a content fingerprint), which
+    tells which parts rate the same conversations."""
 
     dataset: str
     preds: tuple[Sequence[float | None], ...]
     human: Sequence[float | None]
     groups: Sequence[str | None] | None = None
+    shared: Sequence[str] | None = None
 
 
 def _part_seed(seed: int, index: int) -> int:
@@ -424,19 +428,62 @@ def _dstc10_rows(by_set: dict[str, list[np.ndarray]]) -> np.ndarray:
     return np.mean([np.mean(v, axis=0) for v in by_set.values()], axis=0)
 
 
+def _strata(keys: Sequence[set[str] | None]) -> list[list[int]]:
+    """The parts (indices) that are resampled together: parts joined, directly or through others, by a
+    conversation they both rate; a part without ``shared`` keys (or sharing none) stands alone. Each
+    stratum is listed from its first part."""
+    parent = list(range(len(keys)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        for key in sorted(k or ()):
+            j = owner.setdefault(key, i)
+            parent[find(i)] = find(j)
+    strata: dict[int, list[int]] = {}
+    for i in range(len(keys)):
+        strata.setdefault(find(i), []).append(i)
+    return sorted(strata.values())
+
+
+def _joint_samples(shared: Sequence[Sequence[str]], n_boot: int, seed: int) -> tuple[list[list[np.ndarray]], int]:
+    """Resamples of parts that rate some of the same conversations: each replicate draws, with
+    replacement, as many conversations as the parts rate together, and every part takes all its items of
+    each drawn conversation (so a conversation counts once however many sets rate it). Returns each
+    part's item indices per replicate, and the number of conversations."""
+    keys = list(dict.fromkeys(k for part in shared for k in part))
+    index = {k: i for i, k in enumerate(keys)}
+    members = []
+    for part in shared:
+        by_key: dict[int, list[int]] = {}
+        for j, k in enumerate(part):
+            by_key.setdefault(index[k], []).append(j)
+        members.append({key: np.array(v, dtype=np.intp) for key, v in by_key.items()})
+    draws = np.random.default_rng(seed).integers(0, len(keys), size=(n_boot, len(keys)))
+    empty = np.array([], dtype=np.intp)
+    samples = [[np.concatenate([m.get(int(g), empty) for g in row] or [empty]) for row in draws] for m in members]
+    return samples, len(keys)
+
+
 def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, seed: int
                         ) -> tuple[np.ndarray, np.ndarray, int, int, str]:
     """Per score column: the DSTC10 average (shape k) and its stratified bootstrap replicates (k, n_boot).
 
     Each part resamples its own conversations (with ``groups``) independently of the other parts, the
-    columns of one part sharing each resample. A part whose correlation is undefined for any column is
-    left out, as ``dstc10_average`` leaves it out. Also returns the items and units used, and the unit
-    resampled (``group`` when any part has groups, else ``item``).
+    columns of one part sharing each resample, except parts that rate the same conversations
+    (``shared``: FED-Turn and FED-Dial, the DailyDialog sets): those are resampled together, one draw per
+    conversation across the parts that rate it (:func:`_joint_samples`), since their figures are not
+    independent. A part whose correlation is undefined for any column is left out, as ``dstc10_average``
+    leaves it out. Also returns the items and units used (a conversation rated by several parts counts
+    once), and the unit resampled (``group`` when any part has groups, else ``item``).
     """
-    unit = "group" if any(p.groups is not None for p in parts) else "item"
-    points: dict[str, list[np.ndarray]] = {}
-    reps: dict[str, list[np.ndarray]] = {}
-    n_items = n_units = 0
+    unit = "group" if any(p.groups is not None or p.shared is not None for p in parts) else "item"
+    used = []
     for i, part in enumerate(parts):
         keep = _kept(*part.preds, part.human)
         h = np.array([part.human[j] for j in keep], dtype=float)
@@ -446,15 +493,39 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
         units = len(h) if kept_groups is None else len(_group_members(kept_groups))
         if len(h) < 3 or units < 2 or not np.all(np.isfinite(point)):
             continue
-        samples = _boot_samples(len(h), kept_groups, n_boot, _part_seed(seed, i))
+        shared = None if part.shared is None else [part.shared[j] for j in keep]
+        used.append((i, part, h, cols, point, kept_groups, units, shared))
+    samples: dict[int, list[np.ndarray]] = {}
+    n_units = 0
+    for stratum in _strata([None if u[7] is None else set(u[7]) for u in used]):
+        if len(stratum) == 1:
+            i, _, h, _, _, kept_groups, units, _ = used[stratum[0]]
+            samples[stratum[0]] = _boot_samples(len(h), kept_groups, n_boot, _part_seed(seed, i))
+            n_units += units
+        else:
+            joint, n_conversations = _joint_samples([used[k][7] or [] for k in stratum], n_boot,
+                                                    _part_seed(seed, used[stratum[0]][0]))
+            samples.update(zip(stratum, joint, strict=True))
+            n_units += n_conversations
+    points: dict[str, list[np.ndarray]] = {}
+    reps: dict[str, list[np.ndarray]] = {}
+    n_items = 0
+    for k, (_, part, h, cols, point, *_) in enumerate(used):  # in the parts' order, whatever the strata
         points.setdefault(part.dataset, []).append(point)
-        reps.setdefault(part.dataset, []).append(np.stack([_samples_corr(c, h, samples, method) for c in cols]))
+        reps.setdefault(part.dataset, []).append(np.stack([_samples_corr(c, h, samples[k], method) for c in cols]))
         n_items += len(h)
-        n_units += units
     if not points:
         k = len(parts[0].preds) if parts else 1
         return np.full(k, np.nan), np.full((k, 0), np.nan), 0, 0, unit
     return _dstc10_rows(points), _dstc10_rows(reps), n_items, n_units, unit
+
+
+def resampled_together(parts: Sequence[AveragePart]) -> list[list[str]]:
+    """The sets whose conversations an average's bootstrap resamples together (they rate some of the same
+    conversations, by ``shared``), each group in the parts' order; sets resampled on their own are left out."""
+    strata = _strata([None if p.shared is None else set(p.shared) for p in parts])
+    out = [list(dict.fromkeys(parts[i].dataset for i in stratum)) for stratum in strata]
+    return [names for names in out if len(names) > 1]
 
 
 def average_ci(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot: int = 1000, seed: int = 0,
@@ -462,9 +533,10 @@ def average_ci(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot
     """Percentile bootstrap CI of a DSTC10 average (mean over qualities within a set, then over sets).
 
     The bootstrap is stratified: every replicate resamples each (set, quality) part's conversations on
-    its own and averages the replicate correlations by the same rule as the point value, so the
-    interval covers the sampling noise of all the sets at once. Replicates with an undefined
-    correlation in any part are left out and counted in ``n_degenerate``.
+    its own (parts that rate the same conversations together, one draw per conversation) and averages
+    the replicate correlations by the same rule as the point value, so the interval covers the sampling
+    noise of all the sets at once. Replicates with an undefined correlation in any part are left out and
+    counted in ``n_degenerate``.
     """
     _, reps, _, n_units, unit = _average_replicates(parts, method, n_boot, seed)
     return _interval_result(reps[0], level, n_boot, seed, unit, n_units)

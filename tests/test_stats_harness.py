@@ -284,6 +284,29 @@ def test_average_ci_narrows_over_independent_sets_and_skips_undefined_parts():
     assert stats.average_ci(parts + [flat], n_boot=500, seed=0) == avg
 
 
+def test_sets_that_rate_the_same_conversations_are_resampled_together():
+    """Two sets that rate the same conversations are one sample, not two: resampled jointly (one draw per
+    conversation across both), an exact copy of a set adds nothing to the average's uncertainty, so its CI
+    is the set's own; resampled independently it would look narrower than the data allow. Sets that share
+    nothing are resampled exactly as before."""
+    p, h = _data(n=60, noise=1.0, seed=7)
+    groups = [f"c{i // 3}" for i in range(60)]
+    alone = stats.average_ci([stats.AveragePart("X", (p,), h, groups, groups)], n_boot=400, seed=2)
+    copy = [stats.AveragePart("X", (p,), h, groups, groups), stats.AveragePart("Y", (p,), h, groups, groups)]
+    joint = stats.average_ci(copy, n_boot=400, seed=2)
+    assert (joint.low, joint.high) == (alone.low, alone.high) and joint.n_units == 20
+    independent = stats.average_ci([stats.AveragePart(x.dataset, x.preds, x.human, x.groups) for x in copy],
+                                   n_boot=400, seed=2)
+    assert independent.high - independent.low < 0.8 * (joint.high - joint.low)
+    assert stats.resampled_together(copy) == [["X", "Y"]]
+    # Disjoint conversations: the same resamples as without the keys (runs that share nothing do not move).
+    other = [stats.AveragePart(f"S{i}", (q,), g, [f"g{j // 2}" for j in range(40)], [f"S{i}:{j // 2}" for j in range(40)])
+             for i, (q, g) in enumerate(_data(n=40, noise=1.0, seed=30 + i) for i in range(3))]
+    plain = [stats.AveragePart(x.dataset, x.preds, x.human, x.groups) for x in other]
+    assert stats.average_ci(other, n_boot=300, seed=1) == stats.average_ci(plain, n_boot=300, seed=1)
+    assert stats.resampled_together(other) == []
+
+
 def test_paired_average_null_and_planted_difference():
     parts_null, parts_effect = [], []
     for i in range(6):
@@ -314,6 +337,8 @@ def test_harness_reports_the_average_ci_and_paired_average(tmp_path, data_dir):
     avg = summary["averages"]["length"]
     ci = avg["ci"]
     assert ci["low"] < avg["overall"] < ci["high"] and (ci["unit"], ci["n_boot"]) == ("group", 200)
+    # FED-Turn's turns come from FED-Dial's dialogs: the two sets' conversations are resampled together.
+    assert avg["resampled_together"] == [["fed-turn", "fed-dial"]]
     (comp,) = summary["average_comparisons"]
     assert (comp["a"], comp["b"], comp["n_sets"], comp["diff"], comp["p"]) == ("length", "length-copy", 2, 0.0, 1.0)
     assert comp["n"] == sum(r["n"] for r in summary["results"] if r["method"] == "length")
@@ -324,6 +349,10 @@ def test_harness_reports_the_average_ci_and_paired_average(tmp_path, data_dir):
     assert f"| **{avg['overall']:.3f}{mark}** [{ci['low']:.2f}, {ci['high']:.2f}] |" in md
     assert "## Paired comparisons of the averages (same items)" in md
     assert "| length | length-copy | 2 |" in md
+    assert md.count("(fed-turn and fed-dial) are resampled together: one draw per conversation") == 2
+    from judge.report import render_html
+
+    assert "(fed-turn and fed-dial) are resampled together" in render_html(summary)
     from judge.report import render_html
 
     html = render_html(summary)

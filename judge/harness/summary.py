@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import stats
 from ..agreement import krippendorff_alpha
+from ..datasets.split import conversation_of
 from ..engine.kinds import method_kinds
 from ..reference_copy import reference_copy
 from ..results import SCHEMA
@@ -131,12 +132,19 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
                        "per_set_n": per_set_n,
                        "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)), len(exp.datasets)]}
     first = _first_seeds(cells)
+    # Each scored item's conversation as every set names it (a content fingerprint): sets that rate the same
+    # conversations (FED-Turn and FED-Dial, the DailyDialog sets) are resampled together in the averages' CIs.
+    shared = {(c.dataset, it.id): conversation_of(it) for c in cells for it in c.items}
     if len(exp.datasets) > 1:
         for m, avg in averages.items():
-            avg["ci"] = _interval(stats.average_ci(_parts(first, rows, m), n_boot=exp.bootstrap, seed=exp.seed))
+            parts = _parts(first, rows, m, shared)
+            avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed))
+            together = stats.resampled_together(parts)
+            if together:  # said where the average is printed; absent, every set is resampled on its own
+                avg["resampled_together"] = together
     kinds = {m.name: method_kinds(m) for m in exp.methods}
     _add_without_copies(exp, cells, rows, first, results, averages,
-                        {m for m, k in kinds.items() if k.reference_based})
+                        {m for m, k in kinds.items() if k.reference_based}, shared)
     comparisons = _comparisons(exp, first, rows)
     ceiling: dict[str, dict[str, Any]] = {}
     seen = set()
@@ -165,7 +173,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "results": results,
         "averages": averages,
         "comparisons": comparisons,
-        "average_comparisons": _average_comparisons(exp, first, rows) if len(exp.datasets) > 1 else [],
+        "average_comparisons": _average_comparisons(exp, first, rows, shared) if len(exp.datasets) > 1 else [],
         "ceiling": ceiling,
         "timing": _timing(cells, timings or {}),
         "wall_s": None if wall_s is None else round(wall_s, 1),
@@ -174,7 +182,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
 
 def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
                         first: dict[tuple[str, str, str], tuple], results: list[dict[str, Any]],
-                        averages: dict[str, Any], reference_based: set[str]) -> None:
+                        averages: dict[str, Any], reference_based: set[str], shared: Shared) -> None:
     """Every reference-based result again without the items whose response is (nearly) one of its
     references (``without_copies``), and its DSTC10 average on those reduced sets: the part of a
     reference-based figure that does not come from scoring the reference itself."""
@@ -204,7 +212,7 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
                     continue
                 kept = [x for x in rows[key] if x["id"] not in copies.get(ds, set())]
                 parts.append(stats.AveragePart(ds, ([x["score"] for x in kept],), [x["human"] for x in kept],
-                                               _groups(kept)))
+                                               _groups(kept), _shared(shared, ds, kept)))
             avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed))
         averages[m]["without_copies"] = avg
 
@@ -228,39 +236,51 @@ def _first_seeds(cells: Sequence[Any]) -> dict[tuple[str, str, str], tuple]:
 
 
 def _paired_rows(rows: dict[tuple, list[dict[str, Any]]], key_a: tuple, key_b: tuple
-                 ) -> tuple[list[Any], list[Any], list[Any], list[str]]:
-    """A's and B's scores, the human means and the groups on the items both cells hold, in A's order."""
+                 ) -> tuple[list[Any], list[Any], list[Any], list[str], list[dict[str, Any]]]:
+    """A's and B's scores, the human means and the groups on the items both cells hold, in A's order, and
+    A's rows of those items."""
     ra = {r["id"]: r for r in rows[key_a]}
     rb = {r["id"]: r for r in rows[key_b]}
     ids = [i for i in ra if i in rb]
     return ([ra[i]["score"] for i in ids], [rb[i]["score"] for i in ids], [ra[i]["human"] for i in ids],
-            _groups([ra[i] for i in ids]))
+            _groups([ra[i] for i in ids]), [ra[i] for i in ids])
 
 
-def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[dict[str, Any]]], method: str
-           ) -> list[stats.AveragePart]:
+#: (set, item id) -> the item's conversation as every set names it (``conversation_of``).
+Shared = dict[tuple[str, str], str]
+
+
+def _shared(shared: Shared, dataset: str, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The rows' conversations across sets (rows of an item the run did not plan stand alone)."""
+    return [shared.get((dataset, r["id"]), f"{dataset}:id:{r['id']}") for r in rows]
+
+
+def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[dict[str, Any]]], method: str,
+           shared: Shared) -> list[stats.AveragePart]:
     """One method's (set, quality) parts for the CI of its DSTC10 average."""
     return [stats.AveragePart(ds, ([r["score"] for r in rows[key]],), [r["human"] for r in rows[key]],
-                              _groups(rows[key]))
+                              _groups(rows[key]), _shared(shared, ds, rows[key]))
             for (m, ds, _q), key in first.items() if m == method]
 
 
 def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
-                         rows: dict[tuple, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+                         rows: dict[tuple, list[dict[str, Any]]], shared: Shared) -> list[dict[str, Any]]:
     """Each configured pair on the DSTC10 average over the (set, quality) parts both methods have."""
     out = []
     for a, b in exp.compare:
         parts = []
         for (m, ds, q), key_a in first.items():
             if m == a and (b, ds, q) in first:
-                pa, pb, h, g = _paired_rows(rows, key_a, first[(b, ds, q)])
-                parts.append(stats.AveragePart(ds, (pa, pb), h, g))
+                pa, pb, h, g, both = _paired_rows(rows, key_a, first[(b, ds, q)])
+                parts.append(stats.AveragePart(ds, (pa, pb), h, g, _shared(shared, ds, both)))
         if not parts:
             continue
         t = stats.paired_average(parts, n_boot=exp.bootstrap, seed=exp.seed)
+        together = stats.resampled_together(parts)
         out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), "n": t.n, "r_a": _f(t.r_a),
                     "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
-                    "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate})
+                    "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate,
+                    **({"resampled_together": together} if together else {})})
     return out
 
 
@@ -272,7 +292,7 @@ def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
         for (m, ds, q), key_a in first.items():
             if m != a or (b, ds, q) not in first:
                 continue
-            pa, pb, h, groups = _paired_rows(rows, key_a, first[(b, ds, q)])
+            pa, pb, h, groups, _ = _paired_rows(rows, key_a, first[(b, ds, q)])
             t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=exp.bootstrap, seed=exp.seed, groups=groups)
             keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
             r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")

@@ -20,6 +20,7 @@ from .table import (
     fitted_cells,
     fmt,
     head_cells,
+    resampled_together_text,
     timing_cells,
 )
 
@@ -44,7 +45,8 @@ def render_html(summary: dict[str, Any]) -> str:
          "against another; (uses-future) = also reads the user's turn after the rated response; "
          "&ldquo;without reference copies&rdquo; = without the items whose response is "
          "(nearly) a reference; "
-         f"&dagger; = some scores estimated from sampled answers; &Dagger; = some read from a top-N list; bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set.</p>",
+         f"&dagger; = some scores estimated from sampled answers; &Dagger; = some read from a top-N list; bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set."
+         f"{escape(resampled_together_text(summary))}</p>",
          ]
     for _kind, title, rows in board.sections():
         h += _leaderboard(board, title, rows)

@@ -18,6 +18,7 @@ from .table import (
     fmt,
     head_cells,
     p_text,
+    resampled_together_text,
     timing_cells,
 )
 
@@ -104,7 +105,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
          "`avg` columns follow the DSTC10 rule (mean over qualities within a set, then over sets); "
          "`(6 of 8)` = an average over fewer parts than the column has (a correlation was undefined), never bold. "
          "The overall `avg` CI is a stratified bootstrap: each replicate resamples every set's conversations "
-         "on its own and averages as the point value does. "
+         "on its own and averages as the point value does."
+         + resampled_together_text(summary) + " "
          "`†` = some scores estimated from sampled answers (no log-probabilities); `‡` = some scores read from "
          "a top-N token list that may miss label spellings. "
          "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."
@@ -127,7 +129,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
             out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
                                 f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]",
                                 p_text(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)), p_text(c["williams_p"])]))
-    out += _average_comparisons_md(summary.get("average_comparisons") or [])
+    out += _average_comparisons_md(summary.get("average_comparisons") or [], resampled_together_text(summary))
     sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",
@@ -156,13 +158,13 @@ def render_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _average_comparisons_md(comps: list[dict[str, Any]]) -> list[str]:
+def _average_comparisons_md(comps: list[dict[str, Any]], together: str = "") -> list[str]:
     """The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first."""
     if not comps:
         return []
     out = ["", "## Paired comparisons of the averages (same items)", "",
            "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
-           "for A and B, and takes the DSTC10 average of each; n = items over all the sets.", "",
+           "for A and B, and takes the DSTC10 average of each; n = items over all the sets." + together, "",
            _md_row(list(AVERAGE_COMPARISON_HEADER)), _md_row(["---"] * 2 + ["---:"] * 6)]
     return out + [_md_row(cells) for cells in average_comparison_cells(comps)]
 

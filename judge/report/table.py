@@ -329,6 +329,20 @@ def head_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
 AVERAGE_COMPARISON_HEADER = ("A", "B", "sets", "n", "avg A", "avg B", "A − B [95% CI]", "p (bootstrap)")
 
 
+def resampled_together_text(summary: dict[str, Any]) -> str:
+    """The sentence reports add where an average's CI is explained, when the bootstrap resampled some sets'
+    conversations together (sets that rate the same conversations, ``averages[m]["resampled_together"]``);
+    empty when every set was resampled on its own."""
+    groups: list[list[str]] = []
+    for avg in (summary.get("averages") or {}).values():
+        groups += [g for g in avg.get("resampled_together") or () if g not in groups]
+    if not groups:
+        return ""
+    named = "; ".join(", ".join(g[:-1]) + f" and {g[-1]}" for g in groups)
+    return (f" Sets that rate some of the same conversations ({named}) are resampled together: one draw per "
+            "conversation across the sets that rate it, so a conversation two sets rate counts once.")
+
+
 def average_comparison_cells(comps: list[dict[str, Any]]) -> list[list[str]]:
     """One row of text per entry of ``summary["average_comparisons"]``."""
     return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
