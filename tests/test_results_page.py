@@ -57,7 +57,45 @@ def test_page_is_rendered_from_the_committed_summaries():
     """A figure typed into docs/results.md, or a summary changed without re-rendering, fails here."""
     summaries = page.load_summaries(ROOT / page.SUMMARY_DIR)
     assert summaries, "no committed run summary"
-    assert (ROOT / page.PAGE).read_text(encoding="utf-8") == page.render_page(summaries)
+    assert (ROOT / page.PAGE).read_text(encoding="utf-8") == page.render_page(summaries, page.load_history(ROOT))
+
+
+def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):
+    """benchmarks/halves_history.json (today's test items earlier dev rounds read, the items the last split
+    change moved) equals what benchmarks/halves_history.py writes from the data; it names today's halves."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from halves_history import history, text
+
+    from judge.datasets.identity import index_digest
+
+    committed = (ROOT / page.HISTORY).read_text()
+    assert committed == text(history(data_dir))
+    data = json.loads(committed)
+    assert data["current"] == index_digest()
+    # Issue 53's counts for FED-Turn (72 of 183 test items once in a dev half; 21 of them in the 50-item
+    # samples, 8 in the 25-item sample), and the six GRADE items the single-turn links moved.
+    ft = data["read_in_dev"]["fed-turn"]
+    assert (ft["test"], len(ft["once_dev"]), *map(len, ft["samples"].values())) == (183, 72, 8, 21, 0)
+    assert {(m["item"][-5:], m["after"]) for m in data["moved"]} == {
+        ("00008", "test"), ("00061", "test"), ("00158", "test"), ("00211", "test"), ("00102", "dev"), ("00252", "dev")}
+
+
+def test_a_summary_on_earlier_halves_says_so_and_lists_the_moved_items(collected: dict):
+    """The page marks a run collected on other halves than today's, naming the moved items of its table's sets
+    and how its averages were resampled; a run on today's halves gets no such note."""
+    history = {"current": collected["run"]["halves"], "moved_by": "issue 99 (x -> y)", "read_in_dev": {},
+               "moved": [{"set": "topical-usr", "item": "topical-usr_00007", "before": "dev", "after": "test"}]}
+    assert "Earlier halves" not in page.render_page([collected], {**history, "read_in_dev": {"topical-usr": {
+        "test": 3, "once_dev": [], "samples": {"round 1": []}}}})
+    old = {**collected, "run": {k: v for k, v in collected["run"].items() if k != "halves"}}
+    text = page.render_page([old], {**history, "read_in_dev": {"topical-usr": {
+        "test": 3, "once_dev": ["topical-usr_00007"], "samples": {"round 1": []}}}})
+    assert "**Earlier halves.** This run scored the halves before issue 99" in text
+    assert "TU: 00007 now in test" in text
+    assert "resampled every set's conversations on its own" in text
+    assert "| TU | 3 | 1 | 0 |" in text and "- TU: 00007" in text
 
 
 def test_the_quality_lines_judge_models_prints_are_generated_too():
@@ -67,12 +105,18 @@ def test_the_quality_lines_judge_models_prints_are_generated_too():
     from judge.report.model_figures import QUALITY, read_quality, render_quality
 
     summaries = page.load_summaries(ROOT / page.SUMMARY_DIR)
-    assert (ROOT / QUALITY).read_text(encoding="utf-8") == render_quality(summaries)
-    assert {name: m["quality"] for name, m in measured().items()} == read_quality()
+    assert (ROOT / QUALITY).read_text(encoding="utf-8") == render_quality(summaries, page.load_history(ROOT))
+    assert {name: m["quality"] for name, m in measured().items() if "quality" in m} == read_quality()
 
 
-#: A figure with its CI as the docs print one: ``.372 [.31, .43]`` (``†`` when not significant).
-_FIGURE = re.compile(r"(-?\.\d{3})†? \[(-?\.\d\d), (-?\.\d\d)\]")
+#: A figure with its CI as the docs print one: ``.372 [.31, .43]`` (``†`` when not significant), or a signed
+#: difference ``+.005 [−.04, .06]`` (a plus sign, a hyphen or a Unicode minus).
+_FIGURE = re.compile(r"([+\-−]?\.\d{3})†? \[([+\-−]?\.\d\d), ([+\-−]?\.\d\d)\]")
+
+
+def _unsigned(text: str) -> str:
+    """A printed figure as :func:`page.num` writes it: no plus sign, an ASCII minus."""
+    return text.replace("−", "-").lstrip("+")
 
 
 def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summary():
@@ -82,6 +126,8 @@ def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summa
     for s in page.load_summaries(ROOT / page.SUMMARY_DIR):
         for x in [*s["averages"], *s["cells"]]:
             known.add((page.num(x["spearman"]), page.num(x["ci_low"], 2), page.num(x["ci_high"], 2)))
+        for c in s.get("comparisons", []):  # paired differences, as quoted with their sign
+            known.add((page.num(c["diff"]), page.num(c["low"], 2), page.num(c["high"], 2)))
     docs = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").glob("*.md"))
                                   if p.name not in ("journal.md", "results.md"))]
     quoted = 0
@@ -89,8 +135,14 @@ def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summa
         text = " ".join(doc.read_text(encoding="utf-8").split())  # a figure may wrap across lines
         for m in _FIGURE.finditer(text):
             quoted += 1
-            assert m.groups() in known, f"{doc.name}: {m.group(0)} is in no committed summary"
+            assert tuple(map(_unsigned, m.groups())) in known, f"{doc.name}: {m.group(0)} is in no committed summary"
     assert quoted >= 4, "the README quotes the headline figures"
+
+
+def test_the_figure_check_reads_signed_differences():
+    """Issue 53: ``+.005 [−.04, .06]`` (a sign and a Unicode minus) passed the check unread."""
+    assert [tuple(map(_unsigned, m.groups())) for m in _FIGURE.finditer("+.005 [−.04, .06] and −.015 [-.03, .00]")] \
+        == [(".005", "-.04", ".06"), ("-.015", "-.03", ".00")]
 
 
 def _summary(name: str, date: str, averages: list[tuple[str, str, float, float]], models: dict[str, list[str]],
@@ -164,6 +216,9 @@ def test_collect_keeps_each_cell_with_its_kind_split_and_bootstrap(collected: di
         assert cell["kind"] == kinds[r["method"]] and cell["split"] == "test" and cell["n_boot"] == 200
     run = collected["run"]
     assert re.fullmatch(r"[0-9a-f]{40}(\+changes)?", run["commit"])
+    from judge.datasets.identity import index_digest
+
+    assert run["halves"] == index_digest()  # the halves it scored, which the page compares with today's
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", run["date"])
     assert collected["methods"]["mock-yesno"]["settings"]["backend"] == "mock"
 

@@ -39,18 +39,22 @@ def measured() -> dict[str, dict[str, Any]]:
 
 def shipped_heads_by_model() -> dict[str, list[dict[str, Any]]]:
     """The heads shipped in judge/heads/shipped/, by the model each was fitted on: name, prompt, the sets it
-    learned from, its cross-validated figures, and the preset that scores with it (``--method``). Each
-    file is read once for the whole listing."""
+    learned from (and their items), its cross-validated figures, the preset that scores with it
+    (``--method``), and the test-half line of heads on its model (generated from the committed runs,
+    judge/models_quality.json). Each file is read once for the whole listing."""
     from ..engine.named import PRESETS, load_methods
     from ..heads.head import read_head, shipped_heads
+    from ..report.model_figures import read_head_quality
 
     presets = {str(m.head): name for name, m in load_methods(PRESETS).items() if m.head}
+    tested = read_head_quality()
     out: dict[str, list[dict[str, Any]]] = {}
     for name, path in shipped_heads().items():
         head = read_head(path)
         out.setdefault(head.model, []).append({
             "name": name, "prompt": head.prompt, "with_answer": head.with_answer,
-            "trained_on": [t.name for t in head.trained_on], "cv": dict(head.cv), "method": presets.get(name)})
+            "trained_on": [t.name for t in head.trained_on], "items": sum(t.items for t in head.trained_on),
+            "cv": dict(head.cv), "method": presets.get(name), "test_half": tested.get(head.model)})
     return out
 
 
@@ -61,8 +65,14 @@ def _head_text(head: dict[str, Any]) -> str:
     per_set = ", ".join(f"{k} {num(v['spearman'])}" for k, v in cv.get("per_set", {}).items()
                         if v.get("spearman") is not None)
     method = f"; --method {head['method']}" if head["method"] else ""
-    return (f"{head['name']} (prompt {head['prompt']}, learned from {len(head['trained_on'])} sets{method})\n"
-            f"                 {cv.get('how', 'cross-validated')}, mean Spearman {num(cv.get('spearman'))}: {per_set}")
+    indent = "\n" + " " * 17
+    tested = f"{indent}{head['test_half']}" if head.get("test_half") else ""
+    # The head's own cross-validation reads every item of the sets it learned from, both halves: not a
+    # test-half figure, and without a CI; the line above it is the one to compare with the prompts'.
+    return (f"{head['name']} (prompt {head['prompt']}, learned from {len(head['trained_on'])} sets{method})"
+            f"{tested}{indent}its own cross-validation, {cv.get('how', 'cross-validated')} over all {head['items']:,} "
+            f"items it learned from (both halves, no CI; not a test-half figure): mean Spearman "
+            f"{num(cv.get('spearman'))}: {per_set}")
 
 
 def _size_text(size: int | None) -> str:

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "render":
         from ..io import atomic_write_text
 
-        for path, text in published.rendered(page.load_summaries(root / page.SUMMARY_DIR)).items():
+        for path, text in published.rendered(page.load_summaries(root / page.SUMMARY_DIR),
+                                             page.load_history(root)).items():
             atomic_write_text(root / path, text)
             print(root / path)
         return EXIT_OK

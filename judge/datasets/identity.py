@@ -71,6 +71,15 @@ def known_conversations() -> Mapping[str, tuple[str, ...]]:
     return out
 
 
+@cache
+def index_digest() -> str:
+    """A short digest of the registered sets' conversations (``conversations.json``): the halves of every
+    registered set are a fixed function of it, so a run summary that records it says which halves it
+    scored (``judge results collect``)."""
+    data = json.loads(INDEX.read_text(encoding="utf-8"))
+    return hashlib.sha256(json.dumps(data["conversations"], sort_keys=True).encode()).hexdigest()[:16]
+
+
 def content_name(items: Sequence[Item]) -> str:
     """The name of a conversation no registered set holds, from its content: a hash of the normalised
     texts of its items' shortest turn sequence (ties: the smallest text), or of the items' fingerprints

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from .model_figures import QUALITY, render_quality
-from .results_page import PAGE, SUMMARY_DIR, load_summaries, render_page
+from .results_page import PAGE, SUMMARY_DIR, load_history, load_summaries, render_page
 
 
-def rendered(summaries: Sequence[Mapping[str, Any]]) -> dict[Path, str]:
-    """Every generated file (path relative to the repository root -> its text)."""
-    return {PAGE: render_page(summaries), QUALITY: render_quality(summaries)}
+def rendered(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> dict[Path, str]:
+    """Every generated file (path relative to the repository root -> its text); ``history``: which test items
+    earlier splits put in dev halves and which the last split change moved (``results_page.HISTORY``)."""
+    return {PAGE: render_page(summaries, history), QUALITY: render_quality(summaries, history)}
 
 
 def differs(root: str | Path = ".") -> list[str]:
@@ -24,7 +25,7 @@ def differs(root: str | Path = ".") -> list[str]:
     under ``root`` (empty when they agree)."""
     root = Path(root)
     out: list[str] = []
-    for path, want in rendered(load_summaries(root / SUMMARY_DIR)).items():
+    for path, want in rendered(load_summaries(root / SUMMARY_DIR), load_history(root)).items():
         have = (root / path).read_text(encoding="utf-8") if (root / path).is_file() else ""
         out += difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
                                     fromfile=f"{path} (on disk)", tofile=f"{path} (rendered)")

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..datasets.benchmarks import dataset_info
+from ..datasets.identity import index_digest
 from ..errors import InputError
 from ..stats import p_at_floor, p_floor
 
@@ -27,6 +29,9 @@ SUMMARY_SCHEMA = "judge-results/1"
 #: Where the committed summaries live and where the page goes, relative to the repository root.
 SUMMARY_DIR = Path("benchmarks") / "results"
 PAGE = Path("docs") / "results.md"
+#: Which test items earlier splits put in a dev half that rounds read, and which items the last change of the
+#: split moved (written from the data by benchmarks/halves_history.py, checked by a test).
+HISTORY = Path("benchmarks") / "halves_history.json"
 #: Every kind, in the order the page shows them. Kinds never share a table: a reference-based or
 #: supervised figure answers a different question than a reference-free one.
 KIND_ORDER = ("reference-free", "reference-based", "uses-future", "supervised")
@@ -126,6 +131,9 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
             "limit": exp.get("limit"), "limit_seed": exp.get("limit_seed"),
             "n_boot": exp.get("bootstrap"), "seed": exp.get("seed"),
             "datasets": [abbrev[d["name"]] for d in summary["datasets"]],
+            # The halves scored: the registered sets' conversation index of the judge that collects (collect a
+            # run with the judge that ran it); the page marks a summary computed on other halves.
+            "halves": index_digest(),
         },
         "methods": methods,
         "cells": cells,
@@ -145,7 +153,8 @@ def _comparison_entry(c: Mapping[str, Any], kinds: Mapping[str, str], abbrev: Ma
     """A paired comparison of the run, with the kinds of its two methods (the page shows only same-kind
     pairs) and where it was taken: one set (``abbrev``) or the average over ``sets`` sets."""
     where = {"abbrev": abbrev.get(c["dataset"], c["dataset"])} if "dataset" in c else {"sets": c.get("n_sets")}
-    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where,
+    together = {"resampled_together": c["resampled_together"]} if c.get("resampled_together") else {}
+    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where, **together,
             "kind_a": kinds.get(c["a"]), "kind_b": kinds.get(c["b"])}
 
 
@@ -228,7 +237,8 @@ def _average_entry(method: str, avg: Mapping[str, Any], kind: str, split: str) -
     return {"method": method, "kind": kind, "split": split, "spearman": avg.get("overall"),
             "ci_low": ci.get("low"), "ci_high": ci.get("high"), "p": ci.get("p"), "n_boot": ci.get("n_boot"),
             "n_degenerate": ci.get("n_degenerate", 0), "sets": covered, "of_sets": total,
-            "per_set": avg.get("per_set", {})}
+            "per_set": avg.get("per_set", {}),
+            **({"resampled_together": avg["resampled_together"]} if avg.get("resampled_together") else {})}
 
 
 def regenerate_command(summary: Mapping[str, Any], name: str, load_config: Callable[[str], RunConfig]) -> str:
@@ -292,14 +302,30 @@ def load_summaries(directory: str | Path = SUMMARY_DIR) -> list[dict[str, Any]]:
     return out
 
 
-def render_page(summaries: Sequence[Mapping[str, Any]]) -> str:
+def load_history(root: str | Path = ".") -> dict[str, Any] | None:
+    """``benchmarks/halves_history.json`` under ``root`` (None where there is none: a summary folder of
+    one's own)."""
+    path = Path(root) / HISTORY
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> str:
     """The whole of docs/results.md: the reading notes, one section per kind in ``KIND_ORDER`` (one
-    table per run inside it, with its command and provenance), then the pending runs."""
+    table per run inside it, with its command and provenance, and what of it stands on earlier halves),
+    the test items earlier development rounds read (``history``), then the pending runs."""
     parts = [_HEADER]
     for kind in _kinds(summaries):
-        parts.append(_kind_section(kind, summaries))
+        parts.append(_kind_section(kind, summaries, history))
+    if history is not None:
+        parts.append(_read_in_dev_section(history))
     parts.append(_pending_section())
     return "\n".join(parts)
+
+
+def earlier_halves(s: Mapping[str, Any], history: Mapping[str, Any] | None) -> bool:
+    """Whether a committed summary was computed on other halves than today's (it records none, or another)."""
+    return history is not None and s["run"].get("split") in ("dev", "test") and \
+        s["run"].get("halves") != history["current"]
 
 
 def _kinds(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -324,10 +350,15 @@ How to read the tables:
 - Spearman correlation with the human ratings, per set and averaged over the sets a method scores
   (the DSTC10 average: within a set, then across sets).
 - 95% CI and p from a bootstrap that resamples conversations (all the items of one conversation go
-  together). A p at the bootstrap's floor prints as `< 1/n_boot`, e.g. `< .001`.
+  together). In an average's CI, a conversation that several sets rate (FT and FD share every test
+  conversation, DZ, DGU and DGR a few) is drawn once for all of them, since their figures are not
+  independent; a run whose averages were resampled otherwise says so below its table. A p at the
+  bootstrap's floor prints as `< 1/n_boot`, e.g. `< .001`.
 - † marks a figure that is not significant (p ≥ .05).
-- `split = test`: the test half of each set's conversations (docs/harness.md), never used to choose a
-  method. n is the items scored, conv. the conversations they come from.
+- `split = test`: the test half of each set's conversations (docs/harness.md). Methods are chosen on
+  the dev half, but an earlier split put some of today's test items in a dev half that development
+  rounds read: they are listed under "Test items read in earlier development rounds" at the end of
+  this page. n is the items scored, conv. the conversations they come from.
 - Kinds never share a table, and no figure is compared with one of another kind.
 - A conversation lives in one half across every set that rates it: FED-Turn's turns follow the
   FED-Dial dialog they come from, and the few DailyDialog dialogues that DZ, DGU and DGR share follow
@@ -337,13 +368,13 @@ How to read the tables:
 """
 
 
-def _kind_section(kind: str, summaries: Sequence[Mapping[str, Any]]) -> str:
+def _kind_section(kind: str, summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None) -> str:
     title = KIND_TITLES.get(kind, kind)
     blocks = [f"## {title}\n"]
     for s in summaries:
         cells = [c for c in s["cells"] if c["kind"] == kind]
         if cells:
-            blocks.append(_run_table(s, kind, cells))
+            blocks.append(_run_table(s, kind, cells, history))
     if len(blocks) == 1:
         blocks.append("No committed run has a method of this kind yet.\n")
     return "\n".join(blocks)
@@ -352,9 +383,11 @@ def _kind_section(kind: str, summaries: Sequence[Mapping[str, Any]]) -> str:
 _TABLE_HEAD = "| method | set | n | conv. | Spearman | 95% CI | p |\n|---|---|---:|---:|---:|---|---:|"
 
 
-def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any]]) -> str:
+def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any]],
+               history: Mapping[str, Any] | None = None) -> str:
     """One run's cells of one kind: per method its average first (when it covers two sets or more),
-    then its sets in the run's order."""
+    then its sets in the run's order; then how its averages were resampled, and what of it stands on
+    earlier halves."""
     run = s["run"]
     order = {a: i for i, a in enumerate(run["datasets"])}
     averages = {a["method"]: a for a in s["averages"] if a["kind"] == kind}
@@ -370,7 +403,51 @@ def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any
     if pairs:
         lines += ["", "Paired on the same items (a − b; the bootstrap resamples conversations):", "",
                   _PAIR_HEAD, *(_pair_row(c) for c in pairs)]
+    notes = [_resampling_note(s, kind, history), _earlier_halves_note(s, history, {c["abbrev"] for c in cells})]
+    lines += [f"\n{n}" for n in notes if n]
     return "\n".join(lines) + "\n"
+
+
+def _resampling_note(s: Mapping[str, Any], kind: str, history: Mapping[str, Any] | None) -> str:
+    """How the averages' CIs of one run resampled sets that rate the same conversations."""
+    averages = [a for a in s["averages"] if a["kind"] == kind and (a.get("sets") or 0) >= 2]
+    if not averages:
+        return ""
+    groups: list[list[str]] = []
+    for a in averages:
+        groups += [g for g in a.get("resampled_together") or () if g not in groups]
+    if groups:
+        named = "; ".join(", ".join(g[:-1]) + f" and {g[-1]}" for g in groups)
+        return (f"The averages' CIs (and paired averages) resample the conversations these sets share together, "
+                f"one draw per conversation: {named}.")
+    if earlier_halves(s, history):
+        return ("The averages' CIs (and paired averages) of this run resampled every set's conversations on its own "
+                "(the rule before issue 53), though FT and FD share every test conversation and DZ, DGU and DGR a "
+                "few: they are narrower than today's rule gives.")
+    return ""
+
+
+def _earlier_halves_note(s: Mapping[str, Any], history: Mapping[str, Any] | None, sets: set[str]) -> str:
+    """What of a run's table stands on halves other than today's: the items the last split change moved, in
+    the table's sets (``sets``: abbreviations); nothing when none of them moved."""
+    if history is None or not earlier_halves(s, history):
+        return ""
+    by_set: dict[str, dict[str, list[str]]] = {}
+    for m in history["moved"]:
+        if _abbrev(m["set"]) in sets:
+            by_set.setdefault(_abbrev(m["set"]), {}).setdefault(m["after"], []).append(m["item"].rsplit("_", 1)[-1])
+    if not by_set:
+        return ""
+    moved = "; ".join(f"{abbrev}: " + ", ".join(f"{', '.join(ids)} now in {half}" for half, ids in halves.items())
+                      for abbrev, halves in by_set.items())
+    return (f"**Earlier halves.** This run scored the halves before {history['moved_by'].split(' (')[0]} (its summary "
+            f"does not record today's halves, `{history['current']}`): "
+            f"its test items differ from today's in {moved} (ids without the set's prefix); every other set "
+            "holds today's test items. The run's command above re-runs it on today's halves.")
+
+
+def _abbrev(name: str) -> str:
+    return dataset_info(name).abbrev
 
 
 _PAIR_HEAD = "| a | b | set | n | a | b | a − b | 95% CI | p |\n|---|---|---|---:|---:|---:|---:|---|---:|"
@@ -393,7 +470,7 @@ def _run_line(s: Mapping[str, Any]) -> str:
     summary = (SUMMARY_DIR / f"{s['name']}.json").as_posix()
     return (f"Split `{run['split']}`, {limit} (seed {run.get('limit_seed', 0)}), {run['n_boot']} bootstrap "
             f"resamples (seed {run['seed']}). Summary `{summary}`, config `{run['config']}`, commit "
-            f"`{str(run['commit'])[:10]}`, {run['date']}; models: {loaded}.")
+            f"`{run['commit']}`, {run['date']}; models: {loaded}.")
 
 
 def _cell_row(c: Mapping[str, Any]) -> str:
@@ -441,6 +518,29 @@ def p_display(p: float | None, n_boot: int | None, n_degenerate: int = 0) -> str
     if n_boot and p_at_floor(p, n_boot, n_degenerate):
         return "< " + num(p_floor(n_boot, n_degenerate))
     return num(float(f"{p:.2g}"), 3 if p < 0.1 else 2)
+
+
+def _read_in_dev_section(history: Mapping[str, Any]) -> str:
+    """Today's test items that an earlier split put in a dev half development rounds read (``history``)."""
+    sets = history["read_in_dev"]
+    samples = list(next(iter(sets.values()))["samples"])
+    head = ["## Test items read in earlier development rounds\n",
+            "The split has changed twice (docs/harness.md, \"Development and test halves\"). Before issue 44 each set "
+            "was split on its own and rounds 1 to 7 read samples of those dev halves (round 1's 25 items per set "
+            "chose the prompt variant and the ensemble members, rounds 2 to 7's 50 items per set the Qwen-1.5B "
+            "candidates); round 8 read every item of the dev halves of issue 44. Some of today's test items were in "
+            "those dev halves, so figures on this page include items a development round once read: the table "
+            "counts them per set, the list names them (ids without the set's prefix). Written by "
+            "`benchmarks/halves_history.py` from the data; a test keeps it current.\n",
+            "| set | test items | once in a dev half | " + " | ".join(samples) + " |",
+            "|---|---:|---:|" + "---:|" * len(samples)]
+    rows, lists = [], []
+    for name, entry in sets.items():
+        rows.append(f"| {_abbrev(name)} | {entry['test']} | {len(entry['once_dev'])} | "
+                    + " | ".join(str(len(entry["samples"][k])) for k in samples) + " |")
+        if entry["once_dev"]:
+            lists.append(f"- {_abbrev(name)}: " + ", ".join(i.rsplit("_", 1)[-1] for i in entry["once_dev"]))
+    return "\n".join([*head, *rows, "", *lists]) + "\n"
 
 
 def _pending_section() -> str:
