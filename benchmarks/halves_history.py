@@ -43,9 +43,9 @@ OUT = ROOT / "benchmarks" / "halves_history.json"
 VERSIONS = {"before-44": (), "before-53": ("prefix", "pair"), "current": RULES}
 #: The development samples read on each earlier split: (split version, items per set, what read it).
 SAMPLES = (
-    ("before-44", 25, "round 1: 25-item dev sample"),
-    ("before-44", 50, "rounds 2-7: 50-item dev samples"),
-    ("before-53", None, "round 8: every dev item"),
+    ("before-44", 25, "in round 1's 25-item dev sample"),
+    ("before-44", 50, "in the 50-item dev samples of rounds 2-7"),
+    ("before-53", None, "read by round 8 (every dev item)"),
 )
 
 

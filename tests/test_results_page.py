@@ -95,7 +95,7 @@ def test_a_summary_on_earlier_halves_says_so_and_lists_the_moved_items(collected
     assert "**Earlier halves.** This run scored the halves before issue 99" in text
     assert "TU: 00007 now in test" in text
     assert "resampled every set's conversations on its own" in text
-    assert "| TU | 3 | 1 | 0 |" in text and "- TU: 00007" in text
+    assert "- TU: 1 of its 3 test items (0 round 1): 00007." in text
 
 
 def test_the_quality_lines_judge_models_prints_are_generated_too():

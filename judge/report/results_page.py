@@ -522,25 +522,23 @@ def p_display(p: float | None, n_boot: int | None, n_degenerate: int = 0) -> str
 
 def _read_in_dev_section(history: Mapping[str, Any]) -> str:
     """Today's test items that an earlier split put in a dev half development rounds read (``history``)."""
-    sets = history["read_in_dev"]
-    samples = list(next(iter(sets.values()))["samples"])
-    head = ["## Test items read in earlier development rounds\n",
-            "The split has changed twice (docs/harness.md, \"Development and test halves\"). Before issue 44 each set "
-            "was split on its own and rounds 1 to 7 read samples of those dev halves (round 1's 25 items per set "
-            "chose the prompt variant and the ensemble members, rounds 2 to 7's 50 items per set the Qwen-1.5B "
-            "candidates); round 8 read every item of the dev halves of issue 44. Some of today's test items were in "
-            "those dev halves, so figures on this page include items a development round once read: the table "
-            "counts them per set, the list names them (ids without the set's prefix). Written by "
-            "`benchmarks/halves_history.py` from the data; a test keeps it current.\n",
-            "| set | test items | once in a dev half | " + " | ".join(samples) + " |",
-            "|---|---:|---:|" + "---:|" * len(samples)]
-    rows, lists = [], []
-    for name, entry in sets.items():
-        rows.append(f"| {_abbrev(name)} | {entry['test']} | {len(entry['once_dev'])} | "
-                    + " | ".join(str(len(entry["samples"][k])) for k in samples) + " |")
-        if entry["once_dev"]:
-            lists.append(f"- {_abbrev(name)}: " + ", ".join(i.rsplit("_", 1)[-1] for i in entry["once_dev"]))
-    return "\n".join([*head, *rows, "", *lists]) + "\n"
+    lines = ["## Test items read in earlier development rounds\n",
+             "The split has changed twice (docs/harness.md, \"Development and test halves\"). Before issue 44 each set "
+             "was split on its own and rounds 1 to 7 read samples of those dev halves (round 1's 25 items per set "
+             "chose the prompt variant and the ensemble members, rounds 2 to 7's 50 items per set the Qwen-1.5B "
+             "candidates); round 8 read every item of the dev halves of issue 44. Some of today's test items were in "
+             "those dev halves, so figures on this page include items a development round once read. Per set: how "
+             "many, how many of them each round's sample held, and which (ids without the set's prefix). Written by "
+             "`benchmarks/halves_history.py` from the data; a test keeps it current.\n"]
+    for name, entry in history["read_in_dev"].items():
+        once = entry["once_dev"]
+        if not once:
+            lines.append(f"- {_abbrev(name)}: none of its {entry['test']} test items.")
+            continue
+        read = "; ".join(f"{len(ids)} {what}" for what, ids in entry["samples"].items())
+        lines.append(f"- {_abbrev(name)}: {len(once)} of its {entry['test']} test items ({read}): "
+                     + ", ".join(i.rsplit("_", 1)[-1] for i in once) + ".")
+    return "\n".join(lines) + "\n"
 
 
 def _pending_section() -> str:
