@@ -173,3 +173,14 @@ def test_classic_measure_runs_as_documented_and_matches_judge_bench(tmp_path, da
         assert row["n"] == len(scored) == 20 and row["failed"] == 0 and row["limit"] == 20
         expected = spearmanr([r["score"] for r in scored], [r["human"] for r in scored]).statistic
         assert row["spearman"] == pytest.approx(expected, abs=5e-4)
+
+
+def test_joint_bootstrap_prints_both_rules_and_the_widening(data_dir):
+    proc = subprocess.run([sys.executable, "benchmarks/joint_bootstrap.py", "--data-dir", str(data_dir),
+                           "--resamples", "300"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    alone, joint, last = proc.stdout.splitlines()
+    assert alone.startswith("each set on its own") and joint.startswith("shared conversations together")
+    assert "['fed-turn', 'fed-dial']" in last
+    # Two sets sharing every test conversation count once: fewer units, and a wider spread.
+    assert float(last.split("SD ratio ")[1].split()[0]) > 1
