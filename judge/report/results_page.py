@@ -417,8 +417,9 @@ def _resampling_note(s: Mapping[str, Any], kind: str, history: Mapping[str, Any]
     for a in averages:
         groups += [g for g in a.get("resampled_together") or () if g not in groups]
     if groups:
-        named = "; ".join(", ".join(g[:-1]) + f" and {g[-1]}" for g in groups)
-        return (f"The averages' CIs (and paired averages) resample the conversations these sets share together, "
+        short = [[_abbrev(n) for n in g] for g in groups]
+        named = "; ".join(", ".join(g[:-1]) + f" and {g[-1]}" for g in short)
+        return (f"The averages' CIs (and paired averages) resample together the conversations these sets share, "
                 f"one draw per conversation: {named}.")
     if earlier_halves(s, history):
         return ("The averages' CIs (and paired averages) of this run resampled every set's conversations on its own "
