@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ from tqdm import tqdm
 from ..counters import report_counters
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
-from ..engine import BackendPool, MethodSpec, build, prepare, run_rows
+from ..datasets.jsonl import scan, stream
+from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
 from ..engine.kinds import scorer_kinds
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
+from ..items import Item
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
@@ -65,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     spec = spec_from_args(args)
+    if not args.check and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
+        return run_streaming(args, spec)
     all_items = load_items(args.input)
     items = all_items[: args.limit] if args.limit is not None else all_items
     qname = args.quality
@@ -91,27 +96,9 @@ def run(args: argparse.Namespace) -> int:
         bar = tqdm(total=len(items), desc="scoring", unit="item", file=sys.stderr,
                    disable=True if args.no_progress else None, leave=False)
         qn = quality.name if quality else None
-        is_llm = spec.kind.records_seed
-        table = None
-        if output_format(args) == "table":
-            table = ScoreTable([it.id for it in items], qn is not None and any(it.human(qn) is not None for it in items),
-                               lambda line: tqdm.write(line, file=sys.stdout))
-            table.header()
-        # -o: rows stream into a temp file beside the target, renamed over it only when every item is
-        # done (memory stays flat; a failed run leaves no file at the target path).
-        if args.output:
-            with atomic_jsonl_writer(args.output) as write:
-                failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update,
-                                  seed=prep.seed if is_llm else None)
-            write_meta(args.output, spec, scorer)
-        elif table is not None:
-            failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=prep.seed if is_llm else None)
-        else:
-            failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
-                              seed=prep.seed if is_llm else None)
-        bar.close()
-        if table is not None:
-            table.summary()
+        failed = _score_to(args, spec, scorer, items, qn, prep.seed, bar, lambda: ScoreTable(
+            [it.id for it in items], qn is not None and any(it.human(qn) is not None for it in items),
+            lambda line: tqdm.write(line, file=sys.stdout)))
         report_counters(backends.counters())
     finally:
         backends.close()
@@ -119,6 +106,82 @@ def run(args: argparse.Namespace) -> int:
         print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
+
+
+#: Items checked together before the model loads, when a file streams (their templates rendered once).
+CHECK_CHUNK = 10_000
+
+
+def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
+    """``judge score`` of a JSONL file through a method that scores each item from the item alone
+    (``MethodType.streams``): the file is read three times instead of held. A first pass checks every
+    record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
+    second checks every item against the method before the model loads (scales, templates), and the third
+    streams the items to the scorer while the rows stream to the output; what the table's summary needs
+    is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte."""
+    found = scan(args.input)
+    limit = args.limit
+
+    def items() -> Iterator[Item]:
+        return islice(stream(found), limit)
+
+    qname = args.quality
+    if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in found.samples):
+        qname = "overall"
+    quality = resolve_quality(qname, found.samples, (), parse_scales(args))
+    prep: Prepared | None = None
+    total = width = 0
+    rated = False
+    it = items()
+    while chunk := list(islice(it, CHECK_CHUNK)):
+        if quality is not None and (args.quality is not None or args.k > 0):
+            check_scale(chunk, quality, file=args.input)
+        checked = prepare(spec, chunk, quality)
+        prep = prep or checked
+        total += len(chunk)
+        width = max([width, *(len(x.id) for x in chunk)])
+        rated = rated or (quality is not None and any(x.human(quality.name) is not None for x in chunk))
+    assert prep is not None  # the scan found at least one record
+    quality = prep.quality
+    backends = BackendPool()
+    try:
+        scorer = build(prep, backends)
+        bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,
+                   disable=True if args.no_progress else None, leave=False)
+        failed = _score_to(args, spec, scorer, items(), quality.name if quality else None, prep.seed, bar,
+                           lambda: ScoreTable(["x" * width], rated, lambda line: tqdm.write(line, file=sys.stdout)))
+        report_counters(backends.counters())
+    finally:
+        backends.close()
+    if failed:
+        print(f"judge: {failed} of {total} items failed (see 'error' in the output)", file=sys.stderr)
+        return EXIT_FAILED_ITEMS
+    return EXIT_OK
+
+
+def _score_to(args: argparse.Namespace, spec: MethodSpec, scorer: Scorer, items: Iterable[Item], qn: str | None,
+              seed: int, bar: Any, make_table: Callable[[], ScoreTable]) -> int:
+    """Score ``items`` into what ``args`` asks for (-o file, table, JSONL on stdout); the failed count."""
+    row_seed = seed if spec.kind.records_seed else None
+    table = None
+    if output_format(args) == "table":
+        table = make_table()
+        table.header()
+    # -o: rows stream into a temp file beside the target, renamed over it only when every item is
+    # done (memory stays flat; a failed run leaves no file at the target path).
+    if args.output:
+        with atomic_jsonl_writer(args.output) as write:
+            failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update, seed=row_seed)
+        write_meta(args.output, spec, scorer)
+    elif table is not None:
+        failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=row_seed)
+    else:
+        failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
+                          seed=row_seed)
+    bar.close()
+    if table is not None:
+        table.summary()
+    return failed
 
 
 def output_format(args: argparse.Namespace) -> str:
