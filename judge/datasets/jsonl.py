@@ -122,6 +122,8 @@ def _records(path: str | Path, file: str) -> Iterator[tuple[int, Any]]:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
+            if raw.endswith(b"\n"):  # lines split on "\n" alone, as ``from_text`` splits them
+                raw = raw[:-1]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
