@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
-CHECK_CHUNK = 10_000
+CHECK_CHUNK = 5_000
 
 
 def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:

@@ -181,12 +181,13 @@ class GroupIndex:
 
 
 def _runs(keys: np.ndarray, order: np.ndarray) -> Iterable[list[int]]:
-    """Runs of two or more positions (taken in ``order``, sorted by key first) whose keys are equal."""
+    """Runs of two or more of the positions ``order`` holds whose keys are equal (each run in ``order``'s
+    order); runs of one, nearly all of them in a large file, cost nothing."""
     if not len(order):
         return
     ordered = order[np.argsort(keys[order], kind="stable")]
     sorted_keys = keys[ordered]
-    bounds = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-    for run in np.split(ordered, bounds):
-        if len(run) > 1:
-            yield run.tolist()
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    ends = np.r_[starts[1:], len(ordered)]
+    for start, end in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist(), strict=True):
+        yield ordered[start:end].tolist()

@@ -206,7 +206,7 @@ _RENDERED: OrderedDict[tuple[object, ...], tuple[Sequence[Item], Sequence[Item]]
 _RENDERED_MAX = 512
 #: The most items the remembered checks may hold between them (a large file checked in pieces as it streams
 #: must not stay in memory through them).
-_RENDERED_ITEMS = 100_000
+_RENDERED_ITEMS = 50_000
 _RENDERED_LOCK = threading.Lock()
 
 
