@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -89,23 +89,9 @@ def run(args: argparse.Namespace) -> int:
         for line in report([[Entry(spec.name, prep, items)]], lambda msg: print(msg, file=sys.stderr)):
             print(line)
         return EXIT_OK
-    backends = BackendPool()
-    try:
-        scorer = build(prep, backends)
-        # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
-        bar = tqdm(total=len(items), desc="scoring", unit="item", file=sys.stderr,
-                   disable=True if args.no_progress else None, leave=False)
-        qn = quality.name if quality else None
-        failed = _score_to(args, spec, scorer, items, qn, prep.seed, bar, lambda: ScoreTable(
-            [it.id for it in items], qn is not None and any(it.human(qn) is not None for it in items),
-            lambda line: tqdm.write(line, file=sys.stdout)))
-        report_counters(backends.counters())
-    finally:
-        backends.close()
-    if failed:
-        print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)
-        return EXIT_FAILED_ITEMS
-    return EXIT_OK
+    qn = quality.name if quality else None
+    return score_items(args, spec, prep, items, len(items), [it.id for it in items],
+                       qn is not None and any(it.human(qn) is not None for it in items))
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
@@ -140,16 +126,43 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
         prep = prep or checked
         total += len(chunk)
         width = max([width, *(len(x.id) for x in chunk)])
-        rated = rated or (quality is not None and any(x.human(quality.name) is not None for x in chunk))
+        shown = checked.quality  # the quality rows report: asked for, or the prompt's own
+        rated = rated or (shown is not None and any(x.human(shown.name) is not None for x in chunk))
     assert prep is not None  # the scan found at least one record
-    quality = prep.quality
+    return score_items(args, spec, prep, items(), total, ["x" * width], rated)
+
+
+def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
+                ids: Sequence[str], rated: bool) -> int:
+    """Load the model, score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL
+    on stdout), report the backend's counters; the exit code. ``ids`` size the table's id column, ``rated``
+    says whether it shows human ratings."""
+    qn = prep.quality.name if prep.quality else None
+    row_seed = prep.seed if spec.kind.records_seed else None
     backends = BackendPool()
     try:
         scorer = build(prep, backends)
+        # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
         bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,
                    disable=True if args.no_progress else None, leave=False)
-        failed = _score_to(args, spec, scorer, items(), quality.name if quality else None, prep.seed, bar,
-                           lambda: ScoreTable(["x" * width], rated, lambda line: tqdm.write(line, file=sys.stdout)))
+        table = None
+        if output_format(args) == "table":
+            table = ScoreTable(ids, rated, lambda line: tqdm.write(line, file=sys.stdout))
+            table.header()
+        # -o: rows stream into a temp file beside the target, renamed over it only when every item is
+        # done (memory stays flat; a failed run leaves no file at the target path).
+        if args.output:
+            with atomic_jsonl_writer(args.output) as write:
+                failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update, seed=row_seed)
+            write_meta(args.output, spec, scorer)
+        elif table is not None:
+            failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=row_seed)
+        else:
+            failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
+                              seed=row_seed)
+        bar.close()
+        if table is not None:
+            table.summary()
         report_counters(backends.counters())
     finally:
         backends.close()
@@ -157,31 +170,6 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
         print(f"judge: {failed} of {total} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
-
-
-def _score_to(args: argparse.Namespace, spec: MethodSpec, scorer: Scorer, items: Iterable[Item], qn: str | None,
-              seed: int, bar: Any, make_table: Callable[[], ScoreTable]) -> int:
-    """Score ``items`` into what ``args`` asks for (-o file, table, JSONL on stdout); the failed count."""
-    row_seed = seed if spec.kind.records_seed else None
-    table = None
-    if output_format(args) == "table":
-        table = make_table()
-        table.header()
-    # -o: rows stream into a temp file beside the target, renamed over it only when every item is
-    # done (memory stays flat; a failed run leaves no file at the target path).
-    if args.output:
-        with atomic_jsonl_writer(args.output) as write:
-            failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update, seed=row_seed)
-        write_meta(args.output, spec, scorer)
-    elif table is not None:
-        failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=row_seed)
-    else:
-        failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
-                          seed=row_seed)
-    bar.close()
-    if table is not None:
-        table.summary()
-    return failed
 
 
 def output_format(args: argparse.Namespace) -> str:

@@ -26,12 +26,8 @@ def read_text(path: str | Path) -> str:
     file = str(path)
     try:
         data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=file) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a data file", file=file) from None
     except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", file=file) from None
+        raise unreadable(e, file) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -42,6 +38,15 @@ def read_text(path: str | Path) -> str:
             file=file,
             record=line,
         ) from None
+
+
+def unreadable(exc: OSError, file: str) -> InputError:
+    """The InputError of a data file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError("file not found", file=file)
+    if isinstance(exc, IsADirectoryError):
+        return InputError("is a directory, expected a data file", file=file)
+    return InputError(f"cannot read file: {exc.strerror or exc}", file=file)
 
 
 def parse_json(text: str, file: str, line_offset: int = 0) -> Any:

@@ -29,6 +29,7 @@ from ._common import (
     string_list,
     to_number,
     type_name,
+    unreadable,
 )
 from .groups import GroupIndex, sequence
 
@@ -112,12 +113,8 @@ def _records(path: str | Path, file: str) -> Iterator[tuple[int, Any]]:
     reading the whole text (a missing file, invalid UTF-8 with its line and column, invalid JSON)."""
     try:
         handle = Path(path).open("rb")  # noqa: SIM115 - opened apart so that its errors become InputErrors
-    except FileNotFoundError:
-        raise InputError("file not found", file=file) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a data file", file=file) from None
     except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", file=file) from None
+        raise unreadable(e, file) from None
     with handle:
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
