@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import pytest
+
 from judge.backends import create_backend
 from judge.backends.base import LabelDist, TokenLogprobs
 from judge.backends.registry import backend_cost
@@ -182,3 +184,19 @@ def test_the_memory_benchmark_reports_peak_memory_and_items_per_second(tmp_path)
     assert [r[0] for r in rows] == ["200", "400"] and rows[-1][-1].endswith("x"), proc.stdout
     assert all(float(r[2]) > 10 for r in rows), proc.stdout  # a Python process: tens of MB at least
     assert len((tmp_path / "scores-400.jsonl").read_text().splitlines()) == 400
+
+
+def test_an_executor_that_loses_a_unit_stops_the_pass():
+    """A unit never answered (a worker lost and not replaced) is an error, never a missing row."""
+    backend = _mock()
+    judge = LLMJudge(get_prompt("yesno"), backend, batch_size=2)
+    items = [Item(id=str(i), level="turn", context=(Turn(USER, f"Hi {i}!"),), response="Hello.") for i in range(5)]
+
+    class Lossy(Reversed):
+        def run(self, units):
+            for i, answers in super().run(units):
+                if i != 1:
+                    yield i, answers
+
+    with pytest.raises(RuntimeError, match="answered 2 of a window's 3 units"):
+        list(run_lanes([judge], [items], executor=Lossy(backend)))

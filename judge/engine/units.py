@@ -236,7 +236,11 @@ def run_lanes(lanes: Sequence[Lane], items: Sequence[Iterable[Item]], *, executo
                 if not work.requests:  # an item that needs no answer is scored at once
                     done[lane][pos] = work.finish(())
         yield from _ready(done, nxt)
+        answered: set[int] = set()
         for index, unit_answers in executor.run(win.units):
+            if index in answered:
+                raise RuntimeError(f"the executor answered unit {index} of a window twice")
+            answered.add(index)
             unit = win.units[index]
             lane = unit.lane
             for feed, answer in zip(unit.feeds, unit_answers, strict=True):
@@ -246,6 +250,8 @@ def run_lanes(lanes: Sequence[Lane], items: Sequence[Iterable[Item]], *, executo
                     work = win.works[lane][feed.item]
                     done[lane][feed.item] = work.finish(answers[lane].pop(feed.item))  # type: ignore[arg-type]
             yield from _ready(done, nxt, lane)
+        if len(answered) != len(win.units):  # no item is ever dropped: a lost unit stops the pass
+            raise RuntimeError(f"the executor answered {len(answered)} of a window's {len(win.units)} units")
 
 
 def _ready(done: list[dict[int, Score]], nxt: list[int], lane: int | None = None) -> Iterator[tuple[int, Score]]:
