@@ -5,7 +5,7 @@ template's system part and the preamble) ends at a llama.cpp batch boundary of i
 item's prompt reuses it from the KV cache (docs/harness.md, "Scheduling by prefix"). This measures
 what that saves, in one run, on the same seeded items of each set:
 
-* ``off``: the template as it was, a copy without ``split_instructions`` (the baseline);
+* ``off``: the template opted out (a copy saying ``split_instructions = false``: the baseline);
 * ``on``: the built-in template, split where its instructions end.
 
 Passes run in ABBA order (off, on, on, off; ``--once``: off, on), each in its own process with its own
@@ -41,16 +41,21 @@ TARGET = 1.3
 
 
 def unsplit_copy(prompt: str, folder: Path) -> Path:
-    """The built-in template without its ``split_instructions`` declaration, under the same name, so that
-    it renders the same text (its partials come from the built-in folder) and only the split differs."""
+    """The built-in template opted out of the split (``split_instructions = false`` in its header), under
+    the same name, so that it renders the same text (its partials come from the built-in folder) and only
+    the split differs. Every template splits by default; the criteria ones still say so."""
     sys.path.insert(0, str(ROOT))
     from judge.prompts import builtin_prompts
 
     source = builtin_prompts()[prompt].read_text(encoding="utf-8")
-    if "split_instructions = true\n" not in source:
-        raise SystemExit(f"{prompt} declares no split_instructions: nothing to compare")
+    if "split_instructions = true\n" in source:
+        source = source.replace("split_instructions = true\n", "split_instructions = false\n")
+    elif source.startswith("{#- judge\n"):
+        source = source.replace("{#- judge\n", "{#- judge\nsplit_instructions = false\n", 1)
+    else:
+        raise SystemExit(f"{prompt} has no metadata block to opt out in")
     path = folder / f"{prompt}.j2"
-    path.write_text(source.replace("split_instructions = true\n", ""), encoding="utf-8")
+    path.write_text(source, encoding="utf-8")
     return path
 
 
@@ -100,7 +105,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--model", default=None, help="packaged name or GGUF path (default: the embedded SmolLM2)")
-    ap.add_argument("--prompt", default="yesno-criteria", help="a built-in template declaring split_instructions")
+    ap.add_argument("--prompt", default="yesno-criteria", help="a built-in template (every one splits by default)")
     ap.add_argument("--sets", nargs="+", default=["DZ", "TU"], help="benchmark sets (short names or names)")
     ap.add_argument("--items", type=int, default=20, help="items per set (a seeded draw)")
     ap.add_argument("--set-items", action="append", default=[], metavar="SET=N",

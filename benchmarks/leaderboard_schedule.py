@@ -80,7 +80,7 @@ def check_pass(spec: dict[str, Any]) -> dict[str, Any]:
     prepared, _ = applicable(plan(exp), exp)
     t0 = time.perf_counter()
     cells, rates = cost_estimate(exp, prepared, lambda _msg: None)
-    llm = [c for c in cells if c.how == "llamacpp" and c.tokens]
+    llm = [c for c in cells if c.how == "counted" and c.tokens]
     rate = next(iter(rates.values()), None)
     return {"tokens": sum(c.tokens or 0 for c in llm), "decodes": sum(c.decodes for c in llm),
             "items": sum(c.items for c in cells), "seconds": sum(timed(c, rates) for c in llm),

@@ -6,7 +6,9 @@ one loaded model it measures:
 
 (a) judge: ``LLMJudge.score`` over the 9 qualities (window reordering + KV prefix reuse);
 (b) naive: what a user would write: for every prompt, reset the model, evaluate the whole prompt,
-    read the logits (same model object, same prompts, same scoring rule);
+    read the logits (same model object, same prompts, same scoring rule). The prompt is evaluated in the
+    batches the backend evaluates it in from an empty cache (``prompt_starts``: a batch starts where the
+    text no item changes ends), so its answers are bit-identical to judge's, which reuses those batches;
 (c) raw: llama.cpp prompt throughput, tokens/s of one long evaluation (``--raw-tokens``, 2048).
 
 Passes run interleaved (judge, naive, naive, judge, ... with ``--repeat``) and raw before and
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import itertools
 import os
 import platform
 import pstats
@@ -37,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.answers import candidates
-from judge.backends.llamacpp import LlamaCppBackend
+from judge.backends.llamacpp import LlamaCppBackend, reused_prefix
 from judge.config import GenerateConfig
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
@@ -96,7 +99,8 @@ def naive_pass(judges: list[LLMJudge], items: list[Item]) -> dict:
             prompt, _ = j.build_prompt(item)
             toks = backend.tokens(prompt)
             llm.reset()
-            llm.eval(toks)
+            for begin, end in itertools.pairwise([*backend.prompt_starts(prompt, toks), len(toks)]):
+                llm.eval(toks[begin:end])
             n_eval += len(toks)
             logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
                                            shape=(llm.n_vocab(),)).astype(np.float64)
@@ -133,21 +137,21 @@ def raw_pass(backend: LlamaCppBackend, items: list[Item], judges: list[LLMJudge]
 
 def token_counts(judges: list[LLMJudge], pool: list[Item], sizes: list[int]) -> None:
     """Prompt and evaluated tokens per item for several ``--limit`` values, without running the model:
-    the judge's window order (prompts sorted by text per quality) and the backend's common-prefix rule."""
+    the judge's window order (prompts sorted by text per quality) and the backend's reuse rule
+    (``prompt_starts``, ``reused_prefix``)."""
     backend = llama_backend(judges)
     print(f"{'items':>5} {'prompt tok/item':>15} {'evaluated tok/item':>18} {'token ratio (naive / judge)':>27}")
     for n in sizes:
         items, n_eval, n_prompt = pool[:n], 0, 0
         prev: list[int] = []
+        marks: list[int] = []
         for j in judges:
             for p in sorted((j.build_prompt(it)[0] for it in items), key=lambda p: (p.chat, p.text)):
                 toks = backend.tokens(p)
-                m = min(len(toks), len(prev))
-                diff = np.nonzero(np.asarray(prev[:m]) != np.asarray(toks[:m]))[0]
-                keep = min(int(diff[0]) if len(diff) else m, len(toks) - 1)
-                n_eval += len(toks) - keep
+                starts = backend.prompt_starts(p, toks)
+                n_eval += len(toks) - reused_prefix(prev, marks, toks, starts)
                 n_prompt += len(toks)
-                prev = toks
+                prev, marks = toks, [*starts, len(toks)]
         print(f"{n:>5} {n_prompt / n:>15.0f} {n_eval / n:>18.0f} {n_prompt / n_eval:>26.2f}x")
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, gather
+from .backends.requests import Request
 from .config import default_cache_path as default_cache_path
 
 SCHEMA_VERSION = 1
@@ -57,6 +58,15 @@ def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
     extra = backend.sequence_settings()
     extra = {**extra, **prompt_splits(backend, prompt)}  # no splits: earlier keys stay as they were
     return _digest([*material, extra] if extra else material)
+
+
+def request_key(backend: Backend, request: Request) -> str:
+    """The cache key of a request's answer (:mod:`judge.backends.requests`), whatever its kind: what a
+    driver that answers requests elsewhere (another process, a batch API) looks up and stores under."""
+    if request.kind == "sequence":
+        return sequence_key(backend, request.prompt, request.continuation)
+    key = hidden_key if request.kind == "hidden" else cache_key
+    return key(backend, request.prompt, request.candidates, request.top_n)
 
 
 def prompt_splits(backend: Backend, prompt: Prompt) -> dict[str, int]:

@@ -38,7 +38,7 @@ def normalize_speaker(name: str) -> str | None:
     return _SPEAKER_ALIASES.get(name.strip().lower())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     """One utterance: who said it (USER or SYSTEM) and what was said."""
 
@@ -46,7 +46,7 @@ class Turn:
     text: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One thing to judge: a response in its context (turn level) or a whole dialog (dialog level).
 

@@ -12,7 +12,7 @@ A template file starts with a Jinja comment holding TOML metadata::
                              # "alternatives"
     family = "fedq-turn"     # prompts written to share all but their last line (optional)
     shared_until = "Question:"  # the family's shared part ends where this text last occurs (optional)
-    split_instructions = true   # the text before anything item-dependent is evaluated apart (optional)
+    split_instructions = false  # opt out: evaluate the text before the item with it (default true)
     -#}
 
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
@@ -31,7 +31,9 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import threading
 import tomllib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,8 +76,9 @@ class PromptTemplate:
     family: str | None = None
     #: The text before which the family's shared part ends (its last occurrence in a rendered prompt).
     shared_until: str | None = None
-    #: The template's item-independent text is evaluated as batches of its own (``instructions_chars``).
-    split_instructions: bool = False
+    #: The template's item-independent text is evaluated as batches of its own (``instructions_chars``): on
+    #: for every template unless its metadata says ``split_instructions = false``.
+    split_instructions: bool = True
 
     def shared_chars(self, text: str) -> int:
         """How many leading characters of a rendered prompt its family shares: up to the last occurrence
@@ -84,15 +87,20 @@ class PromptTemplate:
         whichever prompt of the family ran before."""
         return max(text.rfind(self.shared_until), 0) if self.shared_until else 0
 
-    def instructions_chars(self, text: str, quality: Quality | None = None) -> int:
-        """How many leading characters of a rendered prompt do not depend on the item or its examples (the
-        template's instructions), when the template declares ``split_instructions`` (else 0). The llama.cpp
-        backend evaluates that part as batches of its own, so that consecutive items reuse it and each
-        answer is the same whichever item ran before. Found by rendering the template for sentinel items
-        (``instructions_head``); 0 when ``text`` does not begin with that head."""
+    def instructions_chars(self, text: str, quality: Quality | None = None, *, level: str | None = None,
+                           examples: Sequence[tuple[Item, str]] | None = ()) -> int:
+        """How many leading characters of a rendered prompt no item changes (0 with ``split_instructions =
+        false``): the template's instructions, and with them the examples when they are the same for every
+        item. ``examples`` are the (example, label) pairs the prompt shows when the selector chose them
+        without looking at the item (``Selector.fixed_examples``; ``()``: zero-shot), or None when they
+        vary from item to item, so that the text no item changes ends before the first of them. The
+        llama.cpp backend evaluates that part as batches of its own, so that consecutive items reuse it
+        and each answer is the same whichever item ran before. Found by rendering the template for
+        sentinel items of the prompt's ``level`` (None: both levels) with those examples (:func:`fixed_head`);
+        0 when ``text`` does not begin with that head."""
         if not self.split_instructions:
             return 0
-        head = instructions_head(self, quality or self.quality)
+        head = fixed_head(self, quality or self.quality, level, examples)
         return len(head) if head and text.startswith(head) else 0
 
     def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None,
@@ -149,18 +157,19 @@ def _sentinel_items() -> list[tuple[Item, list[str]]]:
     ]
 
 
-@lru_cache(maxsize=256)
-def instructions_head(template: PromptTemplate, quality: Quality | None) -> str:
-    """The longest text every zero-shot rendering of ``template`` begins with, whatever the item: the
-    common prefix of its renderings for the sentinel items (those it cannot render are left out), cut
-    back to just after a line break that every rendering follows with a visible character. Tokenizers
-    merge a line break with the text before it (a full stop and the break can be one token) and with
-    the breaks after it, not with a word after it: cut there, the head tokenizes as a prefix of the
-    prompt (the backend checks it all the same). Empty when fewer than two sentinels render."""
-    texts = []
-    for item, alternatives in _sentinel_items():
-        with contextlib.suppress(TemplateError):
-            texts.append(template.render(item, [], quality, alternatives))
+def _sentinel_examples(level_items: list[tuple[Item, list[str]]]) -> list[list[tuple[Item, str]]]:
+    """Examples that vary from one sentinel item to the next: each shows the next sentinel, with a label of
+    its own, so the text common to all renderings ends before the first example."""
+    n = len(level_items)
+    return [[(level_items[(i + 1) % n][0], str(i))] for i in range(n)]
+
+
+def _common_head(texts: list[str]) -> str:
+    """The longest text every one of ``texts`` begins with, cut back to just after a line break that every
+    text follows with a visible character. Tokenizers merge a line break with the text before it (a full
+    stop and the break can be one token) and with the breaks after it, not with a word after it: cut
+    there, the head tokenizes as a prefix of the prompt (the backend checks it all the same). Empty for
+    fewer than two texts."""
     if len(texts) < 2:
         return ""
     # The lexicographically first and last texts differ first where any two of them do.
@@ -170,6 +179,40 @@ def instructions_head(template: PromptTemplate, quality: Quality | None) -> str:
         if common[end - 1] == "\n" and all(len(t) > end and not t[end].isspace() for t in texts):
             return common[:end]
     return ""
+
+
+#: Heads found so far, by (template, quality, level, the examples' identities and labels; "varying"), oldest
+#: first; each entry holds its example objects, so that no identity in a key can pass to another object.
+_HEADS: OrderedDict[tuple[object, ...], tuple[str, tuple[tuple[Item, str], ...]]] = OrderedDict()
+_HEADS_MAX = 1024
+_HEADS_LOCK = threading.Lock()
+
+
+def fixed_head(template: PromptTemplate, quality: Quality | None, level: str | None,
+               examples: Sequence[tuple[Item, str]] | None = ()) -> str:
+    """The text every rendering of ``template`` begins with, whatever the item: the common head
+    (:func:`_common_head`) of its renderings for the sentinel items of ``level`` (None: both levels; those
+    it cannot render are left out) with ``examples`` (the same for every item), or with examples that vary
+    from sentinel to sentinel when ``examples`` is None. Kept per template, quality, level and examples
+    (a manual set's few variants), so a run renders the sentinels once per variant, not once per item."""
+    shown = None if examples is None else tuple(examples)
+    key = (template, quality, level, "varying" if shown is None else tuple((id(ex), label) for ex, label in shown))
+    with _HEADS_LOCK:
+        if key in _HEADS:
+            _HEADS.move_to_end(key)
+            return _HEADS[key][0]
+    items = [(it, alts) for it, alts in _sentinel_items() if level is None or it.level == level]
+    per_item = _sentinel_examples(items) if shown is None else [list(shown)] * len(items)
+    texts = []
+    for (item, alternatives), exs in zip(items, per_item, strict=True):
+        with contextlib.suppress(TemplateError):
+            texts.append(template.render(item, exs, quality, alternatives))
+    head = _common_head(texts)
+    with _HEADS_LOCK:
+        _HEADS[key] = (head, shown or ())
+        if len(_HEADS) > _HEADS_MAX:
+            _HEADS.popitem(last=False)
+    return head
 
 
 #: Inputs a template may declare under ``reads``, and the item field each one shows.
@@ -313,7 +356,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         raise TemplateError(f"{path}: metadata 'shared_until' needs a 'family' and a non-empty text")
     return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads),
                           str(family) if family else None, meta.get("shared_until"),
-                          meta.get("split_instructions", False))
+                          meta.get("split_instructions", True))
 
 
 def builtin_prompts() -> dict[str, Path]:

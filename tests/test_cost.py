@@ -213,7 +213,7 @@ def test_mock_and_hosted_backends_give_no_guess(tmp_path, data_dir, capsys):
                       'model = "gpt-4o-mini"\n')
     assert main(["run", str(config), "--data-dir", str(data_dir), "--check"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^m DGR \S+\s+2\s+0\s+\? \(mock\)\s+0 s$", out, re.M), out
+    assert re.search(r"^m DGR \S+\s+2\s+0\s+\? \(no model\)\s+0 s$", out, re.M), out
     assert re.search(r"^api DGR \S+\s+2\s+0\s+n/a \(hosted API\)\s+n/a$", out, re.M), out
     assert re.search(r"^total: 4 items, 0 prompt tokens \(cells marked n/a not included\)$", out, re.M), out
 

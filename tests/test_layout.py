@@ -64,3 +64,34 @@ def test_ensemble_rule_names_live_with_the_ensemble_scorer():
                 defined += [(t.id, str(path.relative_to(PACKAGE))) for t in targets if isinstance(t, ast.Name)
                             and t.id in ("COMBINE_RULES", "FIT_RULES")]
     assert sorted(defined) == [("COMBINE_RULES", "scorers/ensemble.py"), ("FIT_RULES", "scorers/ensemble.py")]
+
+
+def _named_classes(path: Path) -> set[str]:
+    """Names of the concrete classes a module imports from scorers, heads and backends (what it could branch
+    on); the contracts themselves (``Backend``, ``Scorer``) are what every layer speaks."""
+    kinds = ("judge.scorers.", "judge.heads.", "judge.backends.")
+    out = set()
+    for name in _imported_modules(path):
+        last = name.rsplit(".", 1)[-1]
+        if (name.startswith(kinds) and last not in ("Backend", "Scorer")
+                and last.endswith(("Judge", "Scorer", "Backend", "Replay"))):
+            out.add(last)
+    return out
+
+
+def test_the_engine_and_the_harness_name_no_scorer_or_backend_class():
+    """What scores together and how a run's cost is counted are declared (``MethodType.share_key``,
+    ``Scorer.lane``, ``Backend.cost``): ``judge/engine`` and ``judge/harness`` import no scorer or backend
+    class to decide it, and never compare a backend's name to a literal."""
+    offenders = []
+    for folder in ("engine", "harness"):
+        for path in sorted((PACKAGE / folder).glob("*.py")):
+            rel = path.relative_to(PACKAGE)
+            offenders += [f"{rel}: imports {name}" for name in sorted(_named_classes(path))]
+            source = path.read_text(encoding="utf-8")
+            offenders += [f"{rel}: compares a backend name" for lit in ('== "llamacpp"', '== "mock"', '== "openai"')
+                          if lit in source]
+    assert not offenders, offenders
+    # The scan sees such an import where one is (a test that cannot fail is no test).
+    assert "LLMJudge" in _named_classes(PACKAGE / "methods" / "llm.py")
+    assert "LlamaCppBackend" in _named_classes(PACKAGE / "backends" / "llamacpp_replay.py")

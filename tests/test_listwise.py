@@ -21,7 +21,8 @@ from judge.alternatives import alternatives_by_context, alternatives_for, contex
 from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.kinds import method_kinds
-from judge.engine.schedule import common_prefix, score_together
+from judge.engine.schedule import common_prefix
+from judge.engine.units import run_lanes
 from judge.errors import TemplateError
 from judge.harness import load_experiment
 from judge.harness.runner import plan
@@ -167,7 +168,7 @@ def test_siblings_and_both_questions_reuse_the_list_when_scheduled(smollm2, data
     assert all(len(alternatives_for(it, judges[0].call_alternatives(items))) == 2 for it in items)  # type: ignore[arg-type]
     smollm2.llm.reset()
     got: dict[int, list] = {0: [], 1: []}
-    for lane, score in score_together(judges, [items, items]):
+    for lane, score in run_lanes(judges, [items, items]):
         got[lane].append(score)
     evaluated = sorted(s.n_evaluated_tokens for ss in got.values() for s in ss)
     full = min(s.n_prompt_tokens for ss in got.values() for s in ss)

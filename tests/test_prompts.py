@@ -140,11 +140,11 @@ CRITERIA_SPLIT = ["yesno-criteria", "yesno-aspect-consistent", "yesno-aspect-eng
 
 
 def test_the_criteria_prompts_split_where_their_instructions_end():
-    """Every template of the criteria text declares ``split_instructions``: its item-independent part is
+    """Every template splits where its instructions end, declared or not: for the criteria text that is
     the preamble, up to and including its line break, for turn and dialog items, with background or not,
-    with examples or not; the other built-in prompts declare nothing and are never split."""
+    with examples or not."""
     for name, path in builtin_prompts().items():
-        assert load_template(path).split_instructions == (name in CRITERIA_SPLIT), name
+        assert load_template(path).split_instructions, name
     no_fact = Item(id="n", level="turn", context=TURN.context, response="Sure.")
     for name in CRITERIA_SPLIT:
         t = get_prompt(name)
@@ -157,8 +157,33 @@ def test_the_criteria_prompts_split_where_their_instructions_end():
             heads.add(text[:cut])
         assert len(heads) == 1, name
     assert get_prompt("rating-criteria").instructions_chars(get_prompt("rating-criteria").render(TURN)) > 0
-    yesno = get_prompt("yesno")
-    assert yesno.instructions_chars(yesno.render(TURN)) == 0  # undeclared
+
+
+def test_every_template_splits_where_the_item_begins_unless_it_opts_out(tmp_path):
+    """No template declares its split by hand: the text before anything item-dependent is found for each
+    one, per level (``rating`` words its first line by level), and with examples that every item shows
+    (a manual set) it runs to the end of the examples; with examples chosen per item it stops before the
+    first of them. ``split_instructions = false`` opts out."""
+    yesno, rating = get_prompt("yesno"), get_prompt("rating")
+    text = yesno.render(TURN)
+    assert text[: yesno.instructions_chars(text, level="turn")].endswith("Answer Yes or No.\n")
+    for item in (TURN, DIAL):
+        text = rating.render(item)
+        cut = rating.instructions_chars(text, level=item.level)
+        assert text[:cut].startswith("Task: Given") and text[:cut].endswith("== Test ==\n"), item.level
+    assert rating.instructions_chars(rating.render(TURN)) == 0  # both levels: the first line differs
+    other = Item(id="x", level="turn", context=(Turn(USER, "Any news?"),), response="None.", annotations={})
+    shown = [(other, "4")]
+    text = rating.render(TURN, shown)
+    cut = rating.instructions_chars(text, level="turn", examples=shown)
+    assert text[:cut].endswith("Rating: 4\n== Test ==\n") and "Any news?" in text[:cut]
+    cut = rating.instructions_chars(text, level="turn", examples=None)
+    assert text[:cut].endswith("== Example 1 ==\n") and "Any news?" not in text[:cut]
+    assert rating.instructions_chars(rating.render(TURN, [(TURN, "2")]), level="turn", examples=shown) == 0
+    p = tmp_path / "off.j2"
+    p.write_text('{#- judge\nanswer = "yesno"\nsplit_instructions = false\n-#}\nRate replies.\nReply: {{ item.response }}')
+    off = load_template(p)
+    assert not off.split_instructions and off.instructions_chars(off.render(TURN), level="turn") == 0
 
 
 def test_split_instructions_finds_the_text_before_anything_item_dependent(tmp_path):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from ..config import GenerateConfig
 from ..errors import InputError
+from ..rates import Rate
 
 
 @dataclass(frozen=True)
@@ -20,8 +22,9 @@ class Prompt:
     #: template's ``shared_until``). A backend with ``split_shared`` evaluates that part as batches of its
     #: own, so the next prompt of the family can reuse it whatever ran before (see the llama.cpp backend).
     shared: int = 0
-    #: How many leading characters of ``text`` no item changes (0: none declared; the template's instructions,
-    #: ``split_instructions``). Evaluated apart as ``shared`` is, so that the next item's prompt reuses them.
+    #: How many leading characters of ``text`` no item changes (0: none): the template's instructions, and the
+    #: examples when the selector shows every item the same (``PromptTemplate.instructions_chars``). Evaluated
+    #: apart as ``shared`` is, so that the next item's prompt reuses them.
     instructions: int = 0
 
 
@@ -115,6 +118,11 @@ def too_long(n_tokens: int, window: int) -> Failure:
     return Failure(f"prompt is {n_tokens} tokens; the context window holds {window} (nothing was cut)", "too_long")
 
 
+#: How ``--check`` knows a backend's cost (``Backend.cost``).
+Cost = Literal["replay", "free", "hosted", "unknown"]
+COSTS: tuple[Cost, ...] = ("replay", "free", "hosted", "unknown")
+
+
 @runtime_checkable
 class Backend(Protocol):
     """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
@@ -131,6 +139,30 @@ class Backend(Protocol):
     name: str
     model_id: str
     capabilities: Capabilities
+    #: How ``judge run --check`` knows what this backend's work costs before it runs (:data:`COSTS`), declared
+    #: on the class so that it is read without building the backend: ``replay`` (a twin that reads no
+    #: weights counts what it would evaluate: :meth:`replay`, timed at the rate :meth:`calibrate` measures),
+    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's),
+    #: ``unknown`` (the default: the estimate says n/a rather than guess).
+    cost: ClassVar[Cost] = "unknown"
+
+    @classmethod
+    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+        """The backend's twin without its forward pass (``cost = "replay"``): the same identity and settings
+        (so the same cache keys), the same tokens and prefix reuse; it answers every request with a
+        placeholder and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this backend's would
+        after the same calls. Only a backend that declares ``replay`` has one."""
+        raise TypeError(f"backend class {cls.__name__} declares no replay (cost = {cls.cost!r})")
+
+    def rate_identity(self) -> dict[str, object]:
+        """What moves this backend's speed on one machine (model file, threads, batch settings): the key of its
+        measured rate (:mod:`judge.rates`). Empty by default (no rate is kept)."""
+        return {}
+
+    def calibrate(self, repeats: int) -> Rate:
+        """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
+        short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
+        raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20

@@ -23,7 +23,7 @@ import numpy as np
 from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
-from ..rates import rate_key, record_run
+from ..rates import Rate, fit, rate_key, record_run
 from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
 from .chat import chat_parts
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
@@ -79,6 +79,12 @@ def reused_prefix(prev: Sequence[int] | np.ndarray, prev_marks: Sequence[int], t
     return keep
 
 
+#: The calibration texts: plain prose, a few hundred tokens by any model, and its first sentence.
+_CALIBRATION = ("A judge reads a conversation and the reply that follows it, then says how good the reply is. "
+                "It weighs whether the reply follows from what was said, whether it is fluent, and whether it "
+                "adds something worth reading. ") * 6
+_CALIBRATION_SHORT = _CALIBRATION.split(". ", 1)[0] + "."
+
 #: How a reply is evaluated, for cache keys (``LlamaCppBackend.sequence_settings``).
 REPLY_BATCHES = "batches of n_batch, every position an output"
 
@@ -93,8 +99,18 @@ class LlamaCppBackend(Backend):
     """A GGUF model run in-process by llama-cpp-python."""
 
     name = "llamacpp"
+    #: A run's tokens and decodes are counted exactly by a twin that reads the vocabulary only (``replay``).
+    cost = "replay"
     #: The eval callback's reader; the context gets it the first time hidden states are asked for.
     _reader: FinalNormReader | None = None
+
+    @classmethod
+    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+        """This backend without its forward pass (:mod:`judge.backends.llamacpp_replay`): what ``--check``
+        counts a run's cost with."""
+        from .llamacpp_replay import LlamaCppReplay
+
+        return LlamaCppReplay(model, config, **options)
 
     def __init__(
         self,
@@ -127,8 +143,8 @@ class LlamaCppBackend(Backend):
     def _identify(self, model: str | None, config: GenerateConfig, reuse_prefix: bool, n_batch: int,
                   llama_kwargs: dict[str, Any]) -> Any:
         """Everything known before the model loads: its file and hash, the settings. Returns the module.
-        Shared with the token counter of ``judge run --check`` (``judge.engine.cost``), which loads the
-        vocabulary only, so that both see the same model and settings."""
+        Shared with the backend's replay (``llamacpp_replay``), which loads the vocabulary only, so that
+        both see the same model and settings."""
         try:
             import llama_cpp
         except ImportError as exc:  # pragma: no cover - a core dependency
@@ -185,6 +201,33 @@ class LlamaCppBackend(Backend):
             sequence_logprobs=True,
             hidden_states=True,
         )
+
+    def calibrate(self, repeats: int) -> Rate:
+        """Measure the model's rate here: evaluate a warm-up, then a short and a long text, each as one decode
+        from an empty KV cache, ``repeats`` times, keeping the fastest of each; the two points fit the cost
+        per decode and per token (:func:`judge.rates.fit`). Other work on the cores only ever slows a
+        measurement, so the fastest of a few is the machine's rate; a single one taken while something else
+        ran gave half of it (benchmarks/README.md, leaderboard_schedule). Nothing is recorded as a run."""
+        record, self.record_rate = self.record_rate, False
+        try:
+            self.label_logprobs([Prompt("Warm up.", chat=False)], ["A"], 1)
+            points = [self._fastest(text, repeats) for text in (_CALIBRATION_SHORT, _CALIBRATION)]
+            return fit(self.model_id, self.threads, points[0], points[1])
+        finally:
+            self.record_rate = record
+
+    def _fastest(self, text: str, repeats: int) -> tuple[int, float]:
+        """(tokens, seconds) of the fastest of ``repeats`` evaluations of ``text`` from an empty KV cache."""
+        best: tuple[int, float] | None = None
+        for _ in range(max(1, repeats)):
+            self.reset()
+            tokens0, seconds0 = self.tokens_evaluated, self.eval_seconds
+            self.label_logprobs([Prompt(text, chat=False)], ["A"], 1)
+            point = (self.tokens_evaluated - tokens0, self.eval_seconds - seconds0)
+            if best is None or point[1] < best[1]:
+                best = point
+        assert best is not None
+        return best
 
     def rate_identity(self) -> dict[str, object]:
         """What moves this backend's speed on one machine, as the key of its measured rate (judge.rates)."""

@@ -65,6 +65,8 @@ class MockBackend(Backend):
     """Hash-based label distributions; see the module docstring and docs/backends.md."""
 
     name = "mock"
+    #: ``--check``: no model: its answers cost nothing worth timing.
+    cost = "free"
 
     def __init__(self, model: str | None, config: GenerateConfig, **options: Any) -> None:
         unknown = sorted(set(options) - set(OPTIONS))

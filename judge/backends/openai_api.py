@@ -126,6 +126,8 @@ class OpenAIBackend(Backend):
     """An OpenAI-compatible server reached over HTTP; top-N log-probabilities only."""
 
     name = "openai"
+    #: ``--check``: a remote API: its speed is not this machine's.
+    cost = "hosted"
 
     def __init__(
         self,

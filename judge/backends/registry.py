@@ -4,7 +4,7 @@ so ``import judge`` never imports torch, vllm or openai."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ..config import GenerateConfig
 from ..registry import Registry
@@ -25,6 +25,29 @@ BACKENDS.register_lazy("mock", "judge.backends.mock:MockBackend")
 VocabularyReader = Callable[[str | None], Callable[[str], list[int]]]
 VOCABULARIES: Registry[VocabularyReader] = Registry("vocabulary reader", "judge.vocabularies")
 VOCABULARIES.register_lazy("llamacpp", "judge.backends.llamacpp:vocab_tokenizer")
+
+
+def backend_cost(name: str) -> str:
+    """How ``judge run --check`` knows the cost of backend ``name``'s work (``Backend.cost``), read from its
+    class without building it: a factory that is a subclass of ``Backend`` declares it; any other factory
+    declares nothing (``unknown``)."""
+    declared = _backend_class(name)
+    return declared.cost if declared is not None else "unknown"
+
+
+def replay_backend(name: str, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+    """The twin of backend ``name`` that counts what it would evaluate (``Backend.replay``), for a backend whose
+    cost is ``replay``."""
+    declared = _backend_class(name)
+    if declared is None or declared.cost != "replay":
+        raise ValueError(f"backend '{name}' declares no replay")
+    return declared.replay(model, config, **options)
+
+
+def _backend_class(name: str) -> type[Backend] | None:
+    """The class registered under ``name`` when it subclasses ``Backend`` (what declares ``cost``), else None."""
+    factory = BACKENDS.get(name)
+    return cast("type[Backend]", factory) if isinstance(factory, type) and Backend in factory.__mro__ else None
 
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ from tqdm import tqdm
 from ..counters import report_counters
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
-from ..engine import BackendPool, MethodSpec, build, prepare, run_rows
+from ..datasets.jsonl import scan, stream
+from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
 from ..engine.kinds import scorer_kinds
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
+from ..items import Item
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
@@ -65,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output)
     spec = spec_from_args(args)
+    if not args.check and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
+        return run_streaming(args, spec)
     all_items = load_items(args.input)
     items = all_items[: args.limit] if args.limit is not None else all_items
     qname = args.quality
@@ -84,31 +89,77 @@ def run(args: argparse.Namespace) -> int:
         for line in report([[Entry(spec.name, prep, items)]], lambda msg: print(msg, file=sys.stderr)):
             print(line)
         return EXIT_OK
+    qn = quality.name if quality else None
+    return score_items(args, spec, prep, items, len(items), [it.id for it in items],
+                       qn is not None and any(it.human(qn) is not None for it in items))
+
+
+#: Items checked together before the model loads, when a file streams (their templates rendered once).
+CHECK_CHUNK = 5_000
+
+
+def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
+    """``judge score`` of a JSONL file through a method that scores each item from the item alone
+    (``MethodType.streams``): the file is read three times instead of held. A first pass checks every
+    record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
+    second checks every item against the method before the model loads (scales, templates), and the third
+    streams the items to the scorer while the rows stream to the output; what the table's summary needs
+    is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte."""
+    found = scan(args.input)
+    limit = args.limit
+
+    def items() -> Iterator[Item]:
+        return islice(stream(found), limit)
+
+    qname = args.quality
+    if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in found.samples):
+        qname = "overall"
+    quality = resolve_quality(qname, found.samples, (), parse_scales(args))
+    prep: Prepared | None = None
+    total = width = 0
+    rated = False
+    it = items()
+    while chunk := list(islice(it, CHECK_CHUNK)):
+        if quality is not None and (args.quality is not None or args.k > 0):
+            check_scale(chunk, quality, file=args.input)
+        checked = prepare(spec, chunk, quality)
+        prep = prep or checked
+        total += len(chunk)
+        width = max([width, *(len(x.id) for x in chunk)])
+        shown = checked.quality  # the quality rows report: asked for, or the prompt's own
+        rated = rated or (shown is not None and any(x.human(shown.name) is not None for x in chunk))
+    assert prep is not None  # the scan found at least one record
+    return score_items(args, spec, prep, items(), total, ["x" * width], rated)
+
+
+def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
+                ids: Sequence[str], rated: bool) -> int:
+    """Load the model, score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL
+    on stdout), report the backend's counters; the exit code. ``ids`` size the table's id column, ``rated``
+    says whether it shows human ratings."""
+    qn = prep.quality.name if prep.quality else None
+    row_seed = prep.seed if spec.kind.records_seed else None
     backends = BackendPool()
     try:
         scorer = build(prep, backends)
         # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
-        bar = tqdm(total=len(items), desc="scoring", unit="item", file=sys.stderr,
+        bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,
                    disable=True if args.no_progress else None, leave=False)
-        qn = quality.name if quality else None
-        is_llm = spec.kind.records_seed
         table = None
         if output_format(args) == "table":
-            table = ScoreTable([it.id for it in items], qn is not None and any(it.human(qn) is not None for it in items),
-                               lambda line: tqdm.write(line, file=sys.stdout))
+            table = ScoreTable(ids, rated, lambda line: tqdm.write(line, file=sys.stdout))
             table.header()
         # -o: rows stream into a temp file beside the target, renamed over it only when every item is
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update,
-                                  seed=prep.seed if is_llm else None)
+                failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update, seed=row_seed)
             write_meta(args.output, spec, scorer)
         elif table is not None:
-            failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=prep.seed if is_llm else None)
+            failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=row_seed)
         else:
             failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
-                              seed=prep.seed if is_llm else None)
+                              seed=row_seed)
         bar.close()
         if table is not None:
             table.summary()
@@ -116,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backends.close()
     if failed:
-        print(f"judge: {failed} of {len(items)} items failed (see 'error' in the output)", file=sys.stderr)
+        print(f"judge: {failed} of {total} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
 

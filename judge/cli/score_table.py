@@ -17,6 +17,10 @@ from typing import Any
 MAX_ID = 32
 
 
+#: What the summary reads of a row, kept per row as a tuple (not the whole row: a file of millions streams).
+SUMMARY_KEYS = ("id", "score", "human", "group", "system", "quality", "error", "estimated", "complete")
+
+
 class ScoreTable:
     """Formats rows one at a time (so a long run shows them as they come) and the closing summary."""
 
@@ -24,7 +28,12 @@ class ScoreTable:
         self.id_width = max([2, *(min(len(i), MAX_ID) for i in ids)])
         self.with_human = with_human
         self.write = write
-        self.rows: list[dict[str, Any]] = []
+        self._kept: list[tuple[Any, ...]] = []
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows as the summary reads them (:data:`SUMMARY_KEYS`)."""
+        return [dict(zip(SUMMARY_KEYS, kept, strict=True)) for kept in self._kept]
 
     def header(self) -> None:
         cols = [f"{'id':<{self.id_width}}", f"{'score':>7}", f"{'label (p)':<16}"]
@@ -33,7 +42,7 @@ class ScoreTable:
         self.write("  ".join(cols).rstrip())
 
     def add(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
+        self._kept.append(tuple(row.get(k) for k in SUMMARY_KEYS))
         rid = row["id"] if len(row["id"]) <= self.id_width else row["id"][: self.id_width - 1] + "…"
         if row.get("error"):
             cols = [f"{rid:<{self.id_width}}", f"{'failed':>7}", str(row["error"])]
@@ -46,20 +55,21 @@ class ScoreTable:
 
     def summary(self, n_boot: int = 1000, seed: int = 0) -> None:
         """n, failures and mean score; Spearman with the humans and its CI when the rows carry ratings."""
-        scores = [r["score"] for r in self.rows if r.get("score") is not None]
-        failed = sum(1 for r in self.rows if r.get("error"))
+        rows = self.rows
+        scores = [r["score"] for r in rows if r.get("score") is not None]
+        failed = sum(1 for r in rows if r.get("error"))
         mean = f"{sum(scores) / len(scores):.3f}" if scores else "-"
-        quality = next((r["quality"] for r in self.rows if r.get("quality")), None)
+        quality = next((r["quality"] for r in rows if r.get("quality")), None)
         self.write("")
-        self.write(f"items     {len(self.rows)} scored, {failed} failed; mean score {mean}"
+        self.write(f"items     {len(rows)} scored, {failed} failed; mean score {mean}"
                    + (f" (quality {quality})" if quality else ""))
-        rated = [r for r in self.rows if r.get("human") is not None]
+        rated = [r for r in rows if r.get("human") is not None]
         if not self.with_human or not rated:
             return
         from ..harness.summary import cell_stats
         from ..report.table import p_text
 
-        cell = cell_stats(self.rows, n_boot, seed)
+        cell = cell_stats(rows, n_boot, seed)
         sp, ci = cell["spearman"], cell["ci"]
         if sp["value"] is None:
             self.write(f"spearman  undefined on {sp['n']} rated items (needs 3 or more, with varying scores and "

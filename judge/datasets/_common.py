@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -13,6 +12,7 @@ from typing import Any
 from ..errors import InputError
 from ..items import KNOWN_SPEAKERS, SYSTEM, USER, Item, Turn, normalize_speaker
 from ..qualities import Quality
+from .groups import GroupIndex, sequence
 
 
 def dataset_name(path: str | Path) -> str:
@@ -26,12 +26,8 @@ def read_text(path: str | Path) -> str:
     file = str(path)
     try:
         data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=file) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a data file", file=file) from None
     except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", file=file) from None
+        raise unreadable(e, file) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -42,6 +38,15 @@ def read_text(path: str | Path) -> str:
             file=file,
             record=line,
         ) from None
+
+
+def unreadable(exc: OSError, file: str) -> InputError:
+    """The InputError of a data file that cannot be opened or read."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError("file not found", file=file)
+    if isinstance(exc, IsADirectoryError):
+        return InputError("is a directory, expected a data file", file=file)
+    return InputError(f"cannot read file: {exc.strerror or exc}", file=file)
 
 
 def parse_json(text: str, file: str, line_offset: int = 0) -> Any:
@@ -301,14 +306,6 @@ def non_blank(value: str | None) -> str | None:
 # --- groups -------------------------------------------------------------------------------------------
 
 
-def _shortest_first(seq: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
-    return (len(seq), seq)
-
-
-def _sequence(item: Item) -> tuple[str, ...]:
-    return tuple(t.text for t in (item.context if item.level == "turn" else item.dialog))
-
-
 def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None) -> None:
     """Set Item.group for ``items`` (in place): one group per conversation, as far as text can tell.
 
@@ -338,91 +335,14 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
 
     The group name is ``conv:`` + a hash of the component's shortest sequence (ties: smallest
     text), so it depends only on the texts, not on file order: the DSTC10 copy and the original
-    release of a set get the same group names.
+    release of a set get the same group names. The matching runs on hashes of the texts
+    (:class:`judge.datasets.groups.GroupIndex`), so a large file is grouped in little memory.
     """
-    n = len(items)
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(a: int, b: int) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-
-    seqs: list[tuple[str, ...]] = [_sequence(it) for it in items]
-    by_context: dict[tuple[str, ...], int] = {}  # turn-level contexts only
-    same: dict[tuple[str, tuple[str, ...]], int] = {}
-    for i, it in enumerate(items):
-        if seqs[i]:
-            union(i, same.setdefault((it.level, seqs[i]), i))
-            if it.level == "turn":
-                by_context.setdefault(seqs[i], i)
-    # Every non-empty prefix of an item's sequence that is some turn item's whole context joins them.
-    for i, seq in enumerate(seqs):
-        for k in range(1, len(seq) + 1):
-            j = by_context.get(seq[:k])
-            if j is not None:
-                union(i, j)
-    for members_ in _shared_turn_pairs(items):
-        for j in members_[1:]:
-            union(members_[0], j)
-    if links:
-        first: dict[str, int] = {}
-        for i, key in links.items():
-            union(i, first.setdefault(key, i))
-
-    members: dict[int, list[int]] = {}
-    for i in range(n):
-        members.setdefault(find(i), []).append(i)
-    for idx in members.values():
-        nonempty = [seqs[i] for i in idx if seqs[i]]
-        if nonempty:
-            shortest: tuple[str, ...] = min(nonempty, key=_shortest_first)
-            basis = "\x1e".join(shortest)
-        elif len(idx) == 1:
-            # A lone item without context: it is its own conversation.
-            items[idx[0]].group = f"item:{items[idx[0]].id}"
-            continue
-        else:
-            basis = "link:" + (links or {}).get(idx[0], "")
-        # surrogatepass: a hash must not fail on odd text; loaders reject lone surrogates anyway.
-        digest = hashlib.sha1(basis.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        for i in idx:
-            items[i].group = f"conv:{digest}"
-
-
-def _shown_sequences(item: Item) -> list[tuple[str, ...]]:
-    """Turn texts an item shows (and so could leak as an example): context + response, context + each
-    reference (for turn items), or the dialog. Empty responses add no turn."""
-    if item.level != "turn":
-        return [_sequence(item)]
-    ctx = _sequence(item)
-    ends = ([item.response] if item.response else []) + list(item.references)
-    return [ctx + (end,) for end in dict.fromkeys(ends)] or [ctx]
-
-
-def _shared_turn_pairs(items: Sequence[Item]) -> list[list[int]]:
-    """Indices of items sharing a pair of consecutive turns at different positions, one list per pair
-    (rule 2 of assign_groups).
-
-    A pair found only at the same position in every sequence is either already covered by rule 1
-    (one conversation's history growing) or two conversations that start alike, so it joins nothing.
-    """
-    where: dict[tuple[str, str], dict[int, set[int]]] = {}
+    index = GroupIndex()
     for i, item in enumerate(items):
-        for seq in _shown_sequences(item):
-            for pos in range(len(seq) - 1):
-                where.setdefault((seq[pos], seq[pos + 1]), {}).setdefault(pos, set()).add(i)
-    out = []
-    for by_pos in where.values():
-        if len(by_pos) > 1:
-            out.append(sorted(set().union(*by_pos.values())))
-    return out
+        index.add(item, (links or {}).get(i))
+    for item, name in zip(items, index.names(lambda idx: {i: sequence(items[i]) for i in idx}), strict=True):
+        item.group = name
 
 
 # --- scale check --------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ not as odd scores later. The whole file is checked before anything is returned.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,9 @@ from ._common import (
     string_list,
     to_number,
     type_name,
+    unreadable,
 )
+from .groups import GroupIndex, sequence
 
 #: Every top-level key a record may have.
 ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores",
@@ -82,6 +85,113 @@ def items_from_records(records: Sequence[tuple[int | str, Any]], file: str, data
     auto = [it for it, has in zip(items, explicit_group, strict=True) if not has]
     assign_groups(auto)
     return items
+
+
+@dataclass
+class JsonlScan:
+    """What a first pass over a large JSONL file found, so that its items can stream from it again
+    (:func:`stream`) with what the whole file decides: the scale declarations (any line's hold for all)
+    and the group of every item that names none (:func:`judge.datasets._common.assign_groups`, found on
+    hashes of the texts). Every record was checked as :func:`load` checks it."""
+
+    path: Path
+    file: str
+    dataset: str
+    count: int
+    declared: dict[str, tuple[Scale, int | str]]
+    scales: dict[str, Scale]
+    #: Per record, the group it gets from its text (None: the record names its own).
+    groups: list[str | None]
+    #: The first item, then the first to spell each quality otherwise (what a quality is resolved from).
+    samples: list[Item]
+    #: The longest id, in characters.
+    id_width: int
+
+
+def _records(path: str | Path, file: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed record) of every non-blank line, read one line at a time; the same errors as
+    reading the whole text (a missing file, invalid UTF-8 with its line and column, invalid JSON)."""
+    try:
+        handle = Path(path).open("rb")  # noqa: SIM115 - opened apart so that its errors become InputErrors
+    except OSError as e:
+        raise unreadable(e, file) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.endswith(b"\n"):  # lines split on "\n" alone, as ``from_text`` splits them
+                raw = raw[:-1]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"invalid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); save the file "
+                                 "as UTF-8", file=file, record=number) from None
+            if line.strip():
+                yield number, parse_json(line, file, line_offset=number - 1)
+
+
+def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
+    """Check every record of a JSONL file as :func:`load` does, keeping only what the whole file decides
+    (see :class:`JsonlScan`): memory grows by a few dozen bytes per item, not by the item."""
+    file, name = str(path), dataset or dataset_name(path)
+    declared: dict[str, tuple[Scale, int | str]] = {}
+    ids: set[str] = set()
+    index = GroupIndex()
+    auto: list[int] = []
+    samples: list[Item] = []
+    spellings: set[str] = set()
+    count = width = 0
+    for number, record in _records(path, file):
+        item, has_group = _item(record, file, number, name)
+        _merge_scales(declared, _scales(record.get("scales"), file, number), file, number)
+        if item.id in ids:
+            first = next(n for n, r in _records(path, file) if isinstance(r, dict) and str(r.get("id", "")).strip() == item.id)
+            raise InputError(f"duplicate id '{item.id}' (already used by {_where(first)})", file=file, record=number,
+                             field="id")
+        ids.add(item.id)
+        if not has_group:
+            index.add(item)
+            auto.append(count)
+        if not samples or not spellings.issuperset(item.annotations):
+            samples.append(item)
+            spellings.update(item.annotations)
+        width = max(width, len(item.id))
+        count += 1
+    if not count:
+        raise InputError("no records (the file is empty or has only blank lines)", file=file)
+    del ids
+    names = index.names(lambda idx: _sequences_at(path, file, name, [auto[i] for i in idx], idx))
+    groups: list[str | None] = [None] * count
+    for position, group in zip(auto, names, strict=True):
+        groups[position] = group
+    scales = {_spelling(samples, key): scale for key, (scale, _) in declared.items()}
+    for item in samples:
+        item.scales = dict(scales)
+    return JsonlScan(Path(path), file, name, count, declared, scales, groups, samples, width)
+
+
+def _sequences_at(path: str | Path, file: str, dataset: str, positions: list[int], keys: Sequence[int]
+                  ) -> dict[int, tuple[str, ...]]:
+    """The turn sequences of the records at ``positions`` (0-based among the records), by ``keys``."""
+    wanted = dict(zip(positions, keys, strict=True))
+    out: dict[int, tuple[str, ...]] = {}
+    for position, (number, record) in enumerate(_records(path, file)):
+        if position in wanted:
+            out[wanted[position]] = sequence(_item(record, file, number, dataset)[0])
+    return out
+
+
+def stream(found: JsonlScan) -> Iterator[Item]:
+    """The file's items again, in order, one at a time: the items :func:`load` gives (scales and groups
+    included), each checked against the scales the whole file declares."""
+    for position, (number, record) in enumerate(_records(found.path, found.file)):
+        item, _ = _item(record, found.file, number, found.dataset)
+        item.scales = dict(found.scales)
+        _check_in_scale(item, found.declared, found.file, number)
+        group = found.groups[position]
+        if group is not None:
+            item.group = group
+        yield item
 
 
 def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, bool]:

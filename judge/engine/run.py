@@ -4,35 +4,47 @@
 appends them to its cell files, one fsynced line per item; ``judge serve`` returns them over HTTP.
 Results that finish out of order inside a backend window (prompts sorted for prefix reuse) are
 already in the SQLite cache when they finish, so a killed run loses at most the prompts in flight.
-Several LLM methods of one model on the same items run in one pass (:func:`run_rows_together`), their
-prompts ordered by prefix across methods (:mod:`judge.engine.schedule`).
+Several methods of one model on the same items run in one pass (:func:`run_rows_together`), their
+requests ordered by prefix across methods (:mod:`judge.engine.units`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..items import Item
-from ..scorers.base import Scorer
-from ..scorers.llm import LLMJudge
+from ..scorers.base import Lane, Scorer
 from .rows import item_row
-from .schedule import LaneCost, score_together
+from .units import Executor, LaneCost, run_lanes
 
 
 def score_rows(
-    scorer: Scorer, items: Sequence[Item], method: str, quality: str | None, seed: int | None = None
+    scorer: Scorer, items: Iterable[Item], method: str, quality: str | None, seed: int | None = None
 ) -> Iterator[dict[str, Any]]:
-    """One row per item, in ``items`` order (failed items included, with their ``error``)."""
-    for item, score in zip(items, scorer.score(items), strict=True):
+    """One row per item, in ``items`` order (failed items included, with their ``error``). ``items`` may be
+    an iterator: it is read as the scorer reads it (a lane a window at a time), and only the items read
+    and not yet scored are held here."""
+    pending: deque[Item] = deque()
+
+    def read(its: Iterable[Item]) -> Iterator[Item]:
+        for item in its:
+            pending.append(item)
+            yield item
+
+    for score in scorer.score(read(items)):
+        item = pending.popleft()
         if score.item_id != item.id:
             raise RuntimeError(f"scorer returned item {score.item_id!r} where {item.id!r} was expected")
         yield item_row(item, score, method, quality, seed)
+    if pending:
+        raise RuntimeError(f"scorer returned no score for item {pending[0].id!r}")
 
 
 def run_rows(
     scorer: Scorer,
-    items: Sequence[Item],
+    items: Iterable[Item],
     method: str,
     quality: str | None,
     write: Callable[[dict[str, Any]], None],
@@ -51,7 +63,7 @@ def run_rows(
 
 
 def run_rows_together(
-    judges: Sequence[LLMJudge],
+    lanes: Sequence[Lane],
     items: Sequence[Sequence[Item]],
     methods: Sequence[str],
     qualities: Sequence[str | None],
@@ -59,14 +71,15 @@ def run_rows_together(
     progress: Callable[[int], None] | None = None,
     seeds: Sequence[int | None] | None = None,
     costs: Sequence[LaneCost] | None = None,
+    executor: Executor | None = None,
 ) -> int:
-    """:func:`run_rows` for several LLM methods of one backend in one prefix-scheduled pass
-    (:func:`judge.engine.schedule.score_together`): method i's rows go to ``writes[i]`` in
+    """:func:`run_rows` for several lanes of one backend (scorers whose type shares a pass) in one
+    prefix-ordered pass (:func:`judge.engine.units.run_lanes`): lane i's rows go to ``writes[i]`` in
     ``items[i]`` order, the same rows it writes alone. Returns the number of failed items."""
-    seeds = seeds if seeds is not None else [None] * len(judges)
-    taken = [0] * len(judges)
+    seeds = seeds if seeds is not None else [None] * len(lanes)
+    taken = [0] * len(lanes)
     failed = 0
-    for lane, score in score_together(judges, items, costs=costs):
+    for lane, score in run_lanes(lanes, items, costs=costs, executor=executor):
         item = items[lane][taken[lane]]
         taken[lane] += 1
         if score.item_id != item.id:

@@ -142,6 +142,13 @@ class MethodType:
             raise InputError("only an ensemble ranks items against a reference set (--member ...)",
                              field="--reference-set")
 
+    def streams(self, spec: MethodSpec) -> bool:
+        """Whether a method of ``spec`` scores each item from the item alone, so that ``judge score`` can
+        stream a large file through it (items read as they are scored, rows written as they come) instead
+        of holding every item: no examples or other replies drawn from the file, no set to rank against.
+        Default: no."""
+        return False
+
     def share_key(self, spec: MethodSpec) -> str | None:
         """Methods with one key run on one backend and are scored together in one prefix-ordered pass
         (:mod:`judge.engine.schedule`); None: scored alone."""

@@ -2,8 +2,9 @@
 
 Order is fixed (methods in config order, then sets, qualities, seeds), so the same config always
 writes the same files. Backends are created lazily and reused while consecutive cells share one.
-LLM cells of one backend and set are computed together, their prompts ordered by prefix across the
-cells (:func:`schedule_groups`); each still writes exactly the rows it writes alone.
+Cells whose method type shares a pass (one backend, one set) are computed together, their requests
+ordered by prefix across the cells (:func:`schedule_groups`); each still writes exactly the rows it
+writes alone.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from ..backends.registry import BACKENDS, VOCABULARIES
 from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
-from ..engine.schedule import LaneCost, family_shares
+from ..engine.schedule import family_shares
+from ..engine.units import LaneCost
 from ..errors import BackendError, InputError, MissingInputError, UnknownNameError
 from ..io import atomic_write_text
 from ..items import Item
 from ..qualities import Quality
 from ..results import cell_path, read_rows
-from ..scorers.llm import LLMJudge
+from ..scorers.base import Lane
 from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
 from .fitted import read_fitted, write_fitted
@@ -330,14 +332,16 @@ def _compute_together(entries: Sequence[tuple[Cell, Prepared, Path, list[dict[st
     costs = [LaneCost() for _ in entries]
     loads = [0.0] * len(entries)
     try:
-        judges: list[LLMJudge] = []
-        for i, (_, prep, *_rest) in enumerate(entries):
+        lanes: list[Lane] = []
+        for i, (cell, prep, *_rest) in enumerate(entries):
             start = time.perf_counter()
-            scorer = build(prep, backends)  # the first loads the model; the rest share it
+            lane = build(prep, backends).lane()  # the first loads the model; the rest share it
             loads[i] = time.perf_counter() - start
-            assert isinstance(scorer, LLMJudge), "only LLM cells are scheduled together"
-            judges.append(scorer)
-        run_rows_together(judges, [c.items[len(rows):] for c, _, _, rows, _ in entries],
+            if lane is None:  # a type that declares a share key must build a lane scorer
+                raise TypeError(f"{cell.method.type} methods declare a share key, but {cell.method.name}'s scorer "
+                                "states no lane of work")
+            lanes.append(lane)
+        run_rows_together(lanes, [c.items[len(rows):] for c, _, _, rows, _ in entries],
                           [c.method.name for c, *_ in entries], [c.quality.name for c, *_ in entries],
                           [w.append for w in writers], progress, seeds=[_row_seed(c) for c, *_ in entries],
                           costs=costs)

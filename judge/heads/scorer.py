@@ -6,11 +6,12 @@ a head is as fast as its prompt; the answer itself stays in the row's ``label_pr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
+from ..backends.base import Backend
 from ..items import Item
-from ..scorers.base import Score, Scorer
+from ..scorers.base import ItemWork, Score, Scorer, score_lane
 from ..scorers.llm import LLMJudge
 from .head import Head
 
@@ -27,8 +28,35 @@ class HeadScorer(Scorer):
         self.name = f"head:{head_name}|{judge.name}"
 
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
-        for s in self.judge.score(items):
-            yield self._apply(s)
+        return score_lane(self, items)
+
+    def lane(self) -> HeadScorer:
+        """The judge's lane (``hidden`` requests), each answer's score passed through the head."""
+        return self
+
+    @property
+    def backend(self) -> Backend:
+        return self.judge.backend
+
+    @property
+    def window(self) -> int:
+        return self.judge.window
+
+    @property
+    def batch_size(self) -> int:
+        return self.judge.batch_size
+
+    def needs_items(self) -> bool:
+        return self.judge.needs_items()
+
+    def plan(self, items: Sequence[Item] | None) -> Callable[[Item], ItemWork]:
+        planner = self.judge.plan(items)
+
+        def work(item: Item) -> ItemWork:
+            inner = planner(item)
+            return ItemWork(inner.requests, lambda answers: self._apply(inner.finish(answers)))
+
+        return work
 
     def _apply(self, s: Score) -> Score:
         if s.error is not None:

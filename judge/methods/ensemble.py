@@ -14,14 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..engine.build import build, prepare_checked
-from ..engine.schedule import score_together
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.units import run_lanes
 from ..errors import InputError, MissingInputError
 from ..items import Item
 from ..qualities import Quality
 from ..scorers.base import Score, Scorer
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES, EnsembleScorer, TrainingSet
-from ..scorers.llm import LLMJudge
 
 
 class EnsembleType(MethodType):
@@ -172,7 +171,7 @@ def _members(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
 class MemberFactory:
     """Builds an ensemble member's scorer when the ensemble reaches it (one model loaded at a time).
     ``share_key`` (its type's :meth:`MethodType.share_key`) tells which members run on one backend, so
-    that they are built together and scored in one prefix-scheduled pass."""
+    that they are built together and scored in one prefix-ordered pass of their lanes."""
 
     def __init__(self, prepared: Prepared, backends: Backends) -> None:
         self.prepared = prepared
@@ -196,11 +195,11 @@ def score_members(makes: Sequence[Callable[[], Scorer]], items: list[Item]) -> l
             continue
         group = [j for j in range(i, len(makes)) if keys[i] is not None and keys[j] == keys[i]]
         if len(group) > 1:
-            judges = [judge for j in group if isinstance(judge := makes[j](), LLMJudge)]
-            if len(judges) == len(group):
+            lanes = [lane for j in group if (lane := makes[j]().lane()) is not None]
+            if len(lanes) == len(group):
                 found: list[dict[str, Score]] = [{} for _ in group]
-                for lane, score in score_together(judges, [items] * len(group)):
-                    found[lane][score.item_id] = score
+                for k, score in run_lanes(lanes, [items] * len(group)):
+                    found[k][score.item_id] = score
                 for j, scores in zip(group, found, strict=True):
                     out[j] = scores
                 continue

@@ -56,6 +56,9 @@ class LikelihoodType(MethodType):
     def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
         return READS
 
+    def streams(self, spec: MethodSpec) -> bool:
+        return True
+
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
         for item in items or ():

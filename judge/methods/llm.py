@@ -113,6 +113,11 @@ class LLMType(MethodType):
     def share_key(self, spec: MethodSpec) -> str | None:
         return backend_key(spec)
 
+    def streams(self, spec: MethodSpec) -> bool:
+        """Unless its examples come from the scored file's rated items (``k`` without a ``pool`` file) or its
+        template lists the other replies to each context (``alternatives``), read from the whole file."""
+        return not (spec.k and not spec.pool) and READ not in self.reads(spec, None)
+
     def table_keys(self) -> frozenset[str]:
         return (super().table_keys() - set(SELECTOR_OPTION_KEYS)) | {"selector_options"}
 
@@ -199,6 +204,9 @@ def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> Pro
 #: so that no identity in a key can pass to another object.
 _RENDERED: OrderedDict[tuple[object, ...], tuple[Sequence[Item], Sequence[Item]]] = OrderedDict()
 _RENDERED_MAX = 512
+#: The most items the remembered checks may hold between them (a large file checked in pieces as it streams
+#: must not stay in memory through them).
+_RENDERED_ITEMS = 50_000
 _RENDERED_LOCK = threading.Lock()
 
 
@@ -221,7 +229,7 @@ def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Qualit
         prompt.render(in_view(item, view), [], quality, alternatives_for(item, listed))
     with _RENDERED_LOCK:
         _RENDERED[key] = (items, others)
-        if len(_RENDERED) > _RENDERED_MAX:
+        while len(_RENDERED) > _RENDERED_MAX or sum(len(a) + len(b) for a, b in _RENDERED.values()) > _RENDERED_ITEMS:
             _RENDERED.popitem(last=False)
 
 

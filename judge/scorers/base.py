@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from ..backends.base import Backend
+from ..backends.requests import Answer, Request
 from ..items import Item
 
 
@@ -37,6 +39,47 @@ class Score:
     @property
     def ok(self) -> bool:
         return self.error is None and self.value is not None
+
+
+@dataclass(frozen=True)
+class ItemWork:
+    """One item's share of a lane: the requests its score needs, and how their answers (in request order)
+    become that score. ``finish`` stays with the scorer that made it (it is never shipped): an executor
+    answers the requests wherever it runs them, and the answers come back to it."""
+
+    requests: tuple[Request, ...]
+    finish: Callable[[Sequence[Answer]], Score]
+
+
+class Lane(Protocol):
+    """A scorer whose work is requests to one backend: what the engine schedules with the other lanes of
+    that backend in one prefix-ordered pass, cut into units of work (:mod:`judge.engine.units`)."""
+
+    @property
+    def backend(self) -> Backend:
+        """The backend that answers the requests (lanes of one pass share one backend object)."""
+        ...
+
+    @property
+    def window(self) -> int:
+        """Items planned together: their requests are ordered by prefix across the window (and across the
+        lanes of the pass), and memory is bounded by it. 1: strictly item by item."""
+        ...
+
+    @property
+    def batch_size(self) -> int:
+        """Requests per backend call: the most one unit of work holds."""
+        ...
+
+    def needs_items(self) -> bool:
+        """Whether :meth:`plan` reads every item of the call (examples or other replies drawn from them),
+        so that they cannot stream."""
+        ...
+
+    def plan(self, items: Sequence[Item] | None) -> Callable[[Item], ItemWork]:
+        """What each item of this call needs (``items``: every item of the call when :meth:`needs_items`,
+        else None). Building an item's requests costs no backend call (a tokenizer may be read)."""
+        ...
 
 
 @runtime_checkable
@@ -74,8 +117,24 @@ class Scorer(Protocol):
         it (an ensemble scores its fixed reference set and fits its weights). Default: nothing."""
         return None
 
+    def lane(self) -> Lane | None:
+        """Its work as requests to one backend (:class:`Lane`), for the engine to schedule with the other
+        lanes of that backend and cut into units of work that an executor (this process, or workers
+        elsewhere) answers; None (the default) for a scorer that scores by itself (classic scorers,
+        ensembles, which combine their members' lanes)."""
+        return None
+
     def fitted(self) -> dict[str, object] | None:
         """What the method learned from human ratings while scoring (an ensemble's fitted weights), so
         that results can show it; None for a method that learns nothing, and before the first
         ``score``. Default: None."""
         return None
+
+
+def score_lane(lane: Lane, items: Iterable[Item]) -> Iterator[Score]:
+    """A lane's scores of ``items``, in order, answered by its own backend in this process: what a lane
+    scorer's ``score`` is. The one runner of lanes is the engine's (:func:`judge.engine.units.run_lanes`)."""
+    from ..engine.units import run_lanes  # the engine sits above the scorers it runs
+
+    for _, score in run_lanes([lane], [items]):
+        yield score

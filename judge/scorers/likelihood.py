@@ -20,13 +20,14 @@ they are reference-free and never use the future (a follow-up is a fixed sentenc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..backends.base import Backend, Failure, Prompt, TokenLogprobs
+from ..backends.requests import Answer, Request
 from ..errors import InputError, MissingInputError
 from ..items import SYSTEM, Item, Turn
-from .base import Score, Scorer
+from .base import ItemWork, Score, Scorer, score_lane
 from .classic.fed_metric import followups, quality_score
 
 
@@ -147,35 +148,49 @@ class LikelihoodScorer(Scorer):
 
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
         """Items one at a time (a kill loses at most one); the no-context prompt is shared by all."""
+        return score_lane(self, items)
+
+    #: A lane of one item per window, every request of the item in one backend call.
+    window = 1
+    batch_size = 1 << 16
+
+    def lane(self) -> LikelihoodScorer:
+        """A likelihood signal is a lane of ``sequence`` requests: per utterance the reply after its context
+        (and after no context, for the signals that subtract it), or the follow-ups after the reply."""
+        return self
+
+    def needs_items(self) -> bool:
+        return False
+
+    def plan(self, items: Sequence[Item] | None) -> Callable[[Item], ItemWork]:
+        return self.work
+
+    def work(self, item: Item) -> ItemWork:
+        """The requests of ``item`` and how their answers become its score."""
         signal = SIGNALS[self.signal]
         if signal.followups:
-            yield from self._followups(items)
-            return
-        needs_prior = signal.prior
-        for item in items:
-            requests: list[tuple[Prompt, str]] = []
-            for context, reply in utterances(item):
-                requests.append((conditional_prompt(context), " " + reply))
-                if needs_prior:
-                    requests.append((unconditional_prompt(), " " + reply))
-            results = self.backend.sequence_logprobs(requests)
-            yield self._to_score(item, results, 2 if needs_prior else 1)
-
-    def _followups(self, items: Iterable[Item]) -> Iterator[Score]:
-        """Every follow-up of the item's level after its transcript, one item at a time."""
-        for item in items:
             prompt, texts = followup_prompt(item), followup_texts(item.level)
-            results = self.backend.sequence_logprobs([(prompt, " " + u) for u in texts])
-            failed = _failed(item, results)
-            if failed is not None:
-                yield failed
-                continue
-            done = [r for r in results if isinstance(r, TokenLogprobs)]
-            yield Score(item.id, followup_score(item.level, {u: r.logprobs for u, r in zip(texts, done, strict=True)}),
-                        n_prompt_tokens=sum(r.n_prompt_tokens for r in done),
-                        n_evaluated_tokens=sum(r.n_evaluated_tokens for r in done))
+            return ItemWork(tuple(Request("sequence", prompt, continuation=" " + u) for u in texts),
+                            lambda answers: self._followup_score(item, texts, answers))
+        requests: list[Request] = []
+        for context, reply in utterances(item):
+            requests.append(Request("sequence", conditional_prompt(context), continuation=" " + reply))
+            if signal.prior:
+                requests.append(Request("sequence", unconditional_prompt(), continuation=" " + reply))
+        return ItemWork(tuple(requests), lambda answers: self._to_score(item, answers, 2 if signal.prior else 1))
 
-    def _to_score(self, item: Item, results: list[TokenLogprobs | Failure], step: int) -> Score:
+    def _followup_score(self, item: Item, texts: list[str], results: Sequence[Answer]) -> Score:
+        failed = _failed(item, results)
+        if failed is not None:
+            return failed
+        done = [r for r in results if isinstance(r, TokenLogprobs)]
+        if len(done) != len(results):
+            return Score(item.id, None, error="the backend answered a sequence request with another kind of answer")
+        return Score(item.id, followup_score(item.level, {u: r.logprobs for u, r in zip(texts, done, strict=True)}),
+                     n_prompt_tokens=sum(r.n_prompt_tokens for r in done),
+                     n_evaluated_tokens=sum(r.n_evaluated_tokens for r in done))
+
+    def _to_score(self, item: Item, results: Sequence[Answer], step: int) -> Score:
         failed = _failed(item, results)
         if failed is not None:
             return failed
@@ -195,7 +210,7 @@ class LikelihoodScorer(Scorer):
                      n_evaluated_tokens=evaluated)
 
 
-def _failed(item: Item, results: list[TokenLogprobs | Failure]) -> Score | None:
+def _failed(item: Item, results: Sequence[Answer]) -> Score | None:
     """The item's failed score when any of its requests failed (the first failure's reason), else None:
     a signal needs every one of its log-probabilities."""
     failure = next((r for r in results if isinstance(r, Failure)), None)

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..alternatives import READ, Alternatives, alternatives_for, lists_for
 from ..answers import candidates, check_labels
-from ..backends.base import Backend, Failure, HiddenState, LabelDist, Prompt
+from ..backends.base import Backend, Failure, HiddenState, Prompt, TokenLogprobs
+from ..backends.requests import Answer, Request
 from ..context_views import in_view
 from ..items import SYSTEM, USER, Item, Turn
 from ..prompts import PromptTemplate
 from ..qualities import Quality
 from ..selectors import Selector, ZeroShot
-from .base import Score, Scorer
+from .base import ItemWork, Score, Scorer, score_lane
 from .rules import ScoringError, score_distribution
 
 
@@ -75,7 +75,7 @@ class LLMJudge(Scorer):
         # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
         self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
         check_labels(prompt.answer, backend, template=prompt.name)  # before any scoring
-        self.candidates = candidates(prompt.answer)
+        self.candidates = tuple(candidates(prompt.answer))
         view = "" if context == "given" else f"|context={context}"
         self.name = f"{prompt.name}|{self.selector.name}|k={k}{view}|{backend.name}:{backend.model_id}"
 
@@ -124,10 +124,13 @@ class LLMJudge(Scorer):
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
-            text = self.prompt.render(in_view(item, self.context), [(ex, labels[ex.id]) for ex in shown], self.quality,
-                                      replies)
-            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text),
-                          instructions=self.prompt.instructions_chars(text, self.quality)), shown
+            examples = [(ex, labels[ex.id]) for ex in shown]
+            text = self.prompt.render(in_view(item, self.context), examples, self.quality, replies)
+            # The text no item changes: the instructions, and the examples when every item shows the same.
+            fixed = self.prompt.instructions_chars(
+                text, self.quality, level=item.level,
+                examples=examples if not examples or self.selector.fixed_examples else None)
+            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text), instructions=fixed), shown
 
         prompt, shown = render(ranked)
         limit = self.backend.capabilities.max_context - 1
@@ -144,41 +147,33 @@ class LLMJudge(Scorer):
         that reuses the KV cache of the previous prompt (``capabilities.prefix_reuse``: llama.cpp) the window's
         prompts are sent sorted by text, so prompts that share a prefix (instruction, examples) run
         one after another and only what follows the shared part is evaluated; other backends get
-        them in input order.
+        them in input order (:mod:`judge.engine.units`, which runs every lane).
         Scores are yielded as soon as every earlier item of the window is done, so memory stays
-        bounded by the window however many items stream through.
+        bounded by the window however many items stream through (unless the documented defaults need
+        every item of the call up front: :meth:`needs_items`).
         """
-        pool = self.pool
-        whole: Sequence[Item] = ()
-        if (self.k and pool is None) or (self.reads_alternatives and self.population is None):
-            items = whole = list(items)  # the documented defaults need every item of this call up front
-            pool = self.call_pool(whole)
-        alternatives = self.call_alternatives(whole)
-        it = iter(items)
-        while chunk := list(islice(it, self.window)):
-            built = [self.build_prompt(item, pool, alternatives) for item in chunk]
-            order = list(range(len(chunk)))
-            # Declared as a capability so it survives wrappers (the cache forwards its inner backend's).
-            if self.backend.capabilities.prefix_reuse:
-                order.sort(key=lambda i: (built[i][0].chat, built[i][0].text))
-            done: list[Score | None] = [None] * len(chunk)
-            nxt = 0
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start:start + self.batch_size]
-                dists = self.ask([built[i][0] for i in idx])
-                for i, dist in zip(idx, dists, strict=True):
-                    done[i] = self.to_score(chunk[i], built[i][1], dist)
-                while nxt < len(chunk) and done[nxt] is not None:
-                    yield done[nxt]  # type: ignore[misc]
-                    done[nxt] = None
-                    nxt += 1
+        return score_lane(self, items)
 
-    def ask(self, prompts: Sequence[Prompt]) -> Sequence[LabelDist | HiddenState | Failure]:
-        """The backend's answers to ``prompts`` (one backend call): label distributions, or with ``hidden``
-        the hidden states that come with them."""
-        if self.hidden:
-            return self.backend.hidden_states(prompts, self.candidates, self.top_n)
-        return self.backend.label_logprobs(prompts, self.candidates, self.top_n)
+    def lane(self) -> LLMJudge:
+        """A judge is a lane: one ``label`` request per item (``hidden`` with ``hidden``)."""
+        return self
+
+    def needs_items(self) -> bool:
+        """Examples drawn from the call's own rated items (no pool given), or the other replies of each
+        context drawn from them (no population given): the documented defaults need every item up front."""
+        return bool(self.k and self.pool is None) or (self.reads_alternatives and self.population is None)
+
+    def plan(self, items: Sequence[Item] | None) -> Callable[[Item], ItemWork]:
+        """Each item's request: its prompt (with the examples of this call's pool) and its answer labels."""
+        pool = self.call_pool(items) if items is not None else self.pool
+        alternatives = self.call_alternatives(items if items is not None else ())
+        return lambda item: self.work(item, pool, alternatives)
+
+    def work(self, item: Item, pool: Sequence[Item] | None, alternatives: Alternatives | None) -> ItemWork:
+        """The request of ``item`` and how its answer becomes the item's score."""
+        prompt, shown = self.build_prompt(item, pool, alternatives)
+        request = Request("hidden" if self.hidden else "label", prompt, self.candidates, self.top_n)
+        return ItemWork((request,), lambda answers: self.to_score(item, shown, answers[0]))
 
     def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
         """Where one call's examples come from: the given pool, or without one the rated items of that
@@ -198,8 +193,10 @@ class LLMJudge(Scorer):
         given population, or without one from the items of that call, kept per call like its pool."""
         return lists_for(self.prompt.reads, self.population if self.population is not None else items)
 
-    def to_score(self, item: Item, examples: list[Item], dist: LabelDist | HiddenState | Failure) -> Score:
+    def to_score(self, item: Item, examples: list[Item], dist: Answer) -> Score:
         """The score of ``item`` from the backend's answer to its prompt (which showed ``examples``)."""
+        if isinstance(dist, TokenLogprobs):
+            raise TypeError("a judge reads a label answer, not the log-probabilities of a text")
         if isinstance(dist, HiddenState):
             score = self.to_score(item, examples, dist.dist)
             score.vector = dist.vector

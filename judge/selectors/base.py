@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import ClassVar
 
 from ..errors import UnknownNameError
 from ..items import Item
@@ -33,6 +34,11 @@ class Selector(ABC):
     """
 
     name = "base"
+    #: The examples are chosen without looking at the test item: every item shows the same ones (the leakage
+    #: guard aside, which swaps in a stand-in for an item of an example's own conversation). The prompts'
+    #: text then matches up to the end of the examples, which llama.cpp evaluates once per run instead of
+    #: once per item (``PromptTemplate.instructions_chars``). Default: no (examples chosen per item).
+    fixed_examples: ClassVar[bool] = False
 
     def __init__(self, *, seed: int = 0, group_guard: bool = True, order: str = "ascending") -> None:
         self.seed = int(seed)

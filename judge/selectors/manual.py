@@ -145,6 +145,7 @@ class ManualSelector(Selector):
     """The set's examples for the rated quality and the test item's level (leakage-guarded)."""
 
     name = "manual"
+    fixed_examples = True
 
     def __init__(self, *, manual_set: str | Path | None = None, seed: int = 0, group_guard: bool = True,
                  order: str = "ascending") -> None:

@@ -1,0 +1,98 @@
+"""``memory`` benchmark: peak resident memory and items/s of ``judge score`` as the file grows.
+
+Generates files of users' JSONL items (turn level: a two- or three-turn context, a reply, a human rating
+on a 1-5 scale; every text distinct, as in a month of chatbot logs, so no two items share a
+conversation), then runs ``judge score FILE --backend mock -o OUT`` on each in a subprocess of its own and
+reads that process's peak resident set (``ru_maxrss`` of the child) and its wall time. The mock backend
+answers in microseconds, so what is measured is judge itself: reading, checking and grouping the items,
+building the prompts, writing the rows. The last size's ratio to the first says how memory grows with
+the file (flat: items stream from the file to the scorer and rows to the output).
+
+    python benchmarks/memory.py --items 10000 50000 1000000
+    python benchmarks/memory.py --items 10000 --keep DIR   # keep the generated files and outputs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_WORDS = ["the", "weather", "was", "fine", "and", "we", "walked", "to", "the", "station", "before", "the", "rain", "came", "back", "again", "later", "that", "evening", "my", "sister", "said", "she", "would", "call", "tomorrow", "about", "the", "trip", "to", "the", "coast", "next", "summer", "if", "the", "tickets", "are", "not", "too", "expensive", "by", "then"]
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n)).capitalize() + "."
+
+
+def generate(path: Path, n: int, seed: int = 0) -> None:
+    """``n`` turn-level items, each with its own conversation (an id in every text keeps them distinct)."""
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            turns = rng.choice((2, 3))
+            context = [{"speaker": "user" if (turns - k) % 2 else "system",
+                        "text": f"{_sentence(rng, rng.randint(5, 12))} ({i}.{k})"} for k in range(turns)]
+            record = {"id": f"log-{i:07d}", "context": context, "response": f"{_sentence(rng, rng.randint(4, 14))} ({i})",
+                      "system": f"bot-{i % 7}", "scores": {"overall": [rng.randint(1, 5)]}}
+            if i == 0:  # a declaration on one line holds for the whole file
+                record["scales"] = {"overall": [1, 5]}
+            out.write(json.dumps(record) + "\n")
+
+
+def run_score(data: Path, out: Path, extra: list[str]) -> tuple[float, float, int]:
+    """(peak RSS in MB, wall seconds, exit code) of ``judge score`` on ``data`` in a subprocess of its own
+    (its own peak, from ``wait4``)."""
+    cmd = [sys.executable, "-m", "judge", "score", str(data), "--backend", "mock", "--quality", "overall",
+           "-o", str(out), "--no-progress", *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    log = out.with_suffix(".stderr.txt")
+    start = time.perf_counter()
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 3):
+        raise SystemExit(f"judge score failed (exit {code}):\n{log.read_text()}")
+    return usage.ru_maxrss / 1024, wall, code  # Linux: KiB
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", type=int, nargs="+", default=[10_000, 50_000], help="file sizes (items)")
+    ap.add_argument("--keep", type=Path, default=None, help="folder to keep the generated files and outputs in")
+    ap.add_argument("--no-cache", action="store_true", help="run without the SQLite cache (--no-cache)")
+    args = ap.parse_args()
+    tmp = tempfile.TemporaryDirectory()
+    where = args.keep or Path(tmp.name)
+    where.mkdir(parents=True, exist_ok=True)
+    extra = ["--no-cache"] if args.no_cache else []
+    env_cache = where / "cache.sqlite"
+    os.environ.setdefault("JUDGE_CACHE", str(env_cache))
+    print(f"memory: judge score --backend mock on generated turn-level JSONL; {os.cpu_count()} CPUs, "
+          f"Python {sys.version.split()[0]}; cache {'off' if args.no_cache else os.environ['JUDGE_CACHE']}")
+    print(f"{'items':>9} {'file MB':>8} {'peak RSS MB':>12} {'KB/item':>8} {'wall s':>8} {'items/s':>9} {'vs first':>9}")
+    first: float | None = None
+    for n in args.items:
+        data = where / f"items-{n}.jsonl"
+        if not data.exists():
+            generate(data, n)
+        peak, wall, _ = run_score(data, where / f"scores-{n}.jsonl", extra)
+        first = first or peak
+        print(f"{n:>9,} {data.stat().st_size / 1e6:>8.1f} {peak:>12.0f} {peak * 1024 / n:>8.2f} {wall:>8.1f} "
+              f"{n / wall:>9,.0f} {peak / first:>8.2f}x", flush=True)
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

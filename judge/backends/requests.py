@@ -1,0 +1,98 @@
+"""What a scorer asks of a backend, as data: a request names its kind and everything its answer depends on.
+
+Every method that runs a model states its work as :class:`Request` values (an LLM judge one ``label``
+request per item, a head the same prompt as a ``hidden`` request, a likelihood signal several
+``sequence`` requests per item) and turns the answers back into scores itself
+(:class:`judge.scorers.base.ItemWork`). A request holds no live object (a prompt, strings, numbers), so
+it can be hashed into its cache key (:func:`judge.cache.request_key`), sorted by prefix, pickled to
+another process or machine, and answered there by a backend built from the same spec (:func:`ask`).
+
+Kinds and what answers them (:data:`KINDS`):
+
+* ``label``: the next-token log-probabilities of ``candidates`` after ``prompt``
+  (``Backend.label_logprobs``; every backend) -> :class:`LabelDist`;
+* ``hidden``: the same answer with the final hidden state at the answer position
+  (``Backend.hidden_states``; ``capabilities.hidden_states``) -> :class:`HiddenState`;
+* ``sequence``: the log-probability of every token of ``continuation`` after ``prompt``
+  (``Backend.sequence_logprobs``; ``capabilities.sequence_logprobs``) -> :class:`TokenLogprobs`.
+
+A new kind (a rationale generated before the label is read, say) is one more entry of :data:`KINDS`, a
+backend method and capability that answer it, and a cache table and key; nothing that schedules or ships
+requests changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Literal
+
+from .base import Backend, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs
+
+RequestKind = Literal["label", "hidden", "sequence"]
+#: A backend's answer to one request (a ``Failure`` for a request it could not answer).
+Answer = LabelDist | HiddenState | TokenLogprobs | Failure
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question to a backend. ``candidates`` and ``top_n`` apply to ``label`` and ``hidden`` requests,
+    ``continuation`` to ``sequence`` requests."""
+
+    kind: RequestKind
+    prompt: Prompt
+    candidates: tuple[str, ...] = ()
+    top_n: int = 20
+    continuation: str = ""
+
+    def order(self) -> tuple[bool, str]:
+        """Where the request goes when a window's requests are sorted so that shared prefixes run back to
+        back (for a backend with ``capabilities.prefix_reuse``): by its prompt."""
+        return self.prompt.chat, self.prompt.text
+
+
+def _label(backend: Backend, requests: Sequence[Request]) -> Sequence[Answer]:
+    first = requests[0]
+    return backend.label_logprobs([r.prompt for r in requests], first.candidates, first.top_n)
+
+
+def _hidden(backend: Backend, requests: Sequence[Request]) -> Sequence[Answer]:
+    first = requests[0]
+    return backend.hidden_states([r.prompt for r in requests], first.candidates, first.top_n)
+
+
+def _sequence(backend: Backend, requests: Sequence[Request]) -> Sequence[Answer]:
+    return backend.sequence_logprobs([(r.prompt, r.continuation) for r in requests])
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How requests of one kind are answered: the backend call that takes a run of them (with the same
+    candidates and ``top_n``), and the capability it needs (None: every backend answers it)."""
+
+    answer: Callable[[Backend, Sequence[Request]], Sequence[Answer]]
+    needs: str | None = None
+
+
+#: Every request kind, and how it is answered.
+KINDS: dict[str, Kind] = {
+    "label": Kind(_label),
+    "hidden": Kind(_hidden, "hidden_states"),
+    "sequence": Kind(_sequence, "sequence_logprobs"),
+}
+
+
+def ask(backend: Backend, requests: Sequence[Request]) -> list[Answer]:
+    """The answers to ``requests``, in order: one backend call per run of consecutive requests of one kind
+    (and one set of candidates and ``top_n``), so a lane's batch of label requests is one
+    ``label_logprobs`` call, as it is when a judge asks directly."""
+    out: list[Answer] = []
+    for (kind, _, _), run in groupby(requests, key=lambda r: (r.kind, r.candidates, r.top_n)):
+        batch = list(run)
+        answers = KINDS[kind].answer(backend, batch)
+        if len(answers) != len(batch):
+            raise RuntimeError(f"backend '{backend.name}' returned {len(answers)} answers to {len(batch)} "
+                               f"{kind} requests")
+        out.extend(answers)
+    return out
