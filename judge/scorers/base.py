@@ -79,3 +79,10 @@ class Scorer(Protocol):
         that results can show it; None for a method that learns nothing, and before the first
         ``score``. Default: None."""
         return None
+
+    def prompt_settings(self) -> dict[str, object] | None:
+        """How the method's prompts reach its model, for what a run records beside a cell's rows so that
+        ``judge view`` can show the prompt as the model read it: ``chat`` (sent as one chat message) and
+        ``wrapping`` (the text the backend puts before and after a prompt's own, or None when it cannot
+        say). None for a method that sends no prompt it could rebuild (the default)."""
+        return None

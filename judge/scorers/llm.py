@@ -19,6 +19,16 @@ from .base import Score, Scorer
 from .rules import ScoringError, score_distribution
 
 
+def render_prompt(template: PromptTemplate, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
+                  replies: Sequence[str] = (), *, context: str, chat: bool) -> Prompt:
+    """The prompt a judge sends for ``item`` showing ``examples`` (each with the label it shows, in display
+    order) and the other ``replies`` to its context: the one place a judge's prompt text is made, so that
+    a prompt rebuilt later from a run's records (``MethodType.prompts``, ``judge view``) is the one sent."""
+    text = template.render(in_view(item, context), list(examples), quality, replies)
+    return Prompt(text, chat=chat, shared=template.shared_chars(text),
+                  instructions=template.instructions_chars(text, quality))
+
+
 class LLMJudge(Scorer):
     """Scores items by reading the backend's next-token distribution over the prompt's answer labels.
 
@@ -124,10 +134,8 @@ class LLMJudge(Scorer):
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
-            text = self.prompt.render(in_view(item, self.context), [(ex, labels[ex.id]) for ex in shown], self.quality,
-                                      replies)
-            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text),
-                          instructions=self.prompt.instructions_chars(text, self.quality)), shown
+            return render_prompt(self.prompt, item, [(ex, labels[ex.id]) for ex in shown], self.quality, replies,
+                                 context=self.context, chat=self.chat), shown
 
         prompt, shown = render(ranked)
         limit = self.backend.capabilities.max_context - 1
@@ -224,6 +232,12 @@ class LLMJudge(Scorer):
             n_evaluated_tokens=dist.n_evaluated_tokens,
             top=top,
         )
+
+    def prompt_settings(self) -> dict[str, object]:
+        """How this judge's prompts reach its model: as one chat message or as plain text, and the text the
+        backend puts around a prompt's own (``Backend.wrapping``; None when the backend cannot say)."""
+        wrapping = self.backend.wrapping(self.chat)
+        return {"chat": self.chat, "wrapping": None if wrapping is None else list(wrapping)}
 
     def score_text(self, context: Sequence[str | Turn], response: str) -> Score:
         """Score one response to a context given as plain strings (alternating, last one the user's)."""
