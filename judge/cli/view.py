@@ -41,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
     view = from_results(args.runs, data_dir=args.data_dir, title=args.title)
     write_view(view, output)
     for run_dir in args.runs:
-        link_leaderboard(Path(run_dir), output)
+        try:
+            link_leaderboard(Path(run_dir), output)
+        except OSError as exc:  # a folder one may read but not write: the view is written all the same
+            print(f"judge: note: {run_dir}/leaderboard.html not linked to the view: {exc.strerror or exc}",
+                  file=sys.stderr)
     rows = sum(len(c.rows) for c in view.cells)
     print(f"view: {output} ({len(view.cells)} cells, {rows} rows)", file=sys.stderr)
     for note in (n for r in view.runs for n in r.notes):

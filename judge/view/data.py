@@ -173,13 +173,13 @@ def _add_prompts(cell: ViewCell, prep: Prepared | None, settings: dict[str, Any]
     if settings is not None:
         cell.wrapping = settings.get("wrapping")
     cell.chat = chat
-    prompts(cell, prep, rebuilt.items.get(cell.dataset, {}), bool(chat))
+    rebuild_prompts(cell, prep, rebuilt.items.get(cell.dataset, {}), bool(chat))
     if cell.prompts is not None and settings is None:
         cell.prompt_note = ("The run recorded no prompt settings (a run older than the view), so whether the "
                             "prompts went as chat messages is " + ("unknown." if chat is None else "the spec's."))
 
 
-def prompts(cell: ViewCell, prep: Prepared, items: dict[str, Item], chat: bool) -> None:
+def rebuild_prompts(cell: ViewCell, prep: Prepared, items: dict[str, Item], chat: bool) -> None:
     """The prompts of the cell's rows, rebuilt by its method type (``MethodType.prompts``)."""
     missing = next((r["id"] for r in cell.rows if r["id"] not in items), None)
     if missing is not None:
@@ -213,7 +213,7 @@ def from_scored(spec: MethodSpec, prep: Prepared, rows: list[dict[str, Any]], it
                     _stats(cell_stats(rows, view.n_boot, view.seed)) if rated else None, rows, table)
     if prompt_settings is not None:
         cell.chat, cell.wrapping = bool(prompt_settings.get("chat")), prompt_settings.get("wrapping")
-        prompts(cell, prep, by_id, cell.chat)
+        rebuild_prompts(cell, prep, by_id, cell.chat)
     else:
         cell.prompt_note = f"A method of type '{spec.type}' sends no prompt template to show."
     view.cells.append(cell)

@@ -477,7 +477,8 @@
       list.textContent = "";
       const page = current.slice(f.page * PAGE, (f.page + 1) * PAGE);
       const many = D.runs.length > 1;
-      const manyQ = unique(CELLS.map((c) => c.quality)).length > 1;
+      // A set's quality is named in the list only where some set was scored on several.
+      const manyQ = CELLS.some((c) => CELLS.some((o) => o.dataset === c.dataset && o.quality !== c.quality));
       const head = el("tr", {}, many ? el("th", {}, "run") : null, el("th", {}, "set"), el("th", {}, "method"), el("th", {}, "item"),
         el("th", { class: "num sortable", onclick: () => { f.sort = f.sort === "human_desc" ? "human_asc" : "human_desc"; rerender(); } }, "human"),
         el("th", { class: "num sortable", onclick: () => { f.sort = f.sort === "score_desc" ? "score_asc" : "score_desc"; rerender(); } }, "judge"),
@@ -553,7 +554,11 @@
         i.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { s.search = i.value; s.page = 0; drawList(); }, 120); });
         return i;
       })())));
-    const found = pairOf(s.a, s.b);
+    const found = s.b === undefined ? null : pairOf(s.a, s.b);
+    if (found === null) {
+      root.append(el("p", { class: "note" }, "No other cell on these items to compare with."));
+      return;
+    }
     const A = CELLS[s.a], B = CELLS[s.b];
     const left = el("div"), right = el("div");
     const detail = el("div", { class: "panel", id: "c-detail" }, el("p", { class: "note" }, "Pick an item."));
