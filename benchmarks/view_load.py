@@ -45,10 +45,13 @@ SEARCH = """() => new Promise((done) => { const s = document.getElementById('f-s
   const seen = new MutationObserver(() => { seen.disconnect(); done(performance.now() - t); });
   seen.observe(document.getElementById('rows').parentNode, {childList: true, subtree: true});
   s.value = 'music'; s.dispatchEvent(new Event('input')); })"""
-OPEN = """() => new Promise((done) => { const rows = document.querySelectorAll('[data-testid=rows] tbody tr');
+OPEN = """() => new Promise((done) => {
+  const cells = window.judgeView.data.cells;
+  const rows = [...document.querySelectorAll('[data-testid=rows] tbody tr')].filter((r) => cells[r.dataset.cell].prompts);
   const t = performance.now(); rows[rows.length - 1].click();
   const wait = () => { const p = document.querySelector('#detail [data-testid=prompt-text]');
-    if (p && p.textContent !== 'inflating…') done(performance.now() - t); else requestAnimationFrame(wait); };
+    if (p && p.textContent !== 'inflating…') done(performance.now() - t);
+    else if (performance.now() - t > 30000) done(null); else requestAnimationFrame(wait); };
   wait(); })"""
 COMPARE = """() => { const t = performance.now(); document.getElementById('tab-compare').click();
   return performance.now() - t; }"""

@@ -23,9 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.browser import browser_page, open_view
 
-#: The prompt element has its text once the cell's prompts are inflated.
-PROMPT_READY = ("(sel) => { const p = document.querySelector(sel); "
-                "return p !== null && p.textContent !== 'inflating…'; }")
+#: The prompt's block is drawn, and its text (for a cell with prompts) inflated.
+PROMPT_READY = ("(root) => { if (!document.querySelector(root + ' [data-testid=prompt]')) return false; "
+                "const p = document.querySelector(root + ' [data-testid=prompt-text]'); "
+                "return p === null || p.textContent !== 'inflating…'; }")
 
 
 def rows(page: Any, selector: str = "[data-testid=rows] tbody tr") -> list[list[int]]:
@@ -48,8 +49,7 @@ def wait_count(page: Any, before: int, selector: str = "#count") -> int:
 
 def opened(page: Any, root: str = "#detail") -> dict[str, Any]:
     """The judge block(s) shown in the detail pane: which row, and the prompt text as displayed."""
-    sel = f"{root} [data-testid=prompt-text]"
-    page.wait_for_function(PROMPT_READY, arg=sel)
+    page.wait_for_function(PROMPT_READY, arg=root)
     blocks = page.eval_on_selector_all(
         f"{root} [data-testid=judge]",
         "bs => bs.map(b => ({cell: Number(b.dataset.cell), row: Number(b.dataset.row), "

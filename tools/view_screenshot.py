@@ -46,23 +46,27 @@ rule = "expected"
 
 def shoot(page_path: str, out: Path, compare: Path) -> None:
     """Inside the namespace: open the view and save the two pictures."""
-    with browser_page(1440, 900) as page:
+    with browser_page(1440, 960) as page:
         open_view(page, page_path)
         page.select_option("#f-method", "criteria")
         page.wait_for_selector("#cell-panel svg circle")
         page.click("[data-testid=rows] tbody tr:first-child")
-        page.wait_for_function("() => { const p = document.querySelector('[data-testid=prompt-text]');"
+        page.wait_for_function("() => { const p = document.querySelector('#detail [data-testid=prompt-text]');"
                                " return p && p.textContent !== 'inflating…'; }")
         read = page.query_selector("#detail button[data-mode=read]")
         if read is not None:
             read.click()
-        # The detail pane scrolled to the judge's part: its numbers, the label bars and the prompt.
-        page.evaluate("() => { const d = document.getElementById('detail');"
+        # The page at its top (filters, the cell's statistics and scatter, the first items), the detail pane
+        # scrolled to the judge's part: its numbers, the label bars and the prompt.
+        page.evaluate("() => { window.scrollTo(0, 0); const d = document.getElementById('detail');"
                       " d.scrollTop = document.querySelector('#detail [data-testid=judge]').offsetTop - 40; }")
         page.screenshot(path=str(out))
         page.click("#tab-compare")
         page.wait_for_selector("[data-testid=side-by-side]")
-        page.screenshot(path=str(compare))
+        # The paired difference, the items by how far apart A and B rank them, and the first of them with
+        # both judges' numbers and prompts side by side: the page's top 1,700 pixels.
+        height = min(1700, page.evaluate("document.documentElement.scrollHeight"))
+        page.screenshot(path=str(compare), full_page=True, clip={"x": 0, "y": 0, "width": 1440, "height": height})
 
 
 def main() -> None:
