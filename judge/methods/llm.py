@@ -163,7 +163,6 @@ class LLMType(MethodType):
                         top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
                         population=prepared.population)
 
-
     def prompts(self, prepared: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool
                 ) -> list[Prompt] | None:
         """Each prompt as :class:`LLMJudge` built it: the item in the spec's context view, the recorded
