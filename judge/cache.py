@@ -347,6 +347,9 @@ class CachedBackend(Backend):
     def single_token(self, text: str) -> bool | None:
         return self.inner.single_token(text)
 
+    def wrapping(self, chat: bool) -> tuple[str, str] | None:
+        return self.inner.wrapping(chat)
+
     def counters(self) -> dict[str, int]:
         return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}
 

@@ -6,7 +6,9 @@ each other. Layout::
     RESULTS/items/<method>/<dataset>/<quality>/seed<N>.jsonl   per-item rows (judge.engine.rows)
     RESULTS/items/.../seed<N>.meta.json                        the settings the cell was made with
     RESULTS/summary.json                                       :class:`Summary`
+    RESULTS/items/.../seed<N>.prompt.json                      how its prompts reached the model (judge view)
     RESULTS/leaderboard.md, leaderboard.html, results.csv, plots/*.png
+    RESULTS/view.html                                          ``judge view RESULTS`` (linked from leaderboard.html)
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any, TypedDict
 
 #: Version of the summary.json layout.
 SCHEMA = 2
+#: Where ``judge view RESULTS`` writes its page by default; the leaderboard links to it when it exists.
+VIEW_FILE = "view.html"
 
 
 def slug(text: str) -> str:

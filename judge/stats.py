@@ -345,6 +345,25 @@ def williams_test(r_ah: float, r_bh: float, r_ab: float, n: int) -> tuple[float,
 
 # -- aggregation rules -------------------------------------------------------------------------------
 
+def rank_gap(a: Sequence[float | None], b: Sequence[float | None]) -> list[float | None]:
+    """Each item's rank under ``a`` minus its rank under ``b``, as a share of the ranks (average ranks
+    for ties, over the items where both values exist): 0 = the same place, +1 = top under ``a`` and
+    bottom under ``b``. Spearman's rho is one minus a multiple of the mean squared gap, so the items with
+    the largest gaps (a judge's scores against the human means: its disagreements) are those that pull
+    it down most. None where either value is missing, and everywhere when fewer than two items have both."""
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} values vs {len(b)}: rank gaps need aligned columns")
+    keep = _kept(a, b)
+    out: list[float | None] = [None] * len(a)
+    if len(keep) < 2:
+        return out
+    ra = _rank_rows(np.array([a[i] for i in keep], dtype=float))
+    rb = _rank_rows(np.array([b[i] for i in keep], dtype=float))
+    for i, gap in zip(keep, (ra - rb) / (len(keep) - 1)):
+        out[i] = float(gap)
+    return out
+
+
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof=1; 0.0 for a single value) of the finite values."""
     v = [x for x in values if x is not None and math.isfinite(x)]

@@ -223,6 +223,13 @@ class Backend(Protocol):
         backend cannot tell (hosted APIs: no tokenizer), the default."""
         return None
 
+    def wrapping(self, chat: bool) -> tuple[str, str] | None:
+        """The text the model reads before and after a prompt's own text, as text: the chat template's
+        parts around the user message (``chat``) and the BOS token the tokenizer adds. Results record it,
+        so that ``judge view`` shows a prompt as the model read it without loading the model. None when
+        the backend cannot say (a server applies its template; the mock has none), the default."""
+        return None
+
 
 #: An optional capability a method may need (a field of ``Capabilities``).
 Optional = Literal["sequence_logprobs", "hidden_states"]

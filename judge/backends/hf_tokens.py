@@ -23,6 +23,7 @@ class HFPromptTokenizer:
         self.model_id = model_id
         self._cand_cache: dict[str, int | None] = {}
         self._chat: tuple[list[int], list[int]] | None = None
+        self._chat_text: tuple[str, str] | None = None  # the same parts as text, for ``wrapping``
         if getattr(tokenizer, "chat_template", None):
             # The tokenizer's own template engine renders the markup around a sentinel; the markup is
             # tokenized with special tokens parsed, the user's text later without.
@@ -33,6 +34,7 @@ class HFPromptTokenizer:
                 raise BackendError(f"{model_id}: chat template did not place the user message exactly once")
             before, after = rendered.split(SENTINEL)
             self._chat = (self._encode(before, special=True), self._encode(after, special=True))
+            self._chat_text = (before, after)
         # Whether this tokenizer adds special tokens (BOS, or T5's trailing </s>) to plain text.
         empty = list(tokenizer("", add_special_tokens=True)["input_ids"])
         self._bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None and tokenizer.bos_token_id in empty else []
@@ -59,6 +61,22 @@ class HFPromptTokenizer:
                 toks = self._bos + toks
             return toks
         return self._encode(prompt.text, add_special_tokens=True)
+
+    def wrapping(self, chat: bool) -> tuple[str, str] | None:
+        """The text around a prompt's own as ``tokens`` puts it: the chat template's parts and the BOS
+        token the tokenizer adds (chat), or the special tokens it adds around plain text (BOS, T5's </s>)."""
+        if chat:
+            if self._chat is None or self._chat_text is None:
+                return None
+            before, after = self._chat_text
+            if self._bos and self._chat[0][:1] != self._bos:
+                before = self.piece(self._bos[0]) + before
+            return before, after
+        plain, marked = self._encode("x"), self._encode("x", add_special_tokens=True)
+        at = next((i for i in range(len(marked) - len(plain) + 1) if marked[i:i + len(plain)] == plain), None)
+        if at is None:
+            return None
+        return "".join(map(self.piece, marked[:at])), "".join(map(self.piece, marked[at + len(plain):]))
 
     def candidate_ids(self, candidates: Sequence[str]) -> dict[str, int]:
         """Candidates that are exactly one token, mapped to that token.
@@ -99,3 +117,6 @@ class HFTokenCounting:
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.tokens(prompt))
+
+    def wrapping(self, chat: bool) -> tuple[str, str] | None:
+        return self.prompts.wrapping(chat)

@@ -185,11 +185,14 @@ class LlamaCppBackend(Backend):
         self._marks: list[int] = []
         template = self.llm.metadata.get("tokenizer.chat_template")
         self._chat: tuple[list[int], list[int]] | None = None
+        #: The chat template's parts as text, for ``wrapping``.
+        self._chat_text: tuple[str, str] | None = None
         if template:
             bos = self._piece(self.llm.token_bos())
             eos = self._piece(self.llm.token_eos())
             before, after = chat_parts(template, bos, eos, name=f"chat template of {self.path.name}")
             self._chat = (self._tok(before, special=True), self._tok(after, special=True))
+            self._chat_text = (before, after)
         self.capabilities = Capabilities(
             full_vocab=True,
             top_n=None,
@@ -267,6 +270,19 @@ class LlamaCppBackend(Backend):
 
     def _adds_bos(self) -> bool:
         return bool(self._tok("", bos=True))
+
+    def wrapping(self, chat: bool) -> tuple[str, str] | None:
+        """The text around a prompt's own as ``tokens`` puts it: the chat template's parts (chat) and the
+        BOS token, when the model adds one that the parts do not already start with."""
+        before, after, first = "", "", []
+        if chat:
+            if self._chat_text is None or self._chat is None:
+                return None  # a chat prompt fails on this model: nothing was read
+            (before, after), first = self._chat_text, self._chat[0][:1]
+        bos = self.llm.token_bos()
+        if self._adds_bos() and first != [bos]:
+            before = self._piece(bos) + before
+        return before, after
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.tokens(prompt))

@@ -21,6 +21,7 @@ COMMANDS = {
     "data": "data",
     "models": "models",
     "serve": "serve",
+    "view": "view",
 }
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.

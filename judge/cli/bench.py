@@ -28,7 +28,14 @@ from ..io import atomic_file, check_output_path
 from ..report.table import p_text
 from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, spec_from_args
+from .options import (
+    add_check_option,
+    add_judge_options,
+    add_progress_option,
+    add_view_option,
+    parse_scales,
+    spec_from_args,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -55,6 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seeds", default=None, help="comma-separated selection seeds, one run each, e.g. 0,1,2 "
                    "(default for --selector random: 3 seeds from --seed, else --seed); prints mean and sd")
     add_progress_option(p)
+    add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "set", "the run")
     return p
@@ -81,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
     if args.bootstrap < 1:
         raise InputError(f"must be >= 1, got {args.bootstrap}", field="--bootstrap")
-    if args.output:
-        check_output_path(args.output)
+    for path, flag in ((args.output, "--output"), (args.view, "--view")):
+        if path:
+            check_output_path(path, flag)
     spec = spec_from_args(args, parse_seeds(args))
     target = args.source or args.dataset
     if target is None or (args.source and args.dataset):
@@ -107,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
         if args.output:
             _copy_rows(exp, args.output)
+        if args.view:
+            from ..view import from_results, write_view
+
+            write_view(from_results([exp.output], experiment=exp), args.view)
     rated = sum(it.human(quality.name) is not None for it in items)
     print_summary(summary, info.abbrev, len(items) - rated, rated)
     if spec.k:

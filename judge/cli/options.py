@@ -130,6 +130,12 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
                    "stderr is a terminal)")
 
 
+def add_view_option(p: argparse.ArgumentParser) -> None:
+    """``--view FILE``: also write the ``judge view`` page of the scored cell."""
+    p.add_argument("--view", default=None, metavar="FILE", help="also write a page to look at what the judge did "
+                   "(each item, its prompt as the model read it, the scatter against the human ratings; docs/view.md)")
+
+
 def add_check_option(p: argparse.ArgumentParser, checked: str, work: str) -> None:
     """``--check``: validate ``checked`` and the options, print what ``work`` would cost, and stop."""
     p.add_argument("--check", action="store_true", help=f"check the {checked} and options, then print what {work} "

@@ -28,6 +28,7 @@ from .options import (
     add_check_option,
     add_judge_options,
     add_progress_option,
+    add_view_option,
     parse_scales,
     resolve_quality,
     spec_from_args,
@@ -46,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "a summary with Spearman against the human ratings) or jsonl (one JSON row per item). Default: "
                    "table on a terminal without -o, else jsonl; -o always writes JSONL to the file")
     add_progress_option(p)
+    add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "file", "scoring")
     return p
@@ -65,10 +67,12 @@ def run(args: argparse.Namespace) -> int:
     # Cheap checks first: options, output path, the file, names, scales, the template; the model last.
     if args.limit is not None and args.limit < 1:
         raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
-    if args.output:
-        check_output_path(args.output)
+    for path, flag in ((args.output, "--output"), (args.view, "--view")):
+        if path:
+            check_output_path(path, flag)
     spec = spec_from_args(args)
-    if not args.check and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
+    # --view shows the conversations of the file's items beside their rows: it reads the whole file.
+    if not args.check and not args.view and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
         return run_streaming(args, spec)
     all_items = load_items(args.input)
     items = all_items[: args.limit] if args.limit is not None else all_items
@@ -91,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     qn = quality.name if quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
-                       qn is not None and any(it.human(qn) is not None for it in items))
+                       qn is not None and any(it.human(qn) is not None for it in items), all_items)
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
@@ -133,10 +137,10 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
 
 
 def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
-                ids: Sequence[str], rated: bool) -> int:
+                ids: Sequence[str], rated: bool, all_items: Sequence[Item] = ()) -> int:
     """Load the model, score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL
     on stdout), report the backend's counters; the exit code. ``ids`` size the table's id column, ``rated``
-    says whether it shows human ratings."""
+    says whether it shows human ratings; ``all_items`` are the file's items, which ``--view`` shows."""
     qn = prep.quality.name if prep.quality else None
     row_seed = prep.seed if spec.kind.records_seed else None
     backends = BackendPool()
@@ -149,18 +153,25 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         if output_format(args) == "table":
             table = ScoreTable(ids, rated, lambda line: tqdm.write(line, file=sys.stdout))
             table.header()
+        kept: list[dict[str, Any]] = []  # the rows, for --view
+        keep = kept.append if args.view else None
         # -o: rows stream into a temp file beside the target, renamed over it only when every item is
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update, seed=row_seed)
+                failed = run_rows(scorer, items, spec.name, qn, _also(write, table, keep), bar.update, seed=row_seed)
             write_meta(args.output, spec, scorer)
         elif table is not None:
-            failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=row_seed)
+            failed = run_rows(scorer, items, spec.name, qn, _also(table.add, None, keep), bar.update, seed=row_seed)
         else:
-            failed = run_rows(scorer, items, spec.name, qn, lambda row: print(dumps(row), flush=True), bar.update,
-                              seed=row_seed)
+            failed = run_rows(scorer, items, spec.name, qn, _also(lambda row: print(dumps(row), flush=True), None, keep),
+                              bar.update, seed=row_seed)
         bar.close()
+        if args.view:
+            from ..view import from_scored, write_view
+
+            write_view(from_scored(spec, prep, kept, all_items, scorer.prompt_settings(),
+                                   scorer_kinds(scorer).to_dict(), args.input), args.view)
         if table is not None:
             table.summary()
         report_counters(backends.counters())
@@ -179,16 +190,19 @@ def output_format(args: argparse.Namespace) -> str:
     return "table" if not args.output and sys.stdout.isatty() else "jsonl"
 
 
-def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None) -> Callable[[dict[str, Any]], None]:
-    """The row writer of ``-o``, also adding each row to the table when one is printed."""
-    if table is None:
+def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None,
+          keep: Callable[[dict[str, Any]], None] | None = None) -> Callable[[dict[str, Any]], None]:
+    """The row writer, also adding each row to the table when one is printed (``-o``) and keeping it for
+    the view (``--view``)."""
+    sinks = [write, *([table.add] if table is not None else []), *([keep] if keep is not None else [])]
+    if len(sinks) == 1:
         return write
 
-    def both(row: dict[str, Any]) -> None:
-        write(row)
-        table.add(row)
+    def every(row: dict[str, Any]) -> None:
+        for sink in sinks:
+            sink(row)
 
-    return both
+    return every
 
 
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:

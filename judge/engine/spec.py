@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, Protocol
 
-from ..backends.base import Backend
+from ..backends.base import Backend, Prompt
 from ..config import GenerateConfig
 from ..errors import InputError
 from ..items import Item
@@ -188,6 +188,14 @@ class MethodType:
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
         """The scorer of a prepared method (loads a model, through ``backends``, on first use)."""
         raise NotImplementedError(f"method type {prepared.spec.type!r} does not say how it is built")
+
+    def prompts(self, prepared: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool
+                ) -> list[Prompt] | None:
+        """The prompts the method sent, rebuilt without a model: one per (item, ids of the examples its row
+        records, in the order shown), by the code that built them when it scored (``judge view`` shows
+        them). ``chat``: how the run sent them (its recorded ``Scorer.prompt_settings``). None: this type
+        sends no prompt that can be rebuilt this way (the default)."""
+        return None
 
 
 def _table(value: Any, key: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from ..scorers.base import Lane
 from .cells import CellWriter, read_done, rewrite
 from .config import Experiment
 from .fitted import read_fitted, write_fitted
+from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
 
@@ -117,7 +118,9 @@ def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
                         file=f"{exp.path}: methods[{cell.method.index}]") from None
 
 
-def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
+def cell_meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
+    """The settings a cell is made with (its ``seedN.meta.json``): a resume must find them unchanged, and a
+    cell rebuilt from a results folder (:mod:`judge.harness.rebuild`) must too."""
     meta = {
         **exp.split_info(),
         # The paper row only labels the report; changing it must not block a resume.
@@ -226,7 +229,7 @@ def run_experiment(
     for cell, prep in prepared:
         path = cell_path(out, *cell.key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _check_meta(path, _meta(cell, exp, prep))
+        _check_meta(path, cell_meta(cell, exp, prep))
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
     total = sum(len(c.items) for c, *_ in todo)
@@ -289,6 +292,7 @@ def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[It
     try:
         scorer = build(prep, backends)  # loads the model when the previous cell used another
         load_s = time.perf_counter() - start
+        write_prompt_settings(path, scorer)
         run_rows(scorer, items, cell.method.name, cell.quality.name, writer.append, progress, seed=_row_seed(cell))
         fitted = scorer.fitted()
         if fitted is not None:
@@ -335,11 +339,13 @@ def _compute_together(entries: Sequence[tuple[Cell, Prepared, Path, list[dict[st
         lanes: list[Lane] = []
         for i, (cell, prep, *_rest) in enumerate(entries):
             start = time.perf_counter()
-            lane = build(prep, backends).lane()  # the first loads the model; the rest share it
+            scorer = build(prep, backends)  # the first loads the model; the rest share it
+            lane = scorer.lane()
             loads[i] = time.perf_counter() - start
             if lane is None:  # a type that declares a share key must build a lane scorer
                 raise TypeError(f"{cell.method.type} methods declare a share key, but {cell.method.name}'s scorer "
                                 "states no lane of work")
+            write_prompt_settings(entries[i][2], scorer)
             lanes.append(lane)
         run_rows_together(lanes, [c.items[len(rows):] for c, _, _, rows, _ in entries],
                           [c.method.name for c, *_ in entries], [c.quality.name for c, *_ in entries],
@@ -391,7 +397,9 @@ def _retry_failed(cell: Cell, prep: Prepared, path: Path, backends: BackendPool)
         return
     items = [cell.items[i] for i in failed]
     changed = False
-    new_rows = score_rows(build(prep, backends), items, cell.method.name, cell.quality.name, _row_seed(cell))
+    scorer = build(prep, backends)
+    write_prompt_settings(path, scorer)
+    new_rows = score_rows(scorer, items, cell.method.name, cell.quality.name, _row_seed(cell))
     for i, new in zip(failed, new_rows, strict=True):
         if new != rows[i]:
             rows[i], changed = new, True

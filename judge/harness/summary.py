@@ -167,8 +167,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         # Each method's kind (reference-free / reference-based, uses-future), from what it declares it reads.
         "methods": {m.name: {**m.describe(), **kinds[m.name].to_dict()} for m in exp.methods},
         "datasets": [{"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
-                      "qualities": list(d.qualities),
-                      **({"path": str(d.source.path)} if d.source is not None else {})} for d in exp.datasets],
+                      "qualities": list(d.qualities), **_file_dataset(d)} for d in exp.datasets],
         "cells": out_cells,
         "results": results,
         "averages": averages,
@@ -178,6 +177,15 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         "timing": _timing(cells, timings or {}),
         "wall_s": None if wall_s is None else round(wall_s, 1),
     }
+
+
+def _file_dataset(d: Any) -> dict[str, Any]:
+    """A set given as a file: its path and its qualities' scales (which ``--scale`` or the config may have
+    set), so that the set can be read again as the run read it (``judge view``)."""
+    if d.source is None:
+        return {}
+    scales = {q.name: [q.min, q.max] for q in d.dataset.qualities if q.has_scale}
+    return {"path": str(d.source.path), "scales": scales}
 
 
 def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
@@ -235,12 +243,12 @@ def _first_seeds(cells: Sequence[Any]) -> dict[tuple[str, str, str], tuple]:
     return first
 
 
-def _paired_rows(rows: dict[tuple, list[dict[str, Any]]], key_a: tuple, key_b: tuple
+def _paired_rows(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, Any]]
                  ) -> tuple[list[Any], list[Any], list[Any], list[str], list[dict[str, Any]]]:
     """A's and B's scores, the human means and the groups on the items both cells hold, in A's order, and
     A's rows of those items."""
-    ra = {r["id"]: r for r in rows[key_a]}
-    rb = {r["id"]: r for r in rows[key_b]}
+    ra = {r["id"]: r for r in rows_a}
+    rb = {r["id"]: r for r in rows_b}
     ids = [i for i in ra if i in rb]
     return ([ra[i]["score"] for i in ids], [rb[i]["score"] for i in ids], [ra[i]["human"] for i in ids],
             _groups([ra[i] for i in ids]), [ra[i] for i in ids])
@@ -271,7 +279,7 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
         parts = []
         for (m, ds, q), key_a in first.items():
             if m == a and (b, ds, q) in first:
-                pa, pb, h, g, both = _paired_rows(rows, key_a, first[(b, ds, q)])
+                pa, pb, h, g, both = _paired_rows(rows[key_a], rows[first[(b, ds, q)]])
                 parts.append(stats.AveragePart(ds, (pa, pb), h, g, _shared(shared, ds, both)))
         if not parts:
             continue
@@ -292,14 +300,22 @@ def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
         for (m, ds, q), key_a in first.items():
             if m != a or (b, ds, q) not in first:
                 continue
-            pa, pb, h, groups, _ = _paired_rows(rows, key_a, first[(b, ds, q)])
-            t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=exp.bootstrap, seed=exp.seed, groups=groups)
-            keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
-            r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")
-            w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n) if all(map(math.isfinite, (t.r_a, t.r_b, r_ab)))
-                        else (float("nan"), float("nan")))
-            out.append({"a": a, "b": b, "dataset": ds, "quality": q, "n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b),
-                        "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
-                        "williams_t": _f(w_t), "williams_p": _f(w_p), "n_boot": t.n_boot, "unit": t.unit,
-                        "n_units": t.n_units, "n_degenerate": t.n_degenerate})
+            out.append({"a": a, "b": b, "dataset": ds, "quality": q,
+                        **paired_comparison(rows[key_a], rows[first[(b, ds, q)]], exp.bootstrap, exp.seed)})
     return out
+
+
+def paired_comparison(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, Any]], n_boot: int, seed: int
+                      ) -> dict[str, Any]:
+    """Two cells' Spearman on the items both hold (in A's order), their difference A - B with its paired
+    bootstrap CI and p (resampling conversations) and Williams' test: one configured comparison of
+    ``summary.json``, and what ``judge view`` shows for two cells side by side."""
+    pa, pb, h, groups, _ = _paired_rows(rows_a, rows_b)
+    t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=n_boot, seed=seed, groups=groups)
+    keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
+    r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")
+    w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n) if all(map(math.isfinite, (t.r_a, t.r_b, r_ab)))
+                else (float("nan"), float("nan")))
+    return {"n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high),
+            "p": _f(t.p_value), "williams_t": _f(w_t), "williams_p": _f(w_p), "n_boot": t.n_boot, "unit": t.unit,
+            "n_units": t.n_units, "n_degenerate": t.n_degenerate}

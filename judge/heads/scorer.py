@@ -84,6 +84,9 @@ class HeadScorer(Scorer):
         """What its prompt reads: a head over the criteria prompt is reference-free."""
         return self.judge.reads()
 
+    def prompt_settings(self) -> dict[str, object] | None:
+        return self.judge.prompt_settings()
+
     def fitted(self) -> dict[str, object] | None:
         """What the head learned, for results: its file, the sets it learned from (before this run, never
         from the scored set) and its strength and cross-validated figure."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..alternatives import READ, alternatives_for, lists_for
+from ..backends.base import Prompt
 from ..backends.registry import BACKENDS
 from ..context_views import CONTEXT_VIEWS, in_view
 from ..datasets import check_scale, load_items
@@ -37,7 +38,7 @@ from ..prompts import (
 )
 from ..qualities import Quality
 from ..scorers.base import Scorer
-from ..scorers.llm import LLMJudge
+from ..scorers.llm import LLMJudge, render_prompt
 from ..scorers.rules import RULES
 from ..selectors import SELECTORS, get_selector
 
@@ -166,6 +167,28 @@ class LLMType(MethodType):
                         pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
                         top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
                         population=prepared.population)
+
+    def prompts(self, prepared: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool
+                ) -> list[Prompt] | None:
+        """Each prompt as :class:`LLMJudge` built it: the item in the spec's context view, the recorded
+        examples (from the prepared pool, with the labels they show) and, for a template that reads them,
+        the other replies of the prepared population (of the items themselves without one)."""
+        template, quality = prepared.prompt, prepared.quality
+        assert template is not None
+        pool = {ex.id: ex for ex in prepared.pool or ()}
+        population = prepared.population if prepared.population is not None else [it for it, _ in shown]
+        listed = lists_for(template.reads, population)
+        out = []
+        for item, ids in shown:
+            missing = [i for i in ids if i not in pool]
+            if missing:
+                raise InputError(f"example {missing[0]!r} is not in the method's example pool", record=item.id,
+                                 field="examples")
+            examples = [(pool[i], template.example_label(pool[i], quality)) for i in ids]  # type: ignore[arg-type]
+            out.append(render_prompt(template, item, examples, quality, alternatives_for(item, listed),
+                                     context=prepared.spec.context, chat=chat,
+                                     fixed_examples=prepared.selector is not None and prepared.selector.fixed_examples))
+        return out
 
 
 def _options(table: Mapping[str, Any]) -> dict[str, Any]:

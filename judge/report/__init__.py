@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..io import atomic_write_text
-from ..results import cell_path, read_rows, slug
+from ..results import VIEW_FILE, cell_path, read_rows, slug
 from .csv_table import render_csv
 from .html import render_html
 from .markdown import render_markdown
@@ -53,7 +53,8 @@ def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *
     else:
         atomic_write_text(root / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
         written.append(root / "summary.json")
-    for name, text in (("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary)),
+    view = VIEW_FILE if (root / VIEW_FILE).exists() else None  # ``judge view``'s page, when one was written here
+    for name, text in (("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary, view)),
                        ("results.csv", render_csv(summary))):
         atomic_write_text(root / name, text)
         written.append(root / name)

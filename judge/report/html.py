@@ -32,7 +32,8 @@ tr.copies td{color:#555}
 .ci{color:#666;font-size:85%}"""
 
 
-def render_html(summary: dict[str, Any]) -> str:
+def render_html(summary: dict[str, Any], view: str | None = None) -> str:
+    """The page; ``view``: the path of the run's ``judge view`` page relative to this one, linked at the top."""
     board = build(summary)
     exp = summary["experiment"]
     h = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -48,6 +49,9 @@ def render_html(summary: dict[str, Any]) -> str:
          f"&dagger; = some scores estimated from sampled answers; &Dagger; = some read from a top-N list; bold = best per column. Limit: {escape(str(exp['limit'] or 'all'))} items per set."
          f"{escape(resampled_together_text(summary))}</p>",
          ]
+    if view is not None:
+        h.append(f'<p class="view"><a href="{escape(view)}">Every item, the prompt the model read and two methods side '
+                 f"by side: {escape(view)}</a></p>")
     for _kind, title, rows in board.sections():
         h += _leaderboard(board, title, rows)
     h += _table("Paired comparisons of the averages (same items, stratified bootstrap over conversations)",

@@ -130,6 +130,13 @@ class Scorer(Protocol):
         ``score``. Default: None."""
         return None
 
+    def prompt_settings(self) -> dict[str, object] | None:
+        """How the method's prompts reach its model, for what a run records beside a cell's rows so that
+        ``judge view`` can show the prompt as the model read it: ``chat`` (sent as one chat message) and
+        ``wrapping`` (the text the backend puts before and after a prompt's own, or None when it cannot
+        say). None for a method that sends no prompt it could rebuild (the default)."""
+        return None
+
 
 def score_lane(lane: Lane, items: Iterable[Item]) -> Iterator[Score]:
     """A lane's scores of ``items``, in order, answered by its own backend in this process: what a lane

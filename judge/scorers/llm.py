@@ -19,6 +19,21 @@ from .base import ItemWork, Score, Scorer, score_lane
 from .rules import ScoringError, score_distribution
 
 
+def render_prompt(template: PromptTemplate, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
+                  replies: Sequence[str] = (), *, context: str, chat: bool, fixed_examples: bool = False) -> Prompt:
+    """The prompt a judge sends for ``item`` showing ``examples`` (each with the label it shows, in display
+    order) and the other ``replies`` to its context: the one place a judge's prompt text is made, so that
+    a prompt rebuilt later from a run's records (``MethodType.prompts``, ``judge view``) is the one sent.
+    ``fixed_examples`` (the selector's): every item shows the same examples, so they belong to the text no
+    item changes, which the backend evaluates apart (``Prompt.instructions``)."""
+    examples = list(examples)
+    text = template.render(in_view(item, context), examples, quality, replies)
+    # The text no item changes: the instructions, and the examples when every item shows the same.
+    fixed = template.instructions_chars(text, quality, level=item.level,
+                                        examples=examples if not examples or fixed_examples else None)
+    return Prompt(text, chat=chat, shared=template.shared_chars(text), instructions=fixed)
+
+
 class LLMJudge(Scorer):
     """Scores items by reading the backend's next-token distribution over the prompt's answer labels.
 
@@ -124,13 +139,9 @@ class LLMJudge(Scorer):
 
         def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
             shown = self.selector.arrange(kept)
-            examples = [(ex, labels[ex.id]) for ex in shown]
-            text = self.prompt.render(in_view(item, self.context), examples, self.quality, replies)
-            # The text no item changes: the instructions, and the examples when every item shows the same.
-            fixed = self.prompt.instructions_chars(
-                text, self.quality, level=item.level,
-                examples=examples if not examples or self.selector.fixed_examples else None)
-            return Prompt(text, chat=self.chat, shared=self.prompt.shared_chars(text), instructions=fixed), shown
+            return render_prompt(self.prompt, item, [(ex, labels[ex.id]) for ex in shown], self.quality, replies,
+                                 context=self.context, chat=self.chat,
+                                 fixed_examples=self.selector.fixed_examples), shown
 
         prompt, shown = render(ranked)
         limit = self.backend.capabilities.max_context - 1
@@ -221,6 +232,12 @@ class LLMJudge(Scorer):
             n_evaluated_tokens=dist.n_evaluated_tokens,
             top=top,
         )
+
+    def prompt_settings(self) -> dict[str, object]:
+        """How this judge's prompts reach its model: as one chat message or as plain text, and the text the
+        backend puts around a prompt's own (``Backend.wrapping``; None when the backend cannot say)."""
+        wrapping = self.backend.wrapping(self.chat)
+        return {"chat": self.chat, "wrapping": None if wrapping is None else list(wrapping)}
 
     def score_text(self, context: Sequence[str | Turn], response: str) -> Score:
         """Score one response to a context given as plain strings (alternating, last one the user's)."""

@@ -1,0 +1,220 @@
+"""What a view shows, gathered into plain data: from results folders (``judge view``, ``judge bench
+--view``) or from one cell scored in this process (``judge score --view``).
+
+Every number comes from where the reports take it: a cell's Spearman, CI and counts from
+``summary.json`` (or, for ``judge score``, from :func:`judge.harness.summary.cell_stats`, the function
+that computed them), each item's disagreement from :func:`judge.stats.rank_gap`, two cells' paired
+difference from :func:`judge.harness.summary.paired_comparison`. Prompts are rebuilt by the method's
+own code (``MethodType.prompts``) from the rows' example ids; the sets are read again for the
+conversations (:mod:`judge.harness.rebuild`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..engine.spec import MethodSpec, Prepared, method_type
+from ..errors import InputError, JudgeError
+from ..harness.config import Experiment
+from ..harness.prompt_settings import read_prompt_settings
+from ..harness.rebuild import Key, Rebuilt, cell_keys, rebuild
+from ..items import Item
+from ..report import load_summary
+from ..results import cell_path, read_rows
+
+
+@dataclass
+class ViewRun:
+    """One results folder (or one scored file) shown in the view."""
+
+    name: str
+    path: str
+    description: str = ""
+    split: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ViewCell:
+    """One cell (method x set x quality x seed) of a run: its rows, statistics and rebuilt prompts."""
+
+    run: int
+    method: str
+    dataset: str
+    quality: str | None
+    seed: int | None
+    #: The method's kind and what it reads (``MethodKinds.to_dict``): the view shows a reference or a next
+    #: user turn only for a method that read it.
+    kind: dict[str, Any]
+    settings: str
+    #: Spearman with its CI and p, counts: ``summary.json``'s cell, as the reports show it.
+    stats: dict[str, Any] | None
+    rows: list[dict[str, Any]]
+    #: The item table (:attr:`View.items`) holding the cell's items and the examples its prompts showed.
+    table: str
+    #: One prompt text per row as the backend was sent it (None: not rebuilt; ``prompt_note`` says why).
+    prompts: list[str] | None = None
+    prompt_note: str = ""
+    chat: bool | None = None
+    wrapping: list[str] | None = None
+
+
+@dataclass
+class View:
+    title: str
+    runs: list[ViewRun] = field(default_factory=list)
+    cells: list[ViewCell] = field(default_factory=list)
+    #: Items by table and id: the sets' conversations, their human ratings, the examples shown.
+    items: dict[str, dict[str, Item]] = field(default_factory=dict)
+    #: Bootstrap settings of the paired comparisons (the first run's, as its summary's were made).
+    n_boot: int = 1000
+    seed: int = 0
+
+    def add_items(self, dataset: str, run: int, items: dict[str, Item]) -> str:
+        """Put a run's items of ``dataset`` in a table and return its key: one table per set, shared by
+        runs that read the same items, another for a run whose items under the same ids differ."""
+        key = dataset
+        table = self.items.get(key)
+        if table is not None and any(table[i] != it for i, it in items.items() if i in table):
+            key = f"{dataset} (run {run + 1})"
+            table = self.items.get(key)
+        if table is None:
+            self.items[key] = dict(items)
+        else:
+            table.update({i: it for i, it in items.items() if i not in table})
+        return key
+
+
+def from_results(dirs: Sequence[str | Path], *, data_dir: str | None = None, experiment: Experiment | None = None,
+                 title: str | None = None) -> View:
+    """The view of one or more results folders written by ``judge run`` or ``judge bench``.
+
+    ``data_dir`` overrides where the registered sets are read; ``experiment``: the run's own when the
+    caller still holds it (one folder only)."""
+    if experiment is not None and len(dirs) != 1:
+        raise ValueError("an experiment describes one results folder")
+    view = View(title or "")
+    for i, d in enumerate(dirs):
+        _add_run(view, Path(d), data_dir, experiment)
+        if i == 0:
+            exp = load_summary(d)["experiment"]
+            view.n_boot, view.seed = int(exp.get("bootstrap", 1000)), int(exp.get("seed", 0))
+    if not view.title:
+        view.title = " vs ".join(r.name for r in view.runs)
+    return view
+
+
+def _add_run(view: View, root: Path, data_dir: str | None, experiment: Experiment | None) -> None:
+    summary = load_summary(root)
+    exp = summary.get("experiment", {})
+    run = len(view.runs)
+    name = str(exp.get("name") or root.name)
+    if any(r.name == name for r in view.runs):
+        name = f"{name} ({root})"
+    view.runs.append(ViewRun(name, str(root), str(exp.get("description") or ""), exp.get("split")))
+    rebuilt = rebuild(root, summary, data_dir=data_dir, experiment=experiment)
+    view.runs[-1].notes = [f"{ds}: {why}" for ds, why in rebuilt.set_problems.items()]
+    stats = {(c["method"], c["dataset"], c["quality"], c["seed"]): c for c in summary.get("cells", [])}
+    for key in cell_keys(summary):
+        method, dataset, quality, seed = key
+        path = cell_path(root, *key)
+        if not path.exists():
+            raise InputError("a cell listed in summary.json has no rows file", file=str(path))
+        rows = read_rows(path)
+        described = summary.get("methods", {}).get(method, {})
+        items = dict(rebuilt.items.get(dataset, {}))
+        prep = rebuilt.prepared.get(key)
+        if prep is not None:
+            items.update({ex.id: ex for ex in prep.pool or () if ex.id not in items})
+        table = view.add_items(dataset, run, {r["id"]: items[r["id"]] for r in rows if r["id"] in items}
+                               | _examples(rows, items))
+        cell = ViewCell(run, method, dataset, quality, seed, _kind(described), _settings(described),
+                        _stats(stats[key]), rows, table)
+        _add_prompts(cell, prep, read_prompt_settings(path), rebuilt, key)
+        view.cells.append(cell)
+
+
+def _examples(rows: Sequence[dict[str, Any]], items: dict[str, Item]) -> dict[str, Item]:
+    """The example items the rows' prompts showed (those that are known)."""
+    return {i: items[i] for r in rows for i in r.get("examples") or () if i in items}
+
+
+def _kind(described: dict[str, Any]) -> dict[str, Any]:
+    return {k: described[k] for k in ("kind", "reads", "uses_future", "listwise", "supervised") if k in described}
+
+
+def _settings(described: dict[str, Any]) -> str:
+    """The method's settings in one line, as ``judge bench`` prints them."""
+    if "type" not in described:
+        return ""
+    try:
+        return method_type(str(described["type"])).settings_text(described)
+    except (JudgeError, KeyError):
+        return ""
+
+
+def _stats(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell's statistics as the reports show them (the summary's own values, never recomputed)."""
+    keep = ("spearman", "pearson", "kendall", "ci", "n_items", "n_failed", "n_estimated", "n_incomplete",
+            "system_spearman")
+    return {k: cell[k] for k in keep if k in cell}
+
+
+def _add_prompts(cell: ViewCell, prep: Prepared | None, settings: dict[str, Any] | None, rebuilt: Rebuilt,
+                 key: Key) -> None:
+    """Rebuild the cell's prompts when its method sends any, else say why none are shown."""
+    if prep is None:
+        cell.prompt_note = f"Prompts not shown: {rebuilt.problems.get(key, 'the cell could not be made again')}."
+        return
+    chat = settings.get("chat") if settings is not None else prep.spec.generate.chat
+    if settings is not None:
+        cell.wrapping = settings.get("wrapping")
+    cell.chat = chat
+    rebuild_prompts(cell, prep, rebuilt.items.get(cell.dataset, {}), bool(chat))
+    if cell.prompts is not None and settings is None:
+        cell.prompt_note = ("The run recorded no prompt settings (a run older than the view), so whether the "
+                            "prompts went as chat messages is " + ("unknown." if chat is None else "the spec's."))
+
+
+def rebuild_prompts(cell: ViewCell, prep: Prepared, items: dict[str, Item], chat: bool) -> None:
+    """The prompts of the cell's rows, rebuilt by its method type (``MethodType.prompts``)."""
+    missing = next((r["id"] for r in cell.rows if r["id"] not in items), None)
+    if missing is not None:
+        cell.prompt_note = f"Prompts not shown: item {missing!r} is not in the data read now."
+        return
+    try:
+        sent = prep.spec.kind.prompts(prep, [(items[r["id"]], r.get("examples") or ()) for r in cell.rows], chat)
+    except JudgeError as exc:
+        cell.prompt_note = f"Prompts not shown: {exc}"
+        return
+    if sent is None:
+        cell.prompt_note = f"A method of type '{prep.spec.type}' sends no prompt template to show."
+        return
+    cell.prompts = [p.text for p in sent]
+
+
+def from_scored(spec: MethodSpec, prep: Prepared, rows: list[dict[str, Any]], items: Sequence[Item],
+                prompt_settings: dict[str, Any] | None, kind: dict[str, Any], source: str) -> View:
+    """The view of one cell scored in this process (``judge score --view``): its rows, the items of the
+    file (examples included), the statistics ``judge score`` prints and the prompts rebuilt as above."""
+    from ..harness.summary import cell_stats
+
+    view = View(f"{spec.name} on {Path(source).name}", runs=[ViewRun(f"judge score {Path(source).name}", source)])
+    by_id = {it.id: it for it in items}
+    by_id.update({ex.id: ex for ex in prep.pool or () if ex.id not in by_id})
+    rated = any(r.get("human") is not None for r in rows)
+    quality = prep.quality.name if prep.quality is not None else None
+    table = view.add_items(Path(source).name, 0, by_id)
+    cell = ViewCell(0, spec.name, Path(source).name, quality, prep.seed if spec.kind.records_seed else None, kind,
+                    method_type(spec.type).settings_text(spec.describe()),
+                    _stats(cell_stats(rows, view.n_boot, view.seed)) if rated else None, rows, table)
+    if prompt_settings is not None:
+        cell.chat, cell.wrapping = bool(prompt_settings.get("chat")), prompt_settings.get("wrapping")
+        rebuild_prompts(cell, prep, by_id, cell.chat)
+    else:
+        cell.prompt_note = f"A method of type '{spec.type}' sends no prompt template to show."
+    view.cells.append(cell)
+    return view
