@@ -145,8 +145,9 @@ class MethodType:
     def streams(self, spec: MethodSpec) -> bool:
         """Whether a method of ``spec`` scores each item from the item alone, so that ``judge score`` can
         stream a large file through it (items read as they are scored, rows written as they come) instead
-        of holding every item: no examples or other replies drawn from the file, no set to rank against.
-        Default: no."""
+        of holding every item: no examples or other replies drawn from the file, no set to rank against,
+        no use of an item's conversation (``Item.conversation``, named across the whole file by
+        :func:`judge.datasets.identity.identify`, is not set on streamed items). Default: no."""
         return False
 
     def share_key(self, spec: MethodSpec) -> str | None:

@@ -62,6 +62,12 @@ class HeadType(LLMType):
     def seeded(self, spec: MethodSpec) -> bool:
         return False
 
+    def streams(self, spec: MethodSpec) -> bool:
+        """Never: a head refuses the conversations it learned from, and an item's conversation is named
+        across its group in the whole file (:func:`judge.datasets.identity.identify`), which a streamed file
+        does not hold."""
+        return False
+
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
         return {"type": spec.type, "prompt": spec.prompt, "head": spec.head, "backend": spec.backend,
                 "model": spec.model, "options": dict(spec.options), "generate": asdict(spec.generate),
