@@ -66,6 +66,19 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     a.add_argument("--sampling-fallback", type=int, default=0, metavar="N",
                    help="when the server returns no logprobs, estimate them from N sampled answers "
                    "(scores marked estimated); default off")
+    a.add_argument("--rpm", type=float, default=None, metavar="N",
+                   help="send at most N requests a minute (default: as the server's rate-limit headers allow)")
+    a.add_argument("--tpm", type=float, default=None, metavar="N",
+                   help="send at most N tokens a minute (prompt estimate + answer; default: as the server allows)")
+    a.add_argument("--pace", action=argparse.BooleanOptionalAction, default=True,
+                   help="pace requests from the server's x-ratelimit headers and 429s, the number in flight adapting "
+                   "between 1 and --concurrency (default on; --no-pace: always --concurrency in flight)")
+    a.add_argument("--prices", default=None, metavar="FILE",
+                   help="TOML price table whose rows replace or add to the shipped one (judge/prices.toml)")
+    a.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="refuse a run whose estimated cost is above USD, and stop sending before the spend could "
+                   "pass it (the items left are reported as not scored; a rerun with a higher cap goes on from "
+                   "the cache)")
     c = p.add_argument_group("cache")
     c.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
                    help="reuse label distributions from the persistent cache (default on; --no-cache)")
@@ -167,6 +180,11 @@ def backend_options(args: argparse.Namespace) -> dict[str, object]:
     if args.backend == "openai":
         out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
                    sampling_fallback=args.sampling_fallback)
+        # Pacing and money options only when set: a method's recorded options stay as they were without them.
+        out.update({k: v for k, v in (("rpm", args.rpm), ("tpm", args.tpm), ("prices", args.prices),
+                                      ("max_cost", args.max_cost)) if v is not None})
+        if not args.pace:
+            out["pace"] = False
     for raw in args.backend_option:
         key, value = key_value(raw, "backend-option", _json_value)
         out[key] = value

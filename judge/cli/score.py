@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
         for line in report([[Entry(spec.name, prep, items)]], lambda msg: print(msg, file=sys.stderr)):
             print(line)
         return EXIT_OK
+    from ..engine.cost import Entry
+    from ..engine.hosted_cost import check_budget
+
+    check_budget([[Entry(spec.name, prep, items)]])  # --max-cost: refuse a run estimated above it
     qn = quality.name if quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
                        qn is not None and any(it.human(qn) is not None for it in items))
@@ -154,7 +158,7 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
                 failed = run_rows(scorer, items, spec.name, qn, _also(write, table), bar.update, seed=row_seed)
-            write_meta(args.output, spec, scorer)
+            write_meta(args.output, spec, scorer, backends.counters())
         elif table is not None:
             failed = run_rows(scorer, items, spec.name, qn, table.add, bar.update, seed=row_seed)
         else:
@@ -191,13 +195,18 @@ def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None) -> 
     return both
 
 
-def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:
+def write_meta(output: str, spec: MethodSpec, scorer: Scorer, counters: dict[str, int] | None = None) -> None:
     """``OUTPUT.meta.json`` beside a scores file: the method spec, the scorer's resolved settings and
     its kind (reference-free, reference-based, uses-future or supervised on the scored set), from what
-    the scorer declares it reads and how it learns its weights."""
-    meta = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe(),
-            "kind": scorer_kinds(scorer).to_dict()}
+    the scorer declares it reads and how it learns its weights; with a hosted API, what this run used and
+    what it cost (``usage``, ``cost_usd``: priced from the usage the server reported)."""
+    meta: dict[str, object] = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe(),
+                               "kind": scorer_kinds(scorer).to_dict()}
     fitted = scorer.fitted()
     if fitted is not None:
         meta["fitted"] = fitted
+    if counters and "requests" in counters:
+        meta["usage"] = dict(counters)
+        if "cost_micro_usd" in counters:
+            meta["cost_usd"] = counters["cost_micro_usd"] / 1_000_000
     atomic_write_text(Path(output).with_suffix(".meta.json"), json.dumps(meta, indent=1, default=str) + "\n")

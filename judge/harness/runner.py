@@ -244,6 +244,7 @@ def run_experiment(
         _check_meta(path, _meta(cell, exp, prep))
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
+    _check_budget(todo)
     total = sum(len(c.items) for c, *_ in todo)
     done = sum(len(t[3]) for t in todo)
     if done:
@@ -286,10 +287,23 @@ def run_experiment(
     summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                             "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
     summary["counters"] = backends.counters()
+    if "cost_micro_usd" in summary["counters"]:  # hosted APIs: the cost of the usage the server reported
+        summary["cost_usd"] = summary["counters"]["cost_micro_usd"] / 1_000_000
     from ..report import render_all
 
     render_all(out, summary, plots=plots)
     return summary
+
+
+def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> None:
+    """Refuse, before anything is sent, a run whose hosted cells are estimated above their ``max_cost``
+    (:func:`judge.engine.hosted_cost.check_budget`; the cells left to score, in the run's order)."""
+    from ..engine.cost import Entry
+    from ..engine.hosted_cost import check_budget
+
+    entries = [Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, c.items[len(rows):], len(rows))
+               for c, prep, _, rows, _ in todo]
+    check_budget([[entries[i] for i in group] for group in schedule_groups(todo)])
 
 
 def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
