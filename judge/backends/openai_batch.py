@@ -346,10 +346,10 @@ class BatchClient:
             else:
                 for cid in retry:
                     line = lines.get(cid)
-                    if line is not None and self.resubmit:
-                        self._store(cid, line)  # the second failure is final: the item fails with its reason
+                    if line is not None and self.resubmit and not _not_run(line):
+                        self._store(cid, line)  # a second fault is final: the item fails with its reason
                     else:
-                        self._missing.add(cid)
+                        self._missing.add(cid)  # never ran: left to the caller (sent synchronously, or reported)
                 self.log(f"judge: batch {entry['id']} ended {batch.status}: {len(retry):,} requests left unanswered")
         entry["read"] = True
         self._save(state)
@@ -368,6 +368,12 @@ def _worth_retrying(line: dict[str, Any]) -> bool:
         return isinstance(error, dict) and error.get("code") in RETRY_CODES
     status = int((line.get("response") or {}).get("status_code") or 0)
     return status == 429 or status >= 500
+
+
+def _not_run(line: dict[str, Any]) -> bool:
+    """A line of a request the batch never ran (it expired or was cancelled first)."""
+    error = line.get("error")
+    return isinstance(error, dict) and error.get("code") in ("batch_expired", "batch_cancelled")
 
 
 def _waited(seconds: float) -> str:
