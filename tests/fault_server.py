@@ -548,7 +548,8 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         if name:
-            out[str(name)] = (part.get_filename(), part.get_payload(decode=True) or b"")
+            payload = part.get_payload(decode=True)
+            out[str(name)] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
     return out
 
 
