@@ -150,6 +150,7 @@ class Pacer:
     def __post_init__(self) -> None:
         self.limit = self.max_concurrency
         self.in_flight = 0
+        self._flight_tokens = 0.0  # tokens of the requests in flight
         self._cond = threading.Condition()
         self._requests: Budget | None = None
         self._tokens: Budget | None = None
@@ -192,6 +193,7 @@ class Pacer:
             for cap, is_tokens in self._caps:
                 cap.take(tokens if is_tokens else 1, now)
             self.in_flight += 1
+            self._flight_tokens += tokens
             if waited:
                 self.stats.waits += 1
                 self.stats.waited_s += self.clock() - start
@@ -199,11 +201,13 @@ class Pacer:
     def settle(self, headers: Mapping[str, str] | None, *, limited: bool = False, retry_after: float | None = None) -> None:
         """An answer came back (``limited``: it was a 429): read the budgets its headers give and adapt."""
         with self._cond:
+            # which request came back is not known here: it takes its share of the tokens in flight
+            self._flight_tokens -= self._flight_tokens / max(1, self.in_flight)
             self.in_flight = max(0, self.in_flight - 1)
             now = self.clock()
             if headers is not None:
                 requests = read_budget(headers, "requests", now, self.in_flight)
-                tokens = read_budget(headers, "tokens", now, 0.0)
+                tokens = read_budget(headers, "tokens", now, self._flight_tokens)
                 if requests is not None:
                     self._requests = requests
                 if tokens is not None:
