@@ -258,7 +258,7 @@ class OpenAIBackend(Backend):
         self.max_cost = float(max_cost) if max_cost is not None else None
         if self.max_cost is not None and self.price is None:
             raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
-        self._money_lock = threading.Lock()
+        self._money = threading.Condition()
         self._reserved = 0.0
         self._tokenize_mode = tokenize
         self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
@@ -360,8 +360,10 @@ class OpenAIBackend(Backend):
         finally:
             if self.pacer is not None:
                 self.pacer.settle(headers, limited=limited, retry_after=wait)
-            with self._money_lock:
-                self._reserved -= reserved
+            if reserved:
+                with self._money:
+                    self._reserved -= reserved
+                    self._money.notify_all()
 
     def _estimate_tokens(self, prompt: Prompt, chat: bool) -> int:
         """The prompt's tokens by the documented estimate (never asks the server)."""
@@ -373,18 +375,22 @@ class OpenAIBackend(Backend):
 
     def _reserve(self, prompt: Prompt, chat: bool, answers: int) -> float:
         """Under ``max_cost``: set aside the most this request can cost (a token per byte of its prompt, the
-        chat markup, its answer tokens, no cached discount) or raise _OverBudget when that could take the
-        spend past the cap. Returns what was set aside (0 without a cap)."""
+        chat markup, its answer tokens, no cached discount), waiting for requests in flight to settle while
+        their share is what does not fit; raise _OverBudget when the spend so far leaves no room for it.
+        Returns what was set aside (0 without a cap)."""
         if self.max_cost is None or self.price is None:
             return 0.0
         most = self.price.cost(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
-        with self._money_lock:
-            spent = self.usage.cost(self.price)
-            if spent + self._reserved + most > self.max_cost:
-                raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
-                                  f"{dollars(self.max_cost)} ({dollars(spent)} spent)")
-            self._reserved += most
-        return most
+        with self._money:
+            while True:
+                spent = self.usage.cost(self.price)
+                if spent + most > self.max_cost:
+                    raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
+                                      f"{dollars(self.max_cost)} ({dollars(spent)} spent)")
+                if spent + self._reserved + most <= self.max_cost:
+                    self._reserved += most
+                    return most
+                self._money.wait(timeout=1.0)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
