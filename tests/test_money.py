@@ -173,3 +173,20 @@ def test_max_cost_stops_before_the_spend_passes_it_and_a_rerun_goes_on_from_the_
         assert len(srv.requests) - sent == len(stopped)  # only what the cap stopped was sent
         assert again.backend.hits == len(scored)
         again.backend.close()
+
+
+def test_the_documented_check_command_prints_the_documented_money_lines(tmp_path, monkeypatch, capsys):
+    """docs/backends-api.md, "Cost in money": its command, run as written from an empty cache, prints the
+    documented table (the counts and dollars are exact: the token estimate is a function of the text)."""
+    from judge.cli import main
+
+    section = (ROOT / "docs" / "backends-api.md").read_text().split("## Cost in money", 1)[1].split("\n## ", 1)[0]
+    shown = re.search(r"```\n\$ (judge score [^\n]*)\n\.\.\.\n(.*?)```", section, re.S)
+    assert shown, "the section shows a command and its output"
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.chdir(ROOT)
+    assert main(shown[1].split()[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    expected = shown[2].rstrip("\n").splitlines()
+    start = printed.index(expected[0])
+    assert printed[start:start + len(expected)] == expected

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -325,3 +326,21 @@ def test_a_batch_created_but_not_recorded_is_found_by_its_input_file(tmp_path):
         report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s.json", poll_s=0.02, log=lambda m: None)
         assert report.stored == 5 and len(srv.batches) == 1
         judge.backend.close()
+
+
+def test_the_documented_batch_example_runs(tmp_path, monkeypatch):
+    """docs/backends-api.md, "The Batch API": its Python example, run as written against the fault server
+    (OPENAI_BASE_URL) on an empty cache, puts every answer in the cache and scores from it."""
+    section = (ROOT / "docs" / "backends-api.md").read_text().split("## The Batch API", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code, "the section shows an example"
+    with FaultServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+        monkeypatch.chdir(ROOT)
+        scope: dict = {}
+        exec(code[1].replace("poll_s=30", "poll_s=0.05"), scope)  # the provider's wait, shortened
+        assert scope["report"].stored == 12 and not scope["report"].missing
+        assert all(s.ok for s in scope["scores"]) and len(scope["scores"]) == 12
+        assert len(srv.batches) == 1 and not srv.requests  # one batch, nothing sent synchronously
+        assert (tmp_path / "batches").is_dir()
