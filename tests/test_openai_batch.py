@@ -344,3 +344,28 @@ def test_the_documented_batch_example_runs(tmp_path, monkeypatch):
         assert all(s.ok for s in scope["scores"]) and len(scope["scores"]) == 12
         assert len(srv.batches) == 1 and not srv.requests  # one batch, nothing sent synchronously
         assert (tmp_path / "batches").is_dir()
+
+
+def test_a_batch_file_run_elsewhere_fills_the_cache_from_its_results(tmp_path):
+    """--batch-file / --batch-results: the pending requests written for another runner, its output read back
+    into the cache (in any order, one line missing), then the run scores from the cache as a synchronous run."""
+    from judge.backends.openai_batch import store_results, write_pending
+
+    its = items(6)
+    with FaultServer() as srv:
+        judge = judge_on(srv, tmp_path / "c.sqlite")
+        written = write_pending(judge.backend, asks(judge, its), tmp_path / "in.jsonl")
+        assert written.asked == 6 and len(written.missing) == 6
+        lines = [json.loads(x) for x in (tmp_path / "in.jsonl").read_text().splitlines()]
+        out = [{"id": f"vllm-{i}", "custom_id": line["custom_id"], "error": None,
+                "response": {"status_code": 200, "request_id": f"r{i}",
+                             "body": answer(srv, line["body"]["messages"][-1]["content"], line["body"], True, True)}}
+               for i, line in enumerate(lines[1:])]  # the runner lost the first request
+        (tmp_path / "out.jsonl").write_text("".join(json.dumps(x) + "\n" for x in reversed(out)))
+        report = store_results(judge.backend, asks(judge, its), tmp_path / "out.jsonl")
+        assert report.stored == 5 and report.missing == {lines[0]["custom_id"]}
+        sync = judge_on(srv, tmp_path / "s.sqlite")
+        assert rows(judge, its) == rows(sync, its)
+        assert len(srv.requests) == 6 + 1  # the sync run's six, and the one the runner lost
+        judge.backend.close()
+        sync.backend.close()

@@ -601,17 +601,11 @@ def _without_userinfo(url: str) -> str:
 
 def _error_detail(exc: Any) -> str:
     """The server's error message, if the body has one (OpenAI: {"error": {"message": ...}})."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error")
-        msg = inner.get("message") if isinstance(inner, dict) else body.get("message")
-        if msg:
-            return " ".join(str(msg).split())
-    return ""
+    return _body_detail(getattr(exc, "body", None))
 
 
 def _body_detail(body: Any) -> str:
-    """The error message of a failed request's body in a batch output line."""
+    """The error message of an error body (a failed response's, or a batch output line's)."""
     if isinstance(body, dict):
         inner = body.get("error")
         msg = inner.get("message") if isinstance(inner, dict) else body.get("message")

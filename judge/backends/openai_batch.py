@@ -405,7 +405,45 @@ def fill_cache(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], 
     backend) that ``backend`` (a :class:`judge.cache.CachedBackend` around the OpenAI backend) does not have
     in its cache, and store the answers there under the keys the run will look up. The entry point of a run's
     ``--batch`` pass: after it, the run scores as usual and finds the answers in the cache."""
-    from ..cache import CachedBackend, cache_key, unstorable
+    inner, report, by_key, requests = _pending(backend, asks)
+    if not requests:
+        return report
+    client = BatchClient(inner, state_path, poll_s=poll_s, resubmit=resubmit, max_requests=max_requests,
+                         max_bytes=max_bytes, log=log)
+    outcome = client.run(requests, _storer(backend, by_key, report))
+    report.missing = outcome.missing
+    report.batches = outcome.batches
+    return report
+
+
+def write_pending(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], path: str | Path) -> BatchReport:
+    """``--batch-file FILE``: the input lines of the ``asks`` the cache lacks, written for another runner
+    (``vllm run-batch``); ``report.missing`` holds their keys."""
+    _, report, _, requests = _pending(backend, asks)
+    write_batch_file(path, requests)
+    report.missing = {r.custom_id for r in requests}
+    return report
+
+
+def store_results(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], path: str | Path) -> BatchReport:
+    """``--batch-results FILE``: the answers another runner wrote for the ``asks`` (by custom_id, in any order)
+    read into the cache as a batch's are; asks the file does not answer are in ``report.missing``."""
+    _, report, by_key, requests = _pending(backend, asks)
+    lines = read_batch_results(path)
+    store = _storer(backend, by_key, report)
+    for r in requests:
+        if r.custom_id in lines:
+            store(r.custom_id, lines[r.custom_id])
+        else:
+            report.missing.add(r.custom_id)
+    return report
+
+
+def _pending(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]]) -> tuple[
+        OpenAIBackend, BatchReport, dict[str, tuple[Prompt, Sequence[str], int]], list[BatchRequest]]:
+    """The OpenAI backend behind the cache, a report of the asks (distinct keys, cache hits, requests the
+    endpoint refuses), the asks by key, and the requests the cache lacks."""
+    from ..cache import CachedBackend, cache_key
 
     if not isinstance(backend, CachedBackend) or not isinstance(backend.inner, OpenAIBackend):
         raise BackendError("the Batch API needs the openai backend behind the cache (--backend openai, cache on)")
@@ -425,8 +463,16 @@ def fill_cache(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], 
             requests.append(batch_request(inner, prompt, top_n, key))
         except _Permanent as exc:
             report.failed[key] = f"API request failed: {exc.reason}"
-    if not requests:
-        return report
+    return inner, report, by_key, requests
+
+
+def _storer(backend: Any, by_key: dict[str, tuple[Prompt, Sequence[str], int]],
+            report: BatchReport) -> Callable[[str, dict[str, Any]], None]:
+    """``store(custom_id, line)``: the line's answer read as a synchronous one and put in the cache (a failure
+    goes to ``report.failed``, never to the cache)."""
+    from ..cache import unstorable
+
+    inner: OpenAIBackend = backend.inner
 
     def store(cid: str, line: dict[str, Any]) -> None:
         _, candidates, top_n = by_key[cid]
@@ -440,13 +486,9 @@ def fill_cache(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], 
             answer = Failure(reason)
         report.failed[cid] = answer.reason
 
-    client = BatchClient(inner, state_path, poll_s=poll_s, resubmit=resubmit, max_requests=max_requests,
-                         max_bytes=max_bytes, log=log)
-    outcome = client.run(requests, store)
-    report.missing = outcome.missing
-    report.batches = outcome.batches
-    return report
+    return store
 
 
 __all__ = ["MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchOutcome", "BatchReport", "BatchRequest", "BatchState",
-           "batch_request", "fill_cache", "read_batch_results", "split_files", "state_path_for", "write_batch_file"]
+           "batch_request", "fill_cache", "read_batch_results", "split_files", "state_path_for", "store_results",
+           "write_batch_file", "write_pending"]
