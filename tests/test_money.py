@@ -190,3 +190,48 @@ def test_the_documented_check_command_prints_the_documented_money_lines(tmp_path
     expected = shown[2].rstrip("\n").splitlines()
     start = printed.index(expected[0])
     assert printed[start:start + len(expected)] == expected
+
+
+def test_run_check_prices_its_hosted_cells(tmp_path, data_dir, monkeypatch, capsys):
+    from judge.cli import main
+
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+    config = tmp_path / "h.toml"
+    config.write_text('name = "h"\nlimit = 2\ndatasets = ["DGR"]\n[[methods]]\nname = "m"\nprompt = "yesno"\n'
+                      'backend = "mock"\n[[methods]]\nname = "api"\nprompt = "yesno"\nbackend = "openai"\n'
+                      'model = "gpt-4o-mini"\noptions = { base_url = "http://127.0.0.1:9/v1" }\n')
+    assert main(["run", str(config), "--data-dir", str(data_dir), "--check"]) == 0
+    out = capsys.readouterr().out
+    hosted = re.findall(r"^api DGR \S+\s+2\s+0\s+2\s+[\d,]+\s+\$0\.\d+\s+\$0\.\d+$", out, re.M)
+    assert hosted and not re.search(r"^m DGR .*\$", out, re.M), out  # the mock cells cost nothing, unlisted
+    assert re.search(r"^total: \d+ requests, ~[\d,]+ prompt tokens, ~\$0\.\d+ synchronous", out, re.M), out
+
+
+def test_a_harness_run_records_its_cost_in_the_summary_and_respects_max_cost(tmp_path, data_dir, monkeypatch, capsys):
+    from judge.cli import main
+
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+    (tmp_path / "p.toml").write_text(PRICES)
+    with FaultServer() as srv:
+        def config(extra: str) -> Path:
+            path = tmp_path / "h.toml"
+            path.write_text(f'name = "h"\nlimit = 3\ndatasets = ["DGR"]\noutput = "{tmp_path / "out"}"\n'
+                            '[[methods]]\nname = "api"\nprompt = "yesno"\nbackend = "openai"\nmodel = "fault-model"\n'
+                            f'options = {{ base_url = "{srv.base_url}", prices = "{tmp_path / "p.toml"}"{extra} }}\n')
+            return path
+
+        assert main(["run", str(config(", max_cost = 0.01")), "--data-dir", str(data_dir), "--no-progress"]) == 2
+        assert srv.requests == [] and "is above --max-cost $0.0100" in capsys.readouterr().err
+        assert main(["run", str(config("")), "--data-dir", str(data_dir), "--no-progress"]) == 0
+        expected = sum(prompt_tokens(r.prompt) * 1000 + 2000 for r in srv.requests) / 1e6
+        sent = len(srv.requests)
+        summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert summary["cost_usd"] == pytest.approx(expected, abs=1e-6) and summary["counters"]["requests"] == sent
+        # a cap (or pacing) only changes how requests are sent: the folder resumes with another one
+        assert main(["run", str(config(", max_cost = 100.0, rpm = 6000")), "--data-dir", str(data_dir),
+                     "--no-progress"]) == 0
+        assert len(srv.requests) == sent
+    assert f"judge: API cost: {dollars(expected)}" in capsys.readouterr().err
+    # the summary of the last pass (everything from the folder: nothing sent, nothing spent)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary.get("cost_usd", 0.0) == 0.0

@@ -163,6 +163,9 @@ class Backend(Protocol):
         """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
         short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
         raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
+    #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
+    #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
+    sending_options: ClassVar[frozenset[str]] = frozenset()
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20

@@ -185,6 +185,7 @@ class OpenAIBackend(Backend):
     name = "openai"
     #: ``--check``: a remote API: its speed is not this machine's.
     cost = "hosted"
+    sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff"})
 
     def __init__(
         self,

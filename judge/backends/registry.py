@@ -55,6 +55,13 @@ def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
     return BACKENDS.register(name)
 
 
+def sending_options(name: str) -> frozenset[str]:
+    """The options of backend ``name`` that change how requests are sent, never an answer (the backend class's
+    declared ``sending_options``; none for a backend registered as a plain function)."""
+    declared = _backend_class(name)
+    return frozenset(declared.sending_options) if declared is not None else frozenset()
+
+
 def backend_names() -> list[str]:
     return BACKENDS.names()
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends.registry import BACKENDS, VOCABULARIES
+from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
@@ -129,8 +129,9 @@ def prepare_cell(cell: Cell, exp: Experiment) -> Prepared:
 def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
     meta = {
         **exp.split_info(),
-        # The paper row only labels the report; changing it must not block a resume.
-        "method": cell.method.name, "spec": {k: v for k, v in cell.method.describe().items() if k != "paper"},
+        # The paper row only labels the report, and pacing or a spending cap only how requests are sent:
+        # changing them must not block a resume.
+        "method": cell.method.name, "spec": _resumable_spec(cell.method),
         "dataset": cell.dataset,
         "quality": cell.quality.name, "seed": cell.seed, "limit": exp.limit, "limit_seed": exp.limit_seed,
         "items": [it.id for it in cell.items],
@@ -144,6 +145,16 @@ def _meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
     if prep.left_out:  # an ensemble without some optional members on this set
         meta["left_out"] = dict(prep.left_out)
     return meta
+
+
+def _resumable_spec(spec: MethodSpec) -> dict[str, Any]:
+    """What a results folder's cells must have been made with to resume into them: the spec as described,
+    without the paper row and the backend's sending options (:func:`judge.backends.registry.sending_options`)."""
+    described = {k: v for k, v in spec.describe().items() if k != "paper"}
+    if isinstance(described.get("options"), dict) and spec.kind.runs_model:
+        sending = sending_options(spec.backend)
+        described["options"] = {k: v for k, v in described["options"].items() if k not in sending}
+    return described
 
 
 def _uses_examples(prep: Prepared) -> bool:
@@ -240,11 +251,12 @@ def run_experiment(
     todo: list[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]] = []
     for cell, prep in prepared:
         path = cell_path(out, *cell.key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _check_meta(path, _meta(cell, exp, prep))
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
-    _check_budget(todo)
+    _check_budget(todo)  # a run refused for its cost leaves nothing behind
+    for cell, prep, path, *_ in todo:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _check_meta(path, _meta(cell, exp, prep))
     total = sum(len(c.items) for c, *_ in todo)
     done = sum(len(t[3]) for t in todo)
     if done:
