@@ -173,3 +173,17 @@ def test_classic_measure_runs_as_documented_and_matches_judge_bench(tmp_path, da
         assert row["n"] == len(scored) == 20 and row["failed"] == 0 and row["limit"] == 20
         expected = spearmanr([r["score"] for r in scored], [r["human"] for r in scored]).statistic
         assert row["spearman"] == pytest.approx(expected, abs=5e-4)
+
+
+def test_api_limits_prints_adaptive_against_fixed_concurrency():
+    """The smallest run of benchmarks/api_limits.py: each mode's row, ratios against the best fixed
+    concurrency of the same run, and the verdict line (the adaptive run fails no item)."""
+    proc = subprocess.run([sys.executable, "benchmarks/api_limits.py", "--items", "120", "--rpm", "60",
+                           "--time-scale", "30", "--fixed", "4", "--concurrency", "8"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^\s+fixed 4\s+120\s+0\s+\d+\s+\d+\s+4\s+[\d.]+\s+[\d.]+\s+1\.00x", proc.stdout, re.M), proc.stdout
+    adaptive = re.search(r"^\s+adaptive \(1\.\.8\)\s+120\s+(\d+)\s+", proc.stdout, re.M)
+    assert adaptive and adaptive[1] == "0", proc.stdout
+    assert re.search(r"^target \(adaptive: 0 failed, at least as fast as the best fixed concurrency, fixed 4\): "
+                     r"(met|NOT met) \(", proc.stdout, re.M), proc.stdout
