@@ -93,7 +93,7 @@ def test_check_prints_the_estimate_in_dollars_without_contacting_the_server(caps
     assert row, out
     tokens, sync, batch = int(row[1].replace(",", "")), float(row[2]), float(row[3])
     assert sync == pytest.approx((tokens * 0.15 + 12 * 0.60) / 1e6, rel=0.02)
-    assert batch == pytest.approx(sync / 2, rel=0.02)
+    assert batch == pytest.approx(sync / 2, rel=0.05)  # each printed to two significant digits
     assert re.search(r"^total: 12 requests, ~[\d,]+ prompt tokens, ~\$0\.\d+ synchronous, ~\$0\.\d+ through the "
                      r"Batch API$", out, re.M), out
     assert "prices: gpt-4o-mini: $0.15 input, $0.075 cached input, $0.6 output per 1M tokens, batch 50% off " \
