@@ -188,3 +188,14 @@ def test_api_limits_prints_adaptive_against_fixed_concurrency():
     assert adaptive and adaptive[1] == "0", proc.stdout
     assert re.search(r"^target \(adaptive: 0 failed, at least as fast as the best fixed concurrency, fixed 4\): "
                      r"(met|NOT met) \(", proc.stdout, re.M), proc.stdout
+
+
+@pytest.mark.slow  # three child processes and batches of 4 s against the fault server
+def test_batch_kill_creates_one_batch_when_killed_twice():
+    proc = subprocess.run([sys.executable, "benchmarks/batch_kill.py", "--items", "40", "--batch-seconds", "4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "2nd pass: judge: attaching to 1 batch(es) submitted before (40 of the 40 requests)" in proc.stdout
+    assert re.search(r"^batches created: 1; requests sent synchronously: 0; answers in the cache after the 3rd pass: "
+                     r"40 of 40 \(40 stored by it", proc.stdout, re.M), proc.stdout
+    assert "target (killed twice while waiting: exactly 1 batch, every answer stored): met" in proc.stdout
