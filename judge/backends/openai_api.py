@@ -352,7 +352,7 @@ class OpenAIBackend(Backend):
                     raise ValueError("no choices")
             except (ValueError, UnicodeDecodeError):
                 raise _Retryable("malformed JSON response") from None
-            self.usage.add(data.get("usage"))  # spent before the reservation is let go: never counted neither
+            self.usage.add(data.get("usage"))  # spent before its reservation goes: never out of both
             return data
         except _Retryable as exc:
             if exc.status is not None:
