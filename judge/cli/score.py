@@ -85,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
     quality = prep.quality
     if args.check:
         from ..engine.cost import Entry, report
+        from ..engine.hosted_cost import count_hosted, money_lines
 
-        for line in report([[Entry(spec.name, prep, items)]], lambda msg: print(msg, file=sys.stderr)):
+        groups = [[Entry(spec.name, prep, items)]]
+        for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
             print(line)
         return EXIT_OK
     from ..engine.cost import Entry

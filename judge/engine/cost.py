@@ -359,8 +359,5 @@ def estimate(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
 
 def report(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
            measure: Callable[[MethodSpec], Rate] = calibrate, order: Sequence[Entry] | None = None) -> list[str]:
-    """The ``--check`` table of ``groups`` (see :func:`estimate`), then the money table of its hosted cells
-    (:mod:`judge.engine.hosted_cost`)."""
-    from .hosted_cost import count_hosted, money_lines
-
-    return cost_lines(*estimate(groups, log, measure, order)) + money_lines(count_hosted(groups))
+    """The ``--check`` table of ``groups`` (see :func:`estimate`)."""
+    return cost_lines(*estimate(groups, log, measure, order))
