@@ -55,24 +55,33 @@ def test_a_budget_refills_at_the_rate_its_headers_imply():
 def test_concurrency_halves_on_429s_once_a_second_and_climbs_back():
     clock = [0.0]
     p = Pacer(16, clock=lambda: clock[0])
-    for _ in range(8):  # a burst of 429s from requests already in flight: one decrease
-        p.acquire(10)
-    for _ in range(8):
-        p.settle(None, limited=True)
+    tickets = [p.acquire(10) for _ in range(8)]  # a burst of 429s from requests already in flight: one decrease
+    for t in tickets:
+        p.settle(t, None, limited=True)
     assert p.limit == 8 and p.stats.decreases == 1 and p.stats.limited == 8
     clock[0] = 2.0
-    p.acquire(10)
-    p.settle(None, limited=True)
+    p.settle(p.acquire(10), None, limited=True)
     assert p.limit == 4
     for _ in range(4 + 5 + 6):  # a streak as long as the limit raises it by one
-        p.acquire(10)
-        p.settle({"x-ratelimit-remaining-requests": "500", "x-ratelimit-limit-requests": "600",
-                  "x-ratelimit-reset-requests": "10s"})
+        p.settle(p.acquire(10), {"x-ratelimit-remaining-requests": "500", "x-ratelimit-limit-requests": "600",
+                                 "x-ratelimit-reset-requests": "10s"})
     assert p.limit == 7 and p.stats.increases == 3
     fixed = Pacer(4, adaptive=False)
-    fixed.acquire(1)
-    fixed.settle(None, limited=True)
+    fixed.settle(fixed.acquire(1), None, limited=True)
     assert fixed.limit == 4
+
+
+def test_answers_out_of_order_never_raise_the_budget_and_later_sends_come_off_it():
+    clock = [0.0]
+    p = Pacer(8, clock=lambda: clock[0])
+    first, second, third = p.acquire(1), p.acquire(1), p.acquire(1)
+    head = {"x-ratelimit-limit-requests": "600", "x-ratelimit-reset-requests": "60s"}
+    p.settle(second, {**head, "x-ratelimit-remaining-requests": "100"})  # one request (the third) sent after it
+    assert p._requests is not None and p._requests.remaining == 99
+    p.settle(first, {**head, "x-ratelimit-remaining-requests": "150"})  # older and reporting more: ignored
+    assert p._requests.remaining == pytest.approx(99)
+    p.settle(third, {**head, "x-ratelimit-remaining-requests": "40"})  # newest: it sets the budget
+    assert p._requests.remaining == 40
 
 
 def test_a_cap_spaces_amounts_evenly():

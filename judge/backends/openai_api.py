@@ -338,8 +338,7 @@ class OpenAIBackend(Backend):
         body = self._body(prompt, chat, params)
         answers = int(params.get("n") or 1) * int(params.get("max_tokens") or 1)
         reserved = self._reserve(prompt, chat, answers)
-        if self.pacer is not None:
-            self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers)
+        ticket = self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers) if self.pacer is not None else None
         headers: Any = None
         limited, wait = False, None
         try:
@@ -359,8 +358,8 @@ class OpenAIBackend(Backend):
                 headers, limited, wait = exc.headers, exc.status == 429, exc.retry_after
             raise
         finally:
-            if self.pacer is not None:
-                self.pacer.settle(headers, limited=limited, retry_after=wait)
+            if self.pacer is not None and ticket is not None:
+                self.pacer.settle(ticket, headers, limited=limited, retry_after=wait)
             if reserved:
                 with self._money:
                     self._reserved -= reserved

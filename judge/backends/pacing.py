@@ -9,8 +9,9 @@ OpenAI (and servers that copy it) answer every request with the budget left in t
 where a reset is the time until that budget is whole again, written as a Go duration (``6m0s``, ``1s``,
 ``20ms``, ``1.5s``). The budget refills continuously, so ``(limit - remaining) / reset`` is its refill
 rate. :class:`Pacer` keeps a copy of each budget (:class:`Budget`), refilled at that rate between answers
-and reset by every answer, and sends a request only when both budgets hold it: requests wait before they
-are sent instead of coming back as 429s. ``--rpm`` / ``--tpm`` caps space requests evenly on top
+and set by each newer answer (less what the requests sent after it will take; an answer older than one
+already read can only lower it), and sends a request only when both budgets hold it: requests wait
+before they are sent instead of coming back as 429s. ``--rpm`` / ``--tpm`` caps space requests evenly on top
 (:class:`Cap`). The number of requests in flight adapts between 1 and ``--concurrency``: halved on a 429
 (at most once per second, so one burst of 429s is one decrease), one less when the server's budget left
 cannot cover the requests in flight, one more after as many answers in a row as are in flight while the
@@ -93,8 +94,8 @@ class Budget:
 
 
 def read_budget(headers: Mapping[str, str], kind: str, now: float, in_flight: float) -> Budget | None:
-    """The budget ``kind`` (``requests`` or ``tokens``) an answer's headers give, less what the requests still
-    in flight will take (``in_flight``: the server may not have counted them yet)."""
+    """The budget ``kind`` (``requests`` or ``tokens``) an answer's headers give, less ``in_flight``: what the
+    requests sent after that answer's own will take (the server may not have counted them yet)."""
     remaining = _int(headers, f"x-ratelimit-remaining-{kind}")
     if remaining is None:
         return None
@@ -105,6 +106,24 @@ def read_budget(headers: Mapping[str, str], kind: str, now: float, in_flight: fl
         rate = (limit - remaining) / reset
     return Budget(float(remaining) - in_flight, float(limit) if limit is not None else None, rate, now,
                   now + (reset or 0.0))
+
+
+def _merge(old: Budget | None, new: Budget | None, now: float, newer: bool) -> Budget | None:
+    """The budget after an answer: the answer's when it is the newest read (``newer``), else the copy's, lowered
+    to the answer's when that reports less left."""
+    if new is None:
+        return old
+    if old is not None and not newer:
+        new.remaining = min(new.remaining, old.available(now))
+    return new
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A request sent: its place in the order of sending, and the tokens sent up to and with it."""
+
+    seq: int
+    tokens: float
 
 
 @dataclass
@@ -150,7 +169,9 @@ class Pacer:
     def __post_init__(self) -> None:
         self.limit = self.max_concurrency
         self.in_flight = 0
-        self._flight_tokens = 0.0  # tokens of the requests in flight
+        self._sent = 0  # requests sent so far
+        self._sent_tokens = 0.0  # their tokens
+        self._newest = -1  # the newest request whose answer set the budgets
         self._cond = threading.Condition()
         self._requests: Budget | None = None
         self._tokens: Budget | None = None
@@ -171,8 +192,9 @@ class Pacer:
         waits += [cap.wait_for(tokens if is_tokens else 1, now) for cap, is_tokens in self._caps]
         return max(waits)
 
-    def acquire(self, tokens: int) -> None:
-        """Block until a request of about ``tokens`` tokens (prompt and answer) may be sent, and count it sent."""
+    def acquire(self, tokens: int) -> Ticket:
+        """Block until a request of about ``tokens`` tokens (prompt and answer) may be sent, and count it sent;
+        its ticket goes back to :meth:`settle` with its answer."""
         waited = False
         start = self.clock()
         with self._cond:
@@ -183,7 +205,7 @@ class Pacer:
                     if delay <= 0:
                         break
                 else:
-                    delay = 0.05  # woken by a release before then
+                    delay = 0.05  # woken by a settle before then
                 waited = True
                 self._cond.wait(timeout=min(delay, 1.0))
             if self._requests is not None:
@@ -193,25 +215,30 @@ class Pacer:
             for cap, is_tokens in self._caps:
                 cap.take(tokens if is_tokens else 1, now)
             self.in_flight += 1
-            self._flight_tokens += tokens
+            ticket = Ticket(self._sent, self._sent_tokens + tokens)
+            self._sent += 1
+            self._sent_tokens += tokens
             if waited:
                 self.stats.waits += 1
                 self.stats.waited_s += self.clock() - start
+            return ticket
 
-    def settle(self, headers: Mapping[str, str] | None, *, limited: bool = False, retry_after: float | None = None) -> None:
-        """An answer came back (``limited``: it was a 429): read the budgets its headers give and adapt."""
+    def settle(self, ticket: Ticket, headers: Mapping[str, str] | None, *, limited: bool = False,
+               retry_after: float | None = None) -> None:
+        """The answer to the request of ``ticket`` came back (``limited``: it was a 429): read the budgets its
+        headers give and adapt. The server had counted every request sent before this one; those sent after it
+        may not have reached it, so they come off what it reports left. An answer newer than the last one read
+        sets the budgets; an older one (answers come back out of order) can only lower them."""
         with self._cond:
-            # which request came back is not known here: it takes its share of the tokens in flight
-            self._flight_tokens -= self._flight_tokens / max(1, self.in_flight)
             self.in_flight = max(0, self.in_flight - 1)
             now = self.clock()
             if headers is not None:
-                requests = read_budget(headers, "requests", now, self.in_flight)
-                tokens = read_budget(headers, "tokens", now, self._flight_tokens)
-                if requests is not None:
-                    self._requests = requests
-                if tokens is not None:
-                    self._tokens = tokens
+                newer = ticket.seq > self._newest
+                after = self._sent - ticket.seq - 1
+                self._requests = _merge(self._requests, read_budget(headers, "requests", now, after), now, newer)
+                self._tokens = _merge(self._tokens, read_budget(headers, "tokens", now,
+                                                                self._sent_tokens - ticket.tokens), now, newer)
+                self._newest = max(self._newest, ticket.seq)
             if limited:
                 self.stats.limited += 1
                 wait = retry_after if retry_after is not None else self._refill_time(now)
@@ -221,7 +248,10 @@ class Pacer:
                     self._set_limit(self.limit // 2, now)
             elif self.adaptive:
                 self._adapt(now)
-            self._cond.notify_all()
+            if limited:
+                self._cond.notify_all()  # every waiter sees the pause
+            else:
+                self._cond.notify()  # one request left: one waiter may take its place (the rest wake on time)
 
     def _refill_time(self, now: float) -> float | None:
         """After a 429 without Retry-After: until the server's budgets hold one more request (None when no
