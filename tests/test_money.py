@@ -98,7 +98,7 @@ def test_check_prints_the_estimate_in_dollars_without_contacting_the_server(caps
                      r"Batch API$", out, re.M), out
     assert "prices: gpt-4o-mini: $0.15 input, $0.075 cached input, $0.6 output per 1M tokens, batch 50% off " \
            "(checked 2025-07-04;" in out
-    assert "characters / 4, plus 7 per chat request for its framing" in out
+    assert "note: prompt tokens are estimated without the hosted model's tokenizer" in out
 
 
 def test_check_says_when_a_model_has_no_price(capsys):

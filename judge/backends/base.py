@@ -142,16 +142,19 @@ class Backend(Protocol):
     #: How ``judge run --check`` knows what this backend's work costs before it runs (:data:`COSTS`), declared
     #: on the class so that it is read without building the backend: ``replay`` (a twin that reads no
     #: weights counts what it would evaluate: :meth:`replay`, timed at the rate :meth:`calibrate` measures),
-    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's),
+    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's; a twin
+    #: counts the requests it would send, :meth:`replay`, priced in money from the price table),
     #: ``unknown`` (the default: the estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
 
     @classmethod
     def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """The backend's twin without its forward pass (``cost = "replay"``): the same identity and settings
-        (so the same cache keys), the same tokens and prefix reuse; it answers every request with a
-        placeholder and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this backend's would
-        after the same calls. Only a backend that declares ``replay`` has one."""
+        """The backend's twin without its work: the same identity and settings (so the same cache keys); it
+        answers every request with a placeholder. With ``cost = "replay"`` it has no forward pass but the same
+        tokens and prefix reuse, and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this
+        backend's would after the same calls; with ``cost = "hosted"`` nothing is sent, and its counters
+        (``counted_requests``, ``counted_prompt_tokens``) say what would have been. Only a backend that
+        declares one of these two costs has one."""
         raise TypeError(f"backend class {cls.__name__} declares no replay (cost = {cls.cost!r})")
 
     def rate_identity(self) -> dict[str, object]:

@@ -183,9 +183,18 @@ class OpenAIBackend(Backend):
     """An OpenAI-compatible server reached over HTTP; top-N log-probabilities only."""
 
     name = "openai"
-    #: ``--check``: a remote API: its speed is not this machine's.
+    #: ``--check``: a remote API: its speed is not this machine's; what it would send is counted by a twin
+    #: (:meth:`replay`) and priced from the price table.
     cost = "hosted"
     sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff"})
+
+    @classmethod
+    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+        """This backend with its sending taken out (:mod:`judge.backends.openai_replay`): what ``--check`` and
+        ``--max-cost`` count a run's requests and prompt tokens with."""
+        from .openai_replay import OpenAIReplay
+
+        return OpenAIReplay(model, config, **options)
 
     def __init__(
         self,

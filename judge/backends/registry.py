@@ -36,10 +36,10 @@ def backend_cost(name: str) -> str:
 
 
 def replay_backend(name: str, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    """The twin of backend ``name`` that counts what it would evaluate (``Backend.replay``), for a backend whose
-    cost is ``replay``."""
+    """The twin of backend ``name`` that counts what it would evaluate or send (``Backend.replay``), for a
+    backend whose cost is ``replay`` or ``hosted``."""
     declared = _backend_class(name)
-    if declared is None or declared.cost != "replay":
+    if declared is None or declared.cost not in ("replay", "hosted"):
         raise ValueError(f"backend '{name}' declares no replay")
     return declared.replay(model, config, **options)
 

@@ -18,6 +18,8 @@ from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import scan, stream
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
+from ..engine.cost import Entry
+from ..engine.hosted_cost import Budget, check_budget
 from ..engine.kinds import scorer_kinds
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
@@ -84,16 +86,13 @@ def run(args: argparse.Namespace) -> int:
     prep = prepare(spec, items, quality, pool=all_items, population=all_items)
     quality = prep.quality
     if args.check:
-        from ..engine.cost import Entry, report
+        from ..engine.cost import report
         from ..engine.hosted_cost import count_hosted, money_lines
 
         groups = [[Entry(spec.name, prep, items)]]
         for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
             print(line)
         return EXIT_OK
-    from ..engine.cost import Entry
-    from ..engine.hosted_cost import check_budget
-
     check_budget([[Entry(spec.name, prep, items)]])  # --max-cost: refuse a run estimated above it
     qn = quality.name if quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
@@ -124,12 +123,14 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
     prep: Prepared | None = None
     total = width = 0
     rated = False
+    budget = Budget()
     it = items()
     while chunk := list(islice(it, CHECK_CHUNK)):
         if quality is not None and (args.quality is not None or args.k > 0):
             check_scale(chunk, quality, file=args.input)
         checked = prepare(spec, chunk, quality)
         prep = prep or checked
+        budget.add([[Entry(spec.name, prep, chunk)]])  # --max-cost: refuse a run estimated above it
         total += len(chunk)
         width = max([width, *(len(x.id) for x in chunk)])
         shown = checked.quality  # the quality rows report: asked for, or the prompt's own

@@ -1,84 +1,27 @@
 """What a run on a hosted API will cost in money, before it starts (``--check``, ``--max-cost``).
 
 Like the token count of local cells (:mod:`judge.engine.cost`), the count is a replay, not a model: the
-run's own scorers ask their own prompts in the run's own order behind the run's own cache keys, on a
-backend that is the OpenAI backend with the sending taken out (:class:`HostedCounter`: same model,
-settings and so cache keys; every answer a uniform distribution). A prompt answered from the SQLite cache
-costs nothing; every other one is a request of one answer token (``max_tokens=1``).
-
-There is no tokenizer of a hosted model here (tiktoken downloads its encodings at run time, which cannot
-happen offline), so a request's prompt tokens are an estimate: characters / 4, rounded up (the backend's
-:data:`CHARS_PER_TOKEN`), plus :data:`CHAT_FRAMING` for the framing of a chat request's one user message.
-Measured once against o200k_base (the encoding of the gpt-4o, gpt-4.1 and gpt-5 families, counted with
-the copy the bpe-openai package ships), the estimate is 1.02x (rating prompts) to 1.16x (yes/no prompts)
-the real count on the example dialogues and 200 DailyDialog-Gupta items: it leans high. The figures are
-printed with ``~`` and called estimates. No cached-input discount is assumed (the provider's prompt cache
-cannot be foreseen); the batch figure is the same usage at the Batch API's discount. Nothing is sent and
-nothing is written.
+run's own scorers ask their own prompts in the run's own order behind the run's own cache keys, on the
+backend's declared twin (``Backend.cost = "hosted"``, ``Backend.replay``: for OpenAI the backend with the
+sending taken out, :mod:`judge.backends.openai_replay`), whose counters say how many requests it would
+send and their estimated prompt tokens. A prompt answered from the SQLite cache costs nothing; every other
+one is a request of one answer token (``max_tokens=1``). The estimate leans high (the twin's module says by
+how much); the figures are printed with ``~`` and called estimates. No cached-input discount is assumed
+(the provider's prompt cache cannot be foreseen); the batch figure is the same usage at the Batch API's
+discount. Nothing is sent and nothing is written.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..backends import Backend
-from ..backends.base import Failure, LabelDist, Prompt
-from ..backends.openai_api import CHARS_PER_TOKEN, CHAT_OVERHEAD, OpenAIBackend
-from ..cache import CachedBackend
-from ..config import GenerateConfig
 from ..errors import InputError
 from ..prices import Price, dollars, load_prices
-from .build import backend_key
-from .cost import CostPool, DryCache, Entry, _cached, _replay, estimable
+from .cost import CostPool, Entry, _cached, _replay, estimable
 from .spec import MethodSpec
 
-#: Tokens a chat request adds around its one user message: 3 for the message, 1 for its role, 3 priming the
-#: reply (OpenAI's cookbook, "How to count tokens with tiktoken"). The backend's own CHAT_OVERHEAD (32) is
-#: a safe margin for fitting a context window, too much for a bill.
-CHAT_FRAMING = 7
-
-__all__ = ["CHARS_PER_TOKEN", "CHAT_FRAMING", "CHAT_OVERHEAD", "HostedCell", "HostedCounter", "check_budget", "count_hosted",
-           "money_lines"]
-
-
-class HostedCounter(OpenAIBackend):
-    """The OpenAI backend with its requests counted instead of sent: the same identity and settings (so the
-    same cache keys), prompt tokens by the estimate above (the server is never asked), one answer token per
-    request."""
-
-    def __init__(self, model: str | None, config: GenerateConfig, **options: object) -> None:
-        super().__init__(model, config, **{**options, "tokenize": "estimate"})  # type: ignore[arg-type]
-        self.sent = 0
-        self.prompt_tokens = 0
-
-    def iter_label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                            top_n: int = 20) -> Iterator[tuple[int, LabelDist | Failure]]:
-        for i, p in enumerate(prompts):
-            tokens = -(-len(p.text) // CHARS_PER_TOKEN) + (CHAT_FRAMING if self._use_chat(p) else 0)
-            self.sent += 1
-            self.prompt_tokens += tokens
-            uniform = -math.log(max(1, len(candidates)))
-            yield i, LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates],
-                               n_prompt_tokens=tokens, complete=False)
-
-    def counters(self) -> dict[str, int]:
-        return {"counted_requests": self.sent, "counted_prompt_tokens": self.prompt_tokens}
-
-
-class HostedPool(CostPool):
-    """Hands out :class:`HostedCounter` backends (behind a :class:`DryCache` where the method uses the cache)."""
-
-    def get(self, spec: MethodSpec) -> Backend:
-        key = backend_key(spec)
-        if key != self._key or self._backend is None:
-            self.close()
-            counter = HostedCounter(spec.model, spec.generate, **dict(spec.options))
-            backend: Backend = CachedBackend(counter, DryCache(spec.generate.cache_path)) if spec.generate.cache \
-                else counter
-            self._backend, self._key = backend, key
-        return self._backend
+__all__ = ["Budget", "HostedCell", "check_budget", "count_hosted", "money_lines"]
 
 
 @dataclass
@@ -107,7 +50,7 @@ class HostedCell:
 
 def count_hosted(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
     """Replay the hosted cells of ``groups`` (the run's order) and count what each would send."""
-    pool = HostedPool()
+    pool = CostPool()
     out: list[HostedCell] = []
     try:
         for group in groups:
@@ -154,31 +97,49 @@ def money_lines(cells: Sequence[HostedCell]) -> list[str]:
     for price in dict.fromkeys(c.price for c in priced if c.price is not None):
         lines.append(f"prices: {price.describe()}")
     lines += [f"note: {m}" for m in dict.fromkeys(c.missing for c in cells if c.missing)]
-    lines.append(f"note: prompt tokens are estimated (no tokenizer of a hosted model here): characters / "
-                 f"{CHARS_PER_TOKEN}, plus {CHAT_FRAMING} per chat request for its framing; one answer token per "
-                 "request; no cached-input discount assumed")
+    lines.append("note: prompt tokens are estimated without the hosted model's tokenizer (docs/backends-api.md, "
+                 "\"Cost in money\"); one answer token per request; no cached-input discount assumed")
     return lines
 
 
+class Budget:
+    """``--max-cost`` before anything is sent: the estimated cost of the hosted cells whose backend sets a cap,
+    added up over the parts of a run given to :meth:`add` (a streamed file is counted a chunk at a time), with
+    the run refused (InputError) as soon as a cap's total is above it. The estimate is the synchronous one, or
+    the Batch API's for a backend that sends its requests as batches (``batch``)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[float, float] = {}
+
+    def add(self, groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
+        """Count ``groups`` (the run's order) into the totals and refuse the run when a cap is passed; returns
+        the counted cells (cells whose backend sets no cap are not counted)."""
+        capped = [[e for e in g if _max_cost(e.prep.spec) is not None] for g in groups]
+        capped = [g for g in capped if g]
+        if not capped:
+            return []
+        cells = count_hosted(capped)  # one per entry, in the groups' order
+        for e, cell in zip([e for g in capped for e in g], cells, strict=True):
+            cap = _max_cost(e.prep.spec)
+            assert cap is not None
+            self.spent[cap] = self.spent.get(cap, 0.0) + (cell.cost(batch=_batched(e.prep.spec)) or 0.0)
+        for cap, estimate in self.spent.items():
+            if estimate > cap:
+                raise InputError(f"the run's estimated cost ~{dollars(estimate)} is above --max-cost {dollars(cap)} "
+                                 "(run with --check to see it per cell; raise the cap or score fewer items)",
+                                 field="--max-cost")
+        return cells
+
+
 def check_budget(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
-    """Refuse (InputError) a run whose hosted cells' estimated synchronous cost is above their ``max_cost``
-    option, before anything is sent; returns the counted cells. Cells whose backend sets no cap are not counted."""
-    capped = [[e for e in g if _max_cost(e.prep.spec) is not None] for g in groups]
-    capped = [g for g in capped if g]
-    if not capped:
-        return []
-    cells = count_hosted(capped)  # one per entry, in the groups' order
-    by_cap: dict[float, float] = {}
-    for e, cell in zip([e for g in capped for e in g], cells, strict=True):
-        cap = _max_cost(e.prep.spec)
-        assert cap is not None
-        by_cap[cap] = by_cap.get(cap, 0.0) + (cell.cost() or 0.0)
-    for cap, estimate in by_cap.items():
-        if estimate > cap:
-            raise InputError(f"the run's estimated cost ~{dollars(estimate)} is above --max-cost {dollars(cap)} "
-                             "(run with --check to see it per cell; raise the cap or score fewer items)",
-                             field="--max-cost")
-    return cells
+    """Refuse (InputError) a run whose hosted cells' estimated cost is above their ``max_cost`` option, before
+    anything is sent (:class:`Budget`); returns the counted cells."""
+    return Budget().add(groups)
+
+
+def _batched(spec: MethodSpec) -> bool:
+    """Whether the method's backend sends its requests through the Batch API (priced at its discount)."""
+    return dict(spec.options).get("batch") is True
 
 
 def _max_cost(spec: MethodSpec) -> float | None:
