@@ -28,6 +28,7 @@ from judge.backends.openai_batch import (
     state_path_for,
     write_batch_file,
 )
+from judge.backends.requests import Request
 from judge.cache import Cache, CachedBackend
 from judge.config import GenerateConfig
 from judge.engine.rows import item_row
@@ -56,8 +57,8 @@ def judge_on(srv: FaultServer, cache: Path, chat: bool = True) -> LLMJudge:
     return judge
 
 
-def asks(judge: LLMJudge, its: list[Item]) -> list:
-    return [(judge.build_prompt(it)[0], judge.candidates, judge.top_n) for it in its]
+def asks(judge: LLMJudge, its: list[Item]) -> list[Request]:
+    return [Request("label", judge.build_prompt(it)[0], tuple(judge.candidates), judge.top_n) for it in its]
 
 
 def rows(judge: LLMJudge, its: list[Item]) -> list[dict]:
@@ -227,7 +228,7 @@ def test_vllm_run_batch_files_are_written_and_read_back(tmp_path):
     with FaultServer() as srv:
         judge = judge_on(srv, tmp_path / "c.sqlite")
         inner = judge.backend.inner
-        reqs = [batch_request(inner, p, n, f"k{i}") for i, (p, _, n) in enumerate(asks(judge, its))]
+        reqs = [batch_request(inner, r.prompt, r.top_n, f"k{i}") for i, r in enumerate(asks(judge, its))]
         assert write_batch_file(tmp_path / "in.jsonl", reqs) == 4
         lines = [json.loads(x) for x in (tmp_path / "in.jsonl").read_text().splitlines()]
         assert lines[0]["method"] == "POST" and lines[0]["url"] == "/v1/chat/completions"
@@ -312,9 +313,9 @@ def test_a_batch_created_but_not_recorded_is_found_by_its_input_file(tmp_path):
     with FaultServer() as srv:
         judge = judge_on(srv, tmp_path / "c.sqlite")
         inner = judge.backend.inner
-        from judge.cache import cache_key
+        from judge.cache import request_key
 
-        reqs = [batch_request(inner, p, n, cache_key(inner, p, c, n)) for p, c, n in asks(judge, its)]
+        reqs = [batch_request(inner, r.prompt, r.top_n, request_key(inner, r)) for r in asks(judge, its)]
         data = "".join(r.line() for r in reqs).encode()
         f = inner.api(lambda c: c.files.create(file=("judge-batch-1.jsonl", data), purpose="batch"), "upload")
         inner.api(lambda c: c.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from ..config import GenerateConfig
 from ..errors import InputError
 from ..rates import Rate
+
+if TYPE_CHECKING:
+    from .batching import Batcher
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,10 @@ class Backend(Protocol):
     #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
     #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
     sending_options: ClassVar[frozenset[str]] = frozenset()
+    #: Whether the class can answer a run's label requests in bulk before the run scores them, through its
+    #: provider's batch API (:meth:`batcher`; :mod:`judge.backends.batching`): declared on the class so that a
+    #: run finds out without building a backend that loads a model. False by default.
+    batch_api: ClassVar[bool] = False
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -227,6 +234,12 @@ class Backend(Protocol):
     def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of the model (answer labels must be); None when the
         backend cannot tell (hosted APIs: no tokenizer), the default."""
+        return None
+
+    def batcher(self) -> Batcher | None:
+        """The driver that answers a run's label requests in bulk before the run scores them (``batch_api``),
+        when this backend's options ask for one (OpenAI: ``batch``, ``batch_file``, ``batch_results``); None
+        (the default): every request is sent when the run reaches it."""
         return None
 
 

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import GenerateConfig
@@ -38,6 +38,9 @@ from ..errors import BackendError, InputError, MissingExtraError
 from ..prices import Price, dollars, load_prices
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
 from .pacing import Pacer
+
+if TYPE_CHECKING:
+    from .batching import Batcher
 
 #: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
 NO_KEY = "no-key"
@@ -186,7 +189,11 @@ class OpenAIBackend(Backend):
     #: ``--check``: a remote API: its speed is not this machine's; what it would send is counted by a twin
     #: (:meth:`replay`) and priced from the price table.
     cost = "hosted"
-    sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff"})
+    #: How requests are sent, never what they ask: a results folder resumes with other values of them.
+    sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff", "batch",
+                                 "batch_fallback", "batch_file", "batch_results", "batch_poll"})
+    #: A run's requests can go through the Batch API before it scores (:mod:`judge.backends.openai_batch`).
+    batch_api = True
 
     @classmethod
     def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
@@ -215,11 +222,23 @@ class OpenAIBackend(Backend):
         pace: bool = True,
         prices: str | None = None,
         max_cost: float | None = None,
+        batch: bool = False,
+        batch_fallback: str = "resubmit",
+        batch_file: str | None = None,
+        batch_results: str | None = None,
+        batch_poll: float = 30.0,
     ) -> None:
         """``rpm`` / ``tpm``: caps on requests / tokens per minute (None: only the server's own budget);
         ``pace``: adapt to the server's rate-limit headers and 429s (False: ``concurrency`` requests in flight
         whatever the server says, as before pacing existed); ``prices``: a TOML file of prices over the shipped
-        table; ``max_cost``: dollars this backend may spend (it needs the model's price)."""
+        table; ``max_cost``: dollars this backend may spend (it needs the model's price).
+
+        ``batch``: a run sends the requests the cache lacks through the Batch API before it scores
+        (:meth:`batcher`), looking at its batches every ``batch_poll`` seconds; ``batch_fallback``: what
+        becomes of requests the batches did not answer: ``resubmit`` (once, then their items fail with the
+        reason) or ``sync`` (sent one by one as the run reaches them); ``batch_file``: write the requests as a
+        Batch API input file for another runner (``vllm run-batch``) and stop; ``batch_results``: read such
+        a runner's output file into the cache first."""
         try:
             import openai
             import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
@@ -234,6 +253,7 @@ class OpenAIBackend(Backend):
         for name, cap in (("rpm", rpm), ("tpm", tpm), ("max_cost", max_cost)):
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
                 raise InputError(f"must be a number > 0, got {cap!r}", field=f"--{name.replace('_', '-')}")
+        self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -568,6 +588,15 @@ class OpenAIBackend(Backend):
             out.update(paced_waits=self.pacer.stats.waits, rate_limited=self.pacer.stats.limited)
         return out
 
+    def batcher(self) -> Batcher | None:
+        """The Batch API driver (:class:`judge.backends.openai_batch.OpenAIBatcher`) when ``batch``,
+        ``batch_file`` or ``batch_results`` is set, else None."""
+        if self._batch is None:
+            return None
+        from .openai_batch import OpenAIBatcher
+
+        return OpenAIBatcher(**self._batch)
+
     def answer_from_batch(self, line: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
         """The answer a Batch API output line (or ``vllm run-batch``'s) holds, read as :meth:`_one` reads a
         synchronous response: the same distribution, or a Failure with the same kind of reason; its usage is
@@ -598,6 +627,29 @@ class OpenAIBackend(Backend):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
+
+
+def _batch_options(batch: bool, fallback: str, file: str | None, results: str | None, poll: float,
+                   sampling_fallback: int) -> dict[str, Any] | None:
+    """The Batch API options, checked (None: the run sends every request itself)."""
+    if not isinstance(batch, bool):
+        raise InputError(f"must be true or false, got {batch!r}", field="--batch")
+    if fallback not in ("resubmit", "sync"):
+        raise InputError(f"must be resubmit or sync, got {fallback!r}", field="--batch-fallback")
+    if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
+        raise InputError(f"must be a number of seconds > 0, got {poll!r}", field="batch_poll")
+    for name, path in (("--batch-file", file), ("--batch-results", results)):
+        if path is not None and (not isinstance(path, str) or not path):
+            raise InputError(f"must be a file path, got {path!r}", field=name)
+    if file is not None and results is not None:
+        raise InputError("--batch-file writes the requests for another runner and stops; --batch-results reads "
+                         "its answers on the next run: give one of them", field="--batch-file")
+    if not (batch or file or results):
+        return None
+    if sampling_fallback:
+        raise InputError("the Batch API reads log-probabilities only; the sampling fallback sends sampled answers "
+                         "one by one: drop --sampling-fallback or the batch options", field="--sampling-fallback")
+    return {"fallback": fallback, "file": file, "results": results, "poll_s": float(poll)}
 
 
 def _without_userinfo(url: str) -> str:

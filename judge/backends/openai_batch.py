@@ -1,12 +1,15 @@
-"""The provider's Batch API: a run's uncached prompts asked in one batch at the batch price, into the cache.
+"""The provider's Batch API: a run's uncached requests asked in one batch at the batch price, into the cache.
 
 A judge run is a perfect batch: one short request per prompt and nothing interactive. :func:`fill_cache`
-takes the requests a run is about to make (prompt, answer labels, top N), keeps those the SQLite cache
-lacks, and sends them as Batch API input files whose ``custom_id`` is the request's cache key; the answers
-it reads back go into the cache, so the run that follows finds every one there and scores as usual. Every
-request body is the one the synchronous path sends (:meth:`OpenAIBackend.request`) and every answer is read
-as a synchronous answer is (:meth:`OpenAIBackend.answer_from_batch`): rows from a batch equal rows from a
-synchronous run.
+takes the label requests a run is about to make (:class:`judge.backends.requests.Request`: prompt, answer
+labels, top N), keeps those the SQLite cache lacks, and sends them as Batch API input files whose
+``custom_id`` is the request's cache key (:func:`judge.cache.request_key`, the one way keys are made); the
+answers it reads back go into the cache, so the run that follows finds every one there and scores as usual.
+Every request body is the one the synchronous path sends (:meth:`OpenAIBackend.request`) and every answer
+is read as a synchronous answer is (:meth:`OpenAIBackend.answer_from_batch`): rows from a batch equal rows
+from a synchronous run. A run reaches it through the backend's driver (:class:`OpenAIBatcher`, what
+``OpenAIBackend.batcher`` returns for the ``batch`` options), which the engine's pre-pass calls with every
+request of the run (:mod:`judge.engine.batch`).
 
 :class:`BatchClient` does the exchange, through the backend's own HTTP client and retries:
 
@@ -40,8 +43,10 @@ from typing import Any
 
 from ..errors import BackendError, InputError
 from ..io import atomic_write_text
-from .base import Failure, LabelDist, Prompt
+from .base import Backend, Failure, LabelDist, Prompt
+from .batching import BatchReport
 from .openai_api import OpenAIBackend, _Permanent, _without_userinfo
+from .requests import Request
 
 #: The provider's limits on one input file: requests and bytes (OpenAI: 50,000 and 200 MB).
 MAX_REQUESTS = 50_000
@@ -129,11 +134,16 @@ def batch_request(backend: OpenAIBackend, prompt: Prompt, top_n: int, custom_id:
 
 
 def state_path_for(cache_path: str | Path, backend: OpenAIBackend) -> Path:
-    """Where the batches of ``backend``'s server and model are recorded: beside the cache, one file per server
-    and model, so any run on that cache finds the batches a killed run left."""
+    """Where the batches of ``backend``'s server and model are recorded beside the cache (``batches/`` next to
+    it), so any run on that cache finds the batches a killed run left."""
+    return state_file(Path(cache_path).expanduser().parent / "batches", backend)
+
+
+def state_file(folder: str | Path, backend: OpenAIBackend) -> Path:
+    """The state file of ``backend``'s server and model in ``folder``: one file per server and model."""
     ident = json.dumps([_without_userinfo(backend.base_url), backend.model_id])
     digest = hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
-    return Path(cache_path).expanduser().parent / "batches" / f"{digest}.json"
+    return Path(folder) / f"{digest}.json"
 
 
 class BatchState:
@@ -384,54 +394,42 @@ def _waited(seconds: float) -> str:
     return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
-@dataclass
-class BatchReport:
-    """What :func:`fill_cache` did: requests ``asked`` (distinct cache keys), found in the cache (``hits``),
-    answers ``stored`` into it, ``failed`` (key -> reason, never cached: the run retries them or reports
-    them), ``missing`` (no batch answered them; the run sends them synchronously), the batch ids."""
-
-    asked: int = 0
-    hits: int = 0
-    stored: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-    missing: set[str] = field(default_factory=set)
-    batches: list[str] = field(default_factory=list)
-
-
-def fill_cache(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], state_path: str | Path, *,
-               poll_s: float = 30.0, resubmit: bool = True, max_requests: int = MAX_REQUESTS,
-               max_bytes: int = MAX_BYTES, log: Callable[[str], None] = _stderr) -> BatchReport:
-    """Answer through the Batch API the ``asks`` (prompt, answer labels, top N: what the run will ask its
-    backend) that ``backend`` (a :class:`judge.cache.CachedBackend` around the OpenAI backend) does not have
-    in its cache, and store the answers there under the keys the run will look up. The entry point of a run's
-    ``--batch`` pass: after it, the run scores as usual and finds the answers in the cache."""
-    inner, report, by_key, requests = _pending(backend, asks)
-    if not requests:
+def fill_cache(backend: Any, requests: Sequence[Request], state_path: str | Path, *, poll_s: float = 30.0,
+               resubmit: bool = True, max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES,
+               log: Callable[[str], None] = _stderr) -> BatchReport:
+    """Answer through the Batch API the label ``requests`` (what the run will ask its backend) that ``backend``
+    (a :class:`judge.cache.CachedBackend` around the OpenAI backend) does not have in its cache, and store the
+    answers there under the keys the run will look up (:func:`judge.cache.request_key`). The core of a run's
+    ``--batch`` pass (:class:`OpenAIBatcher`): after it, the run scores as usual and finds the answers in the
+    cache."""
+    inner, report, by_key, pending = _pending(backend, requests)
+    if not pending:
         return report
     client = BatchClient(inner, state_path, poll_s=poll_s, resubmit=resubmit, max_requests=max_requests,
                          max_bytes=max_bytes, log=log)
-    outcome = client.run(requests, _storer(backend, by_key, report))
+    outcome = client.run(pending, _storer(backend, by_key, report))
     report.missing = outcome.missing
     report.batches = outcome.batches
     return report
 
 
-def write_pending(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], path: str | Path) -> BatchReport:
-    """``--batch-file FILE``: the input lines of the ``asks`` the cache lacks, written for another runner
-    (``vllm run-batch``); ``report.missing`` holds their keys."""
-    _, report, _, requests = _pending(backend, asks)
-    write_batch_file(path, requests)
-    report.missing = {r.custom_id for r in requests}
+def write_pending(backend: Any, requests: Sequence[Request], path: str | Path) -> BatchReport:
+    """``--batch-file FILE``: the input lines of the ``requests`` the cache lacks, written for another runner
+    (``vllm run-batch``); ``report.missing`` holds their keys, ``report.written`` the file."""
+    _, report, _, pending = _pending(backend, requests)
+    write_batch_file(path, pending)
+    report.missing = {r.custom_id for r in pending}
+    report.written = Path(path)
     return report
 
 
-def store_results(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]], path: str | Path) -> BatchReport:
-    """``--batch-results FILE``: the answers another runner wrote for the ``asks`` (by custom_id, in any order)
-    read into the cache as a batch's are; asks the file does not answer are in ``report.missing``."""
-    _, report, by_key, requests = _pending(backend, asks)
+def store_results(backend: Any, requests: Sequence[Request], path: str | Path) -> BatchReport:
+    """``--batch-results FILE``: the answers another runner wrote for the ``requests`` (by custom_id, in any
+    order) read into the cache as a batch's are; requests the file does not answer are in ``report.missing``."""
+    _, report, by_key, pending = _pending(backend, requests)
     lines = read_batch_results(path)
     store = _storer(backend, by_key, report)
-    for r in requests:
+    for r in pending:
         if r.custom_id in lines:
             store(r.custom_id, lines[r.custom_id])
         else:
@@ -439,35 +437,43 @@ def store_results(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]
     return report
 
 
-def _pending(backend: Any, asks: Sequence[tuple[Prompt, Sequence[str], int]]) -> tuple[
-        OpenAIBackend, BatchReport, dict[str, tuple[Prompt, Sequence[str], int]], list[BatchRequest]]:
-    """The OpenAI backend behind the cache, a report of the asks (distinct keys, cache hits, requests the
-    endpoint refuses), the asks by key, and the requests the cache lacks."""
-    from ..cache import CachedBackend, cache_key
+def _pending(backend: Any, requests: Sequence[Request]) -> tuple[
+        OpenAIBackend, BatchReport, dict[str, Request], list[BatchRequest]]:
+    """The OpenAI backend behind the cache, a report of the requests (distinct keys, cache hits, requests the
+    endpoint refuses), the requests by key, and the input lines of those the cache lacks."""
+    from ..cache import request_key
 
-    if not isinstance(backend, CachedBackend) or not isinstance(backend.inner, OpenAIBackend):
-        raise BackendError("the Batch API needs the openai backend behind the cache (--backend openai, cache on)")
-    inner: OpenAIBackend = backend.inner
+    inner = _behind_cache(backend)
     report = BatchReport()
-    by_key: dict[str, tuple[Prompt, Sequence[str], int]] = {}
-    for prompt, candidates, top_n in asks:
-        by_key.setdefault(cache_key(inner, prompt, candidates, top_n), (prompt, tuple(candidates), top_n))
+    by_key: dict[str, Request] = {}
+    for r in requests:
+        if r.kind != "label":
+            raise BackendError(f"the Batch API answers label requests only, not {r.kind} requests")
+        by_key.setdefault(request_key(inner, r), r)
     report.asked = len(by_key)
     found = backend.cache.get_many(list(by_key))
     report.hits = len(found)
-    requests = []
-    for key, (prompt, _, top_n) in by_key.items():
+    pending = []
+    for key, r in by_key.items():
         if key in found:
             continue
         try:
-            requests.append(batch_request(inner, prompt, top_n, key))
+            pending.append(batch_request(inner, r.prompt, r.top_n, key))
         except _Permanent as exc:
             report.failed[key] = f"API request failed: {exc.reason}"
-    return inner, report, by_key, requests
+    return inner, report, by_key, pending
 
 
-def _storer(backend: Any, by_key: dict[str, tuple[Prompt, Sequence[str], int]],
-            report: BatchReport) -> Callable[[str, dict[str, Any]], None]:
+def _behind_cache(backend: Any) -> OpenAIBackend:
+    """The OpenAI backend behind ``backend``, the cache the batch's answers go to (BackendError otherwise)."""
+    from ..cache import CachedBackend
+
+    if not isinstance(backend, CachedBackend) or not isinstance(backend.inner, OpenAIBackend):
+        raise BackendError("the Batch API needs the openai backend behind the cache (--backend openai, cache on)")
+    return backend.inner
+
+
+def _storer(backend: Any, by_key: dict[str, Request], report: BatchReport) -> Callable[[str, dict[str, Any]], None]:
     """``store(custom_id, line)``: the line's answer read as a synchronous one and put in the cache (a failure
     goes to ``report.failed``, never to the cache)."""
     from ..cache import unstorable
@@ -475,8 +481,8 @@ def _storer(backend: Any, by_key: dict[str, tuple[Prompt, Sequence[str], int]],
     inner: OpenAIBackend = backend.inner
 
     def store(cid: str, line: dict[str, Any]) -> None:
-        _, candidates, top_n = by_key[cid]
-        answer: LabelDist | Failure = inner.answer_from_batch(line, candidates, top_n)
+        r = by_key[cid]
+        answer: LabelDist | Failure = inner.answer_from_batch(line, r.candidates, r.top_n)
         if isinstance(answer, LabelDist):
             reason = unstorable(answer)
             if reason is None:
@@ -489,6 +495,37 @@ def _storer(backend: Any, by_key: dict[str, tuple[Prompt, Sequence[str], int]],
     return store
 
 
+@dataclass
+class OpenAIBatcher:
+    """The OpenAI backend's Batch API driver (``OpenAIBackend.batcher``), as its options set it: send the
+    requests as batches (``batch``), write them for another runner (``file``: ``--batch-file``), or read
+    that runner's answers (``results``: ``--batch-results``). What no batch answered is settled as a failure
+    of its item with the reason (``fallback = "resubmit"``, after one resubmission), or left to the run to
+    send one by one (``"sync"``)."""
+
+    fallback: str = "resubmit"
+    file: str | None = None
+    results: str | None = None
+    poll_s: float = 30.0
+
+    def fill(self, backend: Backend, requests: Sequence[Request], folder: Path) -> BatchReport:
+        """See :meth:`judge.backends.batching.Batcher.fill`; the state file is ``folder/<server and model>.json``."""
+        if self.file is not None:
+            return write_pending(backend, requests, self.file)
+        if self.results is not None:
+            report = store_results(backend, requests, self.results)
+            why = f"not answered in the batch results file {self.results}"
+        else:
+            report = fill_cache(backend, requests, state_file(folder, _behind_cache(backend)), poll_s=self.poll_s,
+                                resubmit=self.fallback == "resubmit")
+            why = ("not answered through the Batch API: its batch expired or was cancelled, and so was the one "
+                   "that resubmitted it")
+        if self.fallback == "resubmit":
+            report.settled = {**dict.fromkeys(report.missing, f"{why} (--batch-fallback sync sends it one by one)"),
+                              **report.failed}
+        return report
+
+
 __all__ = ["MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchOutcome", "BatchReport", "BatchRequest", "BatchState",
-           "batch_request", "fill_cache", "read_batch_results", "split_files", "state_path_for", "store_results",
-           "write_batch_file", "write_pending"]
+           "OpenAIBatcher", "batch_request", "fill_cache", "read_batch_results", "split_files", "state_file",
+           "state_path_for", "store_results", "write_batch_file", "write_pending"]

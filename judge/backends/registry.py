@@ -44,6 +44,13 @@ def replay_backend(name: str, model: str | None, config: GenerateConfig, **optio
     return declared.replay(model, config, **options)
 
 
+def has_batch_api(name: str) -> bool:
+    """Whether backend ``name`` can answer a run's requests through a provider's batch API (``Backend.batch_api``),
+    read from its class without building it."""
+    declared = _backend_class(name)
+    return declared is not None and declared.batch_api
+
+
 def _backend_class(name: str) -> type[Backend] | None:
     """The class registered under ``name`` when it subclasses ``Backend`` (what declares ``cost``), else None."""
     factory = BACKENDS.get(name)

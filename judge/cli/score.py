@@ -18,6 +18,7 @@ from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import scan, stream
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
+from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.hosted_cost import Budget, check_budget
 from ..engine.kinds import scorer_kinds
@@ -93,10 +94,12 @@ def run(args: argparse.Namespace) -> int:
         for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
             print(line)
         return EXIT_OK
-    check_budget([[Entry(spec.name, prep, items)]])  # --max-cost: refuse a run estimated above it
+    groups = [[Entry(spec.name, prep, items)]]
+    check_budget(groups)  # --max-cost: refuse a run estimated above it
+    batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
     qn = quality.name if quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
-                       qn is not None and any(it.human(qn) is not None for it in items))
+                       qn is not None and any(it.human(qn) is not None for it in items), batches)
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
@@ -109,7 +112,8 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
     record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
     second checks every item against the method before the model loads (scales, templates), and the third
     streams the items to the scorer while the rows stream to the output; what the table's summary needs
-    is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte."""
+    is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte. A spending cap
+    or a batch of the requests the cache lacks is counted in the second pass, a chunk at a time."""
     found = scan(args.input)
     limit = args.limit
 
@@ -124,6 +128,7 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
     total = width = 0
     rated = False
     budget = Budget()
+    batches = BatchPlan()
     it = items()
     while chunk := list(islice(it, CHECK_CHUNK)):
         if quality is not None and (args.quality is not None or args.k > 0):
@@ -131,23 +136,26 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
         checked = prepare(spec, chunk, quality)
         prep = prep or checked
         budget.add([[Entry(spec.name, prep, chunk)]])  # --max-cost: refuse a run estimated above it
+        batches.collect([[Entry(spec.name, prep, chunk)]])  # --batch: what the cache lacks, answered first
         total += len(chunk)
         width = max([width, *(len(x.id) for x in chunk)])
         shown = checked.quality  # the quality rows report: asked for, or the prompt's own
         rated = rated or (shown is not None and any(x.human(shown.name) is not None for x in chunk))
     assert prep is not None  # the scan found at least one record
-    return score_items(args, spec, prep, items(), total, ["x" * width], rated)
+    return score_items(args, spec, prep, items(), total, ["x" * width], rated, batches)
 
 
 def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
-                ids: Sequence[str], rated: bool) -> int:
-    """Load the model, score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL
-    on stdout), report the backend's counters; the exit code. ``ids`` size the table's id column, ``rated``
-    says whether it shows human ratings."""
+                ids: Sequence[str], rated: bool, batches: BatchPlan) -> int:
+    """Load the model, answer the requests of ``batches`` in bulk (their batches recorded beside the cache),
+    score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL on stdout), report
+    the backend's counters; the exit code. ``ids`` size the table's id column, ``rated`` says whether it shows
+    human ratings."""
     qn = prep.quality.name if prep.quality else None
     row_seed = prep.seed if spec.kind.records_seed else None
     backends = BackendPool()
     try:
+        batches.send(backends, None, lambda msg: print(msg, file=sys.stderr))
         scorer = build(prep, backends)
         # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
         bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,

@@ -83,6 +83,7 @@ class BackendPool:
         self._key: str | None = None
         self._backend: Backend | None = None
         self._closed: dict[str, int] = {}
+        self._settled: dict[str, dict[str, str]] = {}
 
     def get(self, spec: MethodSpec) -> Backend:
         """The backend ``spec`` runs on, which must have every capability its type needs."""
@@ -91,13 +92,22 @@ class BackendPool:
             self.close()
             backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
             if spec.generate.cache:
-                backend = CachedBackend(backend, Cache(spec.generate.cache_path))
+                backend = CachedBackend(backend, Cache(spec.generate.cache_path), self._settled.get(key))
             self._backend, self._key = backend, key
         missing = self._backend.capabilities.lacks(spec.kind.needs)
         if missing:
             raise InputError(f"backend '{self._backend.name}' cannot do what a {spec.type} method needs "
                              f"({', '.join(missing)})", field="backend")
         return self._backend
+
+    def settle(self, spec: MethodSpec, failures: dict[str, str]) -> None:
+        """Requests of ``spec``'s backend already answered by a failure in this run (a batch that could not
+        answer them: cache key -> reason): the backend this pool hands out for ``spec`` fails them with the
+        reason instead of sending them (``CachedBackend.settled``)."""
+        key = backend_key(spec)
+        self._settled.setdefault(key, {}).update(failures)
+        if key == self._key and isinstance(self._backend, CachedBackend):
+            self._backend.settled.update(failures)
 
     @property
     def current(self) -> Backend | None:

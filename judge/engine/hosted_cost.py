@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..prices import Price, dollars, load_prices
-from .cost import CostPool, Entry, _cached, _replay, estimable
+from .cost import CostPool, Entry, _cached, estimable, replay_group
 from .spec import MethodSpec
 
 __all__ = ["Budget", "HostedCell", "check_budget", "count_hosted", "money_lines"]
@@ -56,7 +56,7 @@ def count_hosted(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
         for group in groups:
             if estimable(group[0].prep.spec) != "hosted":
                 continue
-            _replay(group, pool)
+            replay_group(group, pool)
             for e in group:
                 spec = e.prep.spec
                 options = dict(spec.options)

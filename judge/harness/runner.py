@@ -22,6 +22,8 @@ from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
+from ..engine.batch import BatchPlan
+from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.units import LaneCost
 from ..errors import BackendError, InputError, MissingInputError, UnknownNameError
@@ -151,6 +153,9 @@ def _resumable_spec(spec: MethodSpec) -> dict[str, Any]:
     """What a results folder's cells must have been made with to resume into them: the spec as described,
     without the paper row and the backend's sending options (:func:`judge.backends.registry.sending_options`)."""
     described = {k: v for k, v in spec.describe().items() if k != "paper"}
+    members = spec.kind.members(spec)
+    if members and isinstance(described.get("members"), dict):  # an ensemble: its members' options too
+        described["members"] = {m.name: _resumable_spec(m) for m in members}
     if isinstance(described.get("options"), dict) and spec.kind.runs_model:
         sending = sending_options(spec.backend)
         described["options"] = {k: v for k, v in described["options"].items() if k not in sending}
@@ -230,8 +235,13 @@ def run_experiment(
     plots: bool = True,
     load: Callable[[str], list[Item]] | None = None,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
+    keep_batches: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) every cell, then write ``summary.json`` and the reports. Returns the summary.
+
+    Methods whose backend batches (``--batch``) have the requests the cache lacks, over every cell, answered
+    in bulk first (:mod:`judge.engine.batch`), their batches recorded in the folder's ``batches/``
+    (``keep_batches`` False, for a folder that does not outlive the run: beside the cache).
 
     Every cell is prepared (names, templates, manual sets, scales) before any model loads. Rows reach
     their cell file in item order, one fsynced line each; scores that finish early inside a window of
@@ -254,6 +264,8 @@ def run_experiment(
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
     _check_budget(todo)  # a run refused for its cost leaves nothing behind
+    # --batch: the requests the cache lacks, over every cell (a method that cannot be batched is refused here)
+    batches = BatchPlan().collect(_entry_groups(todo, with_failed=exp.retry_failed))
     for cell, prep, path, *_ in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
         _check_meta(path, _meta(cell, exp, prep))
@@ -267,6 +279,7 @@ def run_experiment(
     bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)
     try:
+        batches.send(backends, out / "batches" if keep_batches else None, log)
         for group in schedule_groups(todo):
             if len(group) > 1:
                 first = todo[group[0]][0]
@@ -310,12 +323,22 @@ def run_experiment(
 def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> None:
     """Refuse, before anything is sent, a run whose hosted cells are estimated above their ``max_cost``
     (:func:`judge.engine.hosted_cost.check_budget`; the cells left to score, in the run's order)."""
-    from ..engine.cost import Entry
     from ..engine.hosted_cost import check_budget
 
-    entries = [Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, c.items[len(rows):], len(rows))
-               for c, prep, _, rows, _ in todo]
-    check_budget([[entries[i] for i in group] for group in schedule_groups(todo)])
+    check_budget(_entry_groups(todo))
+
+
+def _entry_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
+                  with_failed: bool = False) -> list[list[Entry]]:
+    """The cells left to score as the engine's replays take them (:func:`judge.engine.cost.replay_group`): in
+    the run's groups and order, each with the items it will score (``with_failed``: also the saved rows that
+    failed, which ``retry_failed`` scores again)."""
+    entries = []
+    for c, prep, _, rows, _ in todo:
+        retried = [c.items[i] for i, r in enumerate(rows) if r.get("error")] if with_failed else []
+        entries.append(Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, [*retried, *c.items[len(rows):]],
+                             len(rows)))
+    return [[entries[i] for i in group] for group in schedule_groups(todo)]
 
 
 def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
