@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, gather
+from .backends.base import Backend, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper, gather
 from .backends.requests import Request
 from .config import default_cache_path as default_cache_path
 
@@ -221,7 +221,7 @@ class Cache:
             self._db.close()
 
 
-class CachedBackend(Backend):
+class CachedBackend(Wrapper):
     """Any backend behind the cache: hits are served without model calls, misses go to the inner
     backend in one batch and are stored as they arrive. Failures are returned, never stored; a
     distribution holding a NaN is not stored either but returned as a Failure saying why.
@@ -231,25 +231,13 @@ class CachedBackend(Backend):
     with that reason without being sent again. Nothing of it is stored, so a rerun asks again."""
 
     def __init__(self, inner: Backend, cache: Cache, settled: Mapping[str, str] | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         self.settled: dict[str, str] = dict(settled or {})
         self.hits = 0
         self.misses = 0
         #: Calls made to the inner backend (0 when a batch was served entirely from the cache).
         self.calls = 0
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:  # type: ignore[override]
-        return self.inner.model_id
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        return self.inner.capabilities
 
     def iter_label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -346,18 +334,6 @@ class CachedBackend(Backend):
         self.cache.put(answer_key, self.inner.name, self.inner.model_id, res.dist)
         self.cache.put_hidden(key, self.inner.name, self.inner.model_id, res.vector)
         return res
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return self.inner.count_tokens(prompt)
-
-    def settings(self) -> dict[str, object]:
-        return self.inner.settings()
-
-    def sequence_settings(self) -> dict[str, object]:
-        return self.inner.sequence_settings()
-
-    def single_token(self, text: str) -> bool | None:
-        return self.inner.single_token(text)
 
     def batcher(self) -> Batcher | None:
         return self.inner.batcher()

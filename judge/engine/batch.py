@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backends import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, create_backend
+from ..backends.base import Wrapper
 from ..backends.batching import Batcher, BatchReport
 from ..backends.registry import has_batch_api
 from ..backends.requests import Request
 from ..cache import CachedBackend
 from ..config import default_cache_path
 from ..errors import InputError, RunStopped
-from .build import BackendPool, backend_key
+from .build import BackendPool, backend_key, check_needs
 from .cost import DryCache, Entry, replay_group
 from .spec import MethodSpec
 
@@ -49,27 +50,15 @@ def _placeholder(candidates: Sequence[str]) -> LabelDist:
     return LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates], complete=False)
 
 
-class _Recorder(Backend):
+class _Recorder(Wrapper):
     """A batched backend with its sending taken out: the real backend's name, model, settings, capabilities
     and tokenizer (so the run's prompts and cache keys), every label request recorded into ``requests`` (in
     the order first asked) and answered by a placeholder. Other kinds of request cannot go through a batch
     API: they are refused, naming the method's backend."""
 
     def __init__(self, inner: Backend, requests: dict[Request, None]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.requests = requests
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:  # type: ignore[override]
-        return self.inner.model_id
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        return self.inner.capabilities
 
     def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
                        top_n: int = 20) -> list[LabelDist | Failure]:
@@ -86,21 +75,6 @@ class _Recorder(Backend):
         raise InputError(f"backend '{self.name}' answers label requests through its batch API, not the "
                          "log-probabilities of a given text: run this method without the batch options",
                          field="--batch")
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return self.inner.count_tokens(prompt)
-
-    def settings(self) -> dict[str, object]:
-        return self.inner.settings()
-
-    def sequence_settings(self) -> dict[str, object]:
-        return self.inner.sequence_settings()
-
-    def single_token(self, text: str) -> bool | None:
-        return self.inner.single_token(text)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class _StandIn(Backend):
@@ -164,11 +138,7 @@ class _PlanPool(BackendPool):
                 real = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
                 backend = CachedBackend(_Recorder(real, pending.requests), DryCache(spec.generate.cache_path))
             self._backend, self._key = backend, key
-        missing = self._backend.capabilities.lacks(spec.kind.needs)
-        if missing:
-            raise InputError(f"backend '{self._backend.name}' cannot do what a {spec.type} method needs "
-                             f"({', '.join(missing)})", field="backend")
-        return self._backend
+        return check_needs(self._backend, spec)
 
 
 def _model_specs(spec: MethodSpec) -> list[MethodSpec]:

@@ -75,6 +75,15 @@ def backend_key(spec: MethodSpec) -> str:
                       default=str)
 
 
+def check_needs(backend: Backend, spec: MethodSpec) -> Backend:
+    """``backend``, which must have every capability ``spec``'s type needs (InputError naming them if not)."""
+    missing = backend.capabilities.lacks(spec.kind.needs)
+    if missing:
+        raise InputError(f"backend '{backend.name}' cannot do what a {spec.type} method needs "
+                         f"({', '.join(missing)})", field="backend")
+    return backend
+
+
 class BackendPool:
     """Backends by settings: consecutive methods with the same backend, model, options and generation
     settings share one loaded model. Each is behind the persistent cache unless ``generate.cache`` is off."""
@@ -94,11 +103,7 @@ class BackendPool:
             if spec.generate.cache:
                 backend = CachedBackend(backend, Cache(spec.generate.cache_path), self._settled.get(key))
             self._backend, self._key = backend, key
-        missing = self._backend.capabilities.lacks(spec.kind.needs)
-        if missing:
-            raise InputError(f"backend '{self._backend.name}' cannot do what a {spec.type} method needs "
-                             f"({', '.join(missing)})", field="backend")
-        return self._backend
+        return check_needs(self._backend, spec)
 
     def settle(self, spec: MethodSpec, failures: dict[str, str]) -> None:
         """Requests of ``spec``'s backend already answered by a failure in this run (a batch that could not
