@@ -18,12 +18,16 @@ import sqlite3
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, gather
+from .backends.base import Backend, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper, gather
 from .backends.requests import Request
 from .config import default_cache_path as default_cache_path
+
+if TYPE_CHECKING:
+    from .backends.batching import Batcher
 
 SCHEMA_VERSION = 1
 #: What a hidden-state key adds to its answer's key material: which vector is stored (``HiddenState``).
@@ -217,30 +221,23 @@ class Cache:
             self._db.close()
 
 
-class CachedBackend(Backend):
+class CachedBackend(Wrapper):
     """Any backend behind the cache: hits are served without model calls, misses go to the inner
     backend in one batch and are stored as they arrive. Failures are returned, never stored; a
-    distribution holding a NaN is not stored either but returned as a Failure saying why."""
+    distribution holding a NaN is not stored either but returned as a Failure saying why.
 
-    def __init__(self, inner: Backend, cache: Cache) -> None:
-        self.inner = inner
+    ``settled`` (label answers' keys -> a reason) are misses already answered by a failure elsewhere in
+    this run (a provider's batch that could not answer them, :mod:`judge.backends.batching`): they fail
+    with that reason without being sent again. Nothing of it is stored, so a rerun asks again."""
+
+    def __init__(self, inner: Backend, cache: Cache, settled: Mapping[str, str] | None = None) -> None:
+        super().__init__(inner)
         self.cache = cache
+        self.settled: dict[str, str] = dict(settled or {})
         self.hits = 0
         self.misses = 0
         #: Calls made to the inner backend (0 when a batch was served entirely from the cache).
         self.calls = 0
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:  # type: ignore[override]
-        return self.inner.model_id
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        return self.inner.capabilities
 
     def iter_label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -252,6 +249,9 @@ class CachedBackend(Backend):
             if key in found:
                 self.hits += 1
                 yield i, found[key]
+            elif key in self.settled:
+                self.misses += 1
+                yield i, Failure(self.settled[key])
             else:
                 self.misses += 1
                 todo.setdefault(key, []).append(i)
@@ -335,20 +335,8 @@ class CachedBackend(Backend):
         self.cache.put_hidden(key, self.inner.name, self.inner.model_id, res.vector)
         return res
 
-    def count_tokens(self, prompt: Prompt) -> int:
-        return self.inner.count_tokens(prompt)
-
-    def settings(self) -> dict[str, object]:
-        return self.inner.settings()
-
-    def sequence_settings(self) -> dict[str, object]:
-        return self.inner.sequence_settings()
-
-    def single_token(self, text: str) -> bool | None:
-        return self.inner.single_token(text)
-
-    def wrapping(self, chat: bool) -> tuple[str, str] | None:
-        return self.inner.wrapping(chat)
+    def batcher(self) -> Batcher | None:
+        return self.inner.batcher()
 
     def counters(self) -> dict[str, int]:
         return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}

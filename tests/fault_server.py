@@ -17,15 +17,37 @@ later request).
 every answer come without logprobs, sampled answers cycling Yes, Yes, Yes, No per prompt (the
 sampling fallback estimates p(yes) = 0.75). Every request is recorded with its Authorization header.
 
-Run it alone: ``python tests/fault_server.py --port 8011 --latency 0.2``.
+**Rate limits** (``limit=RateLimit(...)``): budgets of requests and tokens per minute that refill
+continuously, as OpenAI's do; every answer carries ``x-ratelimit-limit/remaining/reset-requests`` and
+``-tokens`` (resets as Go durations: ``6m0s``, ``1s``, ``20ms``), and a request the budget cannot hold gets a
+429 (``rate_limit_exceeded``) without using any. A request's tokens are its prompt's characters / 4 plus
+``max_tokens``. ``time_scale`` speeds the server's clock: at 10, its minute lasts 6 s, so 600 requests a
+minute refill at 100 a second; reset times are given in real seconds.
+
+**Files and batches** (the Batch API): ``POST /v1/files`` (multipart: ``file``, ``purpose=batch``; a ``.jsonl``
+name, at most ``max_file_bytes``), ``GET /v1/files/{id}`` and ``/v1/files/{id}/content``; ``POST /v1/batches``
+(``input_file_id``, ``endpoint``, ``completion_window="24h"``), ``GET /v1/batches`` (newest first) and
+``/v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. A batch is ``validating`` for ``batch_validate_s``,
+then fails with ``errors.data`` (``line``, ``code``: ``invalid_json_line``, ``missing_required_parameter``,
+``invalid_method``, ``url_mismatch``, ``duplicate_custom_id``, ``model_mismatch``, ``empty_file``,
+``too_many_tasks``) or runs ``in_progress`` for ``batch_run_s`` (``request_counts.completed`` growing), then
+``finalizing`` for ``batch_finalize_s``, then ``completed`` with an output file (answers as the synchronous
+endpoints give them) and an error file, their lines in shuffled order. ``expire_batches(n)`` makes the next
+n batches expire with ``expire_share`` of their requests done (the rest in the error file as
+``batch_expired``); prompts holding ``batch_fail_marker`` come back as HTTP 500 lines in the error file.
+
+Run it alone: ``python tests/fault_server.py --port 8011 --latency 0.2`` (``--rpm 600 --time-scale 10``).
 """
 
 from __future__ import annotations
 
 import argparse
+import email.parser
+import email.policy
 import hashlib
 import json
 import math
+import random
 import socket
 import struct
 import threading
@@ -34,6 +56,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
+
+#: What the Batch API takes: endpoints, requests per file and bytes per file (OpenAI's documented limits).
+BATCH_ENDPOINTS = ("/v1/responses", "/v1/chat/completions", "/v1/embeddings", "/v1/completions")
+MAX_BATCH_REQUESTS = 50_000
+MAX_FILE_BYTES = 200 * 1024 * 1024
 
 
 def expected_goodness(prompt: str) -> float:
@@ -46,6 +74,48 @@ def top_logprobs(prompt: str) -> dict[str, float]:
     """The top tokens answered for ``prompt``: Yes/No share 0.8 of the mass in proportion p : 1 - p."""
     p = expected_goodness(prompt)
     return {"Yes": math.log(0.8 * p), "No": math.log(0.8 * (1 - p)), "The": math.log(0.1), "I": math.log(0.05)}
+
+
+def go_duration(seconds: float) -> str:
+    """A duration as Go prints it, as OpenAI's reset headers do: ``6m0s``, ``1.5s``, ``20ms``."""
+    if seconds < 1:
+        return f"{max(0, round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60.0)
+    text = f"{round(rest, 3):g}s"
+    return f"{int(minutes)}m{text}" if minutes else text
+
+
+@dataclass
+class RateLimit:
+    """Budgets per minute (None: no limit of that kind); ``time_scale`` speeds the server's clock."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    time_scale: float = 1.0
+    #: Add ``Retry-After`` (seconds until one request fits) to a 429, as some servers do.
+    retry_after: bool = False
+
+
+class _Bucket:
+    def __init__(self, per_minute: float, scale: float, now: float) -> None:
+        self.limit = per_minute
+        self.rate = per_minute / 60.0 * scale  # per real second
+        self.level = per_minute
+        self.at = now
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.limit, self.level + (now - self.at) * self.rate)
+        self.at = now
+
+    def headers(self, kind: str) -> dict[str, str]:
+        return {f"x-ratelimit-limit-{kind}": str(int(self.limit)),
+                f"x-ratelimit-remaining-{kind}": str(max(0, int(self.level))),
+                f"x-ratelimit-reset-{kind}": go_duration((self.limit - self.level) / self.rate)}
+
+
+def prompt_tokens(prompt: str) -> int:
+    """The tokens the server reports (and charges its budget) for a prompt: its characters / 4."""
+    return max(1, len(prompt) // 4)
 
 
 @dataclass
@@ -67,6 +137,14 @@ class FaultServer:
     content_format: bool = False
     port: int = 0
     requests: list[Request] = field(default_factory=list)
+    limit: RateLimit | None = None
+    batch_validate_s: float = 0.05
+    batch_run_s: float = 0.3
+    batch_finalize_s: float = 0.05
+    expire_share: float = 0.5
+    batch_fail_marker: str | None = None
+    max_batch_requests: int = MAX_BATCH_REQUESTS
+    max_file_bytes: int = MAX_FILE_BYTES
 
     def __post_init__(self) -> None:
         self._rules: list[tuple[str, deque[str]]] = []
@@ -75,6 +153,54 @@ class FaultServer:
         self.dead = False
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        now = time.monotonic()
+        self._buckets: dict[str, _Bucket] = {}
+        if self.limit is not None:
+            for kind, per_minute in (("requests", self.limit.requests_per_minute),
+                                     ("tokens", self.limit.tokens_per_minute)):
+                if per_minute:
+                    self._buckets[kind] = _Bucket(per_minute, self.limit.time_scale, now)
+        #: 429s sent because a budget was spent.
+        self.limited = 0
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._expire = 0
+        self._ids = 0
+
+    def expire_batches(self, n: int = 1) -> FaultServer:
+        """The next ``n`` batches created expire with ``expire_share`` of their requests done."""
+        with self._lock:
+            self._expire += n
+        return self
+
+    def _new_id(self, prefix: str) -> str:
+        with self._lock:
+            self._ids += 1
+            return f"{prefix}-{self._ids:06d}"
+
+    # -- rate limits ------------------------------------------------------------------------------
+    def _admit(self, tokens: int) -> tuple[bool, dict[str, str]]:
+        """Whether the budgets hold one request of ``tokens`` (taken if so), and the headers to send."""
+        if not self._buckets:
+            return True, {}
+        with self._lock:
+            now = time.monotonic()
+            for b in self._buckets.values():
+                b.refill(now)
+            need = {"requests": 1.0, "tokens": float(tokens)}
+            ok = all(b.level >= need[k] for k, b in self._buckets.items())
+            if ok:
+                for k, b in self._buckets.items():
+                    b.level -= need[k]
+            else:
+                self.limited += 1
+            headers: dict[str, str] = {}
+            for k, b in self._buckets.items():
+                headers.update(b.headers(k))
+            if not ok and self.limit is not None and self.limit.retry_after:
+                waits = [max(0.0, need[k] - b.level) / b.rate for k, b in self._buckets.items()]
+                headers["Retry-After"] = f"{max(waits):.3f}"
+            return ok, headers
 
     # -- scripting --------------------------------------------------------------------------------
     def script(self, marker: str, *actions: str) -> FaultServer:
@@ -151,6 +277,42 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def do_GET(self) -> None:
+        srv = self.owner
+        if srv.dead:
+            self._reset()
+            return
+        parts = urlsplit(self.path).path.rstrip("/").split("/")
+        if parts == ["", "v1", "batches"]:
+            with srv._lock:
+                ids = [b["id"] for b in sorted(srv.batches.values(), key=lambda b: -b["_n"])]
+            for bid in ids:
+                _advance(srv, bid)
+            with srv._lock:
+                data = [_public(srv.batches[bid]) for bid in ids]
+            self._send(200, {"object": "list", "data": data, "first_id": ids[0] if ids else None,
+                             "last_id": ids[-1] if ids else None, "has_more": False})
+        elif len(parts) == 4 and parts[2] == "batches":
+            if parts[3] not in srv.batches:
+                self._send(404, {"error": {"message": f"No batch found with id '{parts[3]}'.",
+                                           "type": "invalid_request_error"}})
+                return
+            _advance(srv, parts[3])
+            with srv._lock:
+                batch = _public(srv.batches[parts[3]])
+            self._send(200, batch)
+        elif len(parts) in (4, 5) and parts[2] == "files":
+            f = srv.files.get(parts[3])
+            if f is None:
+                self._send(404, {"error": {"message": f"No such File object: {parts[3]}",
+                                           "type": "invalid_request_error"}})
+            elif len(parts) == 5 and parts[4] == "content":
+                self._send_raw(200, f["_bytes"], {"Content-Type": "application/octet-stream"})
+            else:
+                self._send(200, _public(f))
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
     def do_POST(self) -> None:
         srv = self.owner
         if srv.dead:
@@ -158,16 +320,36 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        path = urlsplit(self.path).path.rstrip("/")
+        if path == "/v1/files":
+            self._upload(raw)
+            return
         try:
-            body = json.loads(raw)
+            body = json.loads(raw) if raw else {}
         except ValueError:
             self._send(400, {"error": {"message": "bad json"}})
             return
-        chat = self.path.rstrip("/").endswith("/chat/completions")
-        if not chat and not self.path.rstrip("/").endswith("/completions"):
+        if path == "/v1/batches":
+            self._create_batch(body)
+            return
+        if path.startswith("/v1/batches/") and path.endswith("/cancel"):
+            self._cancel_batch(path.split("/")[3])
+            return
+        chat = path.endswith("/chat/completions")
+        if not chat and not path.endswith("/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
+        admitted, limit_headers = srv._admit(prompt_tokens(prompt) + int(body.get("max_tokens") or 16))
+        if not admitted:
+            with srv._lock:
+                srv.requests.append(Request(self.path, self.headers.get("Authorization"), prompt, body,
+                                            time.monotonic(), "limited"))
+            if srv.latency:
+                time.sleep(srv.latency)
+            self._send(429, {"error": {"message": "Rate limit reached for requests", "type": "requests",
+                                       "code": "rate_limit_exceeded"}}, limit_headers)
+            return
         action = srv._next_action(prompt)
         with srv._lock:
             srv.requests.append(Request(self.path, self.headers.get("Authorization"), prompt, body,
@@ -215,42 +397,80 @@ class _Handler(BaseHTTPRequestHandler):
         if action == "badlogprobs":  # valid JSON, but the logprobs block lacks its fields
             answer["choices"][0]["logprobs"] = {"content": [{"top_logprobs": [{"t": 1}]}]} if chat else \
                 {"top_logprobs": [["Yes", -0.1]]}
-        self._send(200, answer)
+        self._send(200, answer, limit_headers)
 
     def _answer(self, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
+        return answer(self.owner, prompt, body, chat, with_lp)
+
+    # -- files and batches ------------------------------------------------------------------------
+    def _error(self, code: int, message: str, param: str | None = None) -> None:
+        self._send(code, {"error": {"message": message, "type": "invalid_request_error", "param": param,
+                                    "code": None}})
+
+    def _upload(self, raw: bytes) -> None:
         srv = self.owner
-        n = int(body.get("n") or 1)
-        tops = top_logprobs(prompt)
-        choices = []
-        for i in range(n):
-            if with_lp:
-                text = max(tops, key=tops.get)  # type: ignore[arg-type]
-            else:
-                with srv._lock:
-                    k = srv._samples.get(prompt, 0)
-                    srv._samples[prompt] = k + 1
-                text = "No" if k % 4 == 3 else "Yes"
-            choice: dict[str, Any] = {"index": i, "finish_reason": "length", "logprobs": None}
-            if chat:
-                choice["message"] = {"role": "assistant", "content": text}
-            else:
-                choice["text"] = text
-            if with_lp:
-                want = body.get("top_logprobs") if chat else body.get("logprobs")
-                items = sorted(tops.items(), key=lambda t: -t[1])[: int(want or 0) or len(tops)]
-                if chat or srv.content_format:
-                    choice["logprobs"] = {"content": [{
-                        "token": text, "logprob": tops[text], "bytes": list(text.encode()),
-                        "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in items],
-                    }]}
-                else:
-                    choice["logprobs"] = {"tokens": [text], "token_logprobs": [tops[text]], "text_offset": [0],
-                                          "top_logprobs": [dict(items)]}
-            choices.append(choice)
-        n_prompt = max(1, len(prompt) // 4)
-        return {"id": "cmpl-fault", "object": "chat.completion" if chat else "text_completion", "created": 0,
-                "model": body.get("model", "fault"), "choices": choices,
-                "usage": {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n}}
+        fields = _multipart(self.headers.get("Content-Type") or "", raw)
+        if "file" not in fields or "purpose" not in fields:
+            self._error(400, "Missing required parameter: 'file' and 'purpose' (multipart/form-data)")
+            return
+        name, data = fields["file"]
+        purpose = fields["purpose"][1].decode()
+        if purpose == "batch" and not (name or "").endswith(".jsonl"):
+            self._error(400, "Invalid file format for Batch API. Must be .jsonl")
+            return
+        if len(data) > srv.max_file_bytes:
+            self._error(400, f"File is too large: {len(data)} bytes; the limit is {srv.max_file_bytes} bytes")
+            return
+        fid = srv._new_id("file")
+        with srv._lock:
+            srv.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                              "filename": name, "purpose": purpose, "status": "processed", "_bytes": data}
+            out = _public(srv.files[fid])
+        self._send(200, out)
+
+    def _create_batch(self, body: dict[str, Any]) -> None:
+        srv = self.owner
+        endpoint, window, fid = body.get("endpoint"), body.get("completion_window"), body.get("input_file_id")
+        if endpoint not in BATCH_ENDPOINTS:
+            self._error(400, f"Invalid value for 'endpoint': {endpoint!r}", "endpoint")
+            return
+        if window != "24h":
+            self._error(400, "Invalid value for 'completion_window': only '24h' is supported", "completion_window")
+            return
+        f = srv.files.get(str(fid))
+        if f is None or f["purpose"] != "batch":
+            self._error(400, f"Invalid 'input_file_id': {fid!r} is not a file of purpose batch", "input_file_id")
+            return
+        bid = srv._new_id("batch")
+        now = int(time.time())
+        with srv._lock:
+            expire = srv._expire > 0
+            srv._expire -= int(expire)
+            srv.batches[bid] = {
+                "id": bid, "object": "batch", "endpoint": endpoint, "errors": None, "input_file_id": fid,
+                "completion_window": "24h", "status": "validating", "output_file_id": None, "error_file_id": None,
+                "created_at": now, "in_progress_at": None, "expires_at": now + 86400, "finalizing_at": None,
+                "completed_at": None, "failed_at": None, "expired_at": None, "cancelling_at": None,
+                "cancelled_at": None, "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+                "_n": len(srv.batches), "_t0": time.monotonic(), "_expire": expire, "_lines": None, "_cancel": False,
+            }
+            out = _public(srv.batches[bid])
+        self._send(200, out)
+
+    def _cancel_batch(self, bid: str) -> None:
+        srv = self.owner
+        if bid not in srv.batches:
+            self._error(404, f"No batch found with id '{bid}'.")
+            return
+        _advance(srv, bid)
+        with srv._lock:
+            b = srv.batches[bid]
+            if b["status"] in ("validating", "in_progress", "finalizing"):
+                b["_cancel"] = True
+                b["status"], b["cancelling_at"] = "cancelling", int(time.time())
+            out = _public(b)
+        self._send(200, out)
 
     def _send(self, code: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(code, json.dumps(obj).encode(), headers)
@@ -277,13 +497,198 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
 
+def answer(srv: FaultServer, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
+    """The completion the server answers ``prompt`` with (synchronously and in a batch alike)."""
+    n = int(body.get("n") or 1)
+    tops = top_logprobs(prompt)
+    choices = []
+    for i in range(n):
+        if with_lp:
+            text = max(tops, key=tops.get)  # type: ignore[arg-type]
+        else:
+            with srv._lock:
+                k = srv._samples.get(prompt, 0)
+                srv._samples[prompt] = k + 1
+            text = "No" if k % 4 == 3 else "Yes"
+        choice: dict[str, Any] = {"index": i, "finish_reason": "length", "logprobs": None}
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        if with_lp:
+            want = body.get("top_logprobs") if chat else body.get("logprobs")
+            items = sorted(tops.items(), key=lambda t: -t[1])[: int(want or 0) or len(tops)]
+            if chat or srv.content_format:
+                choice["logprobs"] = {"content": [{
+                    "token": text, "logprob": tops[text], "bytes": list(text.encode()),
+                    "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in items],
+                }]}
+            else:
+                choice["logprobs"] = {"tokens": [text], "token_logprobs": [tops[text]], "text_offset": [0],
+                                      "top_logprobs": [dict(items)]}
+        choices.append(choice)
+    n_prompt = max(1, len(prompt) // 4)
+    return {"id": "cmpl-fault", "object": "chat.completion" if chat else "text_completion", "created": 0,
+            "model": body.get("model", "fault"), "choices": choices,
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n, "total_tokens": n_prompt + n}}
+
+
+def _public(obj: dict[str, Any]) -> dict[str, Any]:
+    """A file or batch object as the API shows it (without the server's own bookkeeping)."""
+    return {k: v for k, v in obj.items() if not k.startswith("_")}
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """The fields of a multipart/form-data body: name -> (file name, bytes)."""
+    if not content_type.startswith("multipart/form-data"):
+        return {}
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    out: dict[str, tuple[str | None, bytes]] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if name:
+            payload = part.get_payload(decode=True)
+            out[str(name)] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
+    return out
+
+
+def _validate(srv: FaultServer, batch: dict[str, Any], data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The requests of a batch's input file, and the errors the Batch API would fail the batch with."""
+    lines, errors = [], []
+    seen: set[str] = set()
+    model = None
+    text = data.decode("utf-8", errors="replace").splitlines()
+    for n, line in enumerate(text, 1):
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError
+        except ValueError:
+            errors.append({"code": "invalid_json_line", "line": n, "message": "This line is not parseable as valid JSON.",
+                           "param": None})
+            continue
+        missing = [k for k in ("custom_id", "method", "url", "body") if k not in req]
+        if missing:
+            errors.append({"code": "missing_required_parameter", "line": n, "param": missing[0],
+                           "message": f"Missing required parameter: '{missing[0]}'."})
+            continue
+        if req["method"] != "POST":
+            errors.append({"code": "invalid_method", "line": n, "param": "method", "message": "Only POST is supported."})
+        if req["url"] != batch["endpoint"]:
+            errors.append({"code": "url_mismatch", "line": n, "param": "url",
+                           "message": f"The url {req['url']!r} does not match the batch's endpoint {batch['endpoint']!r}."})
+        if req["custom_id"] in seen:
+            errors.append({"code": "duplicate_custom_id", "line": n, "param": "custom_id",
+                           "message": f"The custom_id {req['custom_id']!r} is not unique in this batch."})
+        seen.add(req["custom_id"])
+        body_model = req["body"].get("model") if isinstance(req["body"], dict) else None
+        if model is not None and body_model != model:
+            errors.append({"code": "model_mismatch", "line": n, "param": "body.model",
+                           "message": "All requests of a batch must use the same model."})
+        model = model if model is not None else body_model
+        lines.append(req)
+    if not lines and not errors:
+        errors.append({"code": "empty_file", "line": None, "param": None, "message": "The input file is empty."})
+    if len(lines) > srv.max_batch_requests:
+        errors.append({"code": "too_many_tasks", "line": None, "param": None,
+                       "message": f"The batch has {len(lines)} requests; the limit is {srv.max_batch_requests}."})
+    return lines, errors
+
+
+def _advance(srv: FaultServer, bid: str) -> None:
+    """Move a batch on to where its age puts it: validating, failed, in progress, finalizing, then completed
+    (or expired, or cancelled), writing its output and error files when it ends."""
+    with srv._lock:
+        b = srv.batches[bid]
+        if b["status"] in ("failed", "completed", "expired", "cancelled"):
+            return
+        age = time.monotonic() - b["_t0"]
+        now = int(time.time())
+        if age < srv.batch_validate_s and not b["_cancel"]:
+            return
+        if b["_lines"] is None:
+            lines, errors = _validate(srv, b, srv.files[b["input_file_id"]]["_bytes"])
+            if errors:
+                b.update(status="failed", failed_at=now, errors={"object": "list", "data": errors})
+                return
+            b["_lines"] = lines
+            b.update(status="in_progress", in_progress_at=now)
+            b["request_counts"] = {"total": len(lines), "completed": 0, "failed": 0}
+        total = len(b["_lines"])
+        running = min(1.0, (age - srv.batch_validate_s) / srv.batch_run_s) if srv.batch_run_s else 1.0
+        if b["_cancel"]:
+            _finish(srv, b, "cancelled", int(total * running), "batch_cancelled")
+        elif b["_expire"] and running >= srv.expire_share:
+            _finish(srv, b, "expired", int(total * srv.expire_share), "batch_expired")
+        elif running < 1.0:
+            b["request_counts"]["completed"] = int(total * running)
+        elif age < srv.batch_validate_s + srv.batch_run_s + srv.batch_finalize_s:
+            if b["status"] != "finalizing":
+                b.update(status="finalizing", finalizing_at=now)
+            b["request_counts"]["completed"] = total
+        else:
+            _finish(srv, b, "completed", total, "")
+
+
+def _finish(srv: FaultServer, b: dict[str, Any], status: str, done: int, missing_code: str) -> None:
+    """End a batch (the server's lock held): the first ``done`` requests answered (into the output file, or
+    the error file for a prompt holding ``batch_fail_marker``), the rest errors of ``missing_code``."""
+    out, err = [], []
+    for i, req in enumerate(b["_lines"]):
+        rid = f"batch_req_{b['_n']}_{i}"
+        if i >= done:
+            message = ("This request could not be executed before the completion window expired."
+                       if missing_code == "batch_expired" else "This request was not executed: the batch was cancelled.")
+            err.append({"id": rid, "custom_id": req["custom_id"], "response": None,
+                        "error": {"code": missing_code, "message": message}})
+            continue
+        body = req["body"]
+        chat = req["url"].endswith("/chat/completions")
+        prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
+        if srv.batch_fail_marker and srv.batch_fail_marker in prompt:
+            err.append({"id": rid, "custom_id": req["custom_id"], "error": None,
+                        "response": {"status_code": 500, "request_id": f"req_{rid}",
+                                     "body": {"error": {"message": "injected 500", "type": "server_error"}}}})
+            continue
+        srv._lock.release()  # answer() takes the lock for sampled answers
+        try:
+            body_out = answer(srv, prompt, body, chat, srv.logprobs)
+        finally:
+            srv._lock.acquire()
+        out.append({"id": rid, "custom_id": req["custom_id"], "error": None,
+                    "response": {"status_code": 200, "request_id": f"req_{rid}", "body": body_out}})
+    rng = random.Random(b["_n"])
+    rng.shuffle(out)  # the order of output lines is not the input's (OpenAI promises none)
+    rng.shuffle(err)
+    now = int(time.time())
+    for kind, rows in (("output_file_id", out), ("error_file_id", err)):
+        if rows:
+            srv._ids += 1
+            fid = f"file-{srv._ids:06d}"
+            data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            srv.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": now,
+                              "filename": f"{b['id']}_{kind.split('_')[0]}.jsonl", "purpose": "batch_output",
+                              "status": "processed", "_bytes": data}
+            b[kind] = fid
+    b["request_counts"] = {"total": len(b["_lines"]), "completed": len(out), "failed": len(err)}
+    b["status"] = status
+    b[f"{status}_at"] = now
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=8011)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
     ap.add_argument("--no-logprobs", action="store_true", help="answer without logprobs")
+    ap.add_argument("--rpm", type=float, default=None, help="requests per minute the server allows")
+    ap.add_argument("--tpm", type=float, default=None, help="tokens per minute the server allows")
+    ap.add_argument("--time-scale", type=float, default=1.0, help="speed of the server's clock (10: a minute is 6 s)")
     args = ap.parse_args()
-    srv = FaultServer(latency=args.latency, logprobs=not args.no_logprobs, port=args.port).start()
+    limit = RateLimit(args.rpm, args.tpm, args.time_scale) if (args.rpm or args.tpm) else None
+    srv = FaultServer(latency=args.latency, logprobs=not args.no_logprobs, port=args.port, limit=limit).start()
     print(f"serving on {srv.base_url}", flush=True)
     try:
         while True:

@@ -112,10 +112,12 @@ def test_persistent_faults_end_as_failures_with_reasons_and_nothing_is_dropped()
 
 
 def test_retry_after_is_honoured():
+    """Without pacing (pace=False: each request retries on its own); with pacing a Retry-After holds every
+    request (tests/test_pacing.py)."""
     with FaultServer() as srv:
         srv.script("<wait>", "429:2")
         srv.script("<nowait>", "429")
-        judge = api_judge(srv, concurrency=2)
+        judge = api_judge(srv, concurrency=2, pace=False)
         t0 = time.monotonic()
         scores = list(judge.score([item("a", "<wait>"), item("b", "<nowait>")]))
         elapsed = time.monotonic() - t0

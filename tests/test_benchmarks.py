@@ -184,3 +184,30 @@ def test_joint_bootstrap_prints_both_rules_and_the_widening(data_dir):
     assert "['fed-turn', 'fed-dial']" in last
     # Two sets sharing every test conversation count once: fewer units, and a wider spread.
     assert float(last.split("SD ratio ")[1].split()[0]) > 1
+
+
+@pytest.mark.slow  # 13 s of timed runs against the fault server: kept out of the README's 10-minute command
+def test_api_limits_prints_adaptive_against_fixed_concurrency():
+    """The smallest run of benchmarks/api_limits.py: each mode's row, ratios against the best fixed
+    concurrency of the same run, and the verdict line (the adaptive run fails no item)."""
+    proc = subprocess.run([sys.executable, "benchmarks/api_limits.py", "--items", "120", "--rpm", "60",
+                           "--time-scale", "30", "--fixed", "4", "--concurrency", "8"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^\s+fixed 4\s+120\s+0\s+\d+\s+\d+\s+4\s+[\d.]+\s+[\d.]+\s+1\.00x", proc.stdout, re.M), proc.stdout
+    adaptive = re.search(r"^\s+adaptive \(1\.\.8\)\s+120\s+(\d+)\s+", proc.stdout, re.M)
+    assert adaptive and adaptive[1] == "0", proc.stdout
+    assert re.search(r"^target \(adaptive: 0 failed, at least as fast as the best fixed concurrency, fixed 4\): "
+                     r"(met|NOT met) \(", proc.stdout, re.M), proc.stdout
+
+
+@pytest.mark.slow  # four judge score processes and batches of 4 s against the fault server
+def test_batch_kill_creates_one_batch_when_killed_twice():
+    proc = subprocess.run([sys.executable, "benchmarks/batch_kill.py", "--items", "40", "--batch-seconds", "4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "2nd pass: judge: attaching to 1 batch(es) submitted before (40 of the 40 requests)" in proc.stdout
+    assert "3rd pass: judge: cache: 40 hits, 0 misses" in proc.stdout
+    assert re.search(r"^batches created: 1; requests sent one by one: 0; rows scored by the 3rd pass: 40 of 40 "
+                     r"\(the unkilled run: 40\)", proc.stdout, re.M), proc.stdout
+    assert "target (killed twice while waiting: exactly 1 batch, every item scored): met" in proc.stdout

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from ..config import GenerateConfig
 from ..errors import InputError
 from ..rates import Rate
+
+if TYPE_CHECKING:
+    from .batching import Batcher
 
 
 @dataclass(frozen=True)
@@ -142,16 +145,19 @@ class Backend(Protocol):
     #: How ``judge run --check`` knows what this backend's work costs before it runs (:data:`COSTS`), declared
     #: on the class so that it is read without building the backend: ``replay`` (a twin that reads no
     #: weights counts what it would evaluate: :meth:`replay`, timed at the rate :meth:`calibrate` measures),
-    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's),
+    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's; a twin
+    #: counts the requests it would send, :meth:`replay`, priced in money from the price table),
     #: ``unknown`` (the default: the estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
 
     @classmethod
     def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """The backend's twin without its forward pass (``cost = "replay"``): the same identity and settings
-        (so the same cache keys), the same tokens and prefix reuse; it answers every request with a
-        placeholder and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this backend's would
-        after the same calls. Only a backend that declares ``replay`` has one."""
+        """The backend's twin without its work: the same identity and settings (so the same cache keys); it
+        answers every request with a placeholder. With ``cost = "replay"`` it has no forward pass but the same
+        tokens and prefix reuse, and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this
+        backend's would after the same calls; with ``cost = "hosted"`` nothing is sent, and its counters
+        (``counted_requests``, ``counted_prompt_tokens``) say what would have been. Only a backend that
+        declares one of these two costs has one."""
         raise TypeError(f"backend class {cls.__name__} declares no replay (cost = {cls.cost!r})")
 
     def rate_identity(self) -> dict[str, object]:
@@ -163,6 +169,13 @@ class Backend(Protocol):
         """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
         short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
         raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
+    #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
+    #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
+    sending_options: ClassVar[frozenset[str]] = frozenset()
+    #: Whether the class can answer a run's label requests in bulk before the run scores them, through its
+    #: provider's batch API (:meth:`batcher`; :mod:`judge.backends.batching`): declared on the class so that a
+    #: run finds out without building a backend that loads a model. False by default.
+    batch_api: ClassVar[bool] = False
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -229,6 +242,51 @@ class Backend(Protocol):
         so that ``judge view`` shows a prompt as the model read it without loading the model. None when
         the backend cannot say (a server applies its template; the mock has none), the default."""
         return None
+
+    def batcher(self) -> Batcher | None:
+        """The driver that answers a run's label requests in bulk before the run scores them (``batch_api``),
+        when this backend's options ask for one (OpenAI: ``batch``, ``batch_file``, ``batch_results``); None
+        (the default): every request is sent when the run reaches it."""
+        return None
+
+
+class Wrapper(Backend):
+    """A backend in front of another (``inner``): its name, model, capabilities, settings and tokenizer are
+    the inner backend's, so prompts are fitted and cache keys made as for the inner one; a subclass changes
+    how requests are answered (the SQLite cache, the batch pre-pass's recorder). Closing it closes the inner."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def model_id(self) -> str:  # type: ignore[override]
+        return self.inner.model_id
+
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        return self.inner.capabilities
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return self.inner.count_tokens(prompt)
+
+    def settings(self) -> dict[str, object]:
+        return self.inner.settings()
+
+    def sequence_settings(self) -> dict[str, object]:
+        return self.inner.sequence_settings()
+
+    def single_token(self, text: str) -> bool | None:
+        return self.inner.single_token(text)
+
+    def wrapping(self, chat: bool) -> tuple[str, str] | None:
+        return self.inner.wrapping(chat)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 #: An optional capability a method may need (a field of ``Capabilities``).

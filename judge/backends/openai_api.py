@@ -6,6 +6,14 @@ the model's chat template). Requests run ``concurrency`` at a time in threads; t
 5xx, timeouts, connection errors, malformed responses) are retried with exponential backoff and
 jitter (``tenacity``), honouring ``Retry-After``. What still fails becomes a per-item ``Failure``.
 
+Requests are paced (:mod:`judge.backends.pacing`) from the server's rate-limit headers, the ``rpm`` /
+``tpm`` caps and 429s, with the number in flight adapting between 1 and ``concurrency``. What the server
+reports using is priced from the price table (:mod:`judge.prices`): the run's cost in dollars is a
+counter, and ``max_cost`` stops sending before the spend could pass it (the items left are failures saying
+so, never cached, so a rerun with a higher cap goes on from the cache). The same request bodies go into
+Batch API files (:mod:`judge.backends.openai_batch`), whose answers :meth:`OpenAIBackend.answer_from_batch`
+reads exactly as a synchronous answer is read.
+
 The API key is read from the environment (or handed in by the caller), kept only inside the HTTP
 client, and scrubbed from every message this module produces; it is never part of ``settings()``.
 """
@@ -22,12 +30,17 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..config import GenerateConfig
-from ..errors import BackendError, MissingExtraError
+from ..errors import BackendError, InputError, MissingExtraError
+from ..prices import Price, dollars, load_prices
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
+from .pacing import Pacer
+
+if TYPE_CHECKING:
+    from .batching import Batcher
 
 #: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
 NO_KEY = "no-key"
@@ -43,10 +56,13 @@ MAX_RETRY_AFTER = 120.0
 class _Retryable(Exception):
     """A transient fault worth retrying (HTTP status, timeout, connection, malformed body)."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None,
+                 headers: Any = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.status = status
+        self.headers = headers
 
 
 class _Permanent(Exception):
@@ -61,6 +77,14 @@ class _NoLogprobs(Exception):
     """The server answered but gave no log-probabilities (some chat and reasoning models)."""
 
 
+class _OverBudget(Exception):
+    """Sending the request could take the run's spend past ``max_cost``: it is not sent."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 @dataclass
 class Usage:
     """Token usage reported by the server, summed over all requests (thread-safe)."""
@@ -68,25 +92,61 @@ class Usage:
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: The part of ``prompt_tokens`` the provider served from its prompt cache (billed at the cached price).
+    cached_tokens: int = 0
     retries: int = 0
+    #: The same counts of answers that came through the Batch API (billed at the batch discount).
+    batch_requests: int = 0
+    batch_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
+    batch_cached_tokens: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
 
-    def add(self, usage: dict[str, Any] | None) -> None:
+    def add(self, usage: dict[str, Any] | None, *, batch: bool = False) -> None:
+        prompt, completion, cached = _usage_counts(usage)
         with self._lock:
-            self.requests += 1
-            if usage:
-                self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-                self.completion_tokens += int(usage.get("completion_tokens") or 0)
+            if batch:
+                self.batch_requests += 1
+                self.batch_prompt_tokens += prompt
+                self.batch_completion_tokens += completion
+                self.batch_cached_tokens += cached
+            else:
+                self.requests += 1
+                self.prompt_tokens += prompt
+                self.completion_tokens += completion
+                self.cached_tokens += cached
 
     def add_retry(self) -> None:
         with self._lock:
             self.retries += 1
 
+    def cost(self, price: Price) -> float:
+        """Dollars this usage costs at ``price`` (batch answers at the batch discount)."""
+        with self._lock:
+            return (price.cost(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
+                    + price.cost(self.batch_prompt_tokens, self.batch_completion_tokens, self.batch_cached_tokens,
+                                 batch=True))
+
     def as_dict(self) -> dict[str, int]:
-        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "retries": self.retries}
+        out = {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+               "completion_tokens": self.completion_tokens, "cached_tokens": self.cached_tokens,
+               "retries": self.retries}
+        if self.batch_requests:
+            out.update(batch_requests=self.batch_requests, batch_prompt_tokens=self.batch_prompt_tokens,
+                       batch_completion_tokens=self.batch_completion_tokens,
+                       batch_cached_tokens=self.batch_cached_tokens)
+        return out
+
+
+def _usage_counts(usage: dict[str, Any] | None) -> tuple[int, int, int]:
+    """(prompt, completion, cached prompt) tokens of a response's ``usage`` block."""
+    if not usage:
+        return 0, 0, 0
+    details = usage.get("prompt_tokens_details") or {}
+    return (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+            int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0)
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -126,8 +186,22 @@ class OpenAIBackend(Backend):
     """An OpenAI-compatible server reached over HTTP; top-N log-probabilities only."""
 
     name = "openai"
-    #: ``--check``: a remote API: its speed is not this machine's.
+    #: ``--check``: a remote API: its speed is not this machine's; what it would send is counted by a twin
+    #: (:meth:`replay`) and priced from the price table.
     cost = "hosted"
+    #: How requests are sent, never what they ask: a results folder resumes with other values of them.
+    sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff", "batch",
+                                 "batch_fallback", "batch_file", "batch_results", "batch_poll"})
+    #: A run's requests can go through the Batch API before it scores (:mod:`judge.backends.openai_batch`).
+    batch_api = True
+
+    @classmethod
+    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
+        """This backend with its sending taken out (:mod:`judge.backends.openai_replay`): what ``--check`` and
+        ``--max-cost`` count a run's requests and prompt tokens with."""
+        from .openai_replay import OpenAIReplay
+
+        return OpenAIReplay(model, config, **options)
 
     def __init__(
         self,
@@ -143,7 +217,28 @@ class OpenAIBackend(Backend):
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         max_context: int | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        pace: bool = True,
+        prices: str | None = None,
+        max_cost: float | None = None,
+        batch: bool = False,
+        batch_fallback: str = "resubmit",
+        batch_file: str | None = None,
+        batch_results: str | None = None,
+        batch_poll: float = 30.0,
     ) -> None:
+        """``rpm`` / ``tpm``: caps on requests / tokens per minute (None: only the server's own budget);
+        ``pace``: adapt to the server's rate-limit headers and 429s (False: ``concurrency`` requests in flight
+        whatever the server says, as before pacing existed); ``prices``: a TOML file of prices over the shipped
+        table; ``max_cost``: dollars this backend may spend (it needs the model's price).
+
+        ``batch``: a run sends the requests the cache lacks through the Batch API before it scores
+        (:meth:`batcher`), looking at its batches every ``batch_poll`` seconds; ``batch_fallback``: what
+        becomes of requests the batches did not answer: ``resubmit`` (once, then their items fail with the
+        reason) or ``sync`` (sent one by one as the run reaches them); ``batch_file``: write the requests as a
+        Batch API input file for another runner (``vllm run-batch``) and stop; ``batch_results``: read such
+        a runner's output file into the cache first."""
         try:
             import openai
             import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
@@ -155,6 +250,10 @@ class OpenAIBackend(Backend):
             raise BackendError(f"tokenize must be auto, server or estimate, got {tokenize!r}")
         if sampling_fallback < 0:
             raise BackendError(f"sampling_fallback must be >= 0, got {sampling_fallback}")
+        for name, cap in (("rpm", rpm), ("tpm", tpm), ("max_cost", max_cost)):
+            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
+                raise InputError(f"must be a number > 0, got {cap!r}", field=f"--{name.replace('_', '-')}")
+        self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -179,6 +278,18 @@ class OpenAIBackend(Backend):
                                      timeout=config.timeout)
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge-api")
         self.usage = Usage()
+        #: Paces the synchronous requests (None: ``pace`` off and no cap: ``concurrency`` in flight).
+        self.pacer = Pacer(self.concurrency, rpm, tpm) if (pace or rpm or tpm) else None
+        if self.pacer is not None and not pace:
+            self.pacer.adaptive = False
+        self.prices = load_prices(prices)
+        #: The model's price (None: the table has no row for it; its cost is then not known).
+        self.price = self.prices.get(model)
+        self.max_cost = float(max_cost) if max_cost is not None else None
+        if self.max_cost is not None and self.price is None:
+            raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
+        self._money = threading.Condition()
+        self._reserved = 0.0
         self._tokenize_mode = tokenize
         self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
         self._tok_lock = threading.Lock()
@@ -208,17 +319,26 @@ class OpenAIBackend(Backend):
             return False
         return prompt.chat
 
-    def _post(self, prompt: Prompt, chat: bool, **params: Any) -> dict[str, Any]:
-        """One HTTP request; returns the parsed JSON body or raises _Retryable / _Permanent."""
+    def request(self, prompt: Prompt, top_n: int) -> tuple[str, dict[str, Any]]:
+        """The endpoint (``/v1/chat/completions`` or ``/v1/completions``) and JSON body of the request that
+        asks ``prompt``'s top-``top_n`` answer tokens: what a synchronous request sends and what a Batch API
+        input line holds (:mod:`judge.backends.openai_batch`). Raises ``_Permanent`` for a chat prompt on the
+        completions endpoint."""
+        chat = self._use_chat(prompt)
+        url = "/v1/chat/completions" if chat else "/v1/completions"
+        return url, self._body(prompt, chat, self._logprob_params(chat, min(top_n, self.capabilities.top_n or top_n)))
+
+    def _body(self, prompt: Prompt, chat: bool, params: dict[str, Any]) -> dict[str, Any]:
+        if chat:
+            return {"model": self.model_id, "messages": [{"role": "user", "content": prompt.text}], **params}
+        return {"model": self.model_id, "prompt": prompt.text, **params}
+
+    def _api(self, fn: Any) -> Any:
+        """``fn(client)``, one HTTP exchange through the SDK's client; its faults become _Retryable or
+        _Permanent (the reason scrubbed of the key)."""
         openai = self._openai
         try:
-            if chat:
-                raw = self._client.chat.completions.with_raw_response.create(
-                    model=self.model_id, messages=[{"role": "user", "content": prompt.text}], **params)
-            else:
-                raw = self._client.completions.with_raw_response.create(
-                    model=self.model_id, prompt=prompt.text, **params)
-            body = raw.http_response.content
+            return fn(self._client)
         except openai.APITimeoutError:
             raise _Retryable(f"timeout after {self.config.timeout:g} s") from None
         except openai.APIConnectionError as exc:
@@ -230,16 +350,76 @@ class OpenAIBackend(Backend):
             if detail:
                 reason += f": {self._scrub(detail)[:160]}"
             if code in (408, 409, 429) or code >= 500:
-                raise _Retryable(reason, parse_retry_after(exc.response.headers)) from None
+                raise _Retryable(reason, parse_retry_after(exc.response.headers), code, exc.response.headers) from None
             raise _Permanent(reason) from None
+
+    def api(self, fn: Any, what: str) -> Any:
+        """``fn(client)`` with this backend's retries (the Batch API client's files and batches requests);
+        a fault that outlasts them is a BackendError naming ``what``."""
         try:
-            data = json.loads(body)
-            if not isinstance(data, dict) or not data.get("choices"):
-                raise ValueError("no choices")
-        except (ValueError, UnicodeDecodeError):
-            raise _Retryable("malformed JSON response") from None
-        self.usage.add(data.get("usage"))
-        return data
+            return self._call(self._api, fn)
+        except (_Retryable, _Permanent) as exc:
+            raise BackendError(self._scrub(f"{what} failed: {exc.reason}")) from None
+
+    def _post(self, prompt: Prompt, chat: bool, **params: Any) -> dict[str, Any]:
+        """One HTTP request; returns the parsed JSON body or raises _Retryable / _Permanent / _OverBudget.
+        Paced (``self.pacer``) and, under ``max_cost``, sent only when it cannot take the spend past it."""
+        body = self._body(prompt, chat, params)
+        answers = int(params.get("n") or 1) * int(params.get("max_tokens") or 1)
+        reserved = self._reserve(prompt, chat, answers)
+        ticket = self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers) if self.pacer is not None else None
+        headers: Any = None
+        limited, wait = False, None
+        try:
+            endpoint = self._client.chat.completions if chat else self._client.completions
+            raw = self._api(lambda _c: endpoint.with_raw_response.create(**body))
+            headers = raw.headers
+            try:
+                data = json.loads(raw.http_response.content)
+                if not isinstance(data, dict) or not data.get("choices"):
+                    raise ValueError("no choices")
+            except (ValueError, UnicodeDecodeError):
+                raise _Retryable("malformed JSON response") from None
+            self.usage.add(data.get("usage"))  # spent before its reservation goes: never out of both
+            return data
+        except _Retryable as exc:
+            if exc.status is not None:
+                headers, limited, wait = exc.headers, exc.status == 429, exc.retry_after
+            raise
+        finally:
+            if self.pacer is not None and ticket is not None:
+                self.pacer.settle(ticket, headers, limited=limited, retry_after=wait)
+            if reserved:
+                with self._money:
+                    self._reserved -= reserved
+                    self._money.notify_all()
+
+    def _estimate_tokens(self, prompt: Prompt, chat: bool) -> int:
+        """The prompt's tokens by the documented estimate (never asks the server)."""
+        return -(-len(prompt.text) // CHARS_PER_TOKEN) + (CHAT_OVERHEAD if chat else 0)
+
+    def spent(self) -> float | None:
+        """Dollars spent so far from the usage the server reported (None: the model has no price)."""
+        return self.usage.cost(self.price) if self.price is not None else None
+
+    def _reserve(self, prompt: Prompt, chat: bool, answers: int) -> float:
+        """Under ``max_cost``: set aside the most this request can cost (a token per byte of its prompt, the
+        chat markup, its answer tokens, no cached discount), waiting for requests in flight to settle while
+        their share is what does not fit; raise _OverBudget when the spend so far leaves no room for it.
+        Returns what was set aside (0 without a cap)."""
+        if self.max_cost is None or self.price is None:
+            return 0.0
+        most = self.price.cost(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
+        with self._money:
+            while True:
+                spent = self.usage.cost(self.price)
+                if spent + most > self.max_cost:
+                    raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
+                                      f"{dollars(self.max_cost)} ({dollars(spent)} spent)")
+                if spent + self._reserved + most <= self.max_cost:
+                    self._reserved += most
+                    return most
+                self._money.wait(timeout=1.0)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
@@ -247,6 +427,8 @@ class OpenAIBackend(Backend):
 
         def wait(state: tenacity.RetryCallState) -> float:
             exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, _Retryable) and exc.status == 429 and self._paced_by_headers(exc):
+                return 0.0  # the pacer holds the next attempt until the server's budget has room
             if isinstance(exc, _Retryable) and exc.retry_after is not None:
                 return min(exc.retry_after, MAX_RETRY_AFTER)
             # exponential backoff with jitter on top: base * 2^(n-1), capped, + U(0, base)
@@ -261,6 +443,12 @@ class OpenAIBackend(Backend):
             reraise=True,
         )
         return retrying(fn, *args, **kwargs)
+
+    def _paced_by_headers(self, exc: _Retryable) -> bool:
+        """Whether the pacer knows when the server will take the next request (a 429 with a budget in its
+        headers), so a retry needs no wait of its own."""
+        return (self.pacer is not None and self.pacer.adaptive and exc.headers is not None
+                and exc.headers.get("x-ratelimit-remaining-requests") is not None)
 
     def _logprob_params(self, chat: bool, top_n: int) -> dict[str, Any]:
         if chat:
@@ -285,6 +473,8 @@ class OpenAIBackend(Backend):
             return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc.reason}"))
         except _Permanent as exc:
             return Failure(self._scrub(f"API request failed: {exc.reason}"))
+        except _OverBudget as exc:
+            return Failure(exc.reason)
         except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
             return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
 
@@ -385,11 +575,81 @@ class OpenAIBackend(Backend):
                 "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
 
     def counters(self) -> dict[str, int]:
-        return self.usage.as_dict()
+        """API usage; its cost in millionths of a dollar (``cost_micro_usd``) when the model has a price, else
+        the requests whose cost is not known (``unpriced_requests``); how often pacing held a request back and
+        how many 429s came."""
+        out = self.usage.as_dict()
+        cost = self.spent()
+        if cost is not None:
+            out["cost_micro_usd"] = round(cost * 1_000_000)
+        else:
+            out["unpriced_requests"] = self.usage.requests + self.usage.batch_requests
+        if self.pacer is not None:
+            out.update(paced_waits=self.pacer.stats.waits, rate_limited=self.pacer.stats.limited)
+        return out
+
+    def batcher(self) -> Batcher | None:
+        """The Batch API driver (:class:`judge.backends.openai_batch.OpenAIBatcher`) when ``batch``,
+        ``batch_file`` or ``batch_results`` is set, else None."""
+        if self._batch is None:
+            return None
+        from .openai_batch import OpenAIBatcher
+
+        return OpenAIBatcher(**self._batch)
+
+    def answer_from_batch(self, line: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
+        """The answer a Batch API output line (or ``vllm run-batch``'s) holds, read as :meth:`_one` reads a
+        synchronous response: the same distribution, or a Failure with the same kind of reason; its usage is
+        counted at the batch price."""
+        try:
+            error = line.get("error")
+            response = line.get("response") or {}
+            if error:
+                code = error.get("code") if isinstance(error, dict) else None
+                message = error.get("message") if isinstance(error, dict) else error
+                return Failure(self._scrub(f"batch request failed: {code or 'error'}: {' '.join(str(message).split())[:160]}"))
+            status = int(response.get("status_code") or 0)
+            body = response.get("body")
+            if status != 200 or not isinstance(body, dict):
+                detail = _body_detail(body)
+                return Failure(self._scrub(f"API request failed: HTTP {status}" + (f": {detail[:160]}" if detail else "")))
+            self.usage.add(body.get("usage"), batch=True)
+            if not body.get("choices"):
+                return Failure("API request failed: malformed JSON response")
+            return _read_logprobs(body, candidates, min(top_n, self.capabilities.top_n or top_n))
+        except _NoLogprobs:
+            return Failure("the server returned no logprobs (enable the sampling fallback: --sampling-fallback N)")
+        except _Retryable as exc:
+            return Failure(self._scrub(f"API request failed: {exc.reason}"))
+        except (AttributeError, TypeError, ValueError) as exc:
+            return Failure(self._scrub(f"API request failed: unreadable batch output line ({type(exc).__name__})"))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
+
+
+def _batch_options(batch: bool, fallback: str, file: str | None, results: str | None, poll: float,
+                   sampling_fallback: int) -> dict[str, Any] | None:
+    """The Batch API options, checked (None: the run sends every request itself)."""
+    if not isinstance(batch, bool):
+        raise InputError(f"must be true or false, got {batch!r}", field="--batch")
+    if fallback not in ("resubmit", "sync"):
+        raise InputError(f"must be resubmit or sync, got {fallback!r}", field="--batch-fallback")
+    if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
+        raise InputError(f"must be a number of seconds > 0, got {poll!r}", field="batch_poll")
+    for name, path in (("--batch-file", file), ("--batch-results", results)):
+        if path is not None and (not isinstance(path, str) or not path):
+            raise InputError(f"must be a file path, got {path!r}", field=name)
+    if file is not None and results is not None:
+        raise InputError("--batch-file writes the requests for another runner and stops; --batch-results reads "
+                         "its answers on the next run: give one of them", field="--batch-file")
+    if not (batch or file or results):
+        return None
+    if sampling_fallback:
+        raise InputError("the Batch API reads log-probabilities only; the sampling fallback sends sampled answers "
+                         "one by one: drop --sampling-fallback or the batch options", field="--sampling-fallback")
+    return {"fallback": fallback, "file": file, "results": results, "poll_s": float(poll)}
 
 
 def _without_userinfo(url: str) -> str:
@@ -402,7 +662,11 @@ def _without_userinfo(url: str) -> str:
 
 def _error_detail(exc: Any) -> str:
     """The server's error message, if the body has one (OpenAI: {"error": {"message": ...}})."""
-    body = getattr(exc, "body", None)
+    return _body_detail(getattr(exc, "body", None))
+
+
+def _body_detail(body: Any) -> str:
+    """The error message of an error body (a failed response's, or a batch output line's)."""
     if isinstance(body, dict):
         inner = body.get("error")
         msg = inner.get("message") if isinstance(inner, dict) else body.get("message")

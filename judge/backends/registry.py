@@ -36,12 +36,19 @@ def backend_cost(name: str) -> str:
 
 
 def replay_backend(name: str, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    """The twin of backend ``name`` that counts what it would evaluate (``Backend.replay``), for a backend whose
-    cost is ``replay``."""
+    """The twin of backend ``name`` that counts what it would evaluate or send (``Backend.replay``), for a
+    backend whose cost is ``replay`` or ``hosted``."""
     declared = _backend_class(name)
-    if declared is None or declared.cost != "replay":
+    if declared is None or declared.cost not in ("replay", "hosted"):
         raise ValueError(f"backend '{name}' declares no replay")
     return declared.replay(model, config, **options)
+
+
+def has_batch_api(name: str) -> bool:
+    """Whether backend ``name`` can answer a run's requests through a provider's batch API (``Backend.batch_api``),
+    read from its class without building it."""
+    declared = _backend_class(name)
+    return declared is not None and declared.batch_api
 
 
 def _backend_class(name: str) -> type[Backend] | None:
@@ -53,6 +60,13 @@ def _backend_class(name: str) -> type[Backend] | None:
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: register ``factory(model: str | None, config: GenerateConfig, **options) -> Backend``."""
     return BACKENDS.register(name)
+
+
+def sending_options(name: str) -> frozenset[str]:
+    """The options of backend ``name`` that change how requests are sent, never an answer (the backend class's
+    declared ``sending_options``; none for a backend registered as a plain function)."""
+    declared = _backend_class(name)
+    return frozenset(declared.sending_options) if declared is not None else frozenset()
 
 
 def backend_names() -> list[str]:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from ..distribution import ShadowedError, check_not_shadowed
-from ..errors import JudgeError
+from ..errors import JudgeError, RunStopped
 
 #: Subcommand name -> module under judge.cli with ``add_parser(subparsers)`` and ``run(args) -> int``.
 COMMANDS = {
@@ -49,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args))
+    except RunStopped as stop:
+        print(f"judge: {stop}", file=sys.stderr)
+        return EXIT_OK
     except JudgeError as exc:
         print(f"judge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

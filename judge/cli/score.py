@@ -18,6 +18,9 @@ from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import scan, stream
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
+from ..engine.batch import BatchPlan
+from ..engine.cost import Entry
+from ..engine.hosted_cost import Budget, check_budget
 from ..engine.kinds import scorer_kinds
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
@@ -88,14 +91,19 @@ def run(args: argparse.Namespace) -> int:
     prep = prepare(spec, items, quality, pool=all_items, population=all_items)
     quality = prep.quality
     if args.check:
-        from ..engine.cost import Entry, report
+        from ..engine.cost import report
+        from ..engine.hosted_cost import count_hosted, money_lines
 
-        for line in report([[Entry(spec.name, prep, items)]], lambda msg: print(msg, file=sys.stderr)):
+        groups = [[Entry(spec.name, prep, items)]]
+        for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
             print(line)
         return EXIT_OK
+    groups = [[Entry(spec.name, prep, items)]]
+    check_budget(groups)  # --max-cost: refuse a run estimated above it
+    batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
     qn = quality.name if quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
-                       qn is not None and any(it.human(qn) is not None for it in items), all_items)
+                       qn is not None and any(it.human(qn) is not None for it in items), batches, all_items)
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
@@ -108,7 +116,8 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
     record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
     second checks every item against the method before the model loads (scales, templates), and the third
     streams the items to the scorer while the rows stream to the output; what the table's summary needs
-    is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte."""
+    is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte. A spending cap
+    or a batch of the requests the cache lacks is counted in the second pass, a chunk at a time."""
     found = scan(args.input)
     limit = args.limit
 
@@ -122,29 +131,35 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
     prep: Prepared | None = None
     total = width = 0
     rated = False
+    budget = Budget()
+    batches = BatchPlan()
     it = items()
     while chunk := list(islice(it, CHECK_CHUNK)):
         if quality is not None and (args.quality is not None or args.k > 0):
             check_scale(chunk, quality, file=args.input)
         checked = prepare(spec, chunk, quality)
         prep = prep or checked
+        budget.add([[Entry(spec.name, prep, chunk)]])  # --max-cost: refuse a run estimated above it
+        batches.collect([[Entry(spec.name, prep, chunk)]])  # --batch: what the cache lacks, answered first
         total += len(chunk)
         width = max([width, *(len(x.id) for x in chunk)])
         shown = checked.quality  # the quality rows report: asked for, or the prompt's own
         rated = rated or (shown is not None and any(x.human(shown.name) is not None for x in chunk))
     assert prep is not None  # the scan found at least one record
-    return score_items(args, spec, prep, items(), total, ["x" * width], rated)
+    return score_items(args, spec, prep, items(), total, ["x" * width], rated, batches)
 
 
 def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
-                ids: Sequence[str], rated: bool, all_items: Sequence[Item] = ()) -> int:
-    """Load the model, score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL
-    on stdout), report the backend's counters; the exit code. ``ids`` size the table's id column, ``rated``
-    says whether it shows human ratings; ``all_items`` are the file's items, which ``--view`` shows."""
+                ids: Sequence[str], rated: bool, batches: BatchPlan, all_items: Sequence[Item] = ()) -> int:
+    """Load the model, answer the requests of ``batches`` in bulk (their batches recorded beside the cache),
+    score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL on stdout), report
+    the backend's counters; the exit code. ``ids`` size the table's id column, ``rated`` says whether it shows
+    human ratings; ``all_items`` are the file's items, which ``--view`` shows."""
     qn = prep.quality.name if prep.quality else None
     row_seed = prep.seed if spec.kind.records_seed else None
     backends = BackendPool()
     try:
+        batches.send(backends, None, lambda msg: print(msg, file=sys.stderr))
         scorer = build(prep, backends)
         # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
         bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,
@@ -160,7 +175,7 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
                 failed = run_rows(scorer, items, spec.name, qn, _also(write, table, keep), bar.update, seed=row_seed)
-            write_meta(args.output, spec, scorer)
+            write_meta(args.output, spec, scorer, backends.counters())
         elif table is not None:
             failed = run_rows(scorer, items, spec.name, qn, _also(table.add, None, keep), bar.update, seed=row_seed)
         else:
@@ -205,13 +220,18 @@ def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None,
     return every
 
 
-def write_meta(output: str, spec: MethodSpec, scorer: Scorer) -> None:
+def write_meta(output: str, spec: MethodSpec, scorer: Scorer, counters: dict[str, int] | None = None) -> None:
     """``OUTPUT.meta.json`` beside a scores file: the method spec, the scorer's resolved settings and
     its kind (reference-free, reference-based, uses-future or supervised on the scored set), from what
-    the scorer declares it reads and how it learns its weights."""
-    meta = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe(),
-            "kind": scorer_kinds(scorer).to_dict()}
+    the scorer declares it reads and how it learns its weights; with a hosted API, what this run used and
+    what it cost (``usage``, ``cost_usd``: priced from the usage the server reported)."""
+    meta: dict[str, object] = {"method": spec.name, "spec": spec.describe(), "scorer": scorer.describe(),
+                               "kind": scorer_kinds(scorer).to_dict()}
     fitted = scorer.fitted()
     if fitted is not None:
         meta["fitted"] = fitted
+    if counters and "requests" in counters:
+        meta["usage"] = dict(counters)
+        if "cost_micro_usd" in counters:
+            meta["cost_usd"] = counters["cost_micro_usd"] / 1_000_000
     atomic_write_text(Path(output).with_suffix(".meta.json"), json.dumps(meta, indent=1, default=str) + "\n")

@@ -75,6 +75,15 @@ def backend_key(spec: MethodSpec) -> str:
                       default=str)
 
 
+def check_needs(backend: Backend, spec: MethodSpec) -> Backend:
+    """``backend``, which must have every capability ``spec``'s type needs (InputError naming them if not)."""
+    missing = backend.capabilities.lacks(spec.kind.needs)
+    if missing:
+        raise InputError(f"backend '{backend.name}' cannot do what a {spec.type} method needs "
+                         f"({', '.join(missing)})", field="backend")
+    return backend
+
+
 class BackendPool:
     """Backends by settings: consecutive methods with the same backend, model, options and generation
     settings share one loaded model. Each is behind the persistent cache unless ``generate.cache`` is off."""
@@ -83,6 +92,7 @@ class BackendPool:
         self._key: str | None = None
         self._backend: Backend | None = None
         self._closed: dict[str, int] = {}
+        self._settled: dict[str, dict[str, str]] = {}
 
     def get(self, spec: MethodSpec) -> Backend:
         """The backend ``spec`` runs on, which must have every capability its type needs."""
@@ -91,13 +101,18 @@ class BackendPool:
             self.close()
             backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
             if spec.generate.cache:
-                backend = CachedBackend(backend, Cache(spec.generate.cache_path))
+                backend = CachedBackend(backend, Cache(spec.generate.cache_path), self._settled.get(key))
             self._backend, self._key = backend, key
-        missing = self._backend.capabilities.lacks(spec.kind.needs)
-        if missing:
-            raise InputError(f"backend '{self._backend.name}' cannot do what a {spec.type} method needs "
-                             f"({', '.join(missing)})", field="backend")
-        return self._backend
+        return check_needs(self._backend, spec)
+
+    def settle(self, spec: MethodSpec, failures: dict[str, str]) -> None:
+        """Requests of ``spec``'s backend already answered by a failure in this run (a batch that could not
+        answer them: cache key -> reason): the backend this pool hands out for ``spec`` fails them with the
+        reason instead of sending them (``CachedBackend.settled``)."""
+        key = backend_key(spec)
+        self._settled.setdefault(key, {}).update(failures)
+        if key == self._key and isinstance(self._backend, CachedBackend):
+            self._backend.settled.update(failures)
 
     @property
     def current(self) -> Backend | None:

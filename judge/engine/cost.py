@@ -207,7 +207,7 @@ def count_groups(groups: Sequence[Sequence[Entry]], pool: CostPool | None = None
                     out[id(e)] = CellCost(e.label, e.prep.spec, e.done + len(e.todo), e.done, tokens, how)
                 continue
             try:
-                _replay(group, pool)
+                replay_group(group, pool)
             except BackendError as exc:  # a model not installed yet: the run itself stops on it, saying so
                 pool.close()
                 for e in group:
@@ -222,8 +222,9 @@ def count_groups(groups: Sequence[Sequence[Entry]], pool: CostPool | None = None
     return [out[id(e)] for e in (order if order is not None else [e for g in groups for e in g])]
 
 
-def _replay(group: Sequence[Entry], pool: CostPool) -> None:
-    """Score the group's items as the run does, on the pool's counters; each entry gets its counters."""
+def replay_group(group: Sequence[Entry], pool: BackendPool) -> None:
+    """Score the group's items as the run does, on the pool's backends (a replay's counters, or the batch
+    pre-pass's recorders: :mod:`judge.engine.batch`); each entry gets the counters that moved for it."""
     live = [e for e in group if e.todo]
     if len(live) > 1:
         lanes: list[Lane] = []

@@ -28,14 +28,15 @@ def cell_label(cell: Cell, abbrev: str) -> str:
 
 def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
                 measure: Callable[..., Rate] | None = None) -> list[str]:
-    """The cost table of the run ``exp`` would start now (see :func:`judge.engine.cost.report`)."""
-    return cost_lines(*cost_estimate(exp, prepared, log, measure))
+    """The cost table of the run ``exp`` would start now (see :func:`judge.engine.cost.report`), then the money
+    table of its hosted cells (:mod:`judge.engine.hosted_cost`)."""
+    from ..engine.hosted_cost import count_hosted, money_lines
+
+    return cost_lines(*cost_estimate(exp, prepared, log, measure)) + money_lines(count_hosted(cost_groups(exp, prepared)[0]))
 
 
-def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
-                  measure: Callable[..., Rate] | None = None) -> tuple[list[CellCost], dict[str, Rate]]:
-    """What each cell of the run ``exp`` would start now costs, and the rates used (see
-    :func:`judge.engine.cost.estimate`)."""
+def cost_groups(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]]) -> tuple[list[list[Entry]], list[Entry]]:
+    """The run's cells as the replay takes them: groups in the run's order, and every entry in the cells' order."""
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     todo = []
     for cell, prep in prepared:
@@ -44,7 +45,14 @@ def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], lo
         todo.append((cell, prep, path, rows, nbytes))
     entries = [Entry(cell_label(c, abbrev[c.dataset]), prep, c.items[len(rows):], len(rows))
                for c, prep, _, rows, _ in todo]
-    groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
+    return [[entries[i] for i in group] for group in schedule_groups(todo)], entries
+
+
+def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
+                  measure: Callable[..., Rate] | None = None) -> tuple[list[CellCost], dict[str, Rate]]:
+    """What each cell of the run ``exp`` would start now costs, and the rates used (see
+    :func:`judge.engine.cost.estimate`)."""
+    groups, entries = cost_groups(exp, prepared)
     if measure is None:
         return estimate(groups, log, order=entries)
     return estimate(groups, log, measure, order=entries)

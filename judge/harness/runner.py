@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends.registry import BACKENDS, VOCABULARIES
+from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
+from ..engine.batch import BatchPlan
+from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.units import LaneCost
 from ..errors import BackendError, InputError, MissingInputError, UnknownNameError
@@ -123,8 +125,9 @@ def cell_meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
     cell rebuilt from a results folder (:mod:`judge.harness.rebuild`) must too."""
     meta = {
         **exp.split_info(),
-        # The paper row only labels the report; changing it must not block a resume.
-        "method": cell.method.name, "spec": {k: v for k, v in cell.method.describe().items() if k != "paper"},
+        # The paper row only labels the report, and pacing or a spending cap only how requests are sent:
+        # changing them must not block a resume.
+        "method": cell.method.name, "spec": _resumable_spec(cell.method),
         "dataset": cell.dataset,
         "quality": cell.quality.name, "seed": cell.seed, "limit": exp.limit, "limit_seed": exp.limit_seed,
         "items": [it.id for it in cell.items],
@@ -138,6 +141,19 @@ def cell_meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
     if prep.left_out:  # an ensemble without some optional members on this set
         meta["left_out"] = dict(prep.left_out)
     return meta
+
+
+def _resumable_spec(spec: MethodSpec) -> dict[str, Any]:
+    """What a results folder's cells must have been made with to resume into them: the spec as described,
+    without the paper row and the backend's sending options (:func:`judge.backends.registry.sending_options`)."""
+    described = {k: v for k, v in spec.describe().items() if k != "paper"}
+    members = spec.kind.members(spec)
+    if members and isinstance(described.get("members"), dict):  # an ensemble: its members' options too
+        described["members"] = {m.name: _resumable_spec(m) for m in members}
+    if isinstance(described.get("options"), dict) and spec.kind.runs_model:
+        sending = sending_options(spec.backend)
+        described["options"] = {k: v for k, v in described["options"].items() if k not in sending}
+    return described
 
 
 def _uses_examples(prep: Prepared) -> bool:
@@ -207,8 +223,13 @@ def run_experiment(
     plots: bool = True,
     load: Callable[[str], list[Item]] | None = None,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
+    keep_batches: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) every cell, then write ``summary.json`` and the reports. Returns the summary.
+
+    Methods whose backend batches (``--batch``) have the requests the cache lacks, over every cell, answered
+    in bulk first (:mod:`judge.engine.batch`), their batches recorded in the folder's ``batches/``
+    (``keep_batches`` False, for a folder that does not outlive the run: beside the cache).
 
     Every cell is prepared (names, templates, manual sets, scales) before any model loads. Rows reach
     their cell file in item order, one fsynced line each; scores that finish early inside a window of
@@ -228,10 +249,14 @@ def run_experiment(
     todo: list[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]] = []
     for cell, prep in prepared:
         path = cell_path(out, *cell.key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _check_meta(path, cell_meta(cell, exp, prep))
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
+    _check_budget(todo)  # a run refused for its cost leaves nothing behind
+    # --batch: the requests the cache lacks, over every cell (a method that cannot be batched is refused here)
+    batches = BatchPlan().collect(_entry_groups(todo, with_failed=exp.retry_failed))
+    for cell, prep, path, *_ in todo:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _check_meta(path, cell_meta(cell, exp, prep))
     total = sum(len(c.items) for c, *_ in todo)
     done = sum(len(t[3]) for t in todo)
     if done:
@@ -242,6 +267,7 @@ def run_experiment(
     bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)
     try:
+        batches.send(backends, out / "batches" if keep_batches else None, log)
         for group in schedule_groups(todo):
             if len(group) > 1:
                 first = todo[group[0]][0]
@@ -274,10 +300,33 @@ def run_experiment(
     summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                             "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
     summary["counters"] = backends.counters()
+    if "cost_micro_usd" in summary["counters"]:  # hosted APIs: the cost of the usage the server reported
+        summary["cost_usd"] = summary["counters"]["cost_micro_usd"] / 1_000_000
     from ..report import render_all
 
     render_all(out, summary, plots=plots)
     return summary
+
+
+def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> None:
+    """Refuse, before anything is sent, a run whose hosted cells are estimated above their ``max_cost``
+    (:func:`judge.engine.hosted_cost.check_budget`; the cells left to score, in the run's order)."""
+    from ..engine.hosted_cost import check_budget
+
+    check_budget(_entry_groups(todo))
+
+
+def _entry_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
+                  with_failed: bool = False) -> list[list[Entry]]:
+    """The cells left to score as the engine's replays take them (:func:`judge.engine.cost.replay_group`): in
+    the run's groups and order, each with the items it will score (``with_failed``: also the saved rows that
+    failed, which ``retry_failed`` scores again)."""
+    entries = []
+    for c, prep, _, rows, _ in todo:
+        retried = [c.items[i] for i, r in enumerate(rows) if r.get("error")] if with_failed else []
+        entries.append(Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, [*retried, *c.items[len(rows):]],
+                             len(rows)))
+    return [[entries[i] for i in group] for group in schedule_groups(todo)]
 
 
 def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,

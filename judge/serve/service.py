@@ -18,6 +18,7 @@ from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
+from ..errors import InputError
 from ..items import Item
 from ..qualities import Quality
 from ..scorers.base import Scorer
@@ -109,9 +110,15 @@ class JudgeService:
 def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
     """The spec options a service cannot honour: examples need ``--pool``, an ensemble needs
     ``--reference-set`` (and nothing else does), and no served method may read the user's turn after
-    the rated response (a live request has none yet), ``allow_future`` or not."""
+    the rated response (a live request has none yet), ``allow_future`` or not. Nor can it wait hours for
+    a provider's batch (``--batch``)."""
+    from ..engine.batch import BatchPlan
+
     check_live(spec, method_kinds(spec))
     spec.kind.check_served(spec, reference)
+    if BatchPlan().batched(spec):
+        raise InputError("a served judge answers each request as it comes: it cannot wait for a provider's batch "
+                         "(drop the batch options)", field="--batch")
 
 
 def versions() -> dict[str, str | None]:

@@ -1,0 +1,149 @@
+"""What a run on a hosted API will cost in money, before it starts (``--check``, ``--max-cost``).
+
+Like the token count of local cells (:mod:`judge.engine.cost`), the count is a replay, not a model: the
+run's own scorers ask their own prompts in the run's own order behind the run's own cache keys, on the
+backend's declared twin (``Backend.cost = "hosted"``, ``Backend.replay``: for OpenAI the backend with the
+sending taken out, :mod:`judge.backends.openai_replay`), whose counters say how many requests it would
+send and their estimated prompt tokens. A prompt answered from the SQLite cache costs nothing; every other
+one is a request of one answer token (``max_tokens=1``). The estimate leans high (the twin's module says by
+how much); the figures are printed with ``~`` and called estimates. No cached-input discount is assumed
+(the provider's prompt cache cannot be foreseen); the batch figure is the same usage at the Batch API's
+discount. Nothing is sent and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..prices import Price, dollars, load_prices
+from .cost import CostPool, Entry, _cached, estimable, replay_group
+from .spec import MethodSpec
+
+__all__ = ["Budget", "HostedCell", "check_budget", "count_hosted", "money_lines"]
+
+
+@dataclass
+class HostedCell:
+    """One hosted cell's share: ``requests`` to send (items not in the cache; several per item for methods
+    that ask several prompts), their estimated prompt tokens, and its price (None: the model has none)."""
+
+    label: str
+    model: str
+    items: int
+    cached: int
+    requests: int
+    prompt_tokens: int
+    price: Price | None
+    missing: str = ""
+
+    @property
+    def output_tokens(self) -> int:
+        return self.requests  # max_tokens = 1
+
+    def cost(self, batch: bool = False) -> float | None:
+        if self.price is None:
+            return None
+        return self.price.cost(self.prompt_tokens, self.output_tokens, batch=batch)
+
+
+def count_hosted(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
+    """Replay the hosted cells of ``groups`` (the run's order) and count what each would send."""
+    pool = CostPool()
+    out: list[HostedCell] = []
+    try:
+        for group in groups:
+            if estimable(group[0].prep.spec) != "hosted":
+                continue
+            replay_group(group, pool)
+            for e in group:
+                spec = e.prep.spec
+                options = dict(spec.options)
+                prices = load_prices(options.get("prices") if isinstance(options.get("prices"), str) else None)
+                model = str(spec.model or "")
+                requests = e.counters.get("counted_requests", 0)
+                out.append(HostedCell(e.label, model, e.done + len(e.todo), _cached(e), requests,
+                                      e.counters.get("counted_prompt_tokens", 0), prices.get(model),
+                                      "" if prices.get(model) else prices.missing(model)))
+    finally:
+        pool.close()
+    return out
+
+
+def money_lines(cells: Sequence[HostedCell]) -> list[str]:
+    """The money table ``--check`` prints after the token table: per hosted cell and in total, the estimated
+    cost synchronously and through the Batch API, the prices used (with their dates and sources) and how the
+    tokens were estimated. Empty without hosted cells."""
+    if not cells:
+        return []
+    width = max([len(c.label) for c in cells] + [4])
+    lines = ["", "cost in money (hosted API; estimates):",
+             f"{'cell':<{width}}  {'items':>6}  {'cached':>6}  {'requests':>8}  {'~prompt tokens':>14}  "
+             f"{'~synchronous':>12}  {'~batch':>10}"]
+    for c in cells:
+        sync, batch = c.cost(), c.cost(batch=True)
+        lines.append(f"{c.label:<{width}}  {c.items:>6,}  {c.cached:>6,}  {c.requests:>8,}  {c.prompt_tokens:>14,}  "
+                     f"{dollars(sync) if sync is not None else 'n/a (no price)':>12}  "
+                     f"{dollars(batch) if batch is not None and c.price and c.price.batch_discount else 'n/a':>10}")
+    priced = [c for c in cells if c.price is not None]
+    total = f"total: {sum(c.requests for c in cells):,} requests, ~{sum(c.prompt_tokens for c in cells):,} prompt tokens"
+    if priced:
+        total += (f", ~{dollars(sum(c.cost() or 0.0 for c in priced))} synchronous, "
+                  f"~{dollars(sum(c.cost(batch=True) or 0.0 for c in priced))} through the Batch API")
+    if len(priced) < len(cells):
+        total += " (cells without a price not included)"
+    lines.append(total)
+    for price in dict.fromkeys(c.price for c in priced if c.price is not None):
+        lines.append(f"prices: {price.describe()}")
+    lines += [f"note: {m}" for m in dict.fromkeys(c.missing for c in cells if c.missing)]
+    lines.append("note: prompt tokens are estimated without the hosted model's tokenizer (docs/backends-api.md, "
+                 "\"Cost in money\"); one answer token per request; no cached-input discount assumed")
+    return lines
+
+
+class Budget:
+    """``--max-cost`` before anything is sent: the estimated cost of the hosted cells whose backend sets a cap,
+    added up over the parts of a run given to :meth:`add` (a streamed file is counted a chunk at a time), with
+    the run refused (InputError) as soon as a cap's total is above it. The estimate is the synchronous one, or
+    the Batch API's for a backend that sends its requests as batches (``batch``)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[float, float] = {}
+
+    def add(self, groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
+        """Count ``groups`` (the run's order) into the totals and refuse the run when a cap is passed; returns
+        the counted cells (cells whose backend sets no cap are not counted)."""
+        capped = [[e for e in g if _max_cost(e.prep.spec) is not None] for g in groups]
+        capped = [g for g in capped if g]
+        if not capped:
+            return []
+        cells = count_hosted(capped)  # one per entry, in the groups' order
+        for e, cell in zip([e for g in capped for e in g], cells, strict=True):
+            cap = _max_cost(e.prep.spec)
+            assert cap is not None
+            self.spent[cap] = self.spent.get(cap, 0.0) + (cell.cost(batch=_batched(e.prep.spec)) or 0.0)
+        for cap, estimate in self.spent.items():
+            if estimate > cap:
+                raise InputError(f"the run's estimated cost ~{dollars(estimate)} is above --max-cost {dollars(cap)} "
+                                 "(run with --check to see it per cell; raise the cap or score fewer items)",
+                                 field="--max-cost")
+        return cells
+
+
+def check_budget(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
+    """Refuse (InputError) a run whose hosted cells' estimated cost is above their ``max_cost`` option, before
+    anything is sent (:class:`Budget`); returns the counted cells."""
+    return Budget().add(groups)
+
+
+def _batched(spec: MethodSpec) -> bool:
+    """Whether the method's backend sends its requests through the Batch API (priced at its discount)."""
+    return dict(spec.options).get("batch") is True
+
+
+def _max_cost(spec: MethodSpec) -> float | None:
+    if estimable(spec) != "hosted":
+        return None
+    value = dict(spec.options).get("max_cost")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
