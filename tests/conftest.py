@@ -169,3 +169,16 @@ def hf_smollm2(tmp_path_factory):
     backend = create_backend("transformers", None, GenerateConfig(threads=2, batch_size=8), gguf_cache=str(cache))
     yield backend
     backend.close()
+
+
+@pytest.fixture
+def fixed_rate(monkeypatch):
+    """``--check``'s time estimate reads a fixed rate instead of measuring the model here: calibrating a
+    Qwen model costs 20 to 40 s, and what these tests check is the counted tokens and the cells (the
+    calibration itself is tests/test_cost.py's)."""
+    from judge.engine import cost
+    from judge.rates import Rate
+
+    fixed = Rate("test", 2, 0.5, 0.01, "2026-01-01", "calibration")
+    monkeypatch.setattr(cost, "rates_for", lambda pool, specs, log, measure: dict.fromkeys(specs, fixed))
+    return fixed

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -359,3 +360,23 @@ def test_a_head_written_before_fingerprints_is_refused_until_stamped(tmp_path, d
     assert proc.returncode == 0, proc.stderr
     assert json.loads(path.read_text()) == fitted  # the same record a fit writes; the weights untouched
     assert _in_process(score).returncode == 0
+
+
+def test_the_readme_commands_choosing_a_judge_on_your_own_data(capsys, fixed_rate):
+    """"Which judge on your own data": each `judge bench` line as written, on the bundled rated examples in
+    place of ``my_rated.jsonl``, with ``--check`` (the prompts built and counted on the 1.5B's own tokenizer,
+    the head bound to its model and prompt; nothing scored). The head's real scoring is test_presets.py's."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n### Which judge on your own data\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0] for line in block.splitlines() if line.startswith("judge bench ")]
+    assert len(commands) == 3
+    examples = str(ROOT / "examples" / "dialogues.jsonl")
+    halves = {}
+    for command in commands:
+        args = [examples if a == "my_rated.jsonl" else a for a in shlex.split(command)]
+        assert main([*args[1:], "--check"]) == 0, command
+        out = capsys.readouterr().out
+        total = re.search(r"^total: (\d+) items, [\d,]+ prompt tokens", out, re.M)
+        assert total, out
+        halves[args[args.index("--split") + 1]] = int(total[1])
+    assert halves["dev"] + halves["test"] == len(Path(examples).read_text().splitlines())  # the two halves, whole

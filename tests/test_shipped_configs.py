@@ -82,21 +82,15 @@ def test_every_shipped_config_is_listed_here():
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
-def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, monkeypatch, capsys):
+def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, monkeypatch, capsys, fixed_rate):
     """The fast part of every config, in the README's command: it parses, and each cell of the same run as
     below is validated against its data (templates, manual sets, scales) without loading a model. The
     runs themselves are ``slow`` (27 minutes together): CI runs them after the README's command. Each
     config's own ``data_dir`` is where the data README puts the files (../shared/data, beside the
     repository), so where the data is there the check runs from the repository without --data-dir."""
     from judge.cli import main
-    from judge.engine import cost
     from judge.harness import load_experiment
-    from judge.rates import Rate
 
-    # The time estimate reads a fixed rate: measuring the Qwen models' rates here cost 75 s of the README's
-    # command (calibrating is tests/test_cost.py's); the token counts and the cells are the config's own.
-    fixed = Rate("test", 2, 0.5, 0.01, "2026-01-01", "calibration")
-    monkeypatch.setattr(cost, "rates_for", lambda pool, specs, log, measure: dict.fromkeys(specs, fixed))
     assert load_experiment(config).data_dir == "../shared/data"
     where = [] if data_dir.resolve() == (ROOT.parent / "shared" / "data").resolve() else ["--data-dir", str(data_dir)]
     monkeypatch.chdir(ROOT)
