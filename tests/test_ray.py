@@ -1,0 +1,231 @@
+"""Runs on a real Ray cluster: a head and a second node on 127.0.0.1, one CPU each, in a network namespace of
+their own (tests/ray_cluster.py: on Linux Ray binds to the machine's address, so the namespace keeps every
+packet on loopback), started once for the module.
+
+* Every shipped config, run with ``--ray`` on the cluster, writes the rows its local run writes, byte for
+  byte (each run with a cache of its own, so the actors compute every answer).
+* An actor killed mid-run is replaced, its unit of work answered by the others, and the rows stay the same;
+  a driver killed mid-run resumes from its cache on the next run.
+* The mock backend covers the planner's edge cases: injected failures (exit 3, the same errors), one item,
+  requests of every kind (``sequence`` for likelihood signals, ``hidden`` for a head), one prompt asked by two
+  methods of a pass, and a rerun whose every answer is cached (nothing shipped).
+
+Slow suite: the cluster takes about 30 s to start and each run starts its actors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ray_cluster import ADDRESS, Cluster, why_not
+from tests.test_shipped_configs import ARGS, CONFIGS
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(why_not() is not None, reason=f"no Ray cluster here: {why_not()}")]
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = tmp_path_factory.mktemp("ray-nodes")
+    # The actors' own files (llama.cpp's rate, kept per node) go here, not to the user's cache folder.
+    c = Cluster(env={"JUDGE_CACHE": str(home / "node-cache.sqlite")})
+    yield c
+    c.stop()
+
+
+def _local(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1800, env={**os.environ, "JUDGE_CACHE": str(cache)})
+
+
+def _on_cluster(cluster: Cluster, args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    cluster.env["JUDGE_CACHE"] = str(cache)  # the driver's cache
+    return cluster.judge(*args, "--ray", ADDRESS, "--ray-cpus", "1")  # a node has one CPU, whatever a config's threads
+
+
+def _rows(out: Path) -> dict[str, bytes]:
+    """Every row file of a results folder, by its path in the folder."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "items").rglob("*.jsonl"))}
+
+
+def _per_node(stderr: str) -> dict[str, tuple[int, int]]:
+    """The last 'done per node' line: (units, items) by node."""
+    lines = [line for line in stderr.splitlines() if line.startswith("ray: done per node: ")]
+    assert lines, stderr[-2000:]
+    found = re.findall(r"node (\w+) \([\d.]+\): (\d+) units, (\d+) items", lines[-1])
+    return {node: (int(u), int(i)) for node, u, i in found}
+
+
+def _ray_args(name: str) -> list[str]:
+    """The shipped config's test arguments (tests/test_shipped_configs.py) with at most 3 items per set."""
+    args = list(ARGS[name])
+    at = args.index("--limit")
+    args[at + 1] = str(min(int(args[at + 1]), 3))
+    return args
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_a_shipped_config_on_the_cluster_writes_the_local_rows(config: Path, cluster: Cluster, tmp_path: Path,
+                                                               data_dir: Path):
+    run = ["run", str(config), "--data-dir", str(data_dir), "--no-progress", *_ray_args(config.name)]
+    local = _local([*run, "-o", str(tmp_path / "local")], tmp_path / "local.sqlite")
+    assert local.returncode == 0, local.stderr[-3000:]
+    remote = _on_cluster(cluster, [*run, "-o", str(tmp_path / "ray")], tmp_path / "ray.sqlite")
+    assert remote.returncode == 0, remote.stderr[-3000:]
+    rows = _rows(tmp_path / "ray")
+    assert rows and rows == _rows(tmp_path / "local")
+    assert sum(units for units, _ in _per_node(remote.stderr).values()) > 0  # the actors answered them
+
+
+def test_both_nodes_work_and_a_killed_actor_is_replaced(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """SmolLM2 on 40 items of one set (one pass): both nodes answer units; one actor is killed (SIGKILL, as the
+    OOM killer or a lost node ends it) while it holds work: the run says so, gives that work to the other
+    actor, starts a new one, and writes the local rows."""
+    run = ["run", str(ROOT / "benchmarks" / "configs" / "dstc10_zeroshot.toml"), "--data-dir", str(data_dir),
+           "--no-progress", "--datasets", "DZ", "--limit", "40"]
+    local = _local([*run, "-o", str(tmp_path / "local")], tmp_path / "local.sqlite")
+    assert local.returncode == 0, local.stderr[-3000:]
+    cluster.env["JUDGE_CACHE"] = str(tmp_path / "ray.sqlite")
+    proc = cluster.popen([sys.executable, "-m", "judge", *run, "-o", str(tmp_path / "ray"), "--ray", ADDRESS])
+    assert proc.stderr is not None
+    lines: list[str] = []
+    ready: list[int] = []
+    for line in proc.stderr:
+        lines.append(line)
+        if m := re.search(r"ray: actor \d+ on node \w+ \(.*\), pid (\d+): ready", line):
+            ready.append(int(m.group(1)))
+            if len(ready) == 2:
+                time.sleep(1.0)  # both hold pieces now
+                cluster.kill(ready[0])
+                break
+    rest = proc.communicate(timeout=1800)[1]
+    stderr = "".join(lines) + rest
+    assert proc.returncode == 0, stderr[-3000:]
+    died = re.search(r"ray: actor \d+ on node \w+ \(.*\), pid (\d+) died \(.*\); (\d+) units of work go to the others",
+                     stderr)
+    assert died and int(died.group(1)) == ready[0] and int(died.group(2)) >= 1, stderr[-3000:]
+    assert len(re.findall(r"pid \d+: ready", stderr)) == 3  # the replacement started
+    nodes = _per_node(stderr)
+    assert len(nodes) == 2 and all(units > 0 for units, _ in nodes.values()), nodes
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+
+
+def test_a_killed_driver_resumes_from_its_cache(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """A config naming its cluster in ``[run]``, on the mock backend with 150 ms per prompt: the driver is
+    killed (SIGKILL) once the actors answer; the next run serves what they had answered from the cache,
+    computes the rest, and writes the local rows."""
+    config = tmp_path / "slow.toml"
+    config.write_text(f'''name = "slow"
+datasets = ["DZ"]
+qualities = ["overall"]
+limit = 40
+
+[[methods]]
+name = "yesno"
+prompt = "yesno"
+backend = "mock"
+options = {{ latency_ms = 150 }}
+
+[run]
+ray = "{ADDRESS}"
+ray_actors = 2
+''')
+    run = ["run", str(config), "--data-dir", str(data_dir), "--no-progress"]
+    local_config = tmp_path / "local.toml"
+    local_config.write_text(config.read_text().split("[run]")[0])
+    local = _local(["run", str(local_config), "--data-dir", str(data_dir), "--no-progress", "-o",
+                    str(tmp_path / "local")], tmp_path / "local.sqlite")
+    assert local.returncode == 0, local.stderr[-3000:]
+    cluster.env["JUDGE_CACHE"] = str(tmp_path / "ray.sqlite")
+    proc = cluster.popen([sys.executable, "-m", "judge", *run, "-o", str(tmp_path / "ray")])
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "ready" in line:
+            time.sleep(2.0)
+            break
+    os.kill(cluster.started(proc), 9)  # the driver (Ray then ends the actors it owned)
+    proc.wait(timeout=60)
+    again = cluster.judge(*run, "-o", str(tmp_path / "ray"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    hits = int(re.search(r"judge: cache: (\d+) hits, (\d+) misses", again.stderr).group(1))  # type: ignore[union-attr]
+    assert 0 < hits < 40
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory, data_dir: Path) -> Path:
+    """A head on the mock backend's hidden states (``judge fit``), for a method whose requests are ``hidden``."""
+    path = tmp_path_factory.mktemp("head") / "head.json"
+    done = _local(["fit", "DZ", "--data-dir", str(data_dir), "--backend", "mock", "--prompt", "yesno-criteria",
+                   "-o", str(path), "--no-progress"], path.with_suffix(".sqlite"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return path
+
+
+CASES = {
+    "failures": ["--backend-option", "fail_rate=0.3"],  # hash-chosen: the same prompts fail wherever they run
+    "one-item": ["--limit", "1"],
+    "likelihood": ["--likelihood", "pmi"],  # sequence requests, several per item
+    "ensemble": ["--member", "prompt=yesno", "--member", "prompt=rating", "--member", "prompt=rating,rule=expected,name=r2"],
+    "head": ["--prompt", "yesno-criteria", "--head", "HEAD"],
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_judge_score_on_the_cluster_writes_the_local_rows(case: str, cluster: Cluster, head: Path, tmp_path: Path):
+    """The rows (and exit code) of ``judge score`` on the mock backend are the local ones; a rerun finds every
+    answer in the cache and ships nothing."""
+    args = ["score", str(EXAMPLES), "--backend", "mock", "--format", "jsonl", "--no-progress",
+            *(str(head) if a == "HEAD" else a for a in CASES[case])]
+    local = _local(args, tmp_path / "local.sqlite")
+    assert local.returncode in (0, 3), local.stderr[-2000:]
+    first = _on_cluster(cluster, args, tmp_path / "ray.sqlite")
+    assert (first.returncode, first.stdout) == (local.returncode, local.stdout), first.stderr[-3000:]
+    assert len(local.stdout.splitlines()) == (1 if case == "one-item" else 12)
+    errors = [json.loads(r)["error"] for r in local.stdout.splitlines()]
+    assert any(errors) == (case == "failures")
+    again = _on_cluster(cluster, args, tmp_path / "ray.sqlite")
+    assert (again.returncode, again.stdout) == (local.returncode, local.stdout)
+    hits, misses = map(int, re.search(r"cache: (\d+) hits, (\d+) misses", again.stderr).groups())  # type: ignore[union-attr]
+    failed = sum(e is not None for e in errors)  # never cached: shipped again
+    assert hits > 0 and misses == failed
+    assert ("ray: done per node" in again.stderr) == bool(failed), again.stderr[-2000:]
+
+
+def test_a_prompt_two_methods_ask_in_one_pass_is_shipped_once(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """Two methods that send the same prompts (they differ in how the answer becomes a score) run in one pass:
+    each prompt is evaluated once on the cluster, the second method served as a local run serves it."""
+    config = tmp_path / "twice.toml"
+    config.write_text('''name = "twice"
+datasets = ["DZ"]
+qualities = ["overall"]
+limit = 8
+
+[defaults]
+backend = "mock"
+
+[[methods]]
+name = "topk"
+prompt = "rating"
+
+[[methods]]
+name = "expected"
+prompt = "rating"
+rule = "expected"
+''')
+    run = ["run", str(config), "--data-dir", str(data_dir), "--no-progress"]
+    local = _local([*run, "-o", str(tmp_path / "local")], tmp_path / "local.sqlite")
+    remote = _on_cluster(cluster, [*run, "-o", str(tmp_path / "ray")], tmp_path / "ray.sqlite")
+    assert remote.returncode == local.returncode == 0, remote.stderr[-3000:]
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+    assert sum(items for _, items in _per_node(remote.stderr).values()) == 8
