@@ -12,7 +12,7 @@ second node is refused, "Authentication token is missing or incorrect"), with a 
 and handed to the head, the node and every driver through the environment only (``RAY_AUTH_TOKEN``), so
 nothing is written to ``~/.ray``. Ray's session files go to a temporary folder of the cluster's own.
 
-Needs root (namespaces) and the ``ray`` extra. Run it alone: ``python tests/ray_cluster.py`` starts a
+Needs root (namespaces) and the ``ray`` extra. Run it alone: ``python tools/ray_cluster.py`` starts a
 cluster, prints its nodes and stops it.
 """
 
@@ -102,7 +102,7 @@ class Cluster:
     def run(self, args: Sequence[str], timeout: float = 1800, **kw: object) -> subprocess.CompletedProcess[str]:
         """Run ``args`` inside (output captured as text); the completed process."""
         return subprocess.run(self.command(args), env=self.env, capture_output=True, text=True, timeout=timeout,
-                              **kw)  # type: ignore[call-overload,no-any-return]
+                              **kw)  # type: ignore[call-overload]
 
     def check(self, args: Sequence[str]) -> str:
         done = self.run(args, timeout=300)
@@ -112,7 +112,7 @@ class Cluster:
 
     def popen(self, args: Sequence[str], **kw: object) -> subprocess.Popen[str]:
         """Start ``args`` inside; stdout and stderr are pipes of text lines."""
-        return subprocess.Popen(self.command(args), env=self.env, stdout=subprocess.PIPE,  # type: ignore[call-overload,no-any-return]
+        return subprocess.Popen(self.command(args), env=self.env, stdout=subprocess.PIPE,  # type: ignore[call-overload]
                                 stderr=subprocess.PIPE, text=True, **kw)
 
     def judge(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
