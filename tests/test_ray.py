@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -248,3 +249,51 @@ rule = "expected"
     assert remote.returncode == local.returncode == 0, remote.stderr[-3000:]
     assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
     assert sum(items for _, items in _per_node(remote.stderr).values()) == 8
+
+
+def _documented() -> list[list[str]]:
+    """The commands of docs/distributed.md's first example block (each ``judge ... --ray auto ...``)."""
+    text = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line.split("#", 1)[0])[1:] for line in block.splitlines() if line.startswith("judge ")]
+
+
+def test_the_documented_commands_run_on_the_cluster(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """docs/distributed.md's ``judge run``, ``judge score`` and ``judge bench`` with ``--ray auto`` (the cluster
+    found through ``RAY_ADDRESS``, as on a cluster's machine), SmolLM2: each writes the rows of the same command
+    without Ray (run and bench: the local command reads the actors' answers from the cache, so every key must
+    be the local one; score: computed here too, 12 items)."""
+    commands = {args[0]: [str(data_dir) if a == "../shared/data" else a for a in args] for args in _documented()}
+    assert sorted(commands) == ["bench", "run", "score"]
+    out = {"run": ["-o"], "bench": ["--results"], "score": ["--format", "jsonl", "-o"]}
+    for name, args in commands.items():
+        plain = [a for i, a in enumerate(args) if not (a.startswith("--ray") or (i and args[i - 1].startswith("--ray")))]
+        cache = tmp_path / f"{name}.sqlite"
+        remote = _on_cluster_as_is(cluster, [*args, *out[name], str(tmp_path / f"{name}-ray")], cache)
+        assert remote.returncode == 0, remote.stderr[-3000:]
+        assert sum(units for units, _ in _per_node(remote.stderr).values()) > 0
+        local = _local([*plain, "--no-progress", *out[name], str(tmp_path / f"{name}-local")],
+                       tmp_path / "score-local.sqlite" if name == "score" else cache)
+        assert local.returncode == 0, local.stderr[-3000:]
+        if name == "score":
+            assert (tmp_path / "score-ray").read_bytes() == (tmp_path / "score-local").read_bytes()
+        else:
+            rows = _rows(tmp_path / f"{name}-ray")
+            assert rows and rows == _rows(tmp_path / f"{name}-local")
+            assert re.search(r"cache: \d+ hits, 0 misses", local.stderr), local.stderr[-2000:]
+
+
+def _on_cluster_as_is(cluster: Cluster, args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    cluster.env["JUDGE_CACHE"] = str(cache)
+    return cluster.judge(*args, "--no-progress")
+
+
+def test_judge_bench_on_the_cluster_writes_the_local_rows(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """``judge bench`` shares the flags: its results folder's rows on the mock backend equal the local ones."""
+    args = ["bench", "DZ", "--data-dir", str(data_dir), "--backend", "mock", "--limit", "10", "--no-progress"]
+    local = _local([*args, "--results", str(tmp_path / "local")], tmp_path / "local.sqlite")
+    remote = _on_cluster(cluster, [*args, "--results", str(tmp_path / "ray")], tmp_path / "ray.sqlite")
+    assert local.returncode == remote.returncode == 0, remote.stderr[-3000:]
+    rows = _rows(tmp_path / "ray")
+    assert rows and rows == _rows(tmp_path / "local")
+    assert sum(items for _, items in _per_node(remote.stderr).values()) == 10

@@ -84,6 +84,8 @@ class Cluster:
         except BaseException:
             self.stop()
             raise
+        # Drivers started inside find the cluster as a user's do on a cluster's machine: ``--ray auto``.
+        self.env["RAY_ADDRESS"] = ADDRESS
 
     def _inner_pid(self) -> int:
         """The namespace's first process (``unshare -f`` forks it), once ``lo`` is up."""

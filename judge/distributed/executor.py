@@ -87,8 +87,7 @@ class Driver(Protocol):
 
 class PieceExecutor(Executor):
     """Steps 1 to 3 of the module docstring, without saying where pieces go: :meth:`_ship` answers them (on Ray
-    actors: :class:`RayExecutor`; on replays that count what each actor would evaluate, for ``--check``:
-    :mod:`judge.distributed.predict`). ``costs`` (one per lane) receive each unit's share."""
+    actors: :class:`RayExecutor`). ``costs`` (one per lane) receive each unit's share."""
 
     def __init__(self, driver: Driver, costs: Sequence[LaneCost] | None) -> None:
         self.driver = driver
