@@ -161,3 +161,13 @@ def test_every_judge_command_of_the_docs_parses():
     for line in lines:
         args = build_parser().parse_args(shlex.split(line)[1:])
         assert ray_from_args(args) is not None, line
+
+
+def test_ray_with_a_providers_batch_is_refused_before_anything_runs(monkeypatch, tmp_path, capsys):
+    """A batched method's requests are answered by the provider, not by actors: exit 2 naming --batch."""
+    monkeypatch.setenv("OPENAI_API_KEY", "not-used")
+    code = main(["score", str(ROOT / "examples" / "dialogues.jsonl"), "--backend", "openai", "--model", "gpt-4o-mini",
+                 "--batch", "--cache-path", str(tmp_path / "cache.sqlite"), "--ray", "auto"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--batch" in err and "Ray cluster" in err
