@@ -171,3 +171,12 @@ def test_ray_with_a_providers_batch_is_refused_before_anything_runs(monkeypatch,
     assert code == 2
     err = capsys.readouterr().err
     assert "--batch" in err and "Ray cluster" in err
+
+
+def test_a_worker_with_work_queued_never_takes_another_workers_only_piece():
+    """Filling a worker's queue (two pieces in flight) must not steal the single piece of a worker not fed yet:
+    each of two workers gets its own piece of a two-piece window."""
+    seg = Segments([1.0, 1.0], [0.0, 0.0], ["a", "b"])
+    assert seg.take("a") == 0
+    assert seg.take("a", steal=False) is None  # a's queue is not filled from b's run
+    assert seg.take("b") == 1

@@ -211,8 +211,8 @@ class RayExecutor(PieceExecutor):
         stalled = time.monotonic()
 
         def feed(actor: Actor) -> None:
-            while sum(1 for a, _ in flight.values() if a is actor) < IN_FLIGHT:
-                k = segments.take(id(actor))
+            while (queued := sum(1 for a, _ in flight.values() if a is actor)) < IN_FLIGHT:
+                k = segments.take(id(actor), steal=not queued)  # steal only when it has run out
                 if k is None:
                     return
                 piece = pieces[k]

@@ -49,15 +49,17 @@ class Segments:
         """Pieces not yet taken."""
         return sum(len(r.pieces) for r in self.runs)
 
-    def take(self, worker: Hashable) -> int | None:
+    def take(self, worker: Hashable, steal: bool = True) -> int | None:
         """The next piece for ``worker``: the front of its own run, else of an ownerless run (an actor's that
-        died), else the front of the back half of the costliest run left; None when every piece is taken."""
+        died), else (``steal``: the worker has run out, nothing queued) the front of the back half of the
+        costliest run left; None when there is none. A worker that still has work queued never steals: it
+        would take the only piece of a worker not yet fed."""
         own = next((r for r in self.runs if r.owner == worker and r.pieces), None)
         if own is None:
             own = next((r for r in self.runs if r.owner is None and r.pieces), None)
             if own is not None:
                 own.owner = worker
-        if own is None:
+        if own is None and steal:
             own = self._steal(worker)
         if own is None:
             return None
