@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import skip_unless_required
 from tests.test_shipped_configs import ARGS, CONFIGS
 from tools.ray_cluster import ADDRESS, Cluster, why_not
 
@@ -37,11 +38,7 @@ EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    why = why_not()
-    if why is not None:
-        if os.environ.get("JUDGE_REQUIRE_RAY"):
-            pytest.fail(f"the Ray tests cannot run: {why}")
-        pytest.skip(f"no Ray cluster here: {why}")
+    skip_unless_required(why_not(), "JUDGE_REQUIRE_RAY", "Ray")
     home = tmp_path_factory.mktemp("ray-nodes")
     # The actors' own files (llama.cpp's rate, kept per node) go here, not to the user's cache folder.
     c = Cluster(env={"JUDGE_CACHE": str(home / "node-cache.sqlite")})
