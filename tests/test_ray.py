@@ -2,8 +2,11 @@
 their own (tools/ray_cluster.py: on Linux Ray binds to the machine's address, so the namespace keeps every
 packet on loopback), started once for the module.
 
-* Every shipped config, run with ``--ray`` on the cluster, writes the rows its local run writes, byte for
-  byte (each run with a cache of its own, so the actors compute every answer).
+* Every shipped config, run with ``--ray`` on the cluster (the actors compute every answer), writes the rows
+  its local run writes, byte for byte; the local run reads the actors' answers from the cache, so every key
+  must be the local one. The documented commands (docs/distributed.md) and ``judge bench --ray`` too.
+* SmolLM2's answers computed on the actors equal this process's: the killed-actor run is compared with a
+  local run of its own cache.
 * An actor killed mid-run is replaced, its unit of work answered by the others, and the rows stay the same;
   a driver killed mid-run resumes from its cache on the next run.
 * The mock backend covers the planner's edge cases: injected failures (exit 3, the same errors), one item,
