@@ -9,6 +9,12 @@ building the prompts, writing the rows. The last size's ratio to the first says 
 the file (flat: items stream from the file to the scorer and rows to the output).
 
     python benchmarks/memory.py --items 10000 50000 1000000
+    python benchmarks/memory.py --items 10000 1000000 --no-cache --ray   # on a two-node Ray cluster
+
+With ``--ray`` each file is scored with ``--ray`` on a two-node Ray cluster of one CPU per node, started for
+the benchmark on 127.0.0.1 in a network namespace of its own (tools/ray_cluster.py): the peak is the
+driver's (the ``judge`` process that reads the file and writes the rows); the mock backend answers on the
+actors.
     python benchmarks/memory.py --items 10000 --keep DIR   # keep the generated files and outputs
 """
 
@@ -25,6 +31,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.ray_cluster import ADDRESS, Cluster, why_not
 
 _WORDS = ["the", "weather", "was", "fine", "and", "we", "walked", "to", "the", "station", "before", "the", "rain", "came", "back", "again", "later", "that", "evening", "my", "sister", "said", "she", "would", "call", "tomorrow", "about", "the", "trip", "to", "the", "coast", "next", "summer", "if", "the", "tickets", "are", "not", "too", "expensive", "by", "then"]
 
@@ -48,12 +57,16 @@ def generate(path: Path, n: int, seed: int = 0) -> None:
             out.write(json.dumps(record) + "\n")
 
 
-def run_score(data: Path, out: Path, extra: list[str]) -> tuple[float, float, int]:
+def run_score(data: Path, out: Path, extra: list[str], cluster: Cluster | None = None) -> tuple[float, float, int]:
     """(peak RSS in MB, wall seconds, exit code) of ``judge score`` on ``data`` in a subprocess of its own
-    (its own peak, from ``wait4``)."""
+    (its own peak, from ``wait4``); with ``cluster``, run on its machine with ``--ray`` (``wait4`` on
+    ``nsenter`` gives the peak of the judge process it waits for)."""
     cmd = [sys.executable, "-m", "judge", "score", str(data), "--backend", "mock", "--quality", "overall",
            "-o", str(out), "--no-progress", *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if cluster is not None:
+        cmd = cluster.command([*cmd, "--ray", ADDRESS])
+        env = {**cluster.env, "JUDGE_CACHE": env.get("JUDGE_CACHE", "")}
     log = out.with_suffix(".stderr.txt")
     start = time.perf_counter()
     with log.open("w") as err:
@@ -71,6 +84,7 @@ def main() -> int:
     ap.add_argument("--items", type=int, nargs="+", default=[10_000, 50_000], help="file sizes (items)")
     ap.add_argument("--keep", type=Path, default=None, help="folder to keep the generated files and outputs in")
     ap.add_argument("--no-cache", action="store_true", help="run without the SQLite cache (--no-cache)")
+    ap.add_argument("--ray", action="store_true", help="score with --ray on a two-node Ray cluster started here")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     where = args.keep or Path(tmp.name)
@@ -81,17 +95,32 @@ def main() -> int:
     print(f"memory: judge score --backend mock on generated turn-level JSONL; {os.cpu_count()} CPUs, "
           f"Python {sys.version.split()[0]}; cache {'off' if args.no_cache else os.environ['JUDGE_CACHE']}")
     print(f"{'items':>9} {'file MB':>8} {'peak RSS MB':>12} {'KB/item':>8} {'wall s':>8} {'items/s':>9} {'vs first':>9}")
+    cluster = None
+    if args.ray:
+        if why_not() is not None:
+            sys.exit(f"cannot start a Ray cluster here: {why_not()}")
+        cluster = Cluster(nodes=2, cpus=1, env={"JUDGE_CACHE": os.environ["JUDGE_CACHE"]})
+        print("on a two-node Ray cluster (1 CPU per node): judge score ... --ray " + ADDRESS)
+    try:
+        measure(args.items, where, extra, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    tmp.cleanup()
+    return 0
+
+
+def measure(sizes: list[int], where: Path, extra: list[str], cluster: Cluster | None) -> None:
+    """One line per file size: its peak, wall time and items/s."""
     first: float | None = None
-    for n in args.items:
+    for n in sizes:
         data = where / f"items-{n}.jsonl"
         if not data.exists():
             generate(data, n)
-        peak, wall, _ = run_score(data, where / f"scores-{n}.jsonl", extra)
+        peak, wall, _ = run_score(data, where / f"scores-{n}.jsonl", extra, cluster)
         first = first or peak
         print(f"{n:>9,} {data.stat().st_size / 1e6:>8.1f} {peak:>12.0f} {peak * 1024 / n:>8.2f} {wall:>8.1f} "
               f"{n / wall:>9,.0f} {peak / first:>8.2f}x", flush=True)
-    tmp.cleanup()
-    return 0
 
 
 if __name__ == "__main__":

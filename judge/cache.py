@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .backends.base import Backend, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper, gather
-from .backends.requests import Request
+from .backends.requests import Answer, Request
 from .config import default_cache_path as default_cache_path
 
 if TYPE_CHECKING:
@@ -71,6 +71,56 @@ def request_key(backend: Backend, request: Request) -> str:
         return sequence_key(backend, request.prompt, request.continuation)
     key = hidden_key if request.kind == "hidden" else cache_key
     return key(backend, request.prompt, request.candidates, request.top_n)
+
+
+def lookup(cache: Cache, backend: Backend, requests: Sequence[Request]) -> list[Answer | None]:
+    """The cached answer of each request (None: not cached), keyed by ``backend``'s identity
+    (:func:`request_key`): what a driver that answers requests elsewhere serves before shipping the rest. A
+    hidden state is cached only with its label answer (both halves, as :func:`store` writes them)."""
+    out: list[Answer | None] = [None] * len(requests)
+    labels = {i: cache_key(backend, r.prompt, r.candidates, r.top_n) for i, r in enumerate(requests)
+              if r.kind == "label"}
+    found = cache.get_many(list(labels.values()))
+    for i, request in enumerate(requests):
+        if request.kind == "label":
+            out[i] = found.get(labels[i])
+        elif request.kind == "sequence":
+            out[i] = cache.get_sequence(request_key(backend, request))
+        else:
+            out[i] = _hidden_hit(cache, cache_key(backend, request.prompt, request.candidates, request.top_n),
+                                 request_key(backend, request))
+    return out
+
+
+def store(cache: Cache, backend: Backend, request: Request, answer: Answer) -> Answer:
+    """Keep a fresh answer to ``request`` under its key (``backend``: the identity that names it), and return
+    it; a Failure is returned as it is, never stored (a rerun retries it), and an answer holding a NaN (or
+    +inf) becomes a Failure saying why, stored neither. A hidden state is stored as its label answer under
+    the answer's own key and its vector under the hidden key."""
+    if isinstance(answer, Failure):
+        return answer
+    name, model = backend.name, backend.model_id
+    if isinstance(answer, TokenLogprobs):
+        if any(math.isnan(x) or x == math.inf for x in answer.logprobs):
+            return Failure("backend returned an invalid log-probability for a reply token")
+        cache.put_sequence(request_key(backend, request), name, model, answer)
+        return answer
+    dist = answer.dist if isinstance(answer, HiddenState) else answer
+    reason = unstorable(dist)
+    if reason is None and isinstance(answer, HiddenState) and any(math.isnan(x) or math.isinf(x) for x in answer.vector):
+        reason = "backend returned an invalid value in a hidden state"
+    if reason is not None:
+        return Failure(reason)
+    cache.put(cache_key(backend, request.prompt, request.candidates, request.top_n), name, model, dist)
+    if isinstance(answer, HiddenState):
+        cache.put_hidden(request_key(backend, request), name, model, answer.vector)
+    return answer
+
+
+def _hidden_hit(cache: Cache, answer_key: str, key: str) -> HiddenState | None:
+    vector = cache.get_hidden(key)
+    dist = cache.get_many([answer_key]).get(answer_key) if vector is not None else None
+    return None if vector is None or dist is None else HiddenState(vector, dist)
 
 
 def prompt_splits(backend: Backend, prompt: Prompt) -> dict[str, int]:
@@ -262,14 +312,9 @@ class CachedBackend(Wrapper):
         self.calls += 1
         for j, res in self.inner.iter_label_logprobs(miss_prompts, candidates, top_n):
             key = order[j]
-            if isinstance(res, LabelDist):
-                reason = unstorable(res)
-                if reason is None:
-                    self.cache.put(key, self.inner.name, self.inner.model_id, res)
-                else:
-                    res = Failure(reason)
+            kept = store(self.cache, self.inner, Request("label", miss_prompts[j], tuple(candidates), top_n), res)
             for i in todo[key]:
-                yield i, res
+                yield i, kept  # type: ignore[misc]
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -290,12 +335,8 @@ class CachedBackend(Wrapper):
         if todo:
             self.calls += 1
             for i, res in zip(todo, self.inner.sequence_logprobs([requests[i] for i in todo]), strict=True):
-                if isinstance(res, TokenLogprobs):
-                    if any(math.isnan(x) or x == math.inf for x in res.logprobs):
-                        res = Failure("backend returned an invalid log-probability for a reply token")
-                    else:
-                        self.cache.put_sequence(keys[i], self.inner.name, self.inner.model_id, res)
-                out[i] = res
+                prompt, text = requests[i]
+                out[i] = store(self.cache, self.inner, Request("sequence", prompt, continuation=text), res)  # type: ignore[assignment]
         return out  # type: ignore[return-value]
 
     def hidden_states(
@@ -305,9 +346,8 @@ class CachedBackend(Wrapper):
         its ordinary key, which the inner backend's answer equals bit for bit); misses go to the inner
         backend in one call and both parts are stored. A vector or answer holding a NaN is returned as a
         Failure, never stored."""
-        keys = [(cache_key(self.inner, p, candidates, top_n), hidden_key(self.inner, p, candidates, top_n))
-                for p in prompts]
-        out: list[HiddenState | Failure | None] = [self._hidden_hit(*k) for k in keys]
+        requests = [Request("hidden", p, tuple(candidates), top_n) for p in prompts]
+        out = lookup(self.cache, self.inner, requests)
         todo = [i for i, r in enumerate(out) if r is None]
         self.hits += len(prompts) - len(todo)
         self.misses += len(todo)
@@ -315,25 +355,8 @@ class CachedBackend(Wrapper):
             self.calls += 1
             for i, res in zip(todo, self.inner.hidden_states([prompts[i] for i in todo], candidates, top_n),
                               strict=True):
-                out[i] = self._store_hidden(*keys[i], res)
+                out[i] = store(self.cache, self.inner, requests[i], res)
         return out  # type: ignore[return-value]
-
-    def _hidden_hit(self, answer_key: str, key: str) -> HiddenState | None:
-        vector = self.cache.get_hidden(key)
-        dist = self.cache.get_many([answer_key]).get(answer_key) if vector is not None else None
-        return None if vector is None or dist is None else HiddenState(vector, dist)
-
-    def _store_hidden(self, answer_key: str, key: str, res: HiddenState | Failure) -> HiddenState | Failure:
-        if isinstance(res, Failure):
-            return res
-        reason = unstorable(res.dist)
-        if reason is None and any(math.isnan(x) or math.isinf(x) for x in res.vector):
-            reason = "backend returned an invalid value in a hidden state"
-        if reason is not None:
-            return Failure(reason)
-        self.cache.put(answer_key, self.inner.name, self.inner.model_id, res.dist)
-        self.cache.put_hidden(key, self.inner.name, self.inner.model_id, res.vector)
-        return res
 
     def batcher(self) -> Batcher | None:
         return self.inner.batcher()

@@ -20,6 +20,16 @@ def data_missing() -> bool:
     return not DATA_DIR.is_dir()
 
 
+def skip_unless_required(why: str | None, required_by: str, what: str) -> None:
+    """Skip the tests of ``what`` when they cannot run here (``why``), or fail them when the environment variable
+    ``required_by`` is set (CI sets it where it installed what they need, so a broken install is not a skip)."""
+    if why is None:
+        return
+    if os.environ.get(required_by):
+        pytest.fail(f"the {what} tests cannot run: {why}")
+    pytest.skip(f"the {what} tests cannot run here: {why}")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """One message at the start of the run (at any verbosity), instead of one error per test that reads the data."""
     if data_missing():

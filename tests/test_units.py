@@ -28,7 +28,7 @@ from judge.config import GenerateConfig
 from judge.datasets import load_benchmark, load_items
 from judge.datasets.groups import GroupIndex
 from judge.engine import BackendPool, MethodSpec, build_scorer, score_rows
-from judge.engine.units import LocalExecutor, Unit, plan, run_lanes
+from judge.engine.units import Executor, LocalExecutor, Unit, plan, run_lanes
 from judge.io import dumps
 from judge.items import SYSTEM, USER, Item, Turn
 from judge.prompts import get_prompt
@@ -42,7 +42,7 @@ def _mock():
     return create_backend("mock", None, GenerateConfig(cache=False))
 
 
-class Reversed:
+class Reversed(Executor):
     """An executor that answers a window's units last to first, each after pickling it (as a worker
     elsewhere receives it): the scores must not depend on where or in what order units are answered."""
 

@@ -9,7 +9,6 @@ it, so a broken install fails there instead of passing silently)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 from judge.backends.mock import MockBackend
 from judge.cli import main
 from judge.view import from_results
+from tests.conftest import skip_unless_required
 from tests.view_runs import record_prompts, run
 from tools.browser import missing, run_isolated
 
@@ -31,11 +31,7 @@ SEARCH = "music"
 @pytest.fixture(scope="module")
 def seen(tmp_path_factory, data_dir):
     """Run, view, open in Chromium: what the page showed, with the view and every prompt sent."""
-    why = missing()
-    if why is not None:
-        if os.environ.get("JUDGE_REQUIRE_BROWSER"):
-            pytest.fail(f"the browser tests cannot run: {why}")
-        pytest.skip(f"the browser tests need a browser: {why}")
+    skip_unless_required(missing(), "JUDGE_REQUIRE_BROWSER", "browser")
     tmp = tmp_path_factory.mktemp("browser")
     mp = pytest.MonkeyPatch()
     try:

@@ -10,7 +10,8 @@ from ..config import GenerateConfig
 from ..errors import InputError
 from ..rates import Rate
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine runs backends; a backend names the engine's types only to say how it is run
+    from ..engine.units import Executor, LaneCost
     from .batching import Batcher
 
 
@@ -230,6 +231,13 @@ class Backend(Protocol):
     def counters(self) -> dict[str, int]:
         """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""
         return {}
+
+    def executor(self, costs: Sequence[LaneCost] | None) -> Executor | None:
+        """How the units of work of a pass on this backend are answered (:mod:`judge.engine.units`): None, the
+        default, in this process, one backend call per unit, each charged to its lane's ``costs``
+        (``LocalExecutor``). A backend whose model runs elsewhere returns the executor that ships the units
+        there and charges what they cost (the driver of a Ray cluster: :mod:`judge.distributed`)."""
+        return None
 
     def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of the model (answer labels must be); None when the

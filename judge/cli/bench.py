@@ -18,6 +18,7 @@ from typing import Any
 from ..counters import report_counters
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
+from ..distributed.options import add_ray_options, ray_from_args
 from ..engine import prepare
 from ..engine.kinds import kind_text
 from ..engine.spec import method_type
@@ -65,6 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "set", "the run")
+    add_ray_options(p)
     return p
 
 
@@ -108,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir or ".", output=args.results or tmp,
             limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
             methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
+            ray=ray_from_args(args),
         )
         if args.check:
             _print_cost(exp)

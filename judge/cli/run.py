@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from ..counters import report_counters
+from ..distributed.options import add_ray_options, ray_from_args
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_progress_option
 
@@ -31,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "(templates, manual sets, scales), list the cells and what each will cost: prompt tokens after prefix "
                    "reuse (the model's vocabulary is read, no weights) and the time at this machine's measured rate "
                    "(measured once per model and settings, refreshed by runs)")
+    add_ray_options(p)
     return p
 
 
@@ -46,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
         threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None, split=args.split,
         methods=args.methods.split(",") if args.methods else None)
+    exp = replace(exp, ray=ray_from_args(args, exp.ray))
     if args.check:
         check_names(exp)
         # Templates, manual sets, scales: everything short of loading a model.

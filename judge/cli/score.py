@@ -17,7 +17,8 @@ from ..counters import report_counters
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import scan, stream
-from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows
+from ..distributed.options import RayOptions, add_ray_options, backend_pool, ray_from_args, refuse_batches
+from ..engine import MethodSpec, Prepared, build, prepare, run_rows
 from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.hosted_cost import Budget, check_budget
@@ -53,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "file", "scoring")
+    add_ray_options(p)
     return p
 
 
@@ -74,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, flag)
     spec = spec_from_args(args)
+    ray = ray_from_args(args)
     # --view shows the conversations of the file's items beside their rows: it reads the whole file.
     if not args.check and not args.view and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
-        return run_streaming(args, spec)
+        return run_streaming(args, spec, ray)
     all_items = load_items(args.input)
     items = all_items[: args.limit] if args.limit is not None else all_items
     qname = args.quality
@@ -103,14 +106,14 @@ def run(args: argparse.Namespace) -> int:
     batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
     qn = quality.name if quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
-                       qn is not None and any(it.human(qn) is not None for it in items), batches, all_items)
+                       qn is not None and any(it.human(qn) is not None for it in items), batches, ray, all_items)
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
 CHECK_CHUNK = 5_000
 
 
-def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
+def run_streaming(args: argparse.Namespace, spec: MethodSpec, ray: RayOptions | None = None) -> int:
     """``judge score`` of a JSONL file through a method that scores each item from the item alone
     (``MethodType.streams``): the file is read three times instead of held. A first pass checks every
     record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
@@ -146,18 +149,21 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec) -> int:
         shown = checked.quality  # the quality rows report: asked for, or the prompt's own
         rated = rated or (shown is not None and any(x.human(shown.name) is not None for x in chunk))
     assert prep is not None  # the scan found at least one record
-    return score_items(args, spec, prep, items(), total, ["x" * width], rated, batches)
+    return score_items(args, spec, prep, items(), total, ["x" * width], rated, batches, ray)
 
 
 def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
-                ids: Sequence[str], rated: bool, batches: BatchPlan, all_items: Sequence[Item] = ()) -> int:
-    """Load the model, answer the requests of ``batches`` in bulk (their batches recorded beside the cache),
-    score ``items`` (``total`` of them) into what ``args`` asks for (-o file, table, JSONL on stdout), report
-    the backend's counters; the exit code. ``ids`` size the table's id column, ``rated`` says whether it shows
-    human ratings; ``all_items`` are the file's items, which ``--view`` shows."""
+                ids: Sequence[str], rated: bool, batches: BatchPlan, ray: RayOptions | None = None,
+                all_items: Sequence[Item] = ()) -> int:
+    """Load the model (here, or with ``ray`` on a Ray cluster's actors), answer the requests of ``batches`` in
+    bulk (their batches recorded beside the cache), score ``items`` (``total`` of them) into what ``args`` asks
+    for (-o file, table, JSONL on stdout), report the backend's counters; the exit code. ``ids`` size the
+    table's id column, ``rated`` says whether it shows human ratings; ``all_items`` are the file's items, which
+    ``--view`` shows."""
     qn = prep.quality.name if prep.quality else None
     row_seed = prep.seed if spec.kind.records_seed else None
-    backends = BackendPool()
+    refuse_batches(ray, batches)
+    backends = backend_pool(ray, lambda msg: tqdm.write(msg, file=sys.stderr))
     try:
         batches.send(backends, None, lambda msg: print(msg, file=sys.stderr))
         scorer = build(prep, backends)

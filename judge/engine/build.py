@@ -15,7 +15,7 @@ The CLI, the harness, ``judge serve``, ``make_judge`` and the benchmark scripts 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
 from ..backends import Backend, create_backend
@@ -99,10 +99,7 @@ class BackendPool:
         key = backend_key(spec)
         if key != self._key or self._backend is None:
             self.close()
-            backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-            if spec.generate.cache:
-                backend = CachedBackend(backend, Cache(spec.generate.cache_path), self._settled.get(key))
-            self._backend, self._key = backend, key
+            self._backend, self._key = self.create(spec, self._settled.get(key)), key
         return check_needs(self._backend, spec)
 
     def settle(self, spec: MethodSpec, failures: dict[str, str]) -> None:
@@ -113,6 +110,13 @@ class BackendPool:
         self._settled.setdefault(key, {}).update(failures)
         if key == self._key and isinstance(self._backend, CachedBackend):
             self._backend.settled.update(failures)
+
+    def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
+        """The backend of ``spec``, loaded here, behind the cache unless the spec turns it off (``settled``: its
+        requests a batch already failed, :meth:`settle`). A pool that runs the model elsewhere builds another
+        (a Ray cluster's driver: :class:`judge.distributed.backend.RayPool`)."""
+        backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
+        return CachedBackend(backend, Cache(spec.generate.cache_path), settled) if spec.generate.cache else backend
 
     @property
     def current(self) -> Backend | None:

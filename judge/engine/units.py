@@ -86,9 +86,14 @@ class LaneCost:
     counters: dict[str, int] = field(default_factory=dict)
 
     def add(self, seconds: float, before: Mapping[str, int], after: Mapping[str, int]) -> None:
+        self.charge(seconds, {key: after[key] - before.get(key, 0) for key in after})
+
+    def charge(self, seconds: float, moved: Mapping[str, int]) -> None:
+        """Add ``seconds`` and what each counter moved (an executor that answered the work elsewhere and
+        was told what it cost there)."""
         self.seconds += seconds
-        for key in after:
-            self.counters[key] = self.counters.get(key, 0) + after[key] - before.get(key, 0)
+        for key, delta in moved.items():
+            self.counters[key] = self.counters.get(key, 0) + delta
 
 
 class _Meter:
@@ -112,8 +117,13 @@ class Executor(Protocol):
 
     def run(self, units: Sequence[Unit]) -> Iterator[tuple[int, Sequence[Answer]]]: ...
 
+    def breadth(self) -> int:
+        """How many workers answer its units at once (default 1): a pass plans windows this many times the
+        lanes' own, so that each worker gets a share of every window and few wait at a window's end."""
+        return 1
 
-class LocalExecutor:
+
+class LocalExecutor(Executor):
     """The units answered in this process by ``backend``, one backend call each, in order. ``costs`` (one
     per lane) receive each unit's time and the counters it moved."""
 
@@ -127,6 +137,12 @@ class LocalExecutor:
             answers = ask(self.backend, unit.requests)
             self._meter.stop(unit.lane, started)
             yield i, answers
+
+
+def executor_for(backend: Backend, costs: Sequence[LaneCost] | None = None) -> Executor:
+    """What answers the units of a pass on ``backend``: the executor it declares (``Backend.executor``: its model
+    runs elsewhere), else this process (:class:`LocalExecutor`)."""
+    return backend.executor(costs) or LocalExecutor(backend, costs)
 
 
 def pass_backend(lanes: Sequence[Lane]) -> Backend:
@@ -217,14 +233,16 @@ def run_lanes(lanes: Sequence[Lane], items: Sequence[Iterable[Item]], *, executo
     """Score ``items[i]`` with ``lanes[i]`` for every i in one pass; yields ``(i, score)``.
 
     Each lane's scores come in its own items' order, as soon as they and every earlier one of that lane
-    are done (scores of different lanes interleave). ``executor`` answers the units (default: the lanes'
-    backend in this process, :class:`LocalExecutor`); ``costs`` (one per lane) receive the time and
-    counters of that lane's share. Each lane gets exactly what it gets alone: the same requests, backend
+    are done (scores of different lanes interleave). ``executor`` answers the units (default: the one the
+    lanes' backend declares, else that backend in this process: :func:`executor_for`), on windows of the
+    lanes' ``window`` items times its ``breadth()`` unless ``window`` is given; ``costs`` (one per lane)
+    receive the time and counters of that lane's share. Each lane gets exactly what it gets alone: the same requests, backend
     calls holding requests of that lane only (so cache keys and per-lane counters are its own), and its
     scores in its own order."""
     if not lanes:
         return
-    executor = executor or LocalExecutor(pass_backend(lanes), costs)
+    executor = executor or executor_for(pass_backend(lanes), costs)
+    window = window or min(lane.window for lane in lanes) * executor.breadth()
     done: list[dict[int, Score]] = [{} for _ in lanes]
     nxt = [0] * len(lanes)
     for win in plan(lanes, items, window=window, costs=costs):

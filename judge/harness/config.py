@@ -17,6 +17,7 @@ from typing import Any
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
+from ..distributed.options import RayOptions, ray_from_table
 from ..engine.named import with_runtime
 from ..engine.spec import MethodSpec
 from ..engine.tables import parse_methods
@@ -27,7 +28,7 @@ from ..results import slug
 TOP_KEYS = {
     "name": str, "description": str, "data_dir": str, "output": str, "limit": int, "limit_seed": int,
     "datasets": list, "qualities": (list, str), "methods": list, "defaults": dict, "bootstrap": int,
-    "seed": int, "compare": list, "retry_failed": bool, "scales": dict, "split": str, "split_seed": int,
+    "seed": int, "compare": list, "retry_failed": bool, "scales": dict, "split": str, "split_seed": int, "run": dict,
 }
 DATASET_KEYS = {"name": str, "qualities": (list, str), "path": str, "quality": str, "scales": dict}
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
@@ -88,6 +89,9 @@ class Experiment:
     #: "dev" or "test": score only that half of each set's conversations (None: every item).
     split: str | None = None
     split_seed: int = 0
+    #: Where the model work runs (``[run] ray = ...``, ``--ray``): None here, else a Ray cluster's actors. It
+    #: changes no result, so it is no part of the results' settings.
+    ray: RayOptions | None = None
 
     def split_info(self) -> dict[str, Any]:
         """The split this experiment scores, for provenance (empty when it scores every item)."""
@@ -256,6 +260,7 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         retry_failed=data.get("retry_failed", True),
         split=data.get("split"),
         split_seed=data.get("split_seed", 0),
+        ray=ray_from_table(data.get("run", {}), path),
     )
 
 

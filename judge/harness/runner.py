@@ -20,6 +20,7 @@ from typing import Any
 
 from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..datasets.split import conversation_of, split_items
+from ..distributed.options import backend_pool, refuse_batches
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
 from ..engine.batch import BatchPlan
@@ -254,6 +255,7 @@ def run_experiment(
     _check_budget(todo)  # a run refused for its cost leaves nothing behind
     # --batch: the requests the cache lacks, over every cell (a method that cannot be batched is refused here)
     batches = BatchPlan().collect(_entry_groups(todo, with_failed=exp.retry_failed))
+    refuse_batches(exp.ray, batches)
     for cell, prep, path, *_ in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
         _check_meta(path, cell_meta(cell, exp, prep))
@@ -262,7 +264,7 @@ def run_experiment(
     if done:
         log(f"resuming: {done} of {total} item results already saved in {out}")
     t0 = time.perf_counter()
-    backends = BackendPool()
+    backends = backend_pool(exp.ray, log)
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)
