@@ -26,10 +26,10 @@ read is ``expected_goodness``); sampled (temperature above 0, ``n`` choices), ea
 on after it (the rationale as the assistant's turn, a request for the answer line as the user's) gets the
 answer line alone. A chat's prompt, everywhere here, is its messages' texts joined by line breaks.
 
-``reasoning=True`` makes it answer as OpenAI's reasoning models do (o-series, GPT-5): HTTP 400 with their
-error bodies for ``max_tokens`` (``unsupported_parameter``: use ``max_completion_tokens``), ``logprobs``
-and ``top_logprobs`` (``unsupported_parameter``) and a ``temperature`` other than 1
-(``unsupported_value``); hidden reasoning tokens (``REASONING_TOKENS`` per ``reasoning_effort``) count in
+``reasoning=True`` makes it answer as OpenAI's reasoning models do (o-series, GPT-5), with their error
+bodies: HTTP 400 for ``max_tokens`` (``unsupported_parameter``: use ``max_completion_tokens``) and a
+``temperature`` other than 1 (``unsupported_value``), HTTP 403 for ``logprobs`` and ``top_logprobs`` ("You
+are not allowed to request logprobs from this model", ``param`` and ``code`` null); hidden reasoning tokens (``REASONING_TOKENS`` per ``reasoning_effort``) count in
 ``max_completion_tokens`` and are reported in ``usage.completion_tokens_details.reasoning_tokens``; a
 budget they exhaust gives empty content and ``finish_reason`` ``length``. ``think="block"`` shows thinking
 in the content (a ``<think>`` block holding a wrong answer line first), ``think="field"`` in a
@@ -125,14 +125,15 @@ def tokens_of(text: str) -> list[str]:
 
 #: Hidden reasoning tokens a reasoning model spends per request, by ``reasoning_effort``.
 REASONING_TOKENS = {"low": 16, "medium": 48, "high": 96}
-#: The bodies of OpenAI's refusals of reasoning models' parameters (HTTP 400).
-REFUSALS = {
-    "max_tokens": ("unsupported_parameter", "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                   "Use 'max_completion_tokens' instead."),
-    "logprobs": ("unsupported_parameter", "Unsupported parameter: 'logprobs' is not supported with this model."),
-    "top_logprobs": ("unsupported_parameter", "Unsupported parameter: 'top_logprobs' is not supported with this model."),
-    "temperature": ("unsupported_value", "Unsupported value: 'temperature' does not support {value} with this model. "
-                    "Only the default (1) value is supported."),
+#: OpenAI's refusals of reasoning models' parameters: HTTP status, ``code`` and message (``param`` names the
+#: parameter, except in the 403 for log-probabilities, whose ``param`` and ``code`` are null).
+REFUSALS: dict[str, tuple[int, str | None, str]] = {
+    "max_tokens": (400, "unsupported_parameter", "Unsupported parameter: 'max_tokens' is not supported with this "
+                   "model. Use 'max_completion_tokens' instead."),
+    "logprobs": (403, None, "You are not allowed to request logprobs from this model"),
+    "top_logprobs": (403, None, "You are not allowed to request logprobs from this model"),
+    "temperature": (400, "unsupported_value", "Unsupported value: 'temperature' does not support {value} with this "
+                    "model. Only the default (1) value is supported."),
 }
 
 
@@ -463,7 +464,7 @@ class _Handler(BaseHTTPRequestHandler):
         if srv.reasoning:
             refused = _refusal(body)
             if refused is not None:
-                self._send(400, refused, limit_headers)
+                self._send(*refused, limit_headers)
                 return
             self._send(200, self._reasoned(prompt, body, chat, with_lp=False), limit_headers)
             return
@@ -820,17 +821,18 @@ def _entry(token: str, prompt: str, answer: bool) -> dict[str, Any]:
                              for t, lp in sorted(tops.items(), key=lambda t: -t[1])]}
 
 
-def _refusal(body: dict[str, Any]) -> dict[str, Any] | None:
-    """OpenAI's 400 body for the first parameter of ``body`` a reasoning model refuses, or None."""
-    for param, (code, message) in REFUSALS.items():
+def _refusal(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """OpenAI's answer (status, body) to the first parameter of ``body`` a reasoning model refuses, or None."""
+    for param, (status, code, message) in REFUSALS.items():
         if param not in body:
             continue
         value = body[param]
         if param == "temperature" and float(value) == 1.0:
             continue
         shown = int(value) if isinstance(value, float) and value.is_integer() else value
-        return {"error": {"message": message.format(value=shown), "type": "invalid_request_error", "param": param,
-                          "code": code}}
+        named = param if code is not None else None
+        return status, {"error": {"message": message.format(value=shown), "type": "invalid_request_error",
+                                  "param": named, "code": code}}
     return None
 
 

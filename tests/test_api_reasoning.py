@@ -95,6 +95,33 @@ def test_a_reasoning_api_scores_every_item_from_sampled_answers(model, args, bud
     assert all(r.body.get("max_completion_tokens") == budget + 8 for r in srv.requests if r not in refused)
 
 
+def test_the_stand_in_refuses_with_openais_own_bodies():
+    """What the stand-in answers a reasoning model's refused parameters with, through OpenAI's own client:
+    400 ``unsupported_parameter`` for max_tokens, 400 ``unsupported_value`` for a temperature other than 1,
+    403 with null param and code for log-probabilities (the bodies OpenAI's API returns)."""
+    import openai
+
+    with FaultServer(reasoning=True) as srv:
+        client = openai.OpenAI(base_url=srv.base_url, api_key="test-key", max_retries=0)
+        ask = {"model": "o4-mini", "messages": [{"role": "user", "content": "Hi"}]}
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(**ask, max_tokens=5)
+        assert refused.value.body == {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                       "'max_completion_tokens' instead.", "type": "invalid_request_error", "param": "max_tokens",
+            "code": "unsupported_parameter"}
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(**ask, temperature=0)
+        assert refused.value.code == "unsupported_value" and refused.value.param == "temperature"
+        assert "'temperature' does not support 0 with this model" in refused.value.message
+        with pytest.raises(openai.PermissionDeniedError) as denied:
+            client.chat.completions.create(**ask, logprobs=True, top_logprobs=5)
+        assert denied.value.body == {"message": "You are not allowed to request logprobs from this model",
+                                     "type": "invalid_request_error", "param": None, "code": None}
+        answer = client.chat.completions.create(**ask, max_completion_tokens=200)
+        assert answer.usage.completion_tokens_details.reasoning_tokens == 48 and answer.choices[0].message.content
+
+
 def test_a_one_token_read_of_a_reasoning_model_is_refused_naming_reason():
     with FaultServer(reasoning=True) as srv:
         code, rows, err = _score(srv, "o4-mini")  # known by name: refused before any request

@@ -459,7 +459,7 @@ class OpenAIBackend(Backend):
                 reason += f": {self._scrub(detail)[:160]}"
             if code in (408, 409, 429) or code >= 500:
                 raise _Retryable(reason, parse_retry_after(exc.response.headers), code, exc.response.headers) from None
-            param = _refused_param(exc) if code == 400 else None
+            param = _refused_param(exc) if code in (400, 403) else None
             if param is not None:
                 raise _Refused(param, reason) from None
             raise _Permanent(reason) from None
@@ -943,13 +943,18 @@ def _body_detail(body: Any) -> str:
 
 
 def _refused_param(exc: Any) -> str | None:
-    """The parameter a 400 answer refuses (OpenAI: ``code`` ``unsupported_parameter`` or ``unsupported_value``
-    and ``param``; a gateway that keeps only the message: "Unsupported parameter: 'max_tokens' ..."), when it
-    is one this backend can replace or drop; else None."""
+    """The parameter a 400 or 403 answer refuses, when it is one this backend can replace or drop; else None.
+    OpenAI answers a reasoning model's ``max_tokens`` and ``temperature`` with 400, ``code``
+    ``unsupported_parameter`` or ``unsupported_value`` and ``param``, and its log-probabilities with 403 "You
+    are not allowed to request logprobs from this model" (``param`` and ``code`` null); a gateway that keeps
+    only the message ("Unsupported parameter: 'max_tokens' ...") is read from the message."""
+    detail = _error_detail(exc)
     param = exc.param if exc.code in REFUSAL_CODES else None
     if param is None:
-        found = re.search(r"Unsupported (?:parameter|value): '(\w+)'", _error_detail(exc))
+        found = re.search(r"Unsupported (?:parameter|value): '(\w+)'", detail)
         param = found.group(1) if found else None
+    if param is None and re.search(r"not allowed to request logprobs", detail, re.IGNORECASE):
+        param = "logprobs"
     return param if param in REPLACEMENTS else None
 
 
