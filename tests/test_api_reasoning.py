@@ -204,3 +204,25 @@ def test_real_chat_server_with_logprobs_reads_the_answer_after_the_rationale(lla
             assert here.said is not None and remote.said is not None
             if here.said.rationale == remote.said.rationale:  # the same greedy rationale: the same answer
                 assert remote.value == pytest.approx(here.value, abs=0.02)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "judge", "score", str(EXAMPLES), "--backend", "openai", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+
+
+def test_check_prices_a_rationale_at_its_whole_budget_without_contacting_the_server():
+    """``--check`` counts what a judge that reasons first may generate: the budget and the answer line (8) per
+    request, five times for a reasoning model sampled five times (12 items: 12 x 72 and 12 x 5 x 264)."""
+    proc = _cli("--model", "gpt-4o-mini", "--reason", "64", "--check")
+    assert proc.returncode == 0, proc.stderr
+    assert "~864 generated tokens counted at the rationales' whole budgets" in proc.stdout
+    proc = _cli("--model", "o4-mini", "--reason", "256", "--sampling-fallback", "5", "--check")
+    assert proc.returncode == 0, proc.stderr
+    assert "~15,840 generated tokens" in proc.stdout and " 12 " in proc.stdout
+
+
+def test_a_rationale_cannot_go_through_the_batch_api(tmp_path):
+    proc = _cli("--model", "gpt-4o-mini", "--reason", "64", "--batch", "--cache-path", str(tmp_path / "c.sqlite"))
+    assert proc.returncode == 2 and "not a rationale" in proc.stderr and "reason = N" in proc.stderr
