@@ -47,13 +47,13 @@ def _said(answers) -> list[tuple[str, dict[str, float], int]]:
     return [(a.rationale, a.dist.logprobs, a.n_generated) for a in answers]
 
 
-@pytest.mark.parametrize("how", [Reasoning(12, "Answer:"), Reasoning(12, "Answer:", temperature=0.9, seed=7)],
-                         ids=["greedy", "sampled"])
+@pytest.mark.parametrize("how", [Reasoning(12, "Answer:"), pytest.param(
+    Reasoning(12, "Answer:", temperature=0.9, seed=7), marks=pytest.mark.slow)], ids=["greedy", "sampled"])
 def test_an_answer_after_a_rationale_does_not_depend_on_what_ran_before(reuse, scratch, how):
     """Each prompt alone from an empty KV cache, then all of them in order and in reverse on a backend that
     reuses the previous prompt's batches: the same rationales and the same distributions, bit for bit; a
     label read after them is the label read alone. The prompt is evaluated once: the read costs one decode."""
-    prompts = _prompts(3, how.tokens)
+    prompts = _prompts(2, how.tokens)
     answers = [scratch.reason([p], LABELS, 5, how)[0] for p in prompts]
     alone = _said(answers)
     # evaluated beyond the prompt: the cue, and the rationale's last token when the budget ended it
@@ -65,18 +65,19 @@ def test_an_answer_after_a_rationale_does_not_depend_on_what_ran_before(reuse, s
     assert reuse.label_logprobs([plain], LABELS)[0].logprobs == scratch.label_logprobs([plain], LABELS)[0].logprobs
 
 
+@pytest.mark.slow  # five rationales of one prompt: the sampled path's own test
 def test_the_seed_samples_another_rationale_and_greedy_is_the_default(scratch):
-    prompt = _prompts(1, 12)
-    greedy = _said(scratch.reason(prompt, LABELS, 5, Reasoning(12, "Answer:")))
-    seeds = {_said(scratch.reason(prompt, LABELS, 5, Reasoning(12, "Answer:", 1.0, seed)))[0][0] for seed in range(3)}
-    assert len(seeds) > 1 and greedy == _said(scratch.reason(prompt, LABELS, 5, Reasoning(12, "Answer:", 0.0, 5)))
+    prompt = _prompts(1, 8)
+    greedy = _said(scratch.reason(prompt, LABELS, 5, Reasoning(8, "Answer:")))
+    seeds = {_said(scratch.reason(prompt, LABELS, 5, Reasoning(8, "Answer:", 1.0, seed)))[0][0] for seed in range(3)}
+    assert len(seeds) > 1 and greedy == _said(scratch.reason(prompt, LABELS, 5, Reasoning(8, "Answer:", 0.0, 5)))
 
 
 def test_the_replay_counts_what_a_rationale_that_spends_its_budget_evaluates(reuse):
     """The cost replay runs the backend's steps with a placeholder token that never ends the rationale:
     where the real rationale spent its whole budget too, every count is the real one."""
     how = Reasoning(6, "Answer:")
-    prompts = _prompts(6, how.tokens)
+    prompts = _prompts(3, how.tokens)
     replay = LlamaCppBackend.replay(None, GenerateConfig(threads=2), n_batch=32)
     reuse.reset()
     full = 0
