@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import sys
 import time
 from pathlib import Path
@@ -30,22 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from llama_subset import add_subset_options, subset
+from prefix_share import peak_rss_mb
+
 from judge.answers import candidates
 from judge.backends import Prompt
 from judge.backends.base import Reasoned, Reasoning
 from judge.backends.llamacpp import LlamaCppBackend
 from judge.config import GenerateConfig
-from judge.datasets import load_benchmark
-from judge.datasets.benchmarks import dataset_info
-from judge.harness.runner import seeded_subset
 from judge.prompts import get_prompt
 
 #: The acceptance bound of the read's cost (issue "Judges that think before they answer").
 BOUND = 1.1
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def rationale_only(backend: LlamaCppBackend, prompts: list[Prompt], how: Reasoning) -> int:
@@ -71,18 +66,12 @@ def with_read(backend: LlamaCppBackend, prompts: list[Prompt], how: Reasoning, l
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", default="../shared/data")
-    ap.add_argument("--dataset", default="DZ", help="a DSTC10 set (abbreviation or name)")
-    ap.add_argument("--limit", type=int, default=12, help="items (seeded subset)")
+    add_subset_options(ap, "DZ")
     ap.add_argument("--prompt", default="yesno-criteria")
     ap.add_argument("--tokens", type=int, nargs="+", default=[64], help="rationale budgets to measure")
-    ap.add_argument("--model", default=None, help="default: the embedded SmolLM2")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=1, help="ABBA rounds")
     args = ap.parse_args()
 
-    info = dataset_info(args.dataset)
-    items = seeded_subset(load_benchmark(info.name, args.data_dir), args.limit, 0)
+    info, items = subset(args)
     template = get_prompt(args.prompt)
     labels = candidates(template.answer)
     backend = LlamaCppBackend(args.model, GenerateConfig(threads=args.threads))
