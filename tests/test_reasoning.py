@@ -229,6 +229,25 @@ def test_flags_of_score_and_bench_and_members_set_reason(tmp_path):
     assert proc.returncode == 2 and "--reason" in proc.stderr
 
 
+def test_judge_serve_serves_a_judge_that_reasons_first(tmp_path):
+    """``judge serve --reason N`` (the options of judge score): a served row carries what the judge said, as
+    judge score's row for the same item does."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_serve import call, start_server
+
+    rows, _ = _score(tmp_path, "--reason", "16", "--limit", "1")
+    server = start_server(tmp_path, "--backend", "mock", "--reason", "16", env={"JUDGE_CACHE": str(tmp_path / "s.sqlite")})
+    try:
+        record = json.loads(EXAMPLES.read_text().splitlines()[0])
+        status, body = call(server, "POST", "/v1/score", record)
+    finally:
+        server.stop()
+    assert status == 200, body
+    row = json.loads(body)
+    assert row["rationale"] == rows[0]["rationale"] and row["score"] == rows[0]["score"]
+    assert row["n_generated_tokens"] == rows[0]["n_generated_tokens"] > 0
+
+
 # -- requests and cache keys ----------------------------------------------------------------------------
 def test_a_reason_request_is_one_kind_with_its_own_key():
     backend = create_backend("mock", None, GenerateConfig())
