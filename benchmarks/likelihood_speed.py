@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import sys
 import time
 from pathlib import Path
@@ -30,21 +29,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from llama_subset import add_subset_options, subset
+from prefix_share import peak_rss_mb
+
 from judge.backends import Prompt, TokenLogprobs
 from judge.backends.llamacpp import LlamaCppBackend
 from judge.config import GenerateConfig
-from judge.datasets import load_benchmark
-from judge.datasets.benchmarks import dataset_info
-from judge.harness.runner import seeded_subset
 from judge.items import Item
 from judge.scorers.likelihood import conditional_prompt, statistic, unconditional_prompt, utterances
 from judge.stats import correlate
 
 Request = tuple[Prompt, str]
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def requests_of(item: Item) -> list[Request]:
@@ -76,16 +71,10 @@ def pmi(lps: list[list[float]]) -> float | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", default="../shared/data")
-    ap.add_argument("--dataset", default="FD", help="a DSTC10 set (abbreviation or name)")
-    ap.add_argument("--limit", type=int, default=12, help="items (seeded subset)")
-    ap.add_argument("--model", default=None, help="default: the embedded SmolLM2")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=1, help="ABBA rounds")
+    add_subset_options(ap, "FD")
     args = ap.parse_args()
 
-    info = dataset_info(args.dataset)
-    items = seeded_subset(load_benchmark(info.name, args.data_dir), args.limit, 0)
+    info, items = subset(args)
     per_item = [requests_of(it) for it in items]
     backend = LlamaCppBackend(args.model, GenerateConfig(threads=args.threads))
     n_reply = sum(len(backend._tok(text)) for requests in per_item for _, text in requests)

@@ -59,13 +59,16 @@ def make_judge(
     group_guard: bool = True,
     order: str = "ascending",
     manual_set: str | None = None,
+    reason: int = 0,
+    reason_temperature: float = 0.0,
     **backend_options: Any,
 ) -> LLMJudge:
     """An LLM judge from names: a built-in prompt (``fed`` with a FED quality, or a template path), a
     selector and a backend. With ``k`` > 0 and no ``pool``, examples come from the rated items of each
     ``score`` call (each item's own conversation kept out). ``quality`` is a :class:`Quality` or its
     name, read from the ``pool``'s items (their set's qualities, the scales they declare) or, without a
-    pool, from the registered benchmark sets (``"appropriateness"``). This is a :class:`MethodSpec`
+    pool, from the registered benchmark sets (``"appropriateness"``). ``reason`` > 0 has the judge write a
+    rationale of at most that many tokens before it answers (each Score keeps it). This is a :class:`MethodSpec`
     built through the same builder as every command. Other kinds of method (likelihood signals,
     ensembles, classic scorers, the presets by name) are specs too: ``build_scorer(spec, items)``, with
     ``judge.engine.named_method`` for a method by name."""
@@ -74,7 +77,8 @@ def make_judge(
     spec = MethodSpec.from_mapping({
         "prompt": prompt, "selector": selector, "k": k, "seeds": seed, "group_guard": group_guard, "order": order,
         "manual_set": manual_set, "backend": backend, "model": model, "options": backend_options,
-        "generate": config or GenerateConfig(), "top_k": top_k, "rule": rule})
+        "generate": config or GenerateConfig(), "top_k": top_k, "rule": rule, "reason": reason,
+        "reason_temperature": reason_temperature})
     judge = build(prepare(spec, None, quality, pool=pool, level=quality.level if quality else "turn"), BackendPool())
     assert isinstance(judge, LLMJudge)
     judge.spec = spec

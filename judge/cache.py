@@ -20,9 +20,20 @@ import time
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .backends.base import Backend, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper, gather
+from .backends.base import (
+    Backend,
+    Failure,
+    HiddenState,
+    LabelDist,
+    Prompt,
+    Reasoned,
+    Reasoning,
+    TokenLogprobs,
+    Wrapper,
+    gather,
+)
 from .backends.requests import Answer, Request
 from .config import default_cache_path as default_cache_path
 
@@ -64,11 +75,23 @@ def sequence_key(backend: Backend, prompt: Prompt, continuation: str) -> str:
     return _digest([*material, extra] if extra else material)
 
 
+def reason_key(backend: Backend, prompt: Prompt, candidates: Sequence[str], top_n: int, how: Reasoning) -> str:
+    """The key of an answer read after a rationale: the material of the prompt's label answer key (model,
+    settings, prompt text, candidates, ...) plus every setting of the rationale (its budget, temperature,
+    seed and answer cue) and how the backend generates it (``reason_settings``), so that a rerun with the
+    same settings is served the same rationale and answer, and any other setting gets its own."""
+    return _digest([*_answer_material(backend, prompt, candidates, top_n),
+                    {"reason": how.material(), **backend.reason_settings()}])
+
+
 def request_key(backend: Backend, request: Request) -> str:
     """The cache key of a request's answer (:mod:`judge.backends.requests`), whatever its kind: what a
     driver that answers requests elsewhere (another process, a batch API) looks up and stores under."""
     if request.kind == "sequence":
         return sequence_key(backend, request.prompt, request.continuation)
+    if request.kind == "reason":
+        assert request.reasoning is not None
+        return reason_key(backend, request.prompt, request.candidates, request.top_n, request.reasoning)
     key = hidden_key if request.kind == "hidden" else cache_key
     return key(backend, request.prompt, request.candidates, request.top_n)
 
@@ -86,6 +109,8 @@ def lookup(cache: Cache, backend: Backend, requests: Sequence[Request]) -> list[
             out[i] = found.get(labels[i])
         elif request.kind == "sequence":
             out[i] = cache.get_sequence(request_key(backend, request))
+        elif request.kind == "reason":
+            out[i] = cache.get_reasoned(request_key(backend, request))
         else:
             out[i] = _hidden_hit(cache, cache_key(backend, request.prompt, request.candidates, request.top_n),
                                  request_key(backend, request))
@@ -104,6 +129,12 @@ def store(cache: Cache, backend: Backend, request: Request, answer: Answer) -> A
         if any(math.isnan(x) or x == math.inf for x in answer.logprobs):
             return Failure("backend returned an invalid log-probability for a reply token")
         cache.put_sequence(request_key(backend, request), name, model, answer)
+        return answer
+    if isinstance(answer, Reasoned):
+        reason = unstorable(answer.dist)
+        if reason is not None:
+            return Failure(reason)
+        cache.put_reasoned(request_key(backend, request), name, model, answer)
         return answer
     dist = answer.dist if isinstance(answer, HiddenState) else answer
     reason = unstorable(dist)
@@ -166,7 +197,24 @@ def dist_to_json(dist: LabelDist) -> str:
 
 def dist_from_json(text: str) -> LabelDist:
     """A cached distribution; ``n_evaluated_tokens`` is 0 because nothing ran through a model for it."""
+    return _dist(json.loads(text))
+
+
+def reasoned_to_json(answer: Reasoned) -> str:
+    """The cache's JSON form of an answer after a rationale: the distribution's, with what the model said."""
+    return json.dumps({**json.loads(dist_to_json(answer.dist)), "rationale": answer.rationale,
+                       "n_generated": answer.n_generated, "unparsed": answer.unparsed},
+                      ensure_ascii=False, allow_nan=True)
+
+
+def reasoned_from_json(text: str) -> Reasoned:
+    """A cached answer after a rationale, its rationale and counts as they were when it was computed (a
+    replayed row is the row the run wrote); nothing is evaluated for it."""
     d = json.loads(text)
+    return Reasoned(_dist(d), str(d["rationale"]), int(d["n_generated"]), int(d["unparsed"]))
+
+
+def _dist(d: dict[str, Any]) -> LabelDist:
     return LabelDist(
         {str(k): float(v) for k, v in d["logprobs"].items()},
         [(str(t), float(lp)) for t, lp in d["top"]],
@@ -191,8 +239,9 @@ class Cache:
         self._retry_locked(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
         self._db.execute("PRAGMA synchronous = NORMAL")
         # Label answers in `dists`; per-token answers (likelihood methods) in `sequences`, hidden states in
-        # `hidden`, so that their keys never meet (a file written before a table existed gets it here).
-        for table in ("dists", "sequences", "hidden"):
+        # `hidden`, answers after a rationale in `reasoned`, so that their keys never meet (a file written
+        # before a table existed gets it here).
+        for table in ("dists", "sequences", "hidden", "reasoned"):
             create = (f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
                       "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)")
             self._retry_locked(functools.partial(self._db.execute, create))
@@ -260,6 +309,19 @@ class Cache:
         with self._lock:
             self._retry_locked(lambda: self._db.execute(
                 "INSERT OR REPLACE INTO hidden (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
+                (key, backend, model, value, time.time())))
+
+    def get_reasoned(self, key: str) -> Reasoned | None:
+        """A cached answer after a rationale (in its own table: its keys never meet a label answer's)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM reasoned WHERE key = ?", (key,)).fetchone()
+        return None if row is None else reasoned_from_json(row[0])
+
+    def put_reasoned(self, key: str, backend: str, model: str, answer: Reasoned) -> None:
+        value = reasoned_to_json(answer)
+        with self._lock:
+            self._retry_locked(lambda: self._db.execute(
+                "INSERT OR REPLACE INTO reasoned (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
     def __len__(self) -> int:
@@ -360,6 +422,31 @@ class CachedBackend(Wrapper):
 
     def batcher(self) -> Batcher | None:
         return self.inner.batcher()
+
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        """Answers after a rationale from the cache (``reason_key``: every setting of the rationale in it), so
+        a rerun replays each rationale and answer without calling the model; misses go to the inner backend in
+        one call and are stored as they come back. An answer holding a NaN is returned as a Failure, never
+        stored."""
+        keys = [reason_key(self.inner, p, candidates, top_n, how) for p in prompts]
+        out: list[Reasoned | Failure | None] = [self.cache.get_reasoned(k) for k in keys]
+        todo = [i for i, r in enumerate(out) if r is None]
+        self.hits += len(prompts) - len(todo)
+        self.misses += len(todo)
+        if todo:
+            self.calls += 1
+            answers = self.inner.reason([prompts[i] for i in todo], candidates, top_n, how)
+            for i, res in zip(todo, answers, strict=True):
+                if isinstance(res, Reasoned):
+                    reason = unstorable(res.dist)
+                    if reason is None:
+                        self.cache.put_reasoned(keys[i], self.inner.name, self.inner.model_id, res)
+                    else:
+                        res = Failure(reason)
+                out[i] = res
+        return out  # type: ignore[return-value]
 
     def counters(self) -> dict[str, int]:
         return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}

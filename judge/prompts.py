@@ -13,6 +13,7 @@ A template file starts with a Jinja comment holding TOML metadata::
     family = "fedq-turn"     # prompts written to share all but their last line (optional)
     shared_until = "Question:"  # the family's shared part ends where this text last occurs (optional)
     split_instructions = false  # opt out: evaluate the text before the item with it (default true)
+    cue = "Verdict:"         # the answer line's beginning, for a template that places its own rationale
     -#}
 
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
@@ -24,6 +25,12 @@ declares ``"next_user"``; ``alternatives`` (the distinct replies to the same con
 being scored, its own included, in one fixed order: :mod:`judge.alternatives`) only when it declares
 ``"alternatives"``. The declaration is what reports use to tell reference-based, uses-future and
 listwise methods apart, so an undeclared read is an error at render time, not a silent one.
+
+A method with ``reason = N`` has the model write a rationale before it answers
+(:meth:`PromptTemplate.render_reasoned`): the prompt's last line is its answer cue (``Answer:``,
+``Rating:``), which is replaced by the request for a rationale and an answer line that begins with that
+cue (``prompts/_reason.j2``, the one text every such template gets). A template that places the rationale
+itself reads ``reason`` (None without it; else ``{"tokens": N, "cue": ...}``) and declares its ``cue``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.meta
 
 from .answers import AnswerType, Rating, YesNo
 from .errors import TemplateError, UnknownNameError
@@ -79,6 +87,14 @@ class PromptTemplate:
     #: The template's item-independent text is evaluated as batches of its own (``instructions_chars``): on
     #: for every template unless its metadata says ``split_instructions = false``.
     split_instructions: bool = True
+    #: The answer line's beginning (``Answer:``) of a template that places its own request for a rationale
+    #: (it reads ``reason``); None for the others, whose last line is their cue (:meth:`render_reasoned`).
+    cue: str | None = None
+
+    @property
+    def reads_reason(self) -> bool:
+        """Whether the template asks for the rationale itself (its own text reads ``reason``)."""
+        return self.cue is not None
 
     def shared_chars(self, text: str) -> int:
         """How many leading characters of a rendered prompt its family shares: up to the last occurrence
@@ -107,12 +123,40 @@ class PromptTemplate:
                alternatives: Sequence[str] = ()) -> str:
         """Render the prompt for ``item`` with ``examples`` given as (example item, shown label) and, for a
         template that reads them, the ``alternatives`` replies to its context."""
+        return self._render(item, examples, quality, alternatives, None)
+
+    def render_reasoned(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None,
+                        alternatives: Sequence[str] = (), *, tokens: int) -> tuple[str, str]:
+        """The prompt of a judge that writes a rationale of at most ``tokens`` tokens before it answers, and its
+        answer cue: (text, cue). The text no item changes stays what :meth:`render` begins with (the same
+        instructions, examples and item), so a method's prompts share their prefix with or without reason.
+
+        A template that reads ``reason`` is rendered with it (``{"tokens": N, "cue": cue}``) and placed the
+        request itself. Any other has its last line taken as its cue and replaced by the request for a
+        rationale and an answer line that begins with the cue (``prompts/_reason.j2``)."""
+        if self.cue is not None:
+            return self._render(item, examples, quality, alternatives, {"tokens": tokens, "cue": self.cue}), self.cue
+        text = self.render(item, examples, quality, alternatives)
+        head, _, last = text.rpartition("\n")
+        cue = last.strip()
+        if not cue or len(cue) > MAX_CUE_CHARS:
+            shown = repr(cue[:40] + "...") if len(cue) > MAX_CUE_CHARS else "an empty line"
+            raise TemplateError(
+                f"{self.path}: with reason set, the prompt's last line is its answer cue (such as 'Answer:'), but "
+                f"this prompt ends with {shown}; end the template with its cue, or place the rationale in it: read "
+                "'reason' and declare the cue in the metadata (cue = \"Answer:\")")
+        request = _reason_request().render({"cue": cue, "answer": _answer_view(self.answer), "tokens": tokens})
+        return (head + "\n" if head else "") + request, cue
+
+    def _render(self, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
+                alternatives: Sequence[str], reason: dict[str, Any] | None) -> str:
         q = quality or self.quality
         ctx = {
             "item": item_view(item, self.reads, alternatives),
             "examples": [{"item": item_view(ex, self.reads), "label": label} for ex, label in examples],
             "quality": _quality_view(q),
             "answer": _answer_view(self.answer),
+            "reason": reason,
         }
         template = _compile(self.path, self.source)
         try:
@@ -139,6 +183,18 @@ class PromptTemplate:
                 human = self.answer.min + frac * (self.answer.max - self.answer.min)
             return self.answer.format_label(human)
         return self.answer.format_label(human, lo, hi)
+
+
+#: The longest last line taken as a template's answer cue.
+MAX_CUE_CHARS = 40
+#: The request for a rationale that replaces a prompt's cue line (:meth:`PromptTemplate.render_reasoned`).
+REASON_PARTIAL = "_reason.j2"
+
+
+@lru_cache(maxsize=1)
+def _reason_request() -> jinja2.Template:
+    path = prompts_dir() / REASON_PARTIAL
+    return _compile(path, path.read_text(encoding="utf-8"))
 
 
 def _sentinel_items() -> list[tuple[Item, list[str]]]:
@@ -267,14 +323,19 @@ class _Loader(jinja2.BaseLoader):
         raise jinja2.TemplateNotFound(template)
 
 
-@lru_cache(maxsize=256)
-def _compile(path: Path, source: str) -> jinja2.Template:
-    env = StrictSandbox(
+def _environment(path: Path) -> jinja2.Environment:
+    """The sandbox a template of ``path`` renders in (its includes resolved beside it, then built-in)."""
+    return StrictSandbox(
         loader=_Loader(path.parent),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         autoescape=False,
     )
+
+
+@lru_cache(maxsize=256)
+def _compile(path: Path, source: str) -> jinja2.Template:
+    env = _environment(path)
     try:
         return env.from_string(_FRONT.sub("", source, count=1))
     except jinja2.TemplateSyntaxError as exc:
@@ -307,7 +368,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
     allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads", "family",
-               "shared_until", "split_instructions"}
+               "shared_until", "split_instructions", "cue"}
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -315,7 +376,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         if key in meta and (isinstance(meta[key], bool) or not isinstance(meta[key], (int, float))
                              or not math.isfinite(meta[key])):
             raise TemplateError(f"{path}: metadata '{key}' must be a finite number, not {meta[key]!r}")
-    for key in ("answer", "quality", "level", "description", "family", "shared_until"):
+    for key in ("answer", "quality", "level", "description", "family", "shared_until", "cue"):
         if key in meta and not isinstance(meta[key], str):
             raise TemplateError(f"{path}: metadata '{key}' must be a string, not {meta[key]!r}")
     if not isinstance(meta.get("split_instructions", False), bool):
@@ -356,7 +417,23 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         raise TemplateError(f"{path}: metadata 'shared_until' needs a 'family' and a non-empty text")
     return PromptTemplate(name or path.stem, path, source, answer, q, level, frozenset(reads),
                           str(family) if family else None, meta.get("shared_until"),
-                          meta.get("split_instructions", True))
+                          meta.get("split_instructions", True), _reason_cue(path, meta, source))
+
+
+def _reason_cue(path: Path, meta: dict[str, Any], source: str) -> str | None:
+    """The declared ``cue`` of a template whose own text reads ``reason`` (it places the request for a
+    rationale itself); a template that reads it without a cue, or declares a cue without reading it, is
+    refused: the cue says where the answer is read, and only such a template moves it."""
+    env = _environment(path)
+    reads = "reason" in jinja2.meta.find_undeclared_variables(env.parse(_FRONT.sub("", source, count=1)))
+    cue = meta.get("cue")
+    if reads and not (cue and cue.strip()):
+        raise TemplateError(f"{path}: the template reads 'reason' (it places the request for a rationale itself), so "
+                            "it must declare where the answer line begins: cue = \"Answer:\" in its metadata")
+    if cue is not None and not reads:
+        raise TemplateError(f"{path}: metadata 'cue' is for a template that places its own request for a rationale "
+                            "(it reads 'reason'); without it, the prompt's last line is the cue")
+    return cue.strip() if cue else None
 
 
 def builtin_prompts() -> dict[str, Path]:

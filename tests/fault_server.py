@@ -17,6 +17,24 @@ later request).
 every answer come without logprobs, sampled answers cycling Yes, Yes, Yes, No per prompt (the
 sampling fallback estimates p(yes) = 0.75). Every request is recorded with its Authorization header.
 
+A request for more than one token (a judge that reasons first) gets a rationale, then the answer line
+``Answer: Yes`` (or ``No``): with logprobs, one entry per token and the top log-probabilities of
+``top_logprobs`` at the answer's token (`` Yes``/`` No`` share 0.8 of the mass as p : 1 - p, so the exact
+read is ``expected_goodness``); sampled (temperature above 0, ``n`` choices), each choice's label drawn by
+``sampled_label`` from its seed, and about one in ten choices ending without an answer line. With
+``answer_line=False`` a rationale asked for with logprobs ends without its answer line; a chat that goes
+on after it (the rationale as the assistant's turn, a request for the answer line as the user's) gets the
+answer line alone. A chat's prompt, everywhere here, is its messages' texts joined by line breaks.
+
+``reasoning=True`` makes it answer as OpenAI's reasoning models do (o-series, GPT-5), with their error
+bodies: HTTP 400 for ``max_tokens`` (``unsupported_parameter``: use ``max_completion_tokens``) and a
+``temperature`` other than 1 (``unsupported_value``), HTTP 403 for ``logprobs`` and ``top_logprobs`` ("You
+are not allowed to request logprobs from this model", ``param`` and ``code`` null); hidden reasoning tokens (``REASONING_TOKENS`` per ``reasoning_effort``) count in
+``max_completion_tokens`` and are reported in ``usage.completion_tokens_details.reasoning_tokens``; a
+budget they exhaust gives empty content and ``finish_reason`` ``length``. ``think="block"`` shows thinking
+in the content (a ``<think>`` block holding a wrong answer line first), ``think="field"`` in a
+``reasoning_content`` field.
+
 **Rate limits** (``limit=RateLimit(...)``): budgets of requests and tokens per minute that refill
 continuously, as OpenAI's do; every answer carries ``x-ratelimit-limit/remaining/reset-requests`` and
 ``-tokens`` (resets as Go durations: ``6m0s``, ``1s``, ``20ms``), and a request the budget cannot hold gets a
@@ -48,6 +66,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import socket
 import struct
 import threading
@@ -70,10 +89,52 @@ def expected_goodness(prompt: str) -> float:
     return 0.05 + 0.9 * (h / 2**32)
 
 
-def top_logprobs(prompt: str) -> dict[str, float]:
-    """The top tokens answered for ``prompt``: Yes/No share 0.8 of the mass in proportion p : 1 - p."""
+def top_logprobs(prompt: str, space: str = "") -> dict[str, float]:
+    """The top tokens answered for ``prompt``: Yes/No share 0.8 of the mass in proportion p : 1 - p
+    (``space``: spelled after it, as the token after ``Answer:`` is)."""
     p = expected_goodness(prompt)
-    return {"Yes": math.log(0.8 * p), "No": math.log(0.8 * (1 - p)), "The": math.log(0.1), "I": math.log(0.05)}
+    return {f"{space}Yes": math.log(0.8 * p), f"{space}No": math.log(0.8 * (1 - p)), f"{space}The": math.log(0.1),
+            f"{space}I": math.log(0.05)}
+
+
+def _unit(*parts: object) -> float:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def sampled_label(prompt: str, seed: int) -> str | None:
+    """The answer of the sampled completion of ``prompt`` with ``seed``: Yes with probability
+    ``expected_goodness``, else No; None (no answer line) for about one seed in ten."""
+    if _unit("garble", prompt, seed) < 0.1:
+        return None
+    return "Yes" if _unit("label", prompt, seed) < expected_goodness(prompt) else "No"
+
+
+def rationale(label: str | None) -> str:
+    """The rationale the server writes before an answer line (or instead of one: ``label`` None)."""
+    if label is None:
+        return "The reply is hard to judge; it could go either way."
+    return f"The reply {'follows from' if label == 'Yes' else 'ignores'} what the user said, so it is " + \
+        ("a good turn." if label == "Yes" else "a weak turn.")
+
+
+def tokens_of(text: str) -> list[str]:
+    """The server's tokens of a completion: a line break, a word with its leading space, or a sign."""
+    return re.findall(r"\n|[ ]?[A-Za-z0-9']+|[ ]?[^\sA-Za-z0-9']", text)
+
+
+#: Hidden reasoning tokens a reasoning model spends per request, by ``reasoning_effort``.
+REASONING_TOKENS = {"low": 16, "medium": 48, "high": 96}
+#: OpenAI's refusals of reasoning models' parameters: HTTP status, ``code`` and message (``param`` names the
+#: parameter, except in the 403 for log-probabilities, whose ``param`` and ``code`` are null).
+REFUSALS: dict[str, tuple[int, str | None, str]] = {
+    "max_tokens": (400, "unsupported_parameter", "Unsupported parameter: 'max_tokens' is not supported with this "
+                   "model. Use 'max_completion_tokens' instead."),
+    "logprobs": (403, None, "You are not allowed to request logprobs from this model"),
+    "top_logprobs": (403, None, "You are not allowed to request logprobs from this model"),
+    "temperature": (400, "unsupported_value", "Unsupported value: 'temperature' does not support {value} with this "
+                    "model. Only the default (1) value is supported."),
+}
 
 
 def go_duration(seconds: float) -> str:
@@ -135,6 +196,13 @@ class FaultServer:
     logprobs: bool = True
     #: Completions answer in the chat "content" logprobs format, as llama.cpp's own server does.
     content_format: bool = False
+    #: Answer as OpenAI's reasoning models do (see the module docstring).
+    reasoning: bool = False
+    #: Where a reasoning model shows its thinking: "" (nowhere), "block" (content), "field" (reasoning_content).
+    think: str = ""
+    #: A rationale asked for with logprobs ends with its answer line; False: it ends without one (a chat's
+    #: next turn after it, asking for the answer line, then writes one).
+    answer_line: bool = True
     port: int = 0
     requests: list[Request] = field(default_factory=list)
     limit: RateLimit | None = None
@@ -339,8 +407,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not chat and not path.endswith("/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
-        prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
-        admitted, limit_headers = srv._admit(prompt_tokens(prompt) + int(body.get("max_tokens") or 16))
+        prompt = prompt_of(body, chat)
+        spend = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+        admitted, limit_headers = srv._admit(prompt_tokens(prompt) + spend)
         if not admitted:
             with srv._lock:
                 srv.requests.append(Request(self.path, self.headers.get("Authorization"), prompt, body,
@@ -392,7 +461,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if srv.reasoning:
+            refused = _refusal(body)
+            if refused is not None:
+                self._send(*refused, limit_headers)
+                return
+            self._send(200, self._reasoned(prompt, body, chat, with_lp=False), limit_headers)
+            return
         with_lp = srv.logprobs and action != "nologprobs"
+        if int(body.get("max_tokens") or 1) > 1:  # a rationale, then the answer line
+            self._send(200, self._reasoned(prompt, body, chat, with_lp), limit_headers)
+            return
         answer = self._answer(prompt, body, chat, with_lp)
         if action == "badlogprobs":  # valid JSON, but the logprobs block lacks its fields
             answer["choices"][0]["logprobs"] = {"content": [{"top_logprobs": [{"t": 1}]}]} if chat else \
@@ -472,6 +551,56 @@ class _Handler(BaseHTTPRequestHandler):
             out = _public(b)
         self._send(200, out)
 
+    def _reasoned(self, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
+        """A completion with a rationale and an answer line (see the module docstring)."""
+        srv = self.owner
+        n = int(body.get("n") or 1)
+        budget = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+        hidden = REASONING_TOKENS.get(str(body.get("reasoning_effort") or "medium"), 48) if srv.reasoning else 0
+        greedy = float(body.get("temperature", 1.0)) == 0.0
+        seed = int(body.get("seed") or 0)
+        choices, spent, thought = [], 0, 0
+        for i in range(n):
+            label: str | None = max(("Yes", "No"), key=top_logprobs(prompt).__getitem__) if greedy else \
+                sampled_label(prompt, seed + i)
+            follow_up = chat and len(body["messages"]) > 1
+            if with_lp and not srv.answer_line and not follow_up:
+                label = None
+            text = (f"Answer: {label}" if follow_up else rationale(label) + (f"\nAnswer: {label}" if label else ""))
+            shown = ""
+            if srv.think:  # the thinking holds the opposite answer line, which must never be read
+                other = "No" if label == "Yes" else "Yes"
+                shown = f"Let me weigh it. Answer: {other} at first sight.\nAnswer: {other}"
+                if srv.think == "block":
+                    text = f"<think>{shown}</think>\n{text}"
+            toks = tokens_of(text)
+            used = hidden + len(toks)
+            finish = "stop"
+            if used > budget:  # out of room: reasoning models then return no content at all
+                toks, text, finish, used = [], "", "length", budget
+            spent += used
+            thought += min(hidden, budget)
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if srv.think == "field" and text:
+                message["reasoning_content"] = shown
+            choice: dict[str, Any] = {"index": i, "finish_reason": finish, "logprobs": None}
+            if chat:
+                choice["message"] = message
+            else:
+                choice["text"] = text
+            if with_lp and toks:
+                choice["logprobs"] = {"content": [_entry(tok, prompt, toks[j - 2:j] == ["Answer", ":"])
+                                                  for j, tok in enumerate(toks)]}
+            choices.append(choice)
+        n_prompt = max(1, len(prompt) // 4)
+        usage: dict[str, Any] = {"prompt_tokens": n_prompt, "completion_tokens": spent, "total_tokens": n_prompt + spent,
+                                 "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0}}
+        if srv.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": thought, "audio_tokens": 0,
+                                                  "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+        return {"id": "chatcmpl-fault", "object": "chat.completion" if chat else "text_completion", "created": 0,
+                "model": body.get("model", "fault"), "choices": choices, "usage": usage}
+
     def _send(self, code: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(code, json.dumps(obj).encode(), headers)
 
@@ -495,6 +624,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
         except OSError:
             pass
+
+
+def prompt_of(body: dict[str, Any], chat: bool) -> str:
+    """A request's prompt: a chat's is its messages' texts, one per line (one message: its text)."""
+    return "\n".join(m["content"] for m in body["messages"]) if chat else str(body.get("prompt", ""))
 
 
 def answer(srv: FaultServer, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
@@ -647,7 +781,7 @@ def _finish(srv: FaultServer, b: dict[str, Any], status: str, done: int, missing
             continue
         body = req["body"]
         chat = req["url"].endswith("/chat/completions")
-        prompt = body["messages"][-1]["content"] if chat else body.get("prompt", "")
+        prompt = prompt_of(body, chat)
         if srv.batch_fail_marker and srv.batch_fail_marker in prompt:
             err.append({"id": rid, "custom_id": req["custom_id"], "error": None,
                         "response": {"status_code": 500, "request_id": f"req_{rid}",
@@ -676,6 +810,30 @@ def _finish(srv: FaultServer, b: dict[str, Any], status: str, done: int, missing
     b["request_counts"] = {"total": len(b["_lines"]), "completed": len(out), "failed": len(err)}
     b["status"] = status
     b[f"{status}_at"] = now
+
+
+def _entry(token: str, prompt: str, answer: bool) -> dict[str, Any]:
+    """A token's logprobs entry: at the answer's position (after ``Answer:``) the prompt's top tokens, else
+    the token alone at probability ~0.9."""
+    tops = top_logprobs(prompt, " ") if answer else {token: math.log(0.9)}
+    return {"token": token, "logprob": tops.get(token, math.log(0.01)), "bytes": list(token.encode()),
+            "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
+                             for t, lp in sorted(tops.items(), key=lambda t: -t[1])]}
+
+
+def _refusal(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """OpenAI's answer (status, body) to the first parameter of ``body`` a reasoning model refuses, or None."""
+    for param, (status, code, message) in REFUSALS.items():
+        if param not in body:
+            continue
+        value = body[param]
+        if param == "temperature" and float(value) == 1.0:
+            continue
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        named = param if code is not None else None
+        return status, {"error": {"message": message.format(value=shown), "type": "invalid_request_error",
+                                  "param": named, "code": code}}
+    return None
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -144,6 +146,46 @@ def test_likelihood_speed_times_batched_replies_against_token_by_token(data_dir)
     assert token_max < 1.0 and pmi_mean < 0.1, proc.stdout
     assert float(ranks.split("between the sides ")[1].split(";")[0]) >= 0.5, ranks  # 3 items: an adjacent swap at most
     assert "with human Overall: batched " in ranks and "(n=3)" in ranks, ranks
+
+
+@pytest.mark.slow  # SmolLM2 generating rationales on both sides
+def test_reason_read_times_the_read_after_a_rationale_against_the_rationale_alone(data_dir):
+    """Two DailyDialog items, 8-token rationales: both sides generate the same tokens and print a row; the
+    ratio is of the same run."""
+    proc = subprocess.run([sys.executable, "benchmarks/reason_read.py", "--data-dir", str(data_dir), "--limit", "2",
+                           "--tokens", "8"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.split() for line in proc.stdout.splitlines()]
+    rows = {parts[0]: parts for parts in lines if parts and parts[0] in ("rationale", "rationale+read")}
+    assert set(rows) == {"rationale", "rationale+read"} and all("items/s" in r for r in rows.values()), proc.stdout
+    assert "reason = 8: 16 tokens generated" in proc.stdout or "reason = 8:" in proc.stdout
+    ratio = next(line for line in proc.stdout.splitlines() if "rationale+read / rationale" in line)
+    assert float(ratio.split("= ")[1].split("x")[0]) > 0.5 and "peak RSS" in proc.stdout
+
+
+def test_reason_measure_reads_a_run_and_adds_the_sampled_candidate(tmp_path, data_dir):
+    """The measurement's config on the mock backend (plumbing only: the numbers mean nothing), then the
+    script: a row per candidate, the sampled one estimated from the exact one's rows."""
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "judge", "run", "benchmarks/configs/reason_q15_dev.toml", "--data-dir",
+                          str(data_dir), "-o", str(out), "--backend", "mock", "--limit", "5", "--no-progress"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "JUDGE_CACHE": str(tmp_path / "cache.sqlite")})
+    assert run.returncode == 0, run.stderr
+    proc = subprocess.run([sys.executable, "benchmarks/reason_measure.py", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == ["q15-criteria", "q15-criteria-reason128", "q15-criteria-reason128-sampled5"]
+    assert "p = " in rows[1] and "p = " in rows[2] and " + 0 |" in rows[0] and " + 0 |" not in rows[1]
+    spec = importlib.util.spec_from_file_location("reason_measure", ROOT / "benchmarks" / "reason_measure.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = {"id": "x", "score": 0.9, "label_probs": {"yes": 0.6, "no": 0.2}, "error": None, "estimated": False}
+    drawn = module.sampled(row)
+    assert drawn == module.sampled(row) and drawn["estimated"] and sum(drawn["label_probs"].values()) <= 1
+    assert module.sampled({**row, "label_probs": {"yes": 1.0, "no": 0.0}})["score"] == 1.0
+    assert module.sampled({**row, "label_probs": {"yes": 0.0, "no": 0.0}})["score"] is None
 
 
 def test_classic_measure_runs_as_documented_and_matches_judge_bench(tmp_path, data_dir):

@@ -216,3 +216,36 @@ def test_import_judge_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=ROOT, capture_output=True,
                          text=True, check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.slow
+def test_a_rationale_is_generated_on_the_prompts_kv_cache_and_the_answer_read_after_it(hf_smollm2):
+    """A causal model reasons first: the prompt runs once, the rationale is generated on its KV cache and
+    the cue run after it. The reference here has no KV cache: each greedy token from a forward pass over
+    the whole sequence so far, until a turn ends or the budget is spent, then one pass over the prompt, the
+    rationale and the cue. The same rationale, and the same distribution up to float rounding."""
+    from judge.backends.base import Reasoned, Reasoning
+    from judge.reasoning import answer_line
+
+    how = Reasoning(8, "Answer:")
+    cands = candidates(YesNo())
+    prompt = Prompt("Is the sky blue on a clear day? Explain briefly, then answer on a line 'Answer: Yes' or "
+                    "'Answer: No'.\n", chat=False)
+    first, again = (hf_smollm2.reason([prompt], cands, 5, how)[0] for _ in range(2))
+    assert isinstance(first, Reasoned) and first == again
+    tok, ids, chosen = hf_smollm2.prompts, hf_smollm2.tokens(prompt), []
+    with torch.inference_mode():
+        def last(seq: list[int]):
+            return hf_smollm2.model(input_ids=torch.tensor([seq])).logits[0, -1].float()
+
+        while len(chosen) < how.tokens:
+            token = int(last(ids + chosen).argmax())
+            if token in hf_smollm2.turn_ends:
+                break
+            chosen.append(token)
+        said = tok.text(chosen)
+        lp = torch.log_softmax(last(ids + chosen + tok.text_tokens("\n" + how.cue)), dim=-1)
+    assert answer_line(said, how.cue) is None  # no answer line of its own: the cue follows the whole rationale
+    assert first.rationale == said.strip() and first.n_generated == len(chosen) > 0
+    for c, t in tok.candidate_ids(cands).items():
+        assert first.dist.logprobs[c] == pytest.approx(float(lp[t]), abs=2e-3)

@@ -1,4 +1,5 @@
-"""The backend contract: next-token log-probabilities of candidate answer strings, one forward pass."""
+"""The backend contract: next-token log-probabilities of candidate answer strings, one forward pass (and,
+where a backend declares them, a reply's per-token log-probabilities, the hidden state, a rationale first)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ class Capabilities:
     #: ``hidden_states`` reads the model's final hidden state at the answer position along with the label
     #: distribution (supervised heads on the judge model's representation, issue 46).
     hidden_states: bool = False
+    #: ``reason`` has the model write a rationale before its answer is read (:class:`Reasoning`): a judge
+    #: that thinks before it answers (``reason = N`` on a method).
+    reason: bool = False
+    #: The model answers in its first token, so a one-token read scores it. False for a reasoning model (it
+    #: thinks before it answers: its first token is never the answer); a judge refuses a one-token read of
+    #: it before the run, naming ``--reason``.
+    answers_at_once: bool = True
 
     def lacks(self, needs: Iterable[str]) -> list[str]:
         """Which of the capabilities ``needs`` (field names of this class, what a method type asks of its
@@ -108,6 +116,38 @@ class HiddenState:
     dist: LabelDist
 
 
+@dataclass(frozen=True)
+class Reasoning:
+    """How a judge that thinks first is asked (``Backend.reason``): the model writes a rationale of at most
+    ``tokens`` tokens (greedy at ``temperature`` 0, else sampled with ``seed``), then the answer line, which
+    begins with ``cue`` (``Answer:``); the label distribution is read after the cue. Every field changes the
+    answer, so every field is in its cache key."""
+
+    tokens: int
+    cue: str
+    temperature: float = 0.0
+    seed: int = 0
+
+    def material(self) -> dict[str, object]:
+        """What a cache key holds of it."""
+        return {"tokens": self.tokens, "cue": self.cue, "temperature": self.temperature, "seed": self.seed}
+
+
+@dataclass
+class Reasoned:
+    """A judge's answer after its rationale: the label distribution read after the answer cue, and what the
+    model said before it. ``rationale`` is the text before the answer line (thinking a model shows, a
+    ``<think>`` block or a ``reasoning_content`` field, kept in it, never read as the answer);
+    ``n_generated`` the tokens the model generated for it (reasoning tokens and every sampled completion
+    included); ``unparsed`` the sampled completions with no answer line that could be read (only when the
+    distribution is ``estimated`` from samples)."""
+
+    dist: LabelDist
+    rationale: str
+    n_generated: int = 0
+    unparsed: int = 0
+
+
 @dataclass
 class Failure:
     """A prompt the backend could not answer; recorded per item, never dropped. ``flag`` names a
@@ -135,9 +175,11 @@ class Backend(Protocol):
     ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
     caching and streaming), ``counters`` (usage figures for the run's report), ``sequence_logprobs``
     with its ``sequence_settings`` (per-token log-probabilities of a given text, for likelihood methods;
-    the default fails every request, and ``capabilities.sequence_logprobs`` stays False) and
+    the default fails every request, and ``capabilities.sequence_logprobs`` stays False),
     ``hidden_states`` (the final hidden state at the answer position; the default fails every prompt,
-    and ``capabilities.hidden_states`` stays False).
+    and ``capabilities.hidden_states`` stays False) and ``reason`` with its ``reason_settings`` (a
+    rationale generated before the label is read; the default fails every prompt, and
+    ``capabilities.reason`` stays False).
     """
 
     name: str
@@ -223,6 +265,19 @@ class Backend(Protocol):
         log-probabilities only (vLLM) never show the hidden state."""
         return [Failure(cannot(self, "hidden_states")) for _ in prompts]
 
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        """One result per prompt, in order: the model writes a rationale (``how``), then the label distribution
+        is read after the answer cue. Optional (``capabilities.reason``); the default fails every prompt,
+        naming the backend and the capability."""
+        return [Failure(cannot(self, "reason")) for _ in prompts]
+
+    def reason_settings(self) -> dict[str, object]:
+        """What besides ``settings()`` changes a ``reason`` answer (its cache key's extra part: how the
+        rationale is generated and the answer read). Optional; none by default."""
+        return {}
+
     def sequence_settings(self) -> dict[str, object]:
         """What besides ``settings()`` changes a ``sequence_logprobs`` answer (its cache key's extra part).
         Optional; none by default. Label answers never read it, so their keys stay as they were."""
@@ -287,6 +342,9 @@ class Wrapper(Backend):
     def sequence_settings(self) -> dict[str, object]:
         return self.inner.sequence_settings()
 
+    def reason_settings(self) -> dict[str, object]:
+        return self.inner.reason_settings()
+
     def single_token(self, text: str) -> bool | None:
         return self.inner.single_token(text)
 
@@ -298,11 +356,12 @@ class Wrapper(Backend):
 
 
 #: An optional capability a method may need (a field of ``Capabilities``).
-Optional = Literal["sequence_logprobs", "hidden_states"]
+Optional = Literal["sequence_logprobs", "hidden_states", "reason"]
 #: What each optional capability reads, for the messages of the backends that lack it.
 _CAPABILITY_READS: dict[Optional, str] = {
     "sequence_logprobs": "read the log-probabilities of a given text",
     "hidden_states": "read the hidden state at the answer position",
+    "reason": "have the model write a rationale before it answers",
 }
 
 
@@ -316,7 +375,8 @@ def require(backend: Backend, capability: Optional, needed_by: str) -> None:
     """Refuse, before anything is scored, a method that needs an optional capability the backend lacks:
     an InputError naming the backend, the capability and the method."""
     caps = backend.capabilities
-    declared = {"sequence_logprobs": caps.sequence_logprobs, "hidden_states": caps.hidden_states}
+    declared = {"sequence_logprobs": caps.sequence_logprobs, "hidden_states": caps.hidden_states,
+                "reason": caps.reason}
     if not declared[capability]:
         raise InputError(f"{cannot(backend, capability)}; {needed_by} needs a backend that can", field="backend")
 

@@ -9,6 +9,10 @@
 * GGUF files load through transformers (dequantised to fp32, slow); ``gguf_cache`` re-saves the
   result as safetensors once so later loads are fast.
 * No KV reuse across prompts: batching is this backend's speed-up (llama.cpp reuses prefixes).
+* A judge that reasons first (``reason``, causal models): the prompt is run once with its KV cache kept,
+  the rationale generated one token per forward pass on that cache, the cache cropped where the rationale
+  ends, and the answer cue run on it; the label distribution is read at the cue's last token. One prompt
+  at a time (no padding). Encoder-decoder models do not reason (``capabilities.reason`` False).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from typing import Any
 from ..config import GenerateConfig
 from ..errors import BackendError, MissingExtraError
 from ..models import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
-from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, too_long
+from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, Reasoned, Reasoning, too_long
+from .generation import choose, no_room, request_rng, think
 from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -193,6 +198,8 @@ class TransformersBackend(HFTokenCounting, Backend):
         params = inspect.signature(self.model.forward).parameters
         self._takes_positions = "position_ids" in params
         self._keep_arg = next((a for a in ("logits_to_keep", "num_logits_to_keep") if a in params), None)
+        # The KV cache's argument (and output field): ``cache`` since transformers 5.x, ``past_key_values`` before.
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
         if self.is_seq2seq:
             start = self.model.config.decoder_start_token_id
             if start is None:
@@ -208,7 +215,12 @@ class TransformersBackend(HFTokenCounting, Backend):
             max_context=config.max_context or self._model_max_context(),
             batching=True,
             hidden_states=True,
+            reason=not self.is_seq2seq,
         )
+        ends = self.model.generation_config.eos_token_id if self.model.generation_config is not None else None
+        ends = ends if ends is not None else self.tokenizer.eos_token_id
+        #: Tokens that end the model's turn (its generation config's, else the tokenizer's end of text).
+        self.turn_ends = frozenset(ends if isinstance(ends, list) else [ends] if ends is not None else [])
 
     def _model_max_context(self) -> int:
         cfg = self.model.config
@@ -319,6 +331,61 @@ class TransformersBackend(HFTokenCounting, Backend):
                 vector = states[row].tolist() if states is not None else []
                 out[i] = HiddenState(vector, LabelDist(cands, top, n_prompt_tokens=n, n_evaluated_tokens=n))
         return [o if o is not None else Failure("internal error: prompt not scored") for o in out]
+
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        """Each prompt's rationale and the label distribution read after it (see the module docstring), one
+        prompt at a time; a prompt that cannot hold its rationale's budget in the window fails alone."""
+        out: list[Reasoned | Failure] = []
+        window = self.capabilities.max_context
+        for prompt in prompts:
+            try:
+                toks = self.tokens(prompt)
+            except BackendError as exc:
+                out.append(Failure(str(exc)))
+                continue
+            full = no_room(len(toks), how, len(self.prompts.text_tokens("\n" + how.cue)), window)
+            if full is not None:
+                out.append(full)
+                continue
+            try:
+                out.append(self._reason_one(prompt, toks, candidates, top_n, how))
+            except (RuntimeError, ValueError) as exc:  # e.g. out of memory: fail this item, keep the run
+                out.append(Failure(f"forward pass failed: {exc}"))
+        return out
+
+    def _reason_one(self, prompt: Prompt, toks: list[int], candidates: Sequence[str], top_n: int,
+                    how: Reasoning) -> Reasoned:
+        torch = self._torch
+        device = self._input_device
+        with torch.inference_mode():
+            first = self.model(input_ids=torch.tensor([toks], device=device), use_cache=True)
+            cache = first[self._cache_arg]  # updated in place by every later forward pass that is handed it
+
+            def step(token: int) -> Any:
+                out = self.model(input_ids=torch.tensor([[token]], device=device), use_cache=True,
+                                 **{self._cache_arg: cache})
+                return out.logits[0, -1].float().cpu().numpy()
+
+            rng = request_rng(prompt, how)
+            thought = think(first.logits[0, -1].float().cpu().numpy(), how, pick=lambda lg: choose(lg, how, rng),
+                            step=step, ends_turn=self.turn_ends.__contains__, text=self.prompts.text)
+            drop = thought.ran - min(thought.keep, thought.ran)  # tokens run after where the rationale is cut
+            if drop:
+                cache.crop(-drop)  # negative: remove that many (positive lengths are refused since transformers 5)
+            said = thought.text
+            cue = self.prompts.text_tokens(how.cue if not said or said.endswith("\n") else "\n" + how.cue)
+            batch = thought.chosen[thought.ran:thought.keep] + cue
+            last = self.model(input_ids=torch.tensor([batch], device=device), use_cache=True, **{self._cache_arg: cache})
+            lp = torch.log_softmax(last.logits[0, -1].float(), dim=-1).cpu()
+        cand_ids = self.prompts.candidate_ids(candidates)
+        k = min(top_n, lp.shape[-1])
+        top_vals, top_idx = torch.topk(lp, k)
+        dist = LabelDist({c: float(lp[t]) for c, t in cand_ids.items()},
+                         [(self.prompts.piece(int(t)), float(v)) for v, t in zip(top_vals, top_idx, strict=True)],
+                         n_prompt_tokens=len(toks), n_evaluated_tokens=len(toks) + len(batch))
+        return Reasoned(dist, said.strip(), n_generated=len(thought.chosen))
 
     def settings(self) -> dict[str, object]:
         out: dict[str, object] = {

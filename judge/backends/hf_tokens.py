@@ -96,6 +96,14 @@ class HFPromptTokenizer:
                 seen.add(tid)
         return out
 
+    def text_tokens(self, text: str) -> list[int]:
+        """Token ids of plain text appended to a sequence (an answer cue): no special tokens added or parsed."""
+        return self._encode(text)
+
+    def text(self, ids: Sequence[int]) -> str:
+        """The text of generated tokens (special tokens such as ``<think>`` spelled)."""
+        return str(self.tok.decode(list(ids), skip_special_tokens=False))
+
     def piece(self, token_id: int) -> str:
         """Display text of one token (special tokens included)."""
         return self.tok.decode([token_id], skip_special_tokens=False)

@@ -6,6 +6,10 @@ in batches of ``n_batch`` tokens, starting anew where its template's instruction
 reuses the previous one's KV cache up to the last batch boundary the two evaluations have in common
 within their common prefix (``reused_prefix``, the one place that rule lives). A prompt's answer is then
 bit-identical to evaluating it alone from an empty cache, whatever ran before it (see ``_eval``).
+
+A judge that reasons first (``reason``) has the model write its rationale after the prompt, one token per
+decode, then appends the answer cue to the KV state the generation left and reads the label distribution
+there: the prompt is evaluated once (see "A rationale before the answer" below).
 """
 
 from __future__ import annotations
@@ -24,8 +28,20 @@ from ..config import GenerateConfig, default_cache_path
 from ..errors import BackendError, InputError, MissingExtraError
 from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
 from ..rates import Rate, fit, rate_key, record_run
-from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
+from .base import (
+    Backend,
+    Capabilities,
+    Failure,
+    HiddenState,
+    LabelDist,
+    Prompt,
+    Reasoned,
+    Reasoning,
+    TokenLogprobs,
+    too_long,
+)
 from .chat import chat_parts
+from .generation import Thought, choose, no_room, request_rng, think
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
 from .llamacpp_hidden import FINAL_NORM, FinalNormReader
 
@@ -84,9 +100,13 @@ _CALIBRATION = ("A judge reads a conversation and the reply that follows it, the
                 "It weighs whether the reply follows from what was said, whether it is fluent, and whether it "
                 "adds something worth reading. ") * 6
 _CALIBRATION_SHORT = _CALIBRATION.split(". ", 1)[0] + "."
+#: Tokens generated to measure the cost of a generated token (``calibrate``).
+CALIBRATION_GENERATED = 32
 
 #: How a reply is evaluated, for cache keys (``LlamaCppBackend.sequence_settings``).
 REPLY_BATCHES = "batches of n_batch, every position an output"
+#: How a rationale is generated and the answer read after it, for cache keys (``LlamaCppBackend.reason_settings``).
+REASON_STEPS = "one token per decode; the rationale cut where an answer line begins; the cue as one batch"
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -181,6 +201,11 @@ class LlamaCppBackend(Backend):
         self.tokens_evaluated = 0
         #: llama.cpp decodes run for them: each has a fixed cost whatever its batch holds (judge.rates).
         self.decodes = 0
+        #: Tokens of rationales generated (each but a rationale's last a decode of its own) and the model time
+        #: their decodes took (judge.rates).
+        self.tokens_generated = 0
+        self.generate_seconds = 0.0
+        self._token_text: dict[int, bytes] = {}
         #: Where the batches that filled the KV cache began, and where the last one ended.
         self._marks: list[int] = []
         template = self.llm.metadata.get("tokenizer.chat_template")
@@ -203,6 +228,7 @@ class LlamaCppBackend(Backend):
             split_shared=True,
             sequence_logprobs=True,
             hidden_states=True,
+            reason=True,
         )
 
     def calibrate(self, repeats: int) -> Rate:
@@ -215,9 +241,23 @@ class LlamaCppBackend(Backend):
         try:
             self.label_logprobs([Prompt("Warm up.", chat=False)], ["A"], 1)
             points = [self._fastest(text, repeats) for text in (_CALIBRATION_SHORT, _CALIBRATION)]
-            return fit(self.model_id, self.threads, points[0], points[1])
+            return fit(self.model_id, self.threads, points[0], points[1], self._generation_point(repeats))
         finally:
             self.record_rate = record
+
+    def _generation_point(self, repeats: int) -> tuple[int, float]:
+        """(tokens, seconds) of the fastest of ``repeats`` greedy generations of CALIBRATION_GENERATED tokens
+        after the calibration text (the cue never met: the budget ends each)."""
+        how = Reasoning(CALIBRATION_GENERATED, "\x00")
+        best: tuple[int, float] | None = None
+        for _ in range(max(1, repeats)):
+            self.reset()
+            tokens0, seconds0 = self.tokens_generated, self.generate_seconds
+            self.reason([Prompt(_CALIBRATION_SHORT, chat=False)], ["A"], 1, how)
+            point = (self.tokens_generated - tokens0, self.generate_seconds - seconds0)
+            if point[0] and (best is None or point[1] / point[0] < best[1] / best[0]):
+                best = point
+        return best or (0, 0.0)
 
     def _fastest(self, text: str, repeats: int) -> tuple[int, float]:
         """(tokens, seconds) of the fastest of ``repeats`` evaluations of ``text`` from an empty KV cache."""
@@ -405,13 +445,16 @@ class LlamaCppBackend(Backend):
                 continue
             self.eval_seconds += time.perf_counter() - t0
             self.tokens_evaluated += n_eval
-            lp = log_softmax(logits)
-            cands = {c: float(lp[i]) for c in candidates if (i := self._candidate_id(c)) is not None}
-            top_idx = np.argpartition(-lp, top_n)[:top_n] if top_n < len(lp) else np.arange(len(lp))
-            top_idx = top_idx[np.argsort(-lp[top_idx], kind="stable")]
-            top = [(self._piece(int(i)), float(lp[i])) for i in top_idx]
-            out.append(LabelDist(cands, top, n_prompt_tokens=len(toks), n_evaluated_tokens=n_eval))
+            out.append(self._dist(log_softmax(logits), candidates, top_n, len(toks), n_eval))
         return out
+
+    def _dist(self, lp: np.ndarray, candidates: Sequence[str], top_n: int, n_prompt: int, n_eval: int) -> LabelDist:
+        """The label answer from the log-probabilities ``lp`` of the next token."""
+        cands = {c: float(lp[i]) for c in candidates if (i := self._candidate_id(c)) is not None}
+        top_idx = np.argpartition(-lp, top_n)[:top_n] if top_n < len(lp) else np.arange(len(lp))
+        top_idx = top_idx[np.argsort(-lp[top_idx], kind="stable")]
+        top = [(self._piece(int(i)), float(lp[i])) for i in top_idx]
+        return LabelDist(cands, top, n_prompt_tokens=n_prompt, n_evaluated_tokens=n_eval)
 
     def hidden_states(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -452,11 +495,114 @@ class LlamaCppBackend(Backend):
             self._reader = reader
         return self._reader
 
+    # -- a rationale before the answer (a judge that reasons first) ------------------------------------
+    # The prompt is evaluated as a label prompt is (``_eval``: its batches fixed by the prompt alone). The
+    # rationale is then generated one token per decode, each token chosen from the logits the previous decode
+    # left (greedy, or sampled from an RNG seeded by the request alone), until the model ends its turn, writes
+    # the answer line (a line that begins with the cue, outside thinking: the rationale is cut where that
+    # line begins, and the KV state beyond it dropped), or the budget is spent. The answer cue is appended to
+    # the KV state the generation left as one batch (with the rationale's last token, which no decode has run
+    # yet when the budget ends it) and the label distribution is read at its last position: the prompt is
+    # never evaluated twice, and the read costs one decode of a few tokens. Every step depends on the prompt
+    # and the settings only, so an answer is the same whatever ran before it; the batches are recorded as
+    # ``_marks`` like a prompt's, so the next prompt reuses only the prompt's own batches, never a decode of
+    # the rationale (whose one-token batches a from-scratch evaluation of that prompt would not have).
+
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        """The rationale of each prompt and the label distribution read after it, one result per prompt in
+        order; a prompt that cannot hold its rationale's budget in the window, or whose decode fails, fails
+        alone."""
+        out: list[Reasoned | Failure] = []
+        window = self.capabilities.max_context
+        for prompt in prompts:
+            toks = self.tokens(prompt)
+            n_cue = len(self._cue_tokens(how.cue, b"x"))
+            full = no_room(len(toks), how, n_cue, window)
+            if full is not None:
+                out.append(full)
+                continue
+            try:
+                out.append(self._reason_one(prompt, toks, candidates, top_n, how))
+            except (RuntimeError, ValueError) as exc:  # llama_decode failures: this prompt only
+                out.append(self._decode_failure(len(toks) + how.tokens + n_cue, exc))
+        return out
+
+    def _reason_one(self, prompt: Prompt, toks: list[int], candidates: Sequence[str], top_n: int,
+                    how: Reasoning) -> Reasoned:
+        marks, n_eval, thought = self.rationale(prompt, toks, how)
+        t0 = time.perf_counter()
+        # The KV state holds the prompt and the first ``ran`` tokens; the answer is read after the kept ones.
+        self.llm.n_tokens = len(toks) + min(thought.keep, thought.ran)
+        batch = thought.chosen[thought.ran:thought.keep] + self._cue_tokens(how.cue, thought.text)
+        start = self.llm.n_tokens
+        self.llm.eval(batch)  # one decode (a few tokens); llama-cpp-python drops the KV state beyond ``start``
+        self.decodes += 1
+        self._marks = [*marks, *range(len(toks), start), start, start + len(batch)]
+        dist = self._dist(log_softmax(self._last_logits()), candidates, top_n, len(toks), n_eval + len(batch))
+        self.eval_seconds += time.perf_counter() - t0
+        self.tokens_evaluated += len(batch)
+        return Reasoned(dist, thought.text.decode("utf-8", "replace").strip(), n_generated=len(thought.chosen))
+
+    def rationale(self, prompt: Prompt, toks: list[int], how: Reasoning) -> tuple[list[int], int, Thought[bytes]]:
+        """The prompt evaluated and its rationale generated, as ``reason`` does before it reads the answer: (the
+        prompt's batch starts, the prompt tokens evaluated, the rationale). The rationale's generation alone,
+        which ``benchmarks/reason_read.py`` times the whole of ``reason`` against."""
+        t0 = time.perf_counter()
+        logits, n_eval = self._eval(toks, self.prompt_starts(prompt, toks))
+        marks = self._marks[:-1]  # the prompt's batch starts (its length comes back as the first token's)
+        self._marks = []  # a failed decode leaves nothing to reuse
+        t1 = time.perf_counter()
+        rng = request_rng(prompt, how)
+        thought = think(logits, how, pick=lambda lg: self._choose(lg, how, rng), step=self._step,
+                        ends_turn=self._ends_turn, text=lambda ids: b"".join(map(self._token_bytes, ids)))
+        self.eval_seconds += t1 - t0
+        self.generate_seconds += time.perf_counter() - t1
+        self.tokens_evaluated += n_eval
+        self.tokens_generated += len(thought.chosen)
+        return marks, n_eval, thought
+
+    def _choose(self, logits: np.ndarray, how: Reasoning, rng: np.random.Generator) -> int:
+        """The next token of a rationale (:func:`judge.backends.generation.choose`)."""
+        return choose(logits, how, rng)
+
+    def _step(self, token: int) -> np.ndarray:
+        """Run one generated token (a decode of its own) and return the next token's logits."""
+        self.llm.eval([token])
+        return self._logits_view()
+
+    def _ends_turn(self, token: int) -> bool:
+        """Whether ``token`` ends the model's turn (end of text, end of a chat turn)."""
+        return bool(self._llama_cpp.llama_vocab_is_eog(self._llama_cpp.llama_model_get_vocab(self.llm.model), token))
+
+    def _token_bytes(self, token: int) -> bytes:
+        """A token's text as bytes (a character may span tokens; special tokens such as ``<think>`` spelled)."""
+        if token not in self._token_text:
+            self._token_text[token] = bytes(self.llm.detokenize([token], special=True))
+        return self._token_text[token]
+
+    def _cue_tokens(self, cue: str, before: bytes) -> list[int]:
+        """The answer line's tokens after a rationale whose text is ``before``: the cue on a line of its own."""
+        return self._tok(cue if not before or before.endswith(b"\n") else "\n" + cue)
+
+    def _logits_view(self) -> np.ndarray:
+        """The last decode's logits as llama.cpp holds them (float32, not copied): enough to choose a token."""
+        ptr = self._llama_cpp.llama_get_logits_ith(self.llm.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def reason_settings(self) -> dict[str, object]:
+        """How a rationale is generated and the answer read after it (``REASON_STEPS``)."""
+        return {"steps": REASON_STEPS}
+
     def counters(self) -> dict[str, int]:
         """Tokens run through the model so far (after prefix reuse) and the decodes they took, when any were:
         what a run cost, for reports, benchmarks and ``--check`` (absent when every answer came from the
         cache)."""
-        return {"tokens_evaluated": self.tokens_evaluated, "decodes": self.decodes} if self.tokens_evaluated else {}
+        if not self.tokens_evaluated:
+            return {}
+        generated = {"tokens_generated": self.tokens_generated} if self.tokens_generated else {}
+        return {"tokens_evaluated": self.tokens_evaluated, "decodes": self.decodes, **generated}
 
     # -- per-token log-probabilities of a given reply (likelihood methods) --------------------------
     # The label methods read one position (the next token after the prompt); likelihood methods need a
@@ -561,7 +707,7 @@ class LlamaCppBackend(Backend):
         if getattr(self, "record_rate", False) and getattr(self, "tokens_evaluated", 0):
             # What this run achieved becomes the machine's rate for the model (``judge run --check``).
             record_run(rate_key(self.rate_identity()), self.model_id, self.threads, self.tokens_evaluated,
-                       self.decodes, self.eval_seconds)
+                       self.decodes, self.eval_seconds, self.tokens_generated, self.generate_seconds)
         llm = getattr(self, "llm", None)
         if llm is not None:
             llm.close()

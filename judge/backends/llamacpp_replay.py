@@ -3,7 +3,9 @@
 :class:`LlamaCppReplay` is the backend with the same model identity and settings (so the same cache keys),
 the same tokens (chat template, BOS, a prompt's declared splits) and the same KV bookkeeping: its own
 ``_eval`` decides which batches a prompt keeps from the one before, as the real evaluation does, so its
-``tokens_evaluated`` and ``decodes`` counters read what the real backend's would after the same calls.
+``tokens_evaluated`` and ``decodes`` counters read what the real backend's would after the same calls. A
+rationale (``reason``) is counted at its whole budget, the most it can take (the model may end it sooner):
+``tokens_generated`` is an upper bound.
 It loads the model's vocabulary only (no weights), and every answer is a uniform distribution. It is the
 backend's declared replay (``LlamaCppBackend.cost = "replay"``, :meth:`LlamaCppBackend.replay`); a driver
 that must name cache keys and fit prompts to the window without running the model can use it too.
@@ -19,7 +21,7 @@ import numpy as np
 
 from ..config import GenerateConfig
 from ..errors import BackendError
-from .base import Failure, HiddenState, Prompt
+from .base import Failure, HiddenState, Prompt, Reasoning
 from .llamacpp import LlamaCppBackend
 
 
@@ -100,6 +102,21 @@ class LlamaCppReplay(LlamaCppBackend):
                       top_n: int = 20) -> list[HiddenState | Failure]:
         """The real backend reads the hidden state in the decode of its label answer: counted as that."""
         return [d if isinstance(d, Failure) else HiddenState([], d) for d in self.label_logprobs(prompts, candidates, top_n)]
+
+    # A rationale runs the real backend's steps with a placeholder token that never ends the turn nor writes an
+    # answer line (its text, "x", holds no cue and no line break, as most rationales end): the budget ends it,
+    # as it would end the longest rationale.
+    def _choose(self, logits: np.ndarray, how: Reasoning, rng: np.random.Generator) -> int:
+        return 0
+
+    def _ends_turn(self, token: int) -> bool:
+        return False
+
+    def _token_bytes(self, token: int) -> bytes:
+        return b"x"
+
+    def _logits_view(self) -> np.ndarray:
+        return np.zeros(self.n_vocab, dtype=np.float32)
 
     def _extend_all(self, tokens: list[int]) -> np.ndarray:
         """The bookkeeping of :meth:`LlamaCppBackend._extend_all` (a batch start per ``n_batch`` tokens)."""

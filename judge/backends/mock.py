@@ -5,8 +5,9 @@ flag, candidate), so the same prompt always gets the same distribution, a change
 examples, another template) gets another one, and a run takes milliseconds. The per-token
 log-probabilities of a given text (``sequence_logprobs``, for likelihood methods) come from the same
 kind of hash, over the text cut into mock tokens (``pieces``), and so does the "hidden state" at the
-answer position (``hidden_states``: ``HIDDEN_DIM`` numbers), so the engine, harness and service tests
-of every method type run without a model. It keeps the contract of
+answer position (``hidden_states``: ``HIDDEN_DIM`` numbers) and a rationale before the answer (``reason``:
+words drawn by hash, then the answer read after the cue as a label answer is), so the engine, harness
+and service tests of every method type run without a model. It keeps the contract of
 the real backends, so a pipeline that passes with it meets the same checks with a model: labels must
 be single "tokens" (here: one optional leading space and at most ``token_chars`` other characters,
 none of them whitespace, the way "Yes", " yes" and "3" are single tokens of real vocabularies),
@@ -26,7 +27,18 @@ from typing import Any
 
 from ..config import GenerateConfig
 from ..errors import InputError
-from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, too_long
+from .base import (
+    Backend,
+    Capabilities,
+    Failure,
+    HiddenState,
+    LabelDist,
+    Prompt,
+    Reasoned,
+    Reasoning,
+    TokenLogprobs,
+    too_long,
+)
 
 #: The options ``--backend-option`` may set, with their defaults.
 OPTIONS: dict[str, Any] = {
@@ -45,6 +57,9 @@ _ANSWER_OPTIONS = ("seed", "chars_per_token", "token_chars", "chat_template")
 _CHAT_OVERHEAD = 8
 #: The width of the mock's hidden states.
 HIDDEN_DIM = 16
+#: The words of the mock's rationales.
+_WORDS = ("the", "reply", "answers", "follows", "from", "what", "user", "said", "it", "is", "fluent", "and",
+          "relevant", "but", "generic", "so", "one", "would", "say", "a", "good", "weak", "turn", "overall")
 
 
 def _unit(*parts: object) -> float:
@@ -91,7 +106,7 @@ class MockBackend(Backend):
         window = config.max_context or self._number(opts, "max_context", int, 1)
         self.capabilities = Capabilities(full_vocab=True, top_n=None, chat_template=self.chat_template,
                                          max_context=window, batching=False, prefix_reuse=False,
-                                         sequence_logprobs=True, hidden_states=True)
+                                         sequence_logprobs=True, hidden_states=True, reason=True)
         self.prompts_seen = 0
         self.failures = 0
 
@@ -129,6 +144,10 @@ class MockBackend(Backend):
         failed = self._refusal(prompt, n_tokens, prompt.text)
         if failed is not None:
             return failed
+        return self._dist(prompt, candidates, top_n, n_tokens)
+
+    def _dist(self, prompt: Prompt, candidates: Sequence[str], top_n: int, n_tokens: int) -> LabelDist:
+        """The answer to ``prompt`` (``n_tokens`` long), nothing refused."""
         readable = sorted({c for c in candidates if self.single_token(c)})
         logits = {c: self._logit(prompt, c) for c in readable}
         # The rest of a vocabulary: one pseudo-token holding the mass no candidate takes.
@@ -170,6 +189,29 @@ class MockBackend(Backend):
                 continue
             vector = [2.0 * _unit("hidden", self.seed, int(prompt.chat), prompt.text, i) - 1.0 for i in range(HIDDEN_DIM)]
             out.append(HiddenState(vector, dist))
+        return out
+
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        """Each prompt's rationale, words drawn by hash of (seed, chat flag, prompt text; ``how.seed`` when the
+        temperature is above 0), between 6 and ``how.tokens`` mock tokens long, then the label answer of the
+        prompt with the rationale and the cue appended, as ``label_logprobs`` reads a prompt. The same request
+        always gets the same answer; the prompt's window must hold the rationale's budget too."""
+        out: list[Reasoned | Failure] = []
+        for prompt in prompts:
+            n_prompt = self.count_tokens(prompt)
+            failed = self._refusal(prompt, n_prompt + how.tokens + len(pieces(how.cue, self.token_chars)), prompt.text)
+            if failed is not None:
+                out.append(failed)
+                continue
+            drawn = ("sampled", how.temperature, how.seed) if how.temperature else ("greedy",)
+            length = min(how.tokens, 6 + int(_unit("length", self.seed, prompt.text, *drawn) * 40))
+            words = [_WORDS[int(_unit("word", self.seed, int(prompt.chat), prompt.text, *drawn, i) * len(_WORDS))]
+                     for i in range(length)]
+            rationale = " ".join(words).capitalize() + "."
+            read = Prompt(f"{prompt.text}{rationale}\n{how.cue}", chat=prompt.chat)
+            out.append(Reasoned(self._dist(read, candidates, top_n, n_prompt), rationale, n_generated=length))
         return out
 
     def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:

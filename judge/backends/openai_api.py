@@ -16,6 +16,15 @@ reads exactly as a synchronous answer is read.
 
 The API key is read from the environment (or handed in by the caller), kept only inside the HTTP
 client, and scrubbed from every message this module produces; it is never part of ``settings()``.
+
+A judge that reasons first (``reason``) asks for one completion, its rationale then its answer line: with
+log-probabilities, the label distribution is read from the top log-probabilities at the answer's token;
+without them (reasoning models, many gateways), ``sampling_fallback`` completions are sampled and their
+final answers counted (``estimated``). Reasoning models (OpenAI's o-series and GPT-5, known by name, or
+any model whose server refuses ``max_tokens``) get ``max_completion_tokens`` and ``reasoning_effort``; a
+400 ``unsupported_parameter``/``unsupported_value`` for ``max_tokens``, ``logprobs``, ``top_logprobs``,
+``temperature``, ``seed``, ``n`` or ``reasoning_effort`` makes the backend replace or drop that parameter,
+remember it for the run, and send the request again (:class:`Refusals`).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -36,7 +46,8 @@ from urllib.parse import urlsplit, urlunsplit
 from ..config import GenerateConfig
 from ..errors import BackendError, InputError, MissingExtraError
 from ..prices import Price, dollars, load_prices
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, gather
+from ..reasoning import ANSWER_LINE_TOKENS, THINK_CLOSE, THINK_OPEN, answer_line, final_answer
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt, Reasoned, Reasoning, gather
 from .pacing import Pacer
 
 if TYPE_CHECKING:
@@ -51,6 +62,19 @@ CHARS_PER_TOKEN = 4
 CHAT_OVERHEAD = 32
 #: Longest wait a ``Retry-After`` header may impose on one retry (seconds).
 MAX_RETRY_AFTER = 120.0
+#: Models that think before they answer, by name: OpenAI's o-series and GPT-5 family (``o3-mini``,
+#: ``openai/o4-mini``, ``gpt-5.1``). They refuse ``max_tokens``, log-probabilities and a temperature other
+#: than 1; ``reasoning`` (a backend option) overrides the name.
+REASONING_MODELS = re.compile(r"(?:^|/)(?:o\d+|gpt-5)(?:$|[-.:])", re.IGNORECASE)
+#: What is done with each parameter a server refuses (400 ``unsupported_parameter``/``unsupported_value``):
+#: another name for it, or None to drop it (the server's default then applies).
+REPLACEMENTS: dict[str, str | None] = {"max_tokens": "max_completion_tokens", "logprobs": None, "top_logprobs": None,
+                                       "temperature": None, "seed": None, "n": None, "reasoning_effort": None}
+#: Refusal codes of OpenAI's API that name a parameter the model does not take.
+REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
+#: Why a one-token read cannot score a model that thinks first.
+THINKS_FIRST = ("model {model} thinks before it answers{why}, so a one-token read cannot score it: let it reason "
+                "first with --reason N (TOML: reason = N), e.g. --reason 1024")
 
 
 class _Retryable(Exception):
@@ -85,6 +109,68 @@ class _OverBudget(Exception):
         self.reason = reason
 
 
+class _Refused(Exception):
+    """HTTP 400: the model does not take parameter ``param`` (``unsupported_parameter``) or its value
+    (``unsupported_value``)."""
+
+    def __init__(self, param: str, reason: str) -> None:
+        super().__init__(reason)
+        self.param = param
+        self.reason = reason
+
+
+class Refusals:
+    """The parameters this run's model refuses, learned from the server's 400 answers (or known from a
+    reasoning model's name) and kept for the run: each is replaced (``max_tokens`` by
+    ``max_completion_tokens``) or dropped (:data:`REPLACEMENTS`) in every later request. Thread-safe."""
+
+    def __init__(self, reasoning: bool) -> None:
+        self._lock = threading.Lock()
+        #: Parameters the server refused in this run (reported in the usage line), in order.
+        self.refused: list[str] = []
+        self._adjusted: set[str] = set()
+        #: Known to think before it answers: by name, or because the server refused ``max_tokens``.
+        self.reasoning = reasoning
+        if reasoning:  # what every reasoning model of the family refuses, adjusted before the first request
+            self._adjusted |= {"max_tokens", "logprobs", "top_logprobs", "temperature"}
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether log-probabilities may still be asked for."""
+        return "logprobs" not in self._adjusted
+
+    def apply(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with every adjusted parameter replaced or dropped."""
+        with self._lock:
+            adjusted = set(self._adjusted)
+        out: dict[str, Any] = {}
+        for key, value in params.items():
+            if key in adjusted:
+                renamed = REPLACEMENTS[key]
+                if renamed is not None:
+                    out[renamed] = value
+                continue
+            out[key] = value
+        return out
+
+    def learn(self, param: str) -> bool:
+        """Adjust ``param`` for the rest of the run; False when it was adjusted already."""
+        with self._lock:
+            if param in self._adjusted:
+                return False
+            pair = {"logprobs", "top_logprobs"} if param in ("logprobs", "top_logprobs") else {param}
+            self._adjusted |= pair
+            self.refused.append(param)
+            if param == "max_tokens":
+                self.reasoning = True
+            return True
+
+    def no_logprobs(self) -> None:
+        """The server answers without log-probabilities: stop asking for them."""
+        with self._lock:
+            self._adjusted |= {"logprobs", "top_logprobs"}
+
+
 @dataclass
 class Usage:
     """Token usage reported by the server, summed over all requests (thread-safe)."""
@@ -100,6 +186,9 @@ class Usage:
     batch_prompt_tokens: int = 0
     batch_completion_tokens: int = 0
     batch_cached_tokens: int = 0
+    #: Completion tokens a reasoning model spent thinking (``usage.completion_tokens_details``), within
+    #: ``completion_tokens``.
+    reasoning_tokens: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -117,6 +206,7 @@ class Usage:
                 self.prompt_tokens += prompt
                 self.completion_tokens += completion
                 self.cached_tokens += cached
+                self.reasoning_tokens += reasoning_tokens(usage)
 
     def add_retry(self) -> None:
         with self._lock:
@@ -133,6 +223,8 @@ class Usage:
         out = {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
                "completion_tokens": self.completion_tokens, "cached_tokens": self.cached_tokens,
                "retries": self.retries}
+        if self.reasoning_tokens:  # only from a model that reports them: other runs' counters stay as they were
+            out["reasoning_tokens"] = self.reasoning_tokens
         if self.batch_requests:
             out.update(batch_requests=self.batch_requests, batch_prompt_tokens=self.batch_prompt_tokens,
                        batch_completion_tokens=self.batch_completion_tokens,
@@ -147,6 +239,12 @@ def _usage_counts(usage: dict[str, Any] | None) -> tuple[int, int, int]:
     details = usage.get("prompt_tokens_details") or {}
     return (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
             int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0)
+
+
+def reasoning_tokens(usage: dict[str, Any] | None) -> int:
+    """The completion tokens spent thinking, as OpenAI reports them (0 when not reported)."""
+    details = (usage or {}).get("completion_tokens_details") or {}
+    return int(details.get("reasoning_tokens") or 0) if isinstance(details, dict) else 0
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -227,6 +325,8 @@ class OpenAIBackend(Backend):
         batch_file: str | None = None,
         batch_results: str | None = None,
         batch_poll: float = 30.0,
+        reasoning_effort: str | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         """``rpm`` / ``tpm``: caps on requests / tokens per minute (None: only the server's own budget);
         ``pace``: adapt to the server's rate-limit headers and 429s (False: ``concurrency`` requests in flight
@@ -269,6 +369,9 @@ class OpenAIBackend(Backend):
         self.config = config
         self.endpoint = endpoint
         self.sampling_fallback = sampling_fallback
+        self.reasoning_effort = reasoning_effort
+        #: What the model refuses: known from its name (or the ``reasoning`` option), then learned.
+        self.refusals = Refusals(bool(REASONING_MODELS.search(model)) if reasoning is None else reasoning)
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_retries = config.max_retries  # GenerateConfig refuses values below 0
@@ -300,6 +403,8 @@ class OpenAIBackend(Backend):
             chat_template=endpoint != "completions",
             max_context=max_context or config.max_context or 4096,
             batching=True,
+            reason=True,
+            answers_at_once=not self.refusals.reasoning,
         )
 
     # -- secrets ----------------------------------------------------------------------------------
@@ -328,9 +433,12 @@ class OpenAIBackend(Backend):
         url = "/v1/chat/completions" if chat else "/v1/completions"
         return url, self._body(prompt, chat, self._logprob_params(chat, min(top_n, self.capabilities.top_n or top_n)))
 
-    def _body(self, prompt: Prompt, chat: bool, params: dict[str, Any]) -> dict[str, Any]:
+    def _body(self, prompt: Prompt, chat: bool, params: dict[str, Any],
+              then: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+        """The JSON body asking ``prompt`` (``then``: chat messages after the prompt's)."""
         if chat:
-            return {"model": self.model_id, "messages": [{"role": "user", "content": prompt.text}], **params}
+            messages = [{"role": "user", "content": prompt.text}, *then]
+            return {"model": self.model_id, "messages": messages, **params}
         return {"model": self.model_id, "prompt": prompt.text, **params}
 
     def _api(self, fn: Any) -> Any:
@@ -351,6 +459,9 @@ class OpenAIBackend(Backend):
                 reason += f": {self._scrub(detail)[:160]}"
             if code in (408, 409, 429) or code >= 500:
                 raise _Retryable(reason, parse_retry_after(exc.response.headers), code, exc.response.headers) from None
+            param = _refused_param(exc) if code in (400, 403) else None
+            if param is not None:
+                raise _Refused(param, reason) from None
             raise _Permanent(reason) from None
 
     def api(self, fn: Any, what: str) -> Any:
@@ -361,11 +472,13 @@ class OpenAIBackend(Backend):
         except (_Retryable, _Permanent) as exc:
             raise BackendError(self._scrub(f"{what} failed: {exc.reason}")) from None
 
-    def _post(self, prompt: Prompt, chat: bool, **params: Any) -> dict[str, Any]:
-        """One HTTP request; returns the parsed JSON body or raises _Retryable / _Permanent / _OverBudget.
-        Paced (``self.pacer``) and, under ``max_cost``, sent only when it cannot take the spend past it."""
-        body = self._body(prompt, chat, params)
-        answers = int(params.get("n") or 1) * int(params.get("max_tokens") or 1)
+    def _post(self, prompt: Prompt, chat: bool, *, then: Sequence[dict[str, str]] = (), **params: Any) -> dict[str, Any]:
+        """One HTTP request (``then``: chat messages after the prompt's); returns the parsed JSON body or raises
+        _Retryable / _Permanent / _Refused / _OverBudget. Paced (``self.pacer``) and, under ``max_cost``, sent
+        only when it cannot take the spend past it."""
+        body = self._body(prompt, chat, params, then)
+        budget = params.get("max_tokens") or params.get("max_completion_tokens") or 1
+        answers = int(params.get("n") or 1) * int(budget)
         reserved = self._reserve(prompt, chat, answers)
         ticket = self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers) if self.pacer is not None else None
         headers: Any = None
@@ -450,25 +563,39 @@ class OpenAIBackend(Backend):
         return (self.pacer is not None and self.pacer.adaptive and exc.headers is not None
                 and exc.headers.get("x-ratelimit-remaining-requests") is not None)
 
-    def _logprob_params(self, chat: bool, top_n: int) -> dict[str, Any]:
-        if chat:
-            return {"max_tokens": 1, "temperature": 0, "logprobs": True, "top_logprobs": top_n}
-        return {"max_tokens": 1, "temperature": 0, "logprobs": top_n}
+    def _send(self, prompt: Prompt, chat: bool, *, one_token: bool = False, then: Sequence[dict[str, str]] = (),
+              **params: Any) -> dict[str, Any]:
+        """One request with the parameters the model takes: those it refused earlier in the run are replaced
+        or dropped (:class:`Refusals`), and a new refusal is learned and the request sent again at once. A
+        one-token read (``one_token``) of a model found to think first fails, naming ``--reason``."""
+        if self.reasoning_effort is not None and self.refusals.reasoning:
+            params = {**params, "reasoning_effort": self.reasoning_effort}
+        for _ in range(len(REPLACEMENTS) + 1):  # each round adjusts one more parameter
+            if one_token and self.refusals.reasoning:
+                raise _Permanent(self._thinks_first())
+            sent = self.refusals.apply(params)
+            try:
+                return self._post(prompt, chat, then=then, **sent)
+            except _Refused as exc:
+                if exc.param not in sent:  # a parameter it was not sent, or the replacement refused too
+                    raise _Permanent(exc.reason) from None
+                self.refusals.learn(exc.param)  # (or another request in flight learned it first)
+        raise _Permanent("the server kept refusing parameters after every one this backend can drop was dropped")
 
-    def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
-        """Score one prompt; every exception becomes a short Failure reason (never the key)."""
+    def _thinks_first(self) -> str:
+        why = " (the server refused max_tokens, as reasoning models do)" if "max_tokens" in self.refusals.refused else ""
+        return THINKS_FIRST.format(model=self.model_id, why=why)
+
+    def _logprob_params(self, chat: bool, top_n: int, max_tokens: int = 1, temperature: float = 0.0) -> dict[str, Any]:
+        if chat:
+            return {"max_tokens": max_tokens, "temperature": temperature, "logprobs": True, "top_logprobs": top_n}
+        return {"max_tokens": max_tokens, "temperature": temperature, "logprobs": top_n}
+
+    def _guarded(self, work: Any) -> Any:
+        """``work()``, every exception a short Failure reason (never the key)."""
         attempts = self.max_retries + 1
         try:
-            chat = self._use_chat(prompt)
-            try:
-                params = self._logprob_params(chat, top_n)
-                # reading the logprobs is inside the retried call: a malformed logprobs block is retried
-                return self._call(lambda: _read_logprobs(self._post(prompt, chat, **params), candidates, top_n))
-            except _NoLogprobs:
-                if not self.sampling_fallback:
-                    return Failure("the server returned no logprobs (enable the sampling fallback: "
-                                   "--sampling-fallback N)")
-                return self._estimate(prompt, chat, candidates)
+            return work()
         except _Retryable as exc:
             return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc.reason}"))
         except _Permanent as exc:
@@ -478,6 +605,23 @@ class OpenAIBackend(Backend):
         except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
             return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
 
+    def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
+        """Score one prompt; every exception becomes a short Failure reason (never the key)."""
+        return self._guarded(lambda: self._read_label(prompt, candidates, top_n))
+
+    def _read_label(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
+        chat = self._use_chat(prompt)
+        try:
+            params = self._logprob_params(chat, top_n)
+            # reading the logprobs is inside the retried call: a malformed logprobs block is retried
+            return self._call(lambda: _read_logprobs(self._send(prompt, chat, one_token=True, **params), candidates,
+                                                     top_n))
+        except _NoLogprobs:
+            if not self.sampling_fallback:
+                return Failure("the server returned no logprobs (enable the sampling fallback: "
+                               "--sampling-fallback N)")
+            return self._estimate(prompt, chat, candidates)
+
     def _estimate(self, prompt: Prompt, chat: bool, candidates: Sequence[str]) -> LabelDist | Failure:
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
         want = self.sampling_fallback
@@ -486,7 +630,7 @@ class OpenAIBackend(Backend):
         while len(answers) < want:
             n = want - len(answers)
             params = {"max_tokens": 1, "temperature": 1.0, "n": n, "seed": self.config.seed + len(answers)}
-            data = self._call(self._post, prompt, chat, **params)
+            data = self._call(self._send, prompt, chat, one_token=True, **params)
             got = [_choice_text(c, chat) for c in data["choices"]][:n]
             if not got:
                 raise _Retryable("no answers in the response")
@@ -499,6 +643,125 @@ class OpenAIBackend(Backend):
         top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
         return LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
                          estimated=True, complete=False)
+
+    # -- a rationale before the answer --------------------------------------------------------------
+    def _reason_one(self, prompt: Prompt, candidates: Sequence[str], top_n: int, how: Reasoning) -> Reasoned | Failure:
+        """One prompt's rationale and answer: read from the top log-probabilities at the answer's token when
+        the server gives them, else estimated from ``sampling_fallback`` sampled completions."""
+        chat = self._use_chat(prompt)
+        if self.refusals.logprobs:
+            params = self._logprob_params(chat, top_n, how.tokens + ANSWER_LINE_TOKENS, how.temperature)
+            params["seed"] = how.seed
+            try:
+                return self._call(lambda: self._read_after(self._send(prompt, chat, **params), prompt, chat,
+                                                           candidates, top_n, how))
+            except _NoLogprobs:
+                self.refusals.no_logprobs()
+        if not self.sampling_fallback:
+            return Failure(f"the server returns no log-probabilities for model {self.model_id}: estimate the answer "
+                           "from sampled completions with --sampling-fallback N (e.g. 5)")
+        return self._sample_answers(prompt, chat, candidates, how)
+
+    def _read_after(self, data: dict[str, Any], prompt: Prompt, chat: bool, candidates: Sequence[str], top_n: int,
+                    how: Reasoning) -> Reasoned | Failure:
+        """The completion's answer line found in its tokens (outside thinking), and the label distribution
+        read from the top log-probabilities at the answer's token (the first after the cue that is not
+        markup)."""
+        choice = data["choices"][0]
+        rows = _token_rows(choice)
+        if not rows:
+            raise _NoLogprobs()
+        text = "".join(tok for tok, _ in rows)
+        thinking = _thinking(choice, chat)
+        usage = data.get("usage") or {}
+        generated = int(usage.get("completion_tokens") or 0)
+        n_prompt = int(usage.get("prompt_tokens") or 0)
+        where = answer_line(text, how.cue)
+        if where is None:  # no answer line: asked for it after the rationale
+            after = self._answer_after(prompt, chat, text, candidates, top_n, how)
+            if isinstance(after, Failure):
+                return after
+            return Reasoned(after[0], (thinking + text).strip(), generated + after[1])
+        table = _answer_table(rows, where[1])
+        if table is None:
+            return Failure(f"the answer after '{how.cue}' shares a token with the cue: its probability cannot be read")
+        return Reasoned(_table_dist(table, candidates, top_n, n_prompt), (thinking + text[: where[0]]).strip(), generated)
+
+    def _answer_after(self, prompt: Prompt, chat: bool, said: str, candidates: Sequence[str], top_n: int,
+                      how: Reasoning) -> tuple[LabelDist, int] | Failure:
+        """The answer of a completion that wrote no answer line, read after its rationale with one more request,
+        and the tokens that request generated: on the completions endpoint, the next token after the prompt,
+        the rationale and the cue (exactly where a local backend reads it); in a chat, the model's next turn
+        after its rationale and a request for the answer line, read after the cue it writes (or at its first
+        word when it gives the label alone)."""
+        if not chat:
+            follow = Prompt(f"{prompt.text}{said}{'' if said.endswith(chr(10)) else chr(10)}{how.cue}", chat=False)
+            data = self._send(follow, False, **self._logprob_params(False, top_n))
+            return _read_logprobs(data, candidates, top_n), int((data.get("usage") or {}).get("completion_tokens") or 0)
+        then = [{"role": "assistant", "content": said}, {"role": "user", "content": answer_request(how.cue, candidates)}]
+        data = self._send(prompt, True, then=then, **self._logprob_params(True, top_n, ANSWER_LINE_TOKENS))
+        rows = _token_rows(data["choices"][0])
+        if not rows:
+            raise _NoLogprobs()
+        text = "".join(tok for tok, _ in rows)
+        where = answer_line(text, how.cue)
+        table = _answer_table(rows, where[1] if where else 0)
+        if table is None:
+            return Failure(f"the model wrote no answer line ('{how.cue} ...') after its rationale, nor when asked for it")
+        usage = data.get("usage") or {}
+        return _table_dist(table, candidates, top_n, int(usage.get("prompt_tokens") or 0)), \
+            int(usage.get("completion_tokens") or 0)
+
+    def _sample_answers(self, prompt: Prompt, chat: bool, candidates: Sequence[str], how: Reasoning) -> Reasoned | Failure:
+        """``sampling_fallback`` completions at temperature 1 (seeded where the server takes a seed), each read
+        for its final answer line; the distribution is their answers' frequencies (``estimated``). Completions
+        without a readable answer are counted; an item with none fails, saying so."""
+        want = self.sampling_fallback
+        said: list[tuple[str, str | None]] = []  # (rationale, label) per completion
+        generated = prompt_tokens = 0
+        finish = ""
+        while len(said) < want:
+            n = want - len(said)
+            params = {"max_tokens": how.tokens + ANSWER_LINE_TOKENS, "temperature": 1.0, "n": n, "seed": how.seed + len(said)}
+            data = self._call(self._send, prompt, chat, **params)
+            choices = data["choices"][:n]
+            for choice in choices:
+                text = _thinking(choice, chat) + _choice_text(choice, chat)
+                said.append(final_answer(text, how.cue, candidates))
+                finish = finish or str(choice.get("finish_reason"))
+            usage = data.get("usage") or {}
+            generated += int(usage.get("completion_tokens") or 0)
+            prompt_tokens = int(usage.get("prompt_tokens") or prompt_tokens)
+        counts: dict[str, int] = {}
+        for _, label in said:
+            if label is not None:
+                counts[label] = counts.get(label, 0) + 1
+        unparsed = sum(label is None for _, label in said)
+        if not counts:
+            return Failure(f"none of the {want} sampled completions ended with an answer line ('{how.cue} ...') "
+                           f"that could be read (finish_reason {finish}); a larger --reason leaves them more room")
+        logprobs = {c: math.log(k / want) for c, k in counts.items()}
+        top = sorted(logprobs.items(), key=lambda t: -t[1])
+        rationale = next(r for r, label in said if label is not None)
+        dist = LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
+                         estimated=True, complete=False)
+        return Reasoned(dist, rationale, generated, unparsed)
+
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        """Each prompt's rationale and answer, ``concurrency`` requests in flight, in prompt order."""
+        top_n = min(top_n, self.capabilities.top_n or top_n)
+        futures = {self._pool.submit(self._guarded, lambda p=p: self._reason_one(p, tuple(candidates), top_n, how)): i
+                   for i, p in enumerate(prompts)}
+        out: list[Reasoned | Failure | None] = [None] * len(prompts)
+        for fut in as_completed(futures):
+            out[futures[fut]] = fut.result()
+        return out  # type: ignore[return-value]
+
+    def reason_settings(self) -> dict[str, object]:
+        """How a rationale is asked for: room for the answer line after it."""
+        return {"answer_line_tokens": ANSWER_LINE_TOKENS}
 
     # -- the contract -----------------------------------------------------------------------------
     def iter_label_logprobs(
@@ -570,15 +833,19 @@ class OpenAIBackend(Backend):
         return self._tokenizer
 
     def settings(self) -> dict[str, object]:
-        # No key here: settings feed cache keys and provenance.
-        return {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
-                "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
+        # No key here: settings feed cache keys and provenance. reasoning_effort only when given, so that the
+        # keys of every other run stay as they were.
+        out: dict[str, object] = {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
+                                  "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
+        if self.reasoning_effort is not None:
+            out["reasoning_effort"] = self.reasoning_effort
+        return out
 
     def counters(self) -> dict[str, int]:
         """API usage; its cost in millionths of a dollar (``cost_micro_usd``) when the model has a price, else
         the requests whose cost is not known (``unpriced_requests``); how often pacing held a request back and
-        how many 429s came."""
-        out = self.usage.as_dict()
+        how many 429s came; each parameter the server refused (``refused:<param>``)."""
+        out = {**self.usage.as_dict(), **{f"refused:{p}": 1 for p in self.refusals.refused}}
         cost = self.spent()
         if cost is not None:
             out["cost_micro_usd"] = round(cost * 1_000_000)
@@ -675,10 +942,100 @@ def _body_detail(body: Any) -> str:
     return ""
 
 
+def _refused_param(exc: Any) -> str | None:
+    """The parameter a 400 or 403 answer refuses, when it is one this backend can replace or drop; else None.
+    OpenAI answers a reasoning model's ``max_tokens`` and ``temperature`` with 400, ``code``
+    ``unsupported_parameter`` or ``unsupported_value`` and ``param``, and its log-probabilities with 403 "You
+    are not allowed to request logprobs from this model" (``param`` and ``code`` null); a gateway that keeps
+    only the message ("Unsupported parameter: 'max_tokens' ...") is read from the message."""
+    detail = _error_detail(exc)
+    param = exc.param if exc.code in REFUSAL_CODES else None
+    if param is None:
+        found = re.search(r"Unsupported (?:parameter|value): '(\w+)'", detail)
+        param = found.group(1) if found else None
+    if param is None and re.search(r"not allowed to request logprobs", detail, re.IGNORECASE):
+        param = "logprobs"
+    return param if param in REPLACEMENTS else None
+
+
 def _choice_text(choice: dict[str, Any], chat: bool) -> str:
     if chat:
         return str(((choice.get("message") or {}).get("content")) or "")
     return str(choice.get("text") or "")
+
+
+def _thinking(choice: dict[str, Any], chat: bool) -> str:
+    """The thinking a completion shows apart from its text (a ``reasoning_content`` field, as DeepSeek and
+    vLLM's reasoning parsers return it), marked as a block of thinking: kept with the rationale, never read
+    as the answer."""
+    message = choice.get("message") or {} if chat else choice
+    thought = message.get("reasoning_content") or message.get("reasoning")
+    return f"{THINK_OPEN}{thought}{THINK_CLOSE}\n" if isinstance(thought, str) and thought.strip() else ""
+
+
+def _token_rows(choice: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
+    """Each generated token's text with the top log-probabilities at its position (the token itself
+    included), from either response format: chat (``logprobs.content``, which llama.cpp's server also uses
+    for completions) or legacy completions (``tokens`` and ``top_logprobs`` maps)."""
+    lp = choice.get("logprobs") or {}
+    rows: list[tuple[str, dict[str, float]]] = []
+    try:
+        if lp.get("content"):
+            for entry in lp["content"]:
+                table: dict[str, float] = {}
+                for alt in entry.get("top_logprobs") or []:
+                    _keep(table, alt["token"], alt["logprob"])
+                _keep(table, entry.get("token"), entry.get("logprob"))
+                rows.append((str(entry.get("token") or ""), table))
+        else:
+            toks, vals, tops = lp.get("tokens") or [], lp.get("token_logprobs") or [], lp.get("top_logprobs") or []
+            for i, tok in enumerate(toks):
+                table = {}
+                for alt, val in (tops[i] or {}).items() if i < len(tops) else ():
+                    _keep(table, alt, val)
+                _keep(table, tok, vals[i] if i < len(vals) else None)
+                rows.append((str(tok), table))
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+        raise _Retryable("malformed logprobs in the response") from None
+    return rows
+
+
+def _table_dist(table: dict[str, float], candidates: Sequence[str], top_n: int, n_prompt: int) -> LabelDist:
+    """The label answer from the top log-probabilities at the answer's token (top-N only: ``complete`` False)."""
+    top = sorted(table.items(), key=lambda t: -t[1])[:top_n]
+    return LabelDist({c: table[c] for c in candidates if c in table}, top, n_prompt_tokens=n_prompt,
+                     n_evaluated_tokens=n_prompt, complete=False)
+
+
+def answer_request(cue: str, candidates: Sequence[str]) -> str:
+    """The next user turn of a chat whose rationale ended without its answer line: it asks for that line."""
+    return f"Now write only your answer line: \"{cue} <answer>\", where <answer> is one of {', '.join(_labels(candidates))}."
+
+
+def _labels(candidates: Sequence[str]) -> list[str]:
+    """The distinct labels of ``candidates`` as a person writes them (``Yes``, ``No``; ``1`` ... ``5``)."""
+    out: dict[str, str] = {}
+    for c in candidates:
+        word, key = c.strip(), c.strip().lower()
+        if key not in out or (word == word.capitalize() != out[key]):
+            out[key] = word
+    return list(out.values())
+
+
+def _answer_table(rows: list[tuple[str, dict[str, float]]], cue_end: int) -> dict[str, float] | None:
+    """The top log-probabilities at the answer's token: the first token after the cue (which ends at character
+    ``cue_end`` of the tokens' text) that is more than whitespace or markup. None when the token that ends the
+    cue runs on into the answer (its probability cannot be read apart), or no token follows."""
+    at = 0
+    for token, table in rows:
+        start, at = at, at + len(token)
+        if at <= cue_end:
+            continue
+        rest = token[max(0, cue_end - start):]
+        if not rest.strip(" \t\n*_`'\"[(>"):
+            continue
+        return table if start >= cue_end else None
+    return None
 
 
 def _read_logprobs(data: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist:

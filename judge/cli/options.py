@@ -46,6 +46,13 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="what of each item the prompt shows: given (default), or none: the reply alone (no "
                    "conversation, no background; dialogs: the system's turns), the baseline of a contrast "
                    "(docs/context.md)")
+    g.add_argument("--reason", type=int, default=0, metavar="N",
+                   help="the judge first writes a rationale of at most N tokens, then answers: the answer is read "
+                   "after the prompt's answer cue (exactly where the backend shows log-probabilities, else estimated "
+                   "from --sampling-fallback N completions); rows keep the rationale. Default 0: the answer is the "
+                   "next token (docs/backends.md, \"Judges that reason first\")")
+    g.add_argument("--reason-temperature", type=float, default=0.0, metavar="T",
+                   help="sample the rationale at temperature T, seeded by --seed (default 0: greedy)")
     g.add_argument("--name", default=None, help="method name written in each output row (default: "
                    "<prompt>-<selector>-k<k>, or the scorer's name)")
     g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
@@ -92,6 +99,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "runner of the format) and stop")
     a.add_argument("--batch-results", default=None, metavar="FILE",
                    help="read a runner's Batch API output file (of --batch-file's requests) into the cache, then score")
+    a.add_argument("--reasoning-effort", default=None, metavar="EFFORT",
+                   help="reasoning_effort sent to a reasoning model (low, medium, high, ...); default: the server's")
     c = p.add_argument_group("cache")
     c.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
                    help="reuse label distributions from the persistent cache (default on; --no-cache)")
@@ -199,9 +208,11 @@ def backend_options(args: argparse.Namespace) -> dict[str, object]:
     if args.backend == "openai":
         out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
                    sampling_fallback=args.sampling_fallback)
-        # Pacing and money options only when set: a method's recorded options stay as they were without them.
+        # Pacing, money and reasoning options only when set: a method's recorded options stay as they were
+        # without them.
         out.update({k: v for k, v in (("rpm", args.rpm), ("tpm", args.tpm), ("prices", args.prices),
-                                      ("max_cost", args.max_cost)) if v is not None})
+                                      ("max_cost", args.max_cost), ("reasoning_effort", args.reasoning_effort))
+                    if v is not None})
         if not args.pace:
             out["pace"] = False
     out.update(batch_options(args))
@@ -320,7 +331,8 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
 #: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
 #: context, batching, API and cache settings, --chat) apply to every model the method runs.
-METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "head", "context", "top_k", "rule", "selector", "k", "seed",
+METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "head", "context", "top_k", "rule", "reason",
+                "reason_temperature", "selector", "k", "seed",
                 "pool", "group_guard", "example_order", "manual_set", "weights", "combine", "fit",
                 "scorer_model", "scorer_option", "seeds")
 _FLAG_NAMES = {"group_guard": "--no-group-guard"}
@@ -439,6 +451,7 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
         "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none", "k": args.k,
         "group_guard": args.group_guard, "order": args.example_order, "manual_set": args.manual_set,
         "pool": args.pool, "top_k": args.top_k, "rule": args.rule, "context": args.context,
+        "reason": args.reason, "reason_temperature": args.reason_temperature,
     }
     values: dict[str, object] = {key: value for key, value in defining.items()
                                  if key in kind.accepted() or value != _SPEC_DEFAULTS[key]}

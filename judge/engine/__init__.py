@@ -6,10 +6,10 @@ harness, ``judge serve``, ``make_judge``, benchmark scripts) translates its inpu
 
 from .build import BackendPool, build, build_scorer, check_names, prepare
 from .named import load_methods, named_method, with_runtime
-from .rows import ROW_KEYS, item_row
+from .rows import REASON_KEYS, ROW_KEYS, item_row
 from .run import run_rows, run_rows_together, score_rows
 from .spec import MethodSpec, Prepared
 
-__all__ = ["ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
+__all__ = ["REASON_KEYS", "ROW_KEYS", "BackendPool", "MethodSpec", "Prepared", "build", "build_scorer", "check_names",
            "item_row", "load_methods", "named_method", "prepare", "run_rows", "run_rows_together",
            "score_rows", "with_runtime"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backends import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, create_backend
-from ..backends.base import Wrapper
+from ..backends.base import Reasoned, Reasoning, Wrapper
 from ..backends.batching import Batcher, BatchReport
 from ..backends.registry import has_batch_api
 from ..backends.requests import Request
@@ -76,18 +76,24 @@ class _Recorder(Wrapper):
                          "log-probabilities of a given text: run this method without the batch options",
                          field="--batch")
 
+    def reason(self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int,
+               how: Reasoning) -> list[Reasoned | Failure]:
+        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not a rationale "
+                         "and the answer after it: run this method (reason = N) without the batch options",
+                         field="--batch")
+
 
 class _StandIn(Backend):
     """What a method whose backend does not batch runs on in the pre-pass (an ensemble's member on a local
-    model, say): nothing is loaded or sent; label requests get a placeholder, hidden states and sequences a
-    failure (its scores are thrown away: only the batched members' requests are wanted)."""
+    model, say): nothing is loaded or sent; label requests get a placeholder, hidden states, sequences and
+    rationales a failure (its scores are thrown away: only the batched members' requests are wanted)."""
 
     def __init__(self, spec: MethodSpec) -> None:
         self.name = spec.backend
         self.model_id = str(spec.model or "")
         self.capabilities = Capabilities(full_vocab=True, chat_template=True, batching=True,
                                          max_context=spec.generate.max_context or 1 << 20,
-                                         sequence_logprobs=True, hidden_states=True)
+                                         sequence_logprobs=True, hidden_states=True, reason=True)
 
     def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
                        top_n: int = 20) -> list[LabelDist | Failure]:
@@ -99,6 +105,10 @@ class _StandIn(Backend):
 
     def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
         return [Failure("not answered in the batch pre-pass") for _ in requests]
+
+    def reason(self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int,
+               how: Reasoning) -> list[Reasoned | Failure]:
+        return [Failure("not answered in the batch pre-pass") for _ in prompts]
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(prompt.text) // 4

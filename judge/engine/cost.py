@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import Backend, create_backend
-from ..backends.base import LabelDist, TokenLogprobs
+from ..backends.base import LabelDist, Reasoned, TokenLogprobs
 from ..backends.registry import backend_cost, replay_backend
-from ..cache import Cache, CachedBackend, dist_from_json
+from ..cache import Cache, CachedBackend, dist_from_json, reasoned_from_json
 from ..config import default_cache_path
 from ..errors import BackendError
 from ..items import Item
@@ -53,6 +53,7 @@ class DryCache(Cache):
         self._dists: dict[str, LabelDist] = {}
         self._seqs: dict[str, TokenLogprobs] = {}
         self._hidden: dict[str, list[float]] = {}
+        self._reasoned: dict[str, Reasoned] = {}
         self._ro: sqlite3.Connection | None = None
         if self.path.exists():
             self._ro = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
@@ -98,6 +99,15 @@ class DryCache(Cache):
 
     def put_hidden(self, key: str, backend: str, model: str, vector: Sequence[float]) -> None:
         self._hidden[key] = list(vector)
+
+    def get_reasoned(self, key: str) -> Reasoned | None:
+        if key in self._reasoned:
+            return self._reasoned[key]
+        rows = self._rows("reasoned", [key])
+        return reasoned_from_json(rows[0][1]) if rows else None
+
+    def put_reasoned(self, key: str, backend: str, model: str, answer: Reasoned) -> None:
+        self._reasoned[key] = answer
 
     def __len__(self) -> int:
         return len(self._dists)
@@ -154,8 +164,9 @@ class CostPool(BackendPool):
 @dataclass
 class CellCost:
     """One cell's share of a run: ``items`` to score, ``cached`` of them needing no model (saved rows,
-    answers in the cache), the prompt ``tokens`` evaluated after reuse (None: not known, see ``how``) and
-    the llama.cpp ``decodes`` they take."""
+    answers in the cache), the prompt ``tokens`` evaluated after reuse (None: not known, see ``how``), the
+    llama.cpp ``decodes`` they take, and the tokens of rationales ``generated`` (a method that reasons
+    first: at most its budget per item, counted whole)."""
 
     label: str
     spec: MethodSpec
@@ -165,6 +176,7 @@ class CellCost:
     how: str
     decodes: int = 0
     note: str = ""
+    generated: int = 0
 
 
 @dataclass
@@ -216,7 +228,8 @@ def count_groups(groups: Sequence[Sequence[Entry]], pool: CostPool | None = None
                 continue
             for e in group:
                 out[id(e)] = CellCost(e.label, e.prep.spec, e.done + len(e.todo), _cached(e),
-                                      e.counters.get("tokens_evaluated", 0), how, e.counters.get("decodes", 0))
+                                      e.counters.get("tokens_evaluated", 0), how, e.counters.get("decodes", 0),
+                                      generated=e.counters.get("tokens_generated", 0))
     finally:
         pool.close()
     return [out[id(e)] for e in (order if order is not None else [e for g in groups for e in g])]
@@ -301,15 +314,17 @@ def duration(seconds: float) -> str:
 
 
 def timed(cell: CellCost, rates: dict[str, Rate]) -> float:
-    """A counted cell's model time: its tokens and decodes at the rate of the model that evaluates them
-    (``rates`` by backend key); 0 for a cell with nothing counted."""
+    """A counted cell's model time: its tokens, decodes and generated tokens at the rate of the model that
+    evaluates them (``rates`` by backend key); 0 for a cell with nothing counted."""
     if cell.how != "counted" or not cell.tokens:
         return 0.0
-    return rates[backend_key(counted_spec(cell.spec))].time(cell.tokens, cell.decodes)
+    return rates[backend_key(counted_spec(cell.spec))].time(cell.tokens, cell.decodes, cell.generated)
 
 
 def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
-    """The table ``--check`` prints: one line per cell, then the total (``rates`` by backend key)."""
+    """The table ``--check`` prints: one line per cell, then the total (``rates`` by backend key). Where a
+    cell generates rationales, their tokens are counted beside the prompt tokens (``+ N generated``) and
+    timed at the rate of a generated token."""
     what = {"free": "? (no model)", "hosted": "n/a (hosted API)", "unknown": "n/a (backend not counted)",
             "ensemble": "n/a (mixed members)", "none": "0 (no model)", "missing": "n/a (model not installed)"}
     width = max([len(c.label) for c in cells] + [4])
@@ -325,6 +340,8 @@ def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
             used[key] = rates[key]
             total_s += timed(c, rates)
             tokens, est = f"{c.tokens:,}", duration(timed(c, rates))
+            if c.generated:
+                tokens += f" + {c.generated:,} generated"
         else:
             tokens = what[c.how]
             est = "0 s" if c.how in ("free", "none") else "n/a"
@@ -332,10 +349,14 @@ def cost_lines(cells: Sequence[CellCost], rates: dict[str, Rate]) -> list[str]:
         lines.append(f"{c.label:<{width}}  {c.items:>6,}  {c.cached:>6,}  {tokens:>27}  {est}")
     items = sum(c.items for c in cells)
     tokens_total = sum(c.tokens or 0 for c in cells if c.how == "counted")
+    generated = sum(c.generated for c in cells if c.how == "counted")
     line = f"total: {items:,} items, {tokens_total:,} prompt tokens"
+    if generated:
+        line += f" + {generated:,} generated (at most: every rationale counted at its whole budget)"
     if used and total_s > 0:
-        at = "; ".join(r.describe() for r in used.values())
-        line += f", about {duration(total_s)}, {tokens_total / total_s:,.0f} tokens/s at {at}"
+        at = "; ".join(r.describe(generating=bool(generated)) for r in used.values())
+        speed = "" if generated else f", {tokens_total / total_s:,.0f} tokens/s"
+        line += f", about {duration(total_s)}{speed} at {at}"
     if unknown:
         line += " (cells marked n/a not included)"
     lines.append(line)

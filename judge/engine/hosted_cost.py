@@ -5,7 +5,8 @@ run's own scorers ask their own prompts in the run's own order behind the run's 
 backend's declared twin (``Backend.cost = "hosted"``, ``Backend.replay``: for OpenAI the backend with the
 sending taken out, :mod:`judge.backends.openai_replay`), whose counters say how many requests it would
 send and their estimated prompt tokens. A prompt answered from the SQLite cache costs nothing; every other
-one is a request of one answer token (``max_tokens=1``). The estimate leans high (the twin's module says by
+one is a request of one answer token (``max_tokens=1``), or for a judge that reasons first of its whole
+budget and answer line (``K`` of them when they are sampled). The estimate leans high (the twin's module says by
 how much); the figures are printed with ``~`` and called estimates. No cached-input discount is assumed
 (the provider's prompt cache cannot be foreseen); the batch figure is the same usage at the Batch API's
 discount. Nothing is sent and nothing is written.
@@ -37,10 +38,12 @@ class HostedCell:
     prompt_tokens: int
     price: Price | None
     missing: str = ""
+    #: The most the requests may generate (None: one answer token each, ``max_tokens=1``).
+    completion_tokens: int | None = None
 
     @property
     def output_tokens(self) -> int:
-        return self.requests  # max_tokens = 1
+        return self.requests if self.completion_tokens is None else self.completion_tokens
 
     def cost(self, batch: bool = False) -> float | None:
         if self.price is None:
@@ -65,7 +68,8 @@ def count_hosted(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
                 requests = e.counters.get("counted_requests", 0)
                 out.append(HostedCell(e.label, model, e.done + len(e.todo), _cached(e), requests,
                                       e.counters.get("counted_prompt_tokens", 0), prices.get(model),
-                                      "" if prices.get(model) else prices.missing(model)))
+                                      "" if prices.get(model) else prices.missing(model),
+                                      e.counters.get("counted_completion_tokens")))
     finally:
         pool.close()
     return out
@@ -98,8 +102,16 @@ def money_lines(cells: Sequence[HostedCell]) -> list[str]:
         lines.append(f"prices: {price.describe()}")
     lines += [f"note: {m}" for m in dict.fromkeys(c.missing for c in cells if c.missing)]
     lines.append("note: prompt tokens are estimated without the hosted model's tokenizer (docs/backends-api.md, "
-                 "\"Cost in money\"); one answer token per request; no cached-input discount assumed")
+                 f"\"Cost in money\"); {_answers(cells)}; no cached-input discount assumed")
     return lines
+
+
+def _answers(cells: Sequence[HostedCell]) -> str:
+    """What the estimate counts of the answers: one token per request, or the rationales' whole budgets."""
+    generated = sum(c.output_tokens for c in cells if c.output_tokens != c.requests)
+    if not generated:
+        return "one answer token per request"
+    return f"~{generated:,} generated tokens counted at the rationales' whole budgets (the most they may take)"
 
 
 class Budget:

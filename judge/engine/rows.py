@@ -17,6 +17,12 @@ DIGITS = 6
 #: Row keys, in the order they are written.
 ROW_KEYS = ("id", "method", "seed", "quality", "human", "score", "label_probs", "examples", "flags", "estimated",
             "complete", "error", "system", "group", "n_prompt_tokens")
+#: Keys after those in the rows of a method that reasons first (``reason = N``), and only in them, so that every
+#: other method's rows stay as they were: what the judge said (capped at RATIONALE_CHARS, with its full
+#: length), the tokens it generated, and the sampled completions whose answer could not be read.
+REASON_KEYS = ("rationale", "rationale_chars", "n_generated_tokens", "unparsed")
+#: The longest rationale a row holds (a rationale is the judge's, not data: a reader needs its gist).
+RATIONALE_CHARS = 2000
 
 
 def rounded(x: float | None) -> float | None:
@@ -40,10 +46,11 @@ def item_row(item: Item, score: Score, method: str, quality: str | None, seed: i
     ``estimated`` marks scores read from sampled answers (no log-probabilities); ``complete`` is false
     when the backend returned only its top-N tokens, so a label spelling outside them counted as 0.
     ``group`` is the conversation the leakage guard used (omitted for plain same-context groups).
-    ``seed`` is the selection seed of LLM methods (None for classic scorers).
+    ``seed`` is the selection seed of LLM methods (None for classic scorers). A method that reasons first
+    adds :data:`REASON_KEYS` (``rationale`` None where the item failed).
     """
     human = item.human(quality) if quality is not None else None
-    return {
+    row = {
         "id": item.id,
         "method": method,
         "seed": seed,
@@ -60,3 +67,8 @@ def item_row(item: Item, score: Score, method: str, quality: str | None, seed: i
         "group": item.group if item.group is None or not item.group.startswith("ctx:") else None,
         "n_prompt_tokens": score.n_prompt_tokens,
     }
+    said = score.said
+    if said is not None:
+        row.update(rationale=said.rationale[:RATIONALE_CHARS] if score.error is None else None,
+                   rationale_chars=len(said.rationale), n_generated_tokens=said.n_generated, unparsed=said.unparsed)
+    return row

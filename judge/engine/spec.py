@@ -281,6 +281,11 @@ class MethodSpec:
     context: str = "given"
     #: Head methods: the head file ``judge fit`` wrote (``{dataset}``: the scored set's name).
     head: str | None = None
+    #: LLM methods: the judge first writes a rationale of at most this many tokens, then answers; the answer
+    #: is read after the prompt's answer cue (0: the answer is the next token, the paper's one-token read).
+    reason: int = 0
+    #: The rationale's sampling temperature (0: greedy); its seed is ``generate.seed``.
+    reason_temperature: float = 0.0
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 
@@ -291,6 +296,12 @@ class MethodSpec:
             raise InputError(f"must be >= 0, got {self.k}", field="k")
         if self.top_k < 1:
             raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
+        if self.reason < 0:
+            raise InputError(f"must be >= 0 (tokens of rationale; 0: none), got {self.reason}", field="reason")
+        if self.reason_temperature < 0:
+            raise InputError(f"must be >= 0, got {self.reason_temperature}", field="reason_temperature")
+        if self.reason_temperature and not self.reason:
+            raise InputError("samples a rationale: it needs one (reason = N)", field="reason_temperature")
         if not self.seeds:
             raise InputError("at least one seed is needed", field="seeds")
         for key, value in kind.defaults.items():

@@ -31,7 +31,7 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     conversations) and failures."""
     pred = [r["score"] for r in rows]
     human = [r["human"] for r in rows]
-    ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=_groups(rows))
+    ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=row_groups(rows))
     out: dict[str, Any] = {m: _corr(c) for m, c in stats.correlations(pred, human).items()}
     out["ci"] = _interval(ci)
     out["n_items"] = len(rows)
@@ -64,12 +64,12 @@ def without_copies(rows: Sequence[dict[str, Any]], copies: set[str], n_boot: int
     kept = [r for r in rows if r["id"] not in copies]
     pred, human = [r["score"] for r in kept], [r["human"] for r in kept]
     rho = stats.correlate(pred, human)
-    ci = _interval(stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=_groups(kept)))
+    ci = _interval(stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=row_groups(kept)))
     return {"spearman": _f(rho.value), "n": rho.n, "n_left_out": len(rows) - len(kept), "ci": ci,
             "n_conversations": _conversations(ci)}
 
 
-def _groups(rows: Sequence[dict[str, Any]]) -> list[str]:
+def row_groups(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Each row's conversation group; rows saved without one (``ctx:`` groups) stand alone."""
     return [r.get("group") or f"id:{r['id']}" for r in rows]
 
@@ -220,7 +220,7 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
                     continue
                 kept = [x for x in rows[key] if x["id"] not in copies.get(ds, set())]
                 parts.append(stats.AveragePart(ds, ([x["score"] for x in kept],), [x["human"] for x in kept],
-                                               _groups(kept), _shared(shared, ds, kept)))
+                                               row_groups(kept), _shared(shared, ds, kept)))
             avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed))
         averages[m]["without_copies"] = avg
 
@@ -251,7 +251,7 @@ def _paired_rows(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, An
     rb = {r["id"]: r for r in rows_b}
     ids = [i for i in ra if i in rb]
     return ([ra[i]["score"] for i in ids], [rb[i]["score"] for i in ids], [ra[i]["human"] for i in ids],
-            _groups([ra[i] for i in ids]), [ra[i] for i in ids])
+            row_groups([ra[i] for i in ids]), [ra[i] for i in ids])
 
 
 #: (set, item id) -> the item's conversation as every set names it (``conversation_of``).
@@ -267,7 +267,7 @@ def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[dict
            shared: Shared) -> list[stats.AveragePart]:
     """One method's (set, quality) parts for the CI of its DSTC10 average."""
     return [stats.AveragePart(ds, ([r["score"] for r in rows[key]],), [r["human"] for r in rows[key]],
-                              _groups(rows[key]), _shared(shared, ds, rows[key]))
+                              row_groups(rows[key]), _shared(shared, ds, rows[key]))
             for (m, ds, _q), key in first.items() if m == method]
 
 

@@ -51,7 +51,7 @@ class LLMType(MethodType):
     """A prompt + selector + backend + scoring rule (:class:`judge.scorers.llm.LLMJudge`)."""
 
     fields = frozenset({"prompt", "selector", "k", "seeds", "group_guard", "order", "manual_set", "pool", "top_k",
-                        "rule", "context"})
+                        "rule", "context", "reason", "reason_temperature"})
     runs_model = True
     noun = "llm methods"
     records_seed = True
@@ -65,7 +65,8 @@ class LLMType(MethodType):
             raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {spec.context!r}", field="context")
 
     def default_name(self, spec: MethodSpec) -> str:
-        return f"{spec.prompt}-{spec.selector}-k{spec.k}" + ("" if spec.context == "given" else f"-context-{spec.context}")
+        return (f"{spec.prompt}-{spec.selector}-k{spec.k}" + ("" if spec.context == "given" else f"-context-{spec.context}")
+                + (f"-reason{spec.reason}" if spec.reason else ""))
 
     def seeded(self, spec: MethodSpec) -> bool:
         return spec.selector == "random" and spec.k > 0
@@ -78,14 +79,16 @@ class LLMType(MethodType):
             "options": dict(spec.options), "generate": asdict(spec.generate), "top_k": spec.top_k, "rule": spec.rule,
             # Only when not the default, so that the provenance of every earlier method reads as before.
             **({"context": spec.context} if spec.context != "given" else {}),
+            **({"reason": spec.reason, "reason_temperature": spec.reason_temperature} if spec.reason else {}),
             "paper": spec.paper,
         }
 
     def settings_text(self, described: Mapping[str, Any]) -> str:
         guard = "on" if described["group_guard"] else "OFF"
+        reason = f", reason {described['reason']} tokens" if described.get("reason") else ""
         return (f"prompt {described['prompt']}, model {described['model'] or 'smollm2 (embedded)'} "
                 f"({described['backend']}), selector {described['selector']}, k {described['k']}, "
-                f"order {described['order']}, group guard {guard}")
+                f"order {described['order']}, group guard {guard}{reason}")
 
     def check_names(self, spec: MethodSpec) -> None:
         BACKENDS.canonical(spec.backend)
@@ -147,7 +150,7 @@ class LLMType(MethodType):
         quality = quality or prompt.quality
         selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
                                 manual_set=spec.manual_set, order=spec.order)
-        check_renders(prompt, items or (), quality, spec.context, population)
+        check_renders(prompt, items or (), quality, spec.context, population, spec.reason)
         if spec.k and quality is None:
             raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                              field="quality")
@@ -166,7 +169,8 @@ class LLMType(MethodType):
         return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
                         pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
                         top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
-                        population=prepared.population)
+                        population=prepared.population, reason=spec.reason,
+                        reason_temperature=spec.reason_temperature, reason_seed=spec.generate.seed)
 
     def prompts(self, prepared: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool
                 ) -> list[Prompt] | None:
@@ -187,7 +191,8 @@ class LLMType(MethodType):
             examples = [(pool[i], template.example_label(pool[i], quality)) for i in ids]  # type: ignore[arg-type]
             out.append(render_prompt(template, item, examples, quality, alternatives_for(item, listed),
                                      context=prepared.spec.context, chat=chat,
-                                     fixed_examples=prepared.selector is not None and prepared.selector.fixed_examples))
+                                     fixed_examples=prepared.selector is not None and prepared.selector.fixed_examples,
+                                     reason=prepared.spec.reason)[0])
         return out
 
 
@@ -234,22 +239,27 @@ _RENDERED_LOCK = threading.Lock()
 
 
 def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None,
-                  view: str = "given", population: Sequence[Item] | None = None) -> None:
+                  view: str = "given", population: Sequence[Item] | None = None, reason: int = 0) -> None:
     """Render ``prompt`` for every item once, as ``view`` shows it (:mod:`judge.context_views`), so that a
     template error (undefined variable, sandbox) is bad input that surfaces before a model loads, not
     mid-run. A check already passed for the same template, quality, view and item objects is not
     repeated: a ``judge run`` prepares each method on each set once as a cell and again as the member of
     every ensemble that holds it, and rendering, not scoring, is what ``--check`` spends its time on.
-    A template that reads ``alternatives`` is rendered with those of ``population`` (None: ``items``)."""
+    A template that reads ``alternatives`` is rendered with those of ``population`` (None: ``items``); with
+    ``reason``, as a judge that reasons first renders it (its cue line replaced by the request for a
+    rationale)."""
     others = (items if population is None else population) if READ in prompt.reads else ()
-    key = (prompt, quality, view, tuple(map(id, items)), tuple(map(id, others)))
+    key = (prompt, quality, view, tuple(map(id, items)), tuple(map(id, others)), reason)
     with _RENDERED_LOCK:  # judges may be prepared from several threads of one process
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return
     listed = lists_for(prompt.reads, others)
     for item in items:
-        prompt.render(in_view(item, view), [], quality, alternatives_for(item, listed))
+        if reason:
+            prompt.render_reasoned(in_view(item, view), [], quality, alternatives_for(item, listed), tokens=reason)
+        else:
+            prompt.render(in_view(item, view), [], quality, alternatives_for(item, listed))
     with _RENDERED_LOCK:
         _RENDERED[key] = (items, others)
         while len(_RENDERED) > _RENDERED_MAX or sum(len(a) + len(b) for a, b in _RENDERED.values()) > _RENDERED_ITEMS:

@@ -11,6 +11,17 @@ from ..backends.requests import Answer, Request
 from ..items import Item
 
 
+@dataclass(frozen=True)
+class Said:
+    """What a judge that reasons said for one item: its rationale (thinking it showed included), the tokens
+    it generated (every sampled completion and reasoning token included) and, for a distribution estimated
+    from sampled completions, how many had no answer line that could be read."""
+
+    rationale: str
+    n_generated: int
+    unparsed: int = 0
+
+
 @dataclass
 class Score:
     """One item's result: the number (None when it failed), where it came from, and why it failed."""
@@ -35,6 +46,9 @@ class Score:
     #: The model's hidden state at the answer position, from a judge asked for it (``LLMJudge(hidden=True)``,
     #: what a head reads); never written to results.
     vector: list[float] | None = None
+    #: What the judge said before its answer, from a method that reasons (``reason = N``); set on every score
+    #: of such a method (a failed item's is empty), None for every other method.
+    said: Said | None = None
 
     @property
     def ok(self) -> bool:

@@ -8,30 +8,54 @@ from typing import Any
 
 from ..alternatives import READ, Alternatives, alternatives_for, lists_for
 from ..answers import candidates, check_labels
-from ..backends.base import Backend, Failure, HiddenState, Prompt, TokenLogprobs
+from ..backends.base import Backend, Failure, HiddenState, Prompt, Reasoned, Reasoning, TokenLogprobs, require
 from ..backends.requests import Answer, Request
 from ..context_views import in_view
+from ..errors import InputError
 from ..items import SYSTEM, USER, Item, Turn
 from ..prompts import PromptTemplate
 from ..qualities import Quality
+from ..reasoning import ANSWER_LINE_TOKENS
 from ..selectors import Selector, ZeroShot
-from .base import ItemWork, Score, Scorer, score_lane
+from .base import ItemWork, Said, Score, Scorer, score_lane
 from .rules import ScoringError, score_distribution
 
 
 def render_prompt(template: PromptTemplate, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
-                  replies: Sequence[str] = (), *, context: str, chat: bool, fixed_examples: bool = False) -> Prompt:
+                  replies: Sequence[str] = (), *, context: str, chat: bool, fixed_examples: bool = False,
+                  reason: int = 0) -> tuple[Prompt, str]:
     """The prompt a judge sends for ``item`` showing ``examples`` (each with the label it shows, in display
-    order) and the other ``replies`` to its context: the one place a judge's prompt text is made, so that
-    a prompt rebuilt later from a run's records (``MethodType.prompts``, ``judge view``) is the one sent.
-    ``fixed_examples`` (the selector's): every item shows the same examples, so they belong to the text no
-    item changes, which the backend evaluates apart (``Prompt.instructions``)."""
+    order) and the other ``replies`` to its context, and its answer cue ("" without ``reason``: the answer
+    is the next token): the one place a judge's prompt text is made, so that a prompt rebuilt later from a
+    run's records (``MethodType.prompts``, ``judge view``) is the one sent. ``fixed_examples`` (the
+    selector's): every item shows the same examples, so they belong to the text no item changes, which the
+    backend evaluates apart (``Prompt.instructions``). ``reason``: the judge writes a rationale of at most
+    that many tokens first, and the template's request for it replaces its cue line."""
     examples = list(examples)
-    text = template.render(in_view(item, context), examples, quality, replies)
+    text, cue = render_text(template, in_view(item, context), examples, quality, replies, reason)
     # The text no item changes: the instructions, and the examples when every item shows the same.
     fixed = template.instructions_chars(text, quality, level=item.level,
                                         examples=examples if not examples or fixed_examples else None)
-    return Prompt(text, chat=chat, shared=template.shared_chars(text), instructions=fixed)
+    return Prompt(text, chat=chat, shared=template.shared_chars(text), instructions=fixed), cue
+
+
+def render_text(template: PromptTemplate, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
+                replies: Sequence[str], reason: int) -> tuple[str, str]:
+    """The prompt text for ``item`` (already in its context view) and its answer cue ("" without ``reason``)."""
+    if reason:
+        return template.render_reasoned(item, examples, quality, replies, tokens=reason)
+    return template.render(item, examples, quality, replies), ""
+
+
+def check_reasoning(backend: Backend, reason: int) -> None:
+    """Refuse, before anything is scored, a judge its backend cannot answer: a rationale from a backend that
+    cannot have its model write one (``capabilities.reason``), or a one-token read of a model that thinks
+    before it answers (``capabilities.answers_at_once`` False: its first token is never the answer)."""
+    if reason:
+        require(backend, "reason", "a judge that reasons first (reason = N)")
+    elif not backend.capabilities.answers_at_once:
+        raise InputError(f"model {backend.model_id} thinks before it answers, so a one-token read cannot score it: "
+                         "let it reason first with --reason N (TOML: reason = N), e.g. --reason 1024")
 
 
 class LLMJudge(Scorer):
@@ -69,9 +93,16 @@ class LLMJudge(Scorer):
         context: str = "given",
         population: Sequence[Item] | None = None,
         hidden: bool = False,
+        reason: int = 0,
+        reason_temperature: float = 0.0,
+        reason_seed: int = 0,
     ) -> None:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
+        if reason < 0 or reason_temperature < 0:
+            raise ValueError(f"reason and reason_temperature must be >= 0, got {reason} and {reason_temperature}")
+        if reason and hidden:
+            raise ValueError("a hidden state is read at a one-token answer's position, not after a rationale")
         self.prompt = prompt
         self.backend = backend
         self.quality = quality or prompt.quality
@@ -86,12 +117,17 @@ class LLMJudge(Scorer):
         self.context = context
         self.population = population
         self.hidden = hidden
+        self.reason = reason
+        self.reason_temperature = reason_temperature
+        self.reason_seed = reason_seed
+        check_reasoning(backend, reason)
         # Items whose prompts are built and reordered together (memory is bounded by it). batch_size 1
         # asks for strict item-by-item results (the harness saves each item as it comes): no reordering.
         self.window = window if window is not None else (max(256, batch_size) if batch_size > 1 else 1)
         check_labels(prompt.answer, backend, template=prompt.name)  # before any scoring
         self.candidates = tuple(candidates(prompt.answer))
         view = "" if context == "given" else f"|context={context}"
+        view += f"|reason={reason}" if reason else ""
         self.name = f"{prompt.name}|{self.selector.name}|k={k}{view}|{backend.name}:{backend.model_id}"
 
     def describe(self) -> dict[str, object]:
@@ -104,6 +140,7 @@ class LLMJudge(Scorer):
             "rule": self.rule,
             "chat": self.chat,
             **({"context": self.context} if self.context != "given" else {}),
+            **({"reason": self.reason, "reason_temperature": self.reason_temperature} if self.reason else {}),
             "backend": self.backend.name,
             "model": self.backend.model_id,
             **self.selector.describe(),
@@ -117,7 +154,12 @@ class LLMJudge(Scorer):
         """Render every item once (no examples): template errors are bad input, found before scoring."""
         alternatives = self.call_alternatives(items)
         for item in items:
-            self.prompt.render(in_view(item, self.context), [], self.quality, alternatives_for(item, alternatives))
+            self.render(in_view(item, self.context), [], alternatives_for(item, alternatives))
+
+    def render(self, item: Item, examples: Sequence[tuple[Item, str]], replies: Sequence[str]) -> tuple[str, str]:
+        """The prompt text for ``item`` and its answer cue ("" without ``reason``: the answer is the next
+        token): with ``reason``, the template's request for a rationale in place of its cue line."""
+        return render_text(self.prompt, item, examples, self.quality, replies, self.reason)
 
     # -- prompts ------------------------------------------------------------------------------------
     def build_prompt(self, item: Item, pool: Sequence[Item] | None = None,
@@ -128,6 +170,12 @@ class LLMJudge(Scorer):
         (the selector's ``rank`` says which those are); the test item itself is never cut (a prompt
         too long without examples fails the item). The examples returned are those actually shown.
         """
+        prompt, shown, _ = self.build_reasoned(item, pool, alternatives)
+        return prompt, shown
+
+    def build_reasoned(self, item: Item, pool: Sequence[Item] | None = None,
+                       alternatives: Alternatives | None = None) -> tuple[Prompt, list[Item], str]:
+        """:meth:`build_prompt` with the prompt's answer cue ("" without ``reason``)."""
         pool = self.pool if pool is None else pool
         ranked = self.selector.rank(item, pool or [], self.k, self.quality) if self.k else []
         if ranked and self.quality is None:
@@ -137,18 +185,20 @@ class LLMJudge(Scorer):
             alternatives = self.call_alternatives([item])
         replies = alternatives_for(item, alternatives)
 
-        def render(kept: list[Item]) -> tuple[Prompt, list[Item]]:
+        def render(kept: list[Item]) -> tuple[Prompt, list[Item], str]:
             shown = self.selector.arrange(kept)
-            return render_prompt(self.prompt, item, [(ex, labels[ex.id]) for ex in shown], self.quality, replies,
-                                 context=self.context, chat=self.chat,
-                                 fixed_examples=self.selector.fixed_examples), shown
+            prompt, cue = render_prompt(self.prompt, item, [(ex, labels[ex.id]) for ex in shown], self.quality,
+                                        replies, context=self.context, chat=self.chat,
+                                        fixed_examples=self.selector.fixed_examples, reason=self.reason)
+            return prompt, shown, cue
 
-        prompt, shown = render(ranked)
-        limit = self.backend.capabilities.max_context - 1
+        prompt, shown, cue = render(ranked)
+        # A rationale needs room too: its budget and the answer line come after the prompt.
+        limit = self.backend.capabilities.max_context - 1 - (self.reason + ANSWER_LINE_TOKENS if self.reason else 0)
         while ranked and self.backend.count_tokens(prompt) > limit:
             ranked = ranked[:-1]
-            prompt, shown = render(ranked)
-        return prompt, shown
+            prompt, shown, cue = render(ranked)
+        return prompt, shown, cue
 
     # -- scoring ------------------------------------------------------------------------------------
     def score(self, items: Iterable[Item]) -> Iterator[Score]:
@@ -182,8 +232,12 @@ class LLMJudge(Scorer):
 
     def work(self, item: Item, pool: Sequence[Item] | None, alternatives: Alternatives | None) -> ItemWork:
         """The request of ``item`` and how its answer becomes the item's score."""
-        prompt, shown = self.build_prompt(item, pool, alternatives)
-        request = Request("hidden" if self.hidden else "label", prompt, self.candidates, self.top_n)
+        prompt, shown, cue = self.build_reasoned(item, pool, alternatives)
+        if self.reason:
+            how = Reasoning(self.reason, cue, self.reason_temperature, self.reason_seed)
+            request = Request("reason", prompt, self.candidates, self.top_n, reasoning=how)
+        else:
+            request = Request("hidden" if self.hidden else "label", prompt, self.candidates, self.top_n)
         return ItemWork((request,), lambda answers: self.to_score(item, shown, answers[0]))
 
     def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
@@ -212,9 +266,14 @@ class LLMJudge(Scorer):
             score = self.to_score(item, examples, dist.dist)
             score.vector = dist.vector
             return score
+        if isinstance(dist, Reasoned):
+            score = self.to_score(item, examples, dist.dist)
+            score.said = Said(dist.rationale, dist.n_generated, dist.unparsed)
+            return score
         ids = [ex.id for ex in examples]
         if isinstance(dist, Failure):
-            return Score(item.id, None, examples=ids, error=dist.reason, flags=(dist.flag,) if dist.flag else ())
+            return Score(item.id, None, examples=ids, error=dist.reason, flags=(dist.flag,) if dist.flag else (),
+                         said=Said("", 0, 0) if self.reason else None)
         top = [(tok, round(math.exp(lp), 6)) for tok, lp in dist.top[:5]]
         try:
             value, probs = score_distribution(dist.logprobs, self.prompt.answer, self.top_k, self.rule)
