@@ -183,7 +183,7 @@ class LLMJudge(Scorer):
     def work(self, item: Item, pool: Sequence[Item] | None, alternatives: Alternatives | None) -> ItemWork:
         """The request of ``item`` and how its answer becomes the item's score."""
         prompt, shown = self.build_prompt(item, pool, alternatives)
-        request = Request("hidden" if self.hidden else "label", prompt, self.candidates, self.top_n)
+        request = answer_request(prompt, self.candidates, self.top_n, hidden=self.hidden)
         return ItemWork((request,), lambda answers: self.to_score(item, shown, answers[0]))
 
     def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
@@ -249,3 +249,12 @@ class LLMJudge(Scorer):
                 turns.append(Turn(USER if (len(context) - 1 - i) % 2 == 0 else SYSTEM, str(t)))
         item = Item(id="text", level="turn", context=tuple(turns), response=response)
         return next(self.score([item]))
+
+
+def answer_request(prompt: Prompt, labels: Sequence[str], top_n: int, *, hidden: bool = False) -> Request:
+    """The request that reads a prompt's answer: the next-token log-probabilities of its answer ``labels``
+    (``hidden``: with the hidden state at the answer position). Every judge that reads a template's answer
+    asks through here, the pointwise ones (:class:`LLMJudge`, heads) and the pairwise one
+    (:mod:`judge.scorers.pairwise`, one request per order shown), so that a new way of reading an answer
+    (a rationale generated before the label, say) is one change here for all of them."""
+    return Request("hidden" if hidden else "label", prompt, tuple(labels), top_n)
