@@ -13,10 +13,10 @@ the data people have:
 
 Bad pairing is bad input, named by file and record before any model loads: an item without a system, a
 dialog-level item (a dialog has no context shared with another), ids or contexts that do not match across
-two files, a file where no context has two systems. The last three but one (dialog level, one system per
-context) are :class:`~judge.errors.MissingInputError` s, a property of the set: ``judge run`` lists a
-``[[compare]]`` cell on such a set as skipped. A context that has one system only is left out and counted
-(:attr:`Pairing.single`), never silently.
+two files, a file where no context has two systems. A file of one system per context (or of dialogs only)
+is a :class:`~judge.errors.MissingInputError`, a property of the set: ``judge run`` lists a ``[[compare]]``
+cell on such a set as skipped. In a file that has pairs, a context with one system's replies, and a
+dialog-level item, is left out and counted (:attr:`Pairing.notes`), never silently.
 """
 
 from __future__ import annotations
@@ -95,8 +95,11 @@ def pairs_within(items: Sequence[Item], *, file: str, systems: Sequence[str] | N
     """The pairs of one file: within each context (in file order), the replies of every two different
     systems (systems in their order of first appearance in the file, the earlier one as ``a``), or with a
     ``baseline`` each other system's replies (``a``) against the baseline's (``b``). ``systems`` keeps only
-    those systems. Two replies of one system to one context are both compared with the others."""
-    _check_turn_level(items, file)
+    those systems. Two replies of one system to one context are both compared with the others. Dialog-level
+    items and contexts with one system's replies are left out and counted (:attr:`Pairing.notes`); a file
+    with nothing left to compare is refused."""
+    dialogs = sum(1 for it in items if it.level != "turn")
+    items = [it for it in items if it.level == "turn"]
     for it in items:
         if not it.system:
             raise MissingInputError("comparing the systems of one file needs each item's 'system' (or compare two "
@@ -117,10 +120,16 @@ def pairs_within(items: Sequence[Item], *, file: str, systems: Sequence[str] | N
         pairs.extend(found)
     if not pairs:
         what = f"baseline '{baseline}' and another system" if baseline else "two systems"
-        raise MissingInputError(f"no context has replies of {what} (one system per context): nothing to compare",
-                                file=file, record=items[0].id if items else None, field="system")
+        where = "only dialog-level items (a dialog shares no context with another reply)" if not items else (
+            f"no context has replies of {what} (one system per context)")
+        raise MissingInputError(f"{where}: nothing to compare", file=file, record=items[0].id if items else None,
+                                field="system" if items else "dialog")
     used = {s for p in pairs for s in (p.system_a, p.system_b)}
-    return Pairing(pairs, [s for s in known if s in used], single)
+    notes = [f"{n} {what} left out: {why}" for n, what, why in (
+        (single, "contexts" if single != 1 else "context", "replies of one system only, nothing to compare"),
+        (dialogs, "dialog-level items" if dialogs != 1 else "dialog-level item",
+         "a dialog shares no context with another reply")) if n]
+    return Pairing(pairs, [s for s in known if s in used], single, notes=notes)
 
 
 def _chosen(systems: Sequence[str] | None, baseline: str | None, known: list[str], file: str) -> set[str]:
@@ -160,7 +169,7 @@ def pairs_between(items_a: Sequence[Item], items_b: Sequence[Item], *, file_a: s
     context), else by matching contexts (each context once in each file)."""
     _check_turn_level(items_a, file_a)
     _check_turn_level(items_b, file_b)
-    sa, sb = names or system_names(file_a, file_b)
+    sa, sb = names or system_names(file_a, file_b, items_a, items_b)
     ids_b = {it.id: it for it in items_b}
     if any(it.id in ids_b for it in items_a):
         _all_matched(items_a, ids_b, file_a, file_b, "id")
@@ -205,8 +214,13 @@ def _all_matched(items: Iterable[Item], other: dict[str, Item], file: str, other
                              record=it.id, field="id" if by == "id" else "context")
 
 
-def system_names(file_a: str, file_b: str) -> tuple[str, str]:
-    """Names for the systems of two files: their stems, or their paths where the stems are equal."""
+def system_names(file_a: str, file_b: str, items_a: Sequence[Item] = (), items_b: Sequence[Item] = ()
+                 ) -> tuple[str, str]:
+    """Names for the systems of two files: the ``system`` every item of each file names, when each file names
+    one and the two differ; else the files' stems, or their paths where the stems are equal."""
+    named = [{it.system for it in items} for items in (items_a, items_b)]
+    if all(len(n) == 1 and None not in n for n in named) and named[0] != named[1]:
+        return str(next(iter(named[0]))), str(next(iter(named[1])))
     a, b = Path(file_a).stem, Path(file_b).stem
     return (a, b) if a != b else (str(Path(file_a).with_suffix("")), str(Path(file_b).with_suffix("")))
 

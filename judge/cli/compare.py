@@ -43,6 +43,7 @@ from .options import (
     add_judge_options,
     add_progress_option,
     add_type_options,
+    check_counts,
     parse_scales,
     resolve_quality,
     spec_from_args,
@@ -83,14 +84,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
-    if args.bootstrap < 1:
-        raise InputError(f"must be >= 1, got {args.bootstrap}", field="--bootstrap")
+    check_counts(args, "limit", "bootstrap")
     if args.output:
         check_output_path(args.output)
     spec = spec_from_args(args, default_type="pairwise")
     pairing, quality, where = read_pairs(args)
+    for note in pairing.notes:
+        print(f"note: {note}", file=sys.stderr)
     pairs = sample_contexts(pairing.pairs, args.limit, args.limit_seed)
     prep = prepare_pairs(spec, pairs, quality)
     quality = prep.quality
@@ -131,8 +131,6 @@ def run(args: argparse.Namespace) -> int:
                            spec=spec.describe(), settings=spec.kind.settings_text(spec.describe()),
                            kind=method_kinds(spec, quality).to_dict(), pointwise=pointwise,
                            pointwise_name=against.name if against else None, n_boot=args.bootstrap)
-    for note in pairing.notes:
-        print(f"note: {note}", file=sys.stderr)
     for line in text_lines(entry):
         print(line)
     if args.output:

@@ -168,6 +168,14 @@ def add_check_option(p: argparse.ArgumentParser, checked: str, work: str) -> Non
                    "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) and stop")
 
 
+def check_counts(args: argparse.Namespace, *names: str) -> None:
+    """Refuse a count flag (``--limit``, ``--bootstrap``, ...) below 1, naming the flag; unset ones pass."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise InputError(f"must be >= 1, got {value}", field="--" + name.replace("_", "-"))
+
+
 def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
     """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
     return dict(parse_scale(text) for text in args.scale)

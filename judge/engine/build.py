@@ -121,6 +121,11 @@ class BackendPool:
             self._backend.settled.update(failures)
 
     @property
+    def key(self) -> str | None:
+        """The :func:`backend_key` of the backend loaded now (None: none)."""
+        return self._key
+
+    @property
     def current(self) -> Backend | None:
         """The backend loaded now (None before the first LLM method, or for classic scorers)."""
         return self._backend

@@ -332,7 +332,7 @@ def _compare_cell(path: str, j: int, table: dict[str, Any], defaults: dict[str, 
     return CompareSpec(name, method, _against(path, where, own.get("against", DEFAULT_AGAINST), method, methods),
                        _strings(path, f"{where}.systems", own["systems"]) if "systems" in own else None,
                        own.get("baseline"), _contexts(path, where, own.get("contexts"), datasets),
-                       _cell_sets(path, where, own.get("datasets", []), datasets), j)
+                       _cell_sets(path, f"{where}.datasets", own.get("datasets", []), datasets), j)
 
 
 def _against(path: str, where: str, name: str, method: MethodSpec, methods: dict[str, MethodSpec]) -> MethodSpec | None:
@@ -373,14 +373,13 @@ def _count(path: str, where: str, value: Any) -> int:
     return value
 
 
-def _cell_sets(path: str, where: str, names: list[Any], datasets: list[DatasetSpec]) -> tuple[str, ...]:
-    """The config's sets a cell runs on (by name or abbreviation; empty: every set)."""
+def _cell_sets(path: str, key: str, names: list[Any], datasets: list[DatasetSpec]) -> tuple[str, ...]:
+    """The config's sets a cell runs on (by name or abbreviation; empty: every set); errors name ``key``."""
     out = []
-    for name in _strings(path, f"{where}.datasets", names) if names else ():
+    for name in _strings(path, key, names) if names else ():
         found = [d.name for d in datasets if name.lower() in (d.name.lower(), d.dataset.abbrev.lower())]
         if not found:
-            raise _err(path, f"{where}.datasets", f"'{name}' is not one of the config's sets "
-                       f"({', '.join(d.name for d in datasets)})")
+            raise _err(path, key, f"'{name}' is not one of the config's sets ({', '.join(d.name for d in datasets)})")
         out.append(found[0])
     return tuple(out)
 
