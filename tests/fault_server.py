@@ -15,7 +15,8 @@ later request).
 
 ``latency`` adds a fixed delay to every request (the ``api`` benchmark); ``logprobs=False`` makes
 every answer come without logprobs, sampled answers cycling Yes, Yes, Yes, No per prompt (the
-sampling fallback estimates p(yes) = 0.75). Every request is recorded with its Authorization header.
+sampling fallback estimates p(yes) = 0.75); ``labels`` replaces Yes and No (A and B for a pairwise
+judge). Every request is recorded with its Authorization header.
 
 **Rate limits** (``limit=RateLimit(...)``): budgets of requests and tokens per minute that refill
 continuously, as OpenAI's do; every answer carries ``x-ratelimit-limit/remaining/reset-requests`` and
@@ -70,10 +71,12 @@ def expected_goodness(prompt: str) -> float:
     return 0.05 + 0.9 * (h / 2**32)
 
 
-def top_logprobs(prompt: str) -> dict[str, float]:
-    """The top tokens answered for ``prompt``: Yes/No share 0.8 of the mass in proportion p : 1 - p."""
+def top_logprobs(prompt: str, labels: tuple[str, str] = ("Yes", "No")) -> dict[str, float]:
+    """The top tokens answered for ``prompt``: the two labels (Yes/No) share 0.8 of the mass in proportion
+    p : 1 - p."""
     p = expected_goodness(prompt)
-    return {"Yes": math.log(0.8 * p), "No": math.log(0.8 * (1 - p)), "The": math.log(0.1), "I": math.log(0.05)}
+    yes, no = labels
+    return {yes: math.log(0.8 * p), no: math.log(0.8 * (1 - p)), "The": math.log(0.1), "I": math.log(0.05)}
 
 
 def go_duration(seconds: float) -> str:
@@ -135,6 +138,8 @@ class FaultServer:
     logprobs: bool = True
     #: Completions answer in the chat "content" logprobs format, as llama.cpp's own server does.
     content_format: bool = False
+    #: The two answers it gives (top tokens and sampled answers): Yes/No, or A/B for a pairwise judge.
+    labels: tuple[str, str] = ("Yes", "No")
     port: int = 0
     requests: list[Request] = field(default_factory=list)
     limit: RateLimit | None = None
@@ -500,7 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
 def answer(srv: FaultServer, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
     """The completion the server answers ``prompt`` with (synchronously and in a batch alike)."""
     n = int(body.get("n") or 1)
-    tops = top_logprobs(prompt)
+    tops = top_logprobs(prompt, srv.labels)
     choices = []
     for i in range(n):
         if with_lp:
@@ -509,7 +514,7 @@ def answer(srv: FaultServer, prompt: str, body: dict[str, Any], chat: bool, with
             with srv._lock:
                 k = srv._samples.get(prompt, 0)
                 srv._samples[prompt] = k + 1
-            text = "No" if k % 4 == 3 else "Yes"
+            text = srv.labels[1] if k % 4 == 3 else srv.labels[0]
         choice: dict[str, Any] = {"index": i, "finish_reason": "length", "logprobs": None}
         if chat:
             choice["message"] = {"role": "assistant", "content": text}

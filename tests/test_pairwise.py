@@ -406,9 +406,9 @@ def test_serve_compares_pairs_on_loopback(tmp_path):
 
 
 @pytest.mark.slow
-def test_documented_commands_run_as_written_with_smollm2(tmp_path):
-    """README's and docs/pairwise.md's `judge compare` commands on the example files, and docs/pairwise.md's
-    Python block, with the embedded SmolLM2 (a fresh cache): every figure printed, nothing failed."""
+def test_documented_commands_run_as_written_with_smollm2(tmp_path, data_dir):
+    """README's `judge compare` commands (the example files, a DSTC10 set) and docs/pairwise.md's Python block,
+    with the embedded SmolLM2 (a fresh cache): every figure printed, nothing failed."""
     import os
     import re
     import subprocess
@@ -422,9 +422,85 @@ def test_documented_commands_run_as_written_with_smollm2(tmp_path):
         for label in ("compared ", "win rates ", "ranking ", "position ", "humans ", "length "):
             assert any(line.startswith(label) for line in proc.stdout.splitlines()), (label, proc.stdout)
     assert "2 dialog-level items left out" in proc.stderr and "contexts left out" in proc.stderr
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (line,) = [x for x in readme.splitlines() if x.startswith("judge compare --dataset")]
+    import shlex
+
+    proc = subprocess.run([sys.executable, "-m", *shlex.split(line.replace("../shared/data", str(data_dir))),
+                           "--threads", "2", "--no-progress"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "25 pairs of 6 systems in 5 contexts" in proc.stdout and "systems   Kendall tau" in proc.stdout
     text = (ROOT / "docs" / "pairwise.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     proc = subprocess.run([sys.executable, "-c", block], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     value, ranking = proc.stdout.split(" ", 1)
     assert 0 <= float(value) <= 1 and "bot-v1" in ranking and "bot-v2" in ranking
+
+
+def test_results_page_shows_collected_pairwise_cells(data_dir, tmp_path):
+    """``judge results collect`` keeps a pairwise cell's figures (a mock run, allowed for the test only) and
+    ``render`` shows them in the page's pairwise section, with the mean over the cell's sets."""
+    from judge.harness import load_experiment
+    from judge.report import results_page as page
+
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.format(data=data_dir))
+    out = tmp_path / "out"
+    assert main(["run", str(config), "-o", str(out), "--no-progress"]) == 0
+    with pytest.raises(InputError, match="mock backend"):
+        page.collect(out, "pw", load_config=load_experiment, root=ROOT)
+    collected = page.collect(out, "pw", load_config=load_experiment, root=ROOT, allow_mock=True)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [(e["name"], e["abbrev"]) for e in collected["pairwise"]] == [("mock-pairwise", "TU"), ("mock-pairwise", "DGR")]
+    tu = collected["pairwise"][0]
+    assert tu["humans"] == summary["pairwise"][0]["humans"] and tu["n_systems"] == 6 and tu["n_boot"] == 1000
+    assert collected["pairwise_methods"]["mock-pairwise"]["kind"] == "reference-free"
+    text = page.render_page([collected])
+    section = text.split("## Pairwise: which of two replies is better")[1]
+    assert "| mock-pairwise | mean of 2 sets | 35 |" in section and "| mock-pairwise | TU | 30 |" in section
+    assert "(mock-criteria)" in section
+
+
+def test_a_hosted_api_is_read_in_its_top_tokens_or_estimated_from_samples(monkeypatch):
+    """Against tests/fault_server.py (an OpenAI-compatible server on 127.0.0.1 answering A and B): with
+    log-probabilities the labels are read among the top tokens; without, ``--sampling-fallback`` estimates
+    them from sampled answers (A, A, A, B per prompt: p(first) .75 in each order) and rows say estimated."""
+    from tests.fault_server import FaultServer
+
+    monkeypatch.setenv("JUDGE_FAULT_KEY", "not-a-real-key")
+    pairs = pairs_between(load_items(V1)[:2], load_items(V2)[:2], file_a="v1", file_b="v2").pairs
+    for logprobs in (True, False):
+        with FaultServer(logprobs=logprobs, labels=("A", "B")) as srv:
+            options = {"base_url": srv.base_url, "api_key_env": "JUDGE_FAULT_KEY", "sampling_fallback": 8}
+            spec = MethodSpec(type="pairwise", backend="openai", model="fault", options=options,
+                              generate=GenerateConfig(cache=False, max_retries=1))
+            rows: list[dict] = []
+            assert compare_rows(build(prepare_pairs(spec, pairs, None), BackendPool()), pairs, "api", None,
+                                rows.append) == 0
+        assert all(r["estimated"] is not logprobs for r in rows)
+        if not logprobs:  # the first position wins 6 of 8 samples in each order: p(a) .75 then .25
+            assert all([o["p_a"] for o in r["orders"]] == [0.75, 0.25] and r["preference"] == 0.5 for r in rows)
+
+
+def test_round_9_candidates_are_committed_and_prepare_on_every_set(data_dir):
+    """Round 9's dev file (docs/journal.md): the two templates, both orders, the criteria prompt beside them on
+    the same pairs, reference-free, every cell prepared against its set's dev-half pairs (no model loads)."""
+    from judge.engine.kinds import method_kinds
+    from judge.harness.compare_cells import plan_compares
+    from judge.harness.config import load_experiment
+    from judge.harness.runner import load_sets
+
+    exp = load_experiment(ROOT / "benchmarks" / "configs" / "pairwise_dev_q15.toml").with_overrides(data_dir=str(data_dir))
+    assert exp.split == "dev" and exp.methods == ()
+    assert [(c.name, c.method.prompt, c.method.orders) for c in exp.compare_cells] == [
+        ("q15-pairwise", "pairwise", "both"), ("q15-pairwise-tie", "pairwise-tie", "both")]
+    for c in exp.compare_cells:
+        assert c.method.model == "qwen2.5-coder-1.5b" and c.against is not None
+        assert c.against.prompt == "yesno-criteria" and c.against.model == c.method.model
+        assert method_kinds(c.method).kind == "reference-free"
+    cells, skipped = plan_compares(exp, load_sets(exp))
+    assert not skipped and len(cells) == 12
+    assert {(c.abbrev, len({p.context for p in c.pairs})) for c in cells} == {
+        ("TU", 3), ("PU", 3), ("DZ", 2), ("DGU", 4), ("DGR", 20), ("EG", 20)}
