@@ -91,6 +91,10 @@ def test_a_pairwise_template_is_not_an_llm_method_and_a_pointwise_one_not_a_pair
         prepare(MethodSpec(prompt="pairwise", backend="mock"), [turn("a", "hi", "yo", "x")])
     with pytest.raises(InputError, match="asks about one reply"):
         prepare_pairs(MethodSpec(type="pairwise", prompt="yesno-criteria", backend="mock"), [], None)
+    # the spec-wide default prompt, named on purpose, is refused rather than replaced by the pairwise default
+    with pytest.raises(InputError, match=r"compare\[0\]\.prompt: prompt 'yesno' asks about one reply"):
+        parse_experiment({"datasets": ["TU"], "compare": [{"prompt": "yesno"}]})
+    assert main(["compare", str(V1), str(V2), "--prompt", "yesno", "--backend", "mock"]) == 2
 
 
 # -- pairs ----------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ..engine.spec import method_type
 from ..errors import InputError, UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path
 from ..items import Item
+from ..methods.pairwise import check_not_spec_default
 from ..pairs import Pairing, pairs_between, pairs_within, sample_contexts
 from ..pairwise_stats import pairwise_entry
 from ..qualities import Quality
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     check_counts(args, "limit", "bootstrap")
     if args.output:
         check_output_path(args.output)
+    check_not_spec_default(args.prompt, "--prompt")
     spec = spec_from_args(args, default_type="pairwise")
     pairing, quality, where = read_pairs(args)
     for note in pairing.notes:

@@ -12,6 +12,7 @@ from typing import Any
 from ..engine import MethodSpec
 from ..engine.spec import method_type
 from ..errors import InputError
+from ..methods.pairwise import check_not_spec_default
 from . import EXIT_OK
 from .options import (
     FLAGS,
@@ -142,6 +143,7 @@ def compare_spec(args: argparse.Namespace) -> MethodSpec | None:
     say the served judge runs (backend, model, options, generation settings); None for ``none``."""
     if args.compare_prompt.lower() == "none":
         return None
+    check_not_spec_default(args.compare_prompt, "--compare-prompt")
     return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt, "orders": args.orders,
                             "seeds": (args.seed or 0,), "backend": args.backend, "model": args.model,
                             "options": backend_options(args), "generate": generate_settings(args)},

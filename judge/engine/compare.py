@@ -28,8 +28,7 @@ from ..errors import InputError
 from ..items import Item
 from ..pairs import Pair
 from ..qualities import Quality
-from ..scorers.base import Scorer
-from ..scorers.pairwise import PairScore
+from ..scorers.base import PairScore, Scorer
 from .build import check_names
 from .kinds import check_future, method_kinds
 from .rows import item_flags, rounded

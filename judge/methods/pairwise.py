@@ -12,7 +12,7 @@ run it through :mod:`judge.engine.compare`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +24,9 @@ from ..prompts import PromptTemplate, builtin_prompts, get_prompt, is_template_p
 from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.pairwise import ORDERS, PairwiseJudge
+
+#: The prompt every spec holds unless told otherwise (``MethodSpec.prompt``'s default).
+_SPEC_PROMPT = next(f.default for f in fields(MethodSpec) if f.name == "prompt")
 
 
 class PairwiseType(MethodType):
@@ -44,6 +47,13 @@ class PairwiseType(MethodType):
     def check(self, spec: MethodSpec) -> None:
         if spec.orders not in ORDERS:
             raise InputError(f"must be one of {', '.join(ORDERS)}, got {spec.orders!r}", field="orders")
+
+    def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
+                   methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
+        """As every type's, refusing ``prompt = "yesno"``: a spec holding the spec-wide default prompt gets this
+        type's (``pairwise``), so a yes/no template named on purpose must be refused here, not replaced."""
+        check_not_spec_default(table.get("prompt"))
+        return super().from_table(table, defaults, methods)
 
     def default_name(self, spec: MethodSpec) -> str:
         stem = Path(spec.prompt).stem if is_template_path(spec.prompt) else spec.prompt
@@ -91,6 +101,14 @@ class PairwiseType(MethodType):
                               batch_size=spec.generate.batch_size)
         judge.spec = spec
         return judge
+
+
+def check_not_spec_default(prompt: object, field: str = "prompt") -> None:
+    """Refuse the spec-wide default prompt (``yesno``) named for a pairwise method: a spec holding it gets the
+    pairwise default instead (``MethodType.defaults``), which would replace what was asked for."""
+    if prompt == _SPEC_PROMPT:
+        raise InputError(f"prompt '{prompt}' asks about one reply; a pairwise method needs a template with answer = "
+                         f"\"pairwise\" ({', '.join(pairwise_prompts())} or your own)", field=field)
 
 
 def template(spec: MethodSpec, quality: Quality | None) -> PromptTemplate:

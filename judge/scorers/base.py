@@ -42,6 +42,32 @@ class Score:
 
 
 @dataclass(frozen=True)
+class OrderAnswer:
+    """One order of a pair as a pairwise judge read it (:mod:`judge.scorers.pairwise`): the label
+    probabilities as read (``label_probs``: the mass on each label's spellings), p(a's reply is better) from
+    them renormalised over the labels (a tie counting half), and the order's verdict (``a``, ``b`` or
+    ``tie``: its most probable label)."""
+
+    order: str
+    label_probs: dict[str, float]
+    p_a: float
+    winner: str
+
+
+@dataclass
+class PairScore(Score):
+    """A pair's result: ``value`` is the preference for system a (mean of p(a better) over the orders read,
+    in [0, 1]); ``orders`` what each order read; ``winner`` the verdict (``a``, ``b`` or ``tie``: both
+    orders must agree, else a tie); ``consistent`` whether they agreed (None with one order); ``tie`` the
+    mean probability of the tie label (None when the template has none)."""
+
+    orders: tuple[OrderAnswer, ...] = ()
+    winner: str | None = None
+    consistent: bool | None = None
+    tie: float | None = None
+
+
+@dataclass(frozen=True)
 class ItemWork:
     """One item's share of a lane: the requests its score needs, and how their answers (in request order)
     become that score. ``finish`` stays with the scorer that made it (it is never shipped): an executor

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 from ..answers import Pairwise, candidates, check_labels
 from ..backends.base import Backend, Failure, HiddenState, LabelDist, Prompt
@@ -32,7 +31,7 @@ from ..items import Item
 from ..pairs import Pair
 from ..prompts import PromptTemplate, common_head
 from ..qualities import Quality
-from .base import ItemWork, Score, Scorer
+from .base import ItemWork, OrderAnswer, PairScore, Score, Scorer
 from .llm import answer_request
 from .rules import ScoringError, label_probs
 
@@ -40,31 +39,6 @@ from .rules import ScoringError, label_probs
 ORDERS = ("both", "one")
 #: The two orders: ``ab`` shows system a's reply first, ``ba`` second.
 AB, BA = "ab", "ba"
-
-
-@dataclass(frozen=True)
-class OrderAnswer:
-    """One order's reading: the label probabilities as read (``label_probs``: the mass on each label's
-    spellings), p(a's reply is better) from them renormalised over the labels (a tie counting half), and
-    the order's verdict (``a``, ``b`` or ``tie``: its most probable label)."""
-
-    order: str
-    label_probs: dict[str, float]
-    p_a: float
-    winner: str
-
-
-@dataclass
-class PairScore(Score):
-    """A pair's result: ``value`` is the preference for system a (mean of p(a better) over the orders read,
-    in [0, 1]); ``orders`` what each order read; ``winner`` the verdict (``a``, ``b`` or ``tie``: both
-    orders must agree, else a tie); ``consistent`` whether they agreed (None with one order); ``tie`` the
-    mean probability of the tie label (None when the template has none)."""
-
-    orders: tuple[OrderAnswer, ...] = ()
-    winner: str | None = None
-    consistent: bool | None = None
-    tie: float | None = None
 
 
 class PairwiseJudge(Scorer):
