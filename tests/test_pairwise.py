@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -508,3 +509,81 @@ def test_round_9_candidates_are_committed_and_prepare_on_every_set(data_dir):
     assert not skipped and len(cells) == 12
     assert {(c.abbrev, len({p.context for p in c.pairs})) for c in cells} == {
         ("TU", 3), ("PU", 3), ("DZ", 2), ("DGU", 4), ("DGR", 20), ("EG", 20)}
+
+
+# -- hosted APIs: priced, capped and batched like every other method --------------------------------------
+def hosted_compare(srv, tmp: Path, *extra: str, cache: str = "c.sqlite") -> int:
+    return main(["compare", str(V1), str(V2), "--backend", "openai", "--model", "fault-model", "--base-url",
+                 srv.base_url, "--prices", str(tmp / "p.toml"), "--cache-path", str(tmp / cache), "--against", "none",
+                 "--no-progress", *extra])
+
+
+def test_a_hosted_comparison_is_priced_capped_and_batched(tmp_path, capsys):
+    """judge compare on an OpenAI-compatible server (tests/fault_server.py answering A and B): --check prices
+    both orders of every pair without contacting it, --max-cost refuses a comparison estimated above the cap
+    before anything is sent, and --batch answers every pair's requests through one batch, with the rows of
+    the synchronous run."""
+    from tests.fault_server import FaultServer
+    from tests.test_money import PRICES
+
+    (tmp_path / "p.toml").write_text(PRICES)
+    with FaultServer(labels=("A", "B")) as srv:
+        assert hosted_compare(srv, tmp_path, "--check") == 0
+        out = capsys.readouterr().out
+        row = re.search(r"^pairwise \(8 pairs\)\s+8\s+0\s+16\s+[\d,]+\s+\$(\d+\.\d+)\s+\$(\d+\.\d+)$", out, re.M)
+        assert row and float(row[2]) < float(row[1]), out  # 16 requests: both orders of 8 pairs, batch cheaper
+        assert hosted_compare(srv, tmp_path, "--max-cost", "0.001") == 2
+        assert "is above --max-cost" in capsys.readouterr().err
+        assert not srv.requests and not srv.batches
+        assert hosted_compare(srv, tmp_path, "-o", str(tmp_path / "sync.jsonl"), cache="sync.sqlite") == 0
+        sent = len(srv.requests)
+        assert sent == 16
+        assert hosted_compare(srv, tmp_path, "--batch", "--backend-option", "batch_poll=0.05",
+                              "-o", str(tmp_path / "batch.jsonl")) == 0
+        assert len(srv.batches) == 1 and len(srv.requests) == sent  # nothing went one by one
+        assert next(iter(srv.batches.values()))["request_counts"]["total"] == 16
+    err = capsys.readouterr().err
+    assert "judge: batch of fault-model: 16 requests the cache lacked, 16 answered through 1 batch(es)" in err
+    assert (tmp_path / "batch.jsonl").read_bytes() == (tmp_path / "sync.jsonl").read_bytes()
+
+
+HOSTED_CONFIG = """
+name = "pw-hosted"
+data_dir = "{data}"
+datasets = ["DGR"]
+split = "dev"
+output = "{out}"
+
+[[compare]]
+name = "api-pairwise"
+backend = "openai"
+model = "fault-model"
+options = {{ base_url = "{url}"{extra} }}
+generate = {{ cache_path = "{cache}" }}
+against = "none"
+contexts = {{ DGR = 3 }}
+"""
+
+
+def test_compare_cells_are_priced_and_batched_with_the_run(data_dir, tmp_path, capsys):
+    """A [[compare]] cell on a hosted API: judge run --check prices its pairs, and a run with batch = true sends
+    its requests through one batch before anything goes one by one, with the pair rows of the synchronous run."""
+    from tests.fault_server import FaultServer
+
+    def config(name: str, srv, extra: str = "") -> str:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(HOSTED_CONFIG.format(data=data_dir, out=tmp_path / name, url=srv.base_url,
+                                             cache=tmp_path / f"{name}.sqlite", extra=extra))
+        return str(path)
+
+    with FaultServer(labels=("A", "B")) as srv:
+        assert main(["run", config("sync", srv), "--check"]) == 0
+        assert re.search(r"^api-pairwise DGR relevance \(pairs\)\s+3\s+0\s+6\s+[\d,]+\s+n/a \(no price\)", capsys.readouterr().out,
+                         re.M) and not srv.requests
+        assert main(["run", config("sync", srv), "--no-progress"]) == 0
+        sent = len(srv.requests)
+        assert sent == 6  # both orders of the 3 pairs of 3 contexts of two replies
+        assert main(["run", config("batch", srv, ", batch = true, batch_poll = 0.05"), "--no-progress"]) == 0
+        assert len(srv.batches) == 1 and len(srv.requests) == sent
+    part = Path("compare") / "api-pairwise" / "dailydialog-grade" / "relevance" / "pairs.jsonl"
+    assert (tmp_path / "batch" / part).read_bytes() == (tmp_path / "sync" / part).read_bytes()

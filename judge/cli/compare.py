@@ -27,7 +27,10 @@ from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..datasets.split import split_items
 from ..engine import BackendPool, MethodSpec, build, named_method, prepare, run_rows, with_runtime
+from ..engine.batch import BatchPlan
 from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pairs
+from ..engine.cost import Entry
+from ..engine.hosted_cost import check_budget, count_hosted, money_lines
 from ..engine.kinds import method_kinds
 from ..engine.spec import method_type
 from ..errors import InputError, UnknownNameError
@@ -99,18 +102,23 @@ def run(args: argparse.Namespace) -> int:
     items = pair_items(pairs)
     against = against_spec(args, spec, items, quality)
     point = prepare(against, items, quality) if against is not None else None
+    # What the run will ask, as the engine replays it: the pairs, then the pointwise method on their replies.
+    entries = [Entry(f"{spec.name} ({len(pairs)} pairs)", prep, pairs)]
+    if point is not None and against is not None:
+        entries.append(Entry(f"{against.name} ({len(items)} items)", point, items))
+    groups = [[e] for e in entries]
     if args.check:
-        from ..engine.cost import Entry, report
+        from ..engine.cost import report
 
-        entries = [Entry(f"{spec.name} ({len(pairs)} pairs)", prep, pairs)]
-        if point is not None and against is not None:
-            entries.append(Entry(f"{against.name} ({len(items)} items)", point, items))
-        for line in report([[e] for e in entries], lambda msg: print(msg, file=sys.stderr)):
+        for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
             print(line)
         return EXIT_OK
+    check_budget(groups)  # --max-cost: refuse a comparison estimated above it
+    batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
     qn = quality.name if quality else None
     backends = BackendPool()
     try:
+        batches.send(backends, None, lambda msg: print(msg, file=sys.stderr))
         judge = build(prep, backends)
         bar = tqdm(total=len(pairs), desc="comparing", unit="pair", file=sys.stderr,
                    disable=True if args.no_progress else None, leave=False)

@@ -123,6 +123,7 @@ class JudgeService:
                                  record=label or None, field="a")
             records += [(f"{label}.{side}".lstrip("."), entry[side]) for side in ("a", "b")]
         items = items_from_records(records, REQUEST, DATASET)
+        identify(items)  # each reply's conversation by content, as a file's (what the bootstraps resample)
         pairs = []
         for (label, _), a, b in zip(labelled, items[::2], items[1::2], strict=True):
             if context_key(a) != context_key(b):
