@@ -342,6 +342,7 @@ def test_a_config_of_compare_cells_only_and_method_pairs_beside_them():
 
 
 # -- SmolLM2, end to end: both orders cost the conversation once ---------------------------------------
+@pytest.mark.slow  # two SmolLM2 loads and 9 prompts of DGR (10-20 s on 2 shared cores)
 def test_smollm2_compares_in_both_orders_and_evaluates_the_conversation_once(data_dir):
     """The real judge on three DGR pairs: the second order of a pair reuses the first's KV prefix up to the
     first reply, so both orders cost far less than twice one; SmolLM2 favours the first position (most of
