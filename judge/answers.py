@@ -58,7 +58,33 @@ class YesNo:
         return "Yes" if (human - lo) / (hi - lo) >= self.threshold else "No"
 
 
-AnswerType = Rating | YesNo
+@dataclass(frozen=True)
+class Pairwise:
+    """Which of two replies shown side by side is better: ``first`` names the reply shown first (as
+    ``response_a``), ``second`` the one shown second, ``tie`` (optional) an allowed tie. The probability of
+    each is read as the mass on its spellings, renormalised over the labels
+    (:mod:`judge.scorers.pairwise`)."""
+
+    first: str = "A"
+    second: str = "B"
+    tie: str | None = None
+    kind: str = "pairwise"
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return (self.first, self.second) + ((self.tie,) if self.tie else ())
+
+    def variants(self) -> dict[str, tuple[str, ...]]:
+        """Label -> the label and its case and leading-space variants (a tie label also capitalised and
+        upper case, as yes/no labels are); backends keep those that are single tokens."""
+        out: dict[str, tuple[str, ...]] = {}
+        for lab in self.labels:
+            forms = (lab, lab.capitalize(), lab.upper()) if lab == self.tie else (lab,)
+            out[lab] = tuple(dict.fromkeys(forms + tuple(" " + f for f in forms)))
+        return out
+
+
+AnswerType = Rating | YesNo | Pairwise
 
 
 def candidates(answer: AnswerType) -> list[str]:

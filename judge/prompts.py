@@ -16,6 +16,12 @@ A template file starts with a Jinja comment holding TOML metadata::
     cue = "Verdict:"         # the answer line's beginning, for a template that places its own rationale
     -#}
 
+A pairwise template (``answer = "pairwise"``) shows two replies to one context side by side and asks which
+is better: ``labels = ["A", "B"]`` name the reply shown first and the one shown second (default A and B),
+``tie = "tie"`` an allowed tie (optional); each must be a single token of the judge model. It sees
+``response_a`` and ``response_b`` besides ``item`` (the context both replies answer; its ``response`` is
+the first reply's), and no examples (:mod:`judge.scorers.pairwise`).
+
 Templates see ``item`` (the test item), ``examples`` (list of ``{"item": ..., "label": ...}``),
 ``quality`` (name, description, min, max) and ``answer`` (``{"kind", "min", "max"}``).
 An item is a plain mapping: ``id, level, context, response, dialog, fact``, where turns are
@@ -50,7 +56,7 @@ from typing import Any
 import jinja2
 import jinja2.meta
 
-from .answers import AnswerType, Rating, YesNo
+from .answers import AnswerType, Pairwise, Rating, YesNo
 from .errors import TemplateError, UnknownNameError
 from .items import SYSTEM, USER, Item, Turn
 from .qualities import Quality, find_quality
@@ -119,11 +125,17 @@ class PromptTemplate:
         head = fixed_head(self, quality or self.quality, level, examples)
         return len(head) if head and text.startswith(head) else 0
 
+    @property
+    def pairwise(self) -> bool:
+        """Whether the template compares two replies (``answer = "pairwise"``)."""
+        return isinstance(self.answer, Pairwise)
+
     def render(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None,
-               alternatives: Sequence[str] = ()) -> str:
+               alternatives: Sequence[str] = (), pair: tuple[str, str] | None = None) -> str:
         """Render the prompt for ``item`` with ``examples`` given as (example item, shown label) and, for a
-        template that reads them, the ``alternatives`` replies to its context."""
-        return self._render(item, examples, quality, alternatives, None)
+        template that reads them, the ``alternatives`` replies to its context; a pairwise template gets the
+        two replies it compares as ``pair`` (shown as ``response_a`` and ``response_b``)."""
+        return self._render(item, examples, quality, alternatives, None, pair)
 
     def render_reasoned(self, item: Item, examples: Sequence[tuple[Item, str]] = (), quality: Quality | None = None,
                         alternatives: Sequence[str] = (), *, tokens: int) -> tuple[str, str]:
@@ -149,15 +161,18 @@ class PromptTemplate:
         return (head + "\n" if head else "") + request, cue
 
     def _render(self, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
-                alternatives: Sequence[str], reason: dict[str, Any] | None) -> str:
+                alternatives: Sequence[str], reason: dict[str, Any] | None,
+                pair: tuple[str, str] | None = None) -> str:
         q = quality or self.quality
-        ctx = {
+        ctx: dict[str, Any] = {
             "item": item_view(item, self.reads, alternatives),
             "examples": [{"item": item_view(ex, self.reads), "label": label} for ex, label in examples],
             "quality": _quality_view(q),
             "answer": _answer_view(self.answer),
             "reason": reason,
         }
+        if pair is not None:
+            ctx["response_a"], ctx["response_b"] = pair
         template = _compile(self.path, self.source)
         try:
             return template.render(ctx)
@@ -176,6 +191,8 @@ class PromptTemplate:
             raise TemplateError(f"example {example.id} has no human rating for {quality.name}")
         # The labels shown depend on the human scale: never guess it (InputError when undeclared).
         lo, hi = quality.scale("showing human ratings as example labels")
+        if isinstance(self.answer, Pairwise):
+            raise TemplateError(f"{self.path}: a pairwise template shows no examples")
         if isinstance(self.answer, Rating):
             if (lo, hi) != (self.answer.min, self.answer.max):
                 # A generic prompt on another scale: map the human mean linearly onto the prompt's scale.
@@ -220,7 +237,7 @@ def _sentinel_examples(level_items: list[tuple[Item, list[str]]]) -> list[list[t
     return [[(level_items[(i + 1) % n][0], str(i))] for i in range(n)]
 
 
-def _common_head(texts: list[str]) -> str:
+def common_head(texts: list[str]) -> str:
     """The longest text every one of ``texts`` begins with, cut back to just after a line break that every
     text follows with a visible character. Tokenizers merge a line break with the text before it (a full
     stop and the break can be one token) and with the breaks after it, not with a word after it: cut
@@ -247,7 +264,7 @@ _HEADS_LOCK = threading.Lock()
 def fixed_head(template: PromptTemplate, quality: Quality | None, level: str | None,
                examples: Sequence[tuple[Item, str]] | None = ()) -> str:
     """The text every rendering of ``template`` begins with, whatever the item: the common head
-    (:func:`_common_head`) of its renderings for the sentinel items of ``level`` (None: both levels; those
+    (:func:`common_head`) of its renderings for the sentinel items of ``level`` (None: both levels; those
     it cannot render are left out) with ``examples`` (the same for every item), or with examples that vary
     from sentinel to sentinel when ``examples`` is None. Kept per template, quality, level and examples
     (a manual set's few variants), so a run renders the sentinels once per variant, not once per item."""
@@ -261,9 +278,11 @@ def fixed_head(template: PromptTemplate, quality: Quality | None, level: str | N
     per_item = _sentinel_examples(items) if shown is None else [list(shown)] * len(items)
     texts = []
     for (item, alternatives), exs in zip(items, per_item, strict=True):
+        # A pairwise template compares two replies: each sentinel brings two of its own.
+        pair = (item.response or "", f"{item.response} bis") if template.pairwise and item.level == "turn" else None
         with contextlib.suppress(TemplateError):
-            texts.append(template.render(item, exs, quality, alternatives))
-    head = _common_head(texts)
+            texts.append(template.render(item, exs, quality, alternatives, pair))
+    head = common_head(texts)
     with _HEADS_LOCK:
         _HEADS[key] = (head, shown or ())
         if len(_HEADS) > _HEADS_MAX:
@@ -305,6 +324,8 @@ def _quality_view(q: Quality | None) -> dict[str, Any] | None:
 def _answer_view(a: AnswerType) -> dict[str, Any]:
     if isinstance(a, Rating):
         return {"kind": "rating", "min": a.min, "max": a.max}
+    if isinstance(a, Pairwise):
+        return {"kind": "pairwise", "first": a.first, "second": a.second, "tie": a.tie}
     return {"kind": "yesno"}
 
 
@@ -368,7 +389,7 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         raise TemplateError(f"{path}: template is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
     meta = parse_metadata(path, source)
     allowed = {"answer", "quality", "level", "min", "max", "threshold", "description", "reads", "family",
-               "shared_until", "split_instructions", "cue"}
+               "shared_until", "split_instructions", "cue", "labels", "tie"}
     unknown = set(meta) - allowed
     if unknown:
         raise TemplateError(f"{path}: unknown metadata keys {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -409,8 +430,13 @@ def load_template(path: str | Path, *, name: str | None = None, quality: Quality
         answer: AnswerType = Rating(int(lo), int(hi))
     elif kind == "yesno":
         answer = YesNo(threshold=float(meta.get("threshold", 0.5)))
+    elif kind == "pairwise":
+        answer = _pairwise_answer(path, meta)
     else:
-        raise TemplateError(f"{path}: metadata 'answer' must be 'rating' or 'yesno', not {kind!r}")
+        raise TemplateError(f"{path}: metadata 'answer' must be 'rating', 'yesno' or 'pairwise', not {kind!r}")
+    for key in ("labels", "tie"):
+        if key in meta and kind != "pairwise":
+            raise TemplateError(f"{path}: metadata '{key}' belongs to pairwise templates (answer = \"pairwise\")")
     _compile(path, source)  # syntax errors surface at load time, not mid-run
     family = meta.get("family")
     if "shared_until" in meta and (not family or not meta["shared_until"]):
@@ -434,6 +460,23 @@ def _reason_cue(path: Path, meta: dict[str, Any], source: str) -> str | None:
         raise TemplateError(f"{path}: metadata 'cue' is for a template that places its own request for a rationale "
                             "(it reads 'reason'); without it, the prompt's last line is the cue")
     return cue.strip() if cue else None
+
+
+def _pairwise_answer(path: Path, meta: dict[str, Any]) -> Pairwise:
+    """A pairwise template's labels: ``labels`` (the first reply's and the second's, default A and B) and an
+    optional ``tie``, all distinct non-empty texts; pairwise templates compare replies to one context."""
+    labels = meta.get("labels", ["A", "B"])
+    tie = meta.get("tie")
+    if not (isinstance(labels, list) and len(labels) == 2 and all(isinstance(x, str) and x.strip() for x in labels)):
+        raise TemplateError(f"{path}: metadata 'labels' must be two non-empty texts (first reply, second reply), "
+                            f"not {labels!r}")
+    if tie is not None and not (isinstance(tie, str) and tie.strip()):
+        raise TemplateError(f"{path}: metadata 'tie' must be a non-empty text, not {tie!r}")
+    if len({*labels, *([tie] if tie else [])}) != len(labels) + (1 if tie else 0):
+        raise TemplateError(f"{path}: metadata 'labels' and 'tie' must be distinct, got {labels!r} and {tie!r}")
+    if meta.get("level") == "dialog":
+        raise TemplateError(f"{path}: a pairwise template compares replies to one context: its level is 'turn'")
+    return Pairwise(labels[0], labels[1], tie)
 
 
 def builtin_prompts() -> dict[str, Path]:

@@ -5,9 +5,11 @@ each other. Layout::
 
     RESULTS/items/<method>/<dataset>/<quality>/seed<N>.jsonl   per-item rows (judge.engine.rows)
     RESULTS/items/.../seed<N>.meta.json                        the settings the cell was made with
+    RESULTS/compare/<cell>/<dataset>/<quality>/pairs.jsonl     pair rows of a [[compare]] cell (judge.engine.compare)
+    RESULTS/compare/.../against.jsonl                          the pointwise method's rows on the pairs' items
     RESULTS/summary.json                                       :class:`Summary`
     RESULTS/items/.../seed<N>.prompt.json                      how its prompts reached the model (judge view)
-    RESULTS/leaderboard.md, leaderboard.html, results.csv, plots/*.png
+    RESULTS/leaderboard.md, leaderboard.html, results.csv, pairwise.csv, plots/*.png
     RESULTS/view.html                                          ``judge view RESULTS`` (linked from leaderboard.html)
 """
 
@@ -33,6 +35,12 @@ def slug(text: str) -> str:
 def cell_path(root: Path, method: str, dataset: str, quality: str, seed: int) -> Path:
     """Where a cell's per-item JSONL lives inside a results folder."""
     return root / "items" / slug(method) / slug(dataset) / slug(quality) / f"seed{seed}.jsonl"
+
+
+def compare_path(root: Path, cell: str, dataset: str, quality: str, part: str) -> Path:
+    """Where a ``[[compare]]`` cell's rows live: ``part`` is ``pairs`` (the pair rows) or ``against`` (the
+    pointwise method's rows on the pairs' items)."""
+    return root / "compare" / slug(cell) / slug(dataset) / slug(quality) / f"{part}.jsonl"
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -114,6 +122,8 @@ class Summary(TypedDict, total=False):
     #: Each configured pair on the DSTC10 average (paired stratified bootstrap over the sets' conversations).
     average_comparisons: list[dict[str, Any]]
     ceiling: dict[str, dict[str, Any]]
+    #: ``[[compare]]`` cells: one entry per cell, set and quality (:func:`judge.pairwise_stats.pairwise_entry`).
+    pairwise: list[dict[str, Any]]
     skipped: list[dict[str, str]]
     counters: dict[str, int]
     wall_s: float | None

@@ -15,7 +15,8 @@ later request).
 
 ``latency`` adds a fixed delay to every request (the ``api`` benchmark); ``logprobs=False`` makes
 every answer come without logprobs, sampled answers cycling Yes, Yes, Yes, No per prompt (the
-sampling fallback estimates p(yes) = 0.75). Every request is recorded with its Authorization header.
+sampling fallback estimates p(yes) = 0.75); ``labels`` replaces Yes and No (A and B for a pairwise
+judge). Every request is recorded with its Authorization header.
 
 A request for more than one token (a judge that reasons first) gets a rationale, then the answer line
 ``Answer: Yes`` (or ``No``): with logprobs, one entry per token and the top log-probabilities of
@@ -89,11 +90,12 @@ def expected_goodness(prompt: str) -> float:
     return 0.05 + 0.9 * (h / 2**32)
 
 
-def top_logprobs(prompt: str, space: str = "") -> dict[str, float]:
-    """The top tokens answered for ``prompt``: Yes/No share 0.8 of the mass in proportion p : 1 - p
-    (``space``: spelled after it, as the token after ``Answer:`` is)."""
+def top_logprobs(prompt: str, space: str = "", labels: tuple[str, str] = ("Yes", "No")) -> dict[str, float]:
+    """The top tokens answered for ``prompt``: the two labels (Yes/No) share 0.8 of the mass in proportion
+    p : 1 - p (``space``: spelled after it, as the token after ``Answer:`` is)."""
     p = expected_goodness(prompt)
-    return {f"{space}Yes": math.log(0.8 * p), f"{space}No": math.log(0.8 * (1 - p)), f"{space}The": math.log(0.1),
+    yes, no = labels
+    return {f"{space}{yes}": math.log(0.8 * p), f"{space}{no}": math.log(0.8 * (1 - p)), f"{space}The": math.log(0.1),
             f"{space}I": math.log(0.05)}
 
 
@@ -203,6 +205,8 @@ class FaultServer:
     #: A rationale asked for with logprobs ends with its answer line; False: it ends without one (a chat's
     #: next turn after it, asking for the answer line, then writes one).
     answer_line: bool = True
+    #: The two answers it gives (top tokens and sampled answers): Yes/No, or A/B for a pairwise judge.
+    labels: tuple[str, str] = ("Yes", "No")
     port: int = 0
     requests: list[Request] = field(default_factory=list)
     limit: RateLimit | None = None
@@ -634,7 +638,7 @@ def prompt_of(body: dict[str, Any], chat: bool) -> str:
 def answer(srv: FaultServer, prompt: str, body: dict[str, Any], chat: bool, with_lp: bool) -> dict[str, Any]:
     """The completion the server answers ``prompt`` with (synchronously and in a batch alike)."""
     n = int(body.get("n") or 1)
-    tops = top_logprobs(prompt)
+    tops = top_logprobs(prompt, labels=srv.labels)
     choices = []
     for i in range(n):
         if with_lp:
@@ -643,7 +647,7 @@ def answer(srv: FaultServer, prompt: str, body: dict[str, Any], chat: bool, with
             with srv._lock:
                 k = srv._samples.get(prompt, 0)
                 srv._samples[prompt] = k + 1
-            text = "No" if k % 4 == 3 else "Yes"
+            text = srv.labels[1] if k % 4 == 3 else srv.labels[0]
         choice: dict[str, Any] = {"index": i, "finish_reason": "length", "logprobs": None}
         if chat:
             choice["message"] = {"role": "assistant", "content": text}

@@ -253,3 +253,20 @@ def test_batch_kill_creates_one_batch_when_killed_twice():
     assert re.search(r"^batches created: 1; requests sent one by one: 0; rows scored by the 3rd pass: 40 of 40 "
                      r"\(the unkilled run: 40\)", proc.stdout, re.M), proc.stdout
     assert "target (killed twice while waiting: exactly 1 batch, every item scored): met" in proc.stdout
+
+
+@pytest.mark.slow
+def test_pairwise_cost_times_both_orders_against_one_and_a_pointwise_item(data_dir):
+    """One Topical-USR context with SmolLM2, each side once: every pass prints its row, both pairings print
+    their ratios of the same run, and with one pair alone both orders evaluate far fewer than twice the
+    tokens of one (the conversation is evaluated once)."""
+    proc = subprocess.run([sys.executable, "benchmarks/pairwise_cost.py", "--data-dir", str(data_dir), "--contexts", "1",
+                           "--once"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(("single ", "all "))]
+    assert [(r[0], r[1]) for r in rows if r[1] in ("one", "both", "pointwise")] == [
+        (p, s) for p in ("single", "all") for s in ("one", "both", "pointwise")], proc.stdout
+    tokens = {(r[0], r[1]): int(r[5]) for r in rows if r[1] in ("one", "both", "pointwise")}
+    assert tokens[("single", "both")] < 1.6 * tokens[("single", "one")], proc.stdout
+    assert "single: both orders vs one, per pair: " in proc.stdout and "all: both orders vs one" in proc.stdout
+    assert "target: both orders at most 1.6x one order per pair" in proc.stdout

@@ -28,7 +28,7 @@ def test_unknown_method_key_names_it_and_suggests():
     ({"datasets": ["TU"], "methods": [{"k": "4"}]}, r"methods\[0\]\.k: must be an integer or a list"),
     ({"datasets": ["TU"], "methods": [{"k": [4, -1], "selector": "random"}]}, r"methods\[0\]\.k: must hold integers >= 0"),
     ({"datasets": ["TU"], "methods": [{"k": 4}]}, r"methods\[0\]\.selector: k = 4 needs an example selector"),
-    ({"datasets": ["TU"], "methods": [{"type": "rule"}]}, r"methods\[0\]\.type: must be 'llm', 'classic', 'ensemble', 'head' or 'likelihood'"),
+    ({"datasets": ["TU"], "methods": [{"type": "rule"}]}, r"methods\[0\]\.type: must be 'llm', 'classic', 'ensemble', 'head', 'likelihood' or 'pairwise'"),
     ({"datasets": ["TU"], "methods": [{"type": "classic"}]}, r"methods\[0\]\.scorer: missing"),
     ({"datasets": ["XX"], "methods": [{}]}, r"datasets\[0\]: unknown dataset 'XX'"),
     ({"datasets": [{"name": "fed-turn", "qualities": ["Intresting"]}], "methods": [{}]},
@@ -87,4 +87,4 @@ def test_overrides_apply_to_llm_methods_only():
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "benchmarks" / "configs").glob("*.toml")))
 def test_shipped_configs_validate(name):
     exp = load_experiment(ROOT / "benchmarks" / "configs" / name)
-    assert exp.methods and exp.datasets
+    assert (exp.methods or exp.compare_cells) and exp.datasets  # a round of pairwise cells only has no [[methods]]

@@ -128,6 +128,10 @@ def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summa
             known.add((page.num(x["spearman"]), page.num(x["ci_low"], 2), page.num(x["ci_high"], 2)))
         for c in s.get("comparisons", []):  # paired differences, as quoted with their sign
             known.add((page.num(c["diff"]), page.num(c["low"], 2), page.num(c["high"], 2)))
+        for e in s.get("pairwise", []):  # pairwise agreement, beside the pointwise method's, and their difference
+            for f in ((e.get("humans") or {}).get(k) for k in ("judge", "pointwise", "judge_same_pairs", "difference")):
+                if f and f.get("value") is not None:
+                    known.add((page.num(f["value"]), page.num(f["low"], 2), page.num(f["high"], 2)))
     docs = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").glob("*.md"))
                                   if p.name not in ("journal.md", "results.md"))]
     quoted = 0

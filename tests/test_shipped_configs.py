@@ -65,6 +65,10 @@ ARGS = {
     # with the shortest prompts (each set's head never saw it: the run refuses one that did).
     "heads_q15_test.toml": ["--limit", "4", "--datasets", "DGR,EG"],
     "heads_q15_dev.toml": ["--limit", "3", "--datasets", "DGR"],
+    # Round 9 (pairwise cells): the config's pairs of one set with two systems per context, on the mock
+    # backend (harness logic: pairs, both orders, the pointwise rows beside, the reports); the pairwise
+    # judge runs with SmolLM2 in tests/test_pairwise.py.
+    "pairwise_dev_q15.toml": ["--datasets", "DGR", "--backend", "mock"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     # Issue 54's measurement (a 128-token rationale with Qwen-1.5B): its harness logic on the mock backend;
@@ -112,7 +116,11 @@ def test_shipped_config_runs_end_to_end(config: Path, tmp_path: Path, data_dir: 
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     board = (out / "leaderboard.md").read_text()
-    assert summary["results"], "no cell ran"
+    assert summary["results"] or summary.get("pairwise"), "no cell ran"
+    for entry in summary.get("pairwise", []):  # [[compare]] cells: every pair compared, its figures reported
+        assert entry["n_pairs"] > 0 and entry["n_failed"] == 0, entry["name"]
+        assert entry["win_rates"] and entry["ranking"] and entry["position"]["bias"]["value"] is not None
+        assert f"| {entry['name']} | {entry['abbrev']} |" in board
     skipped = {(s["method"], s["dataset"], s["quality"]) for s in summary.get("skipped", [])}
     undefined = []
     for r in summary["results"]:

@@ -116,7 +116,8 @@ def test_a_field_added_to_the_spec_is_a_one_place_change():
         Grown.from_mapping({"allow_future": "yes"})
     # The TOML keys of an LLM table are the spec's fields its type accepts (besides the TOML-only ones).
     assert {n for n in field_types(MethodSpec) if n not in {"members", "weights", "combine", "fit", "optional", "index",
-                                                            "scorer", "signal", "head", "order", "manual_set"}} <= set(
+                                                            "scorer", "signal", "head", "order", "manual_set",
+                                                            "orders"}} <= set(
         method_type("llm").table_keys())
 
 

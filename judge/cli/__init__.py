@@ -14,6 +14,7 @@ from ..errors import JudgeError, RunStopped
 COMMANDS = {
     "score": "score",
     "bench": "bench",
+    "compare": "compare",
     "run": "run",
     "report": "report",
     "results": "results",

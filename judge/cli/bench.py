@@ -34,6 +34,7 @@ from .options import (
     add_judge_options,
     add_progress_option,
     add_view_option,
+    check_counts,
     parse_scales,
     spec_from_args,
 )
@@ -87,10 +88,7 @@ def parse_seeds(args: argparse.Namespace) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.limit is not None and args.limit < 1:
-        raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
-    if args.bootstrap < 1:
-        raise InputError(f"must be >= 1, got {args.bootstrap}", field="--bootstrap")
+    check_counts(args, "limit", "bootstrap")
     for path, flag in ((args.output, "--output"), (args.view, "--view")):
         if path:
             check_output_path(path, flag)

@@ -177,6 +177,14 @@ def add_check_option(p: argparse.ArgumentParser, checked: str, work: str) -> Non
                    "would cost (prompt tokens after prefix reuse, est. time at this machine's measured rate) and stop")
 
 
+def check_counts(args: argparse.Namespace, *names: str) -> None:
+    """Refuse a count flag (``--limit``, ``--bootstrap``, ...) below 1, naming the flag; unset ones pass."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise InputError(f"must be >= 1, got {value}", field="--" + name.replace("_", "-"))
+
+
 def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
     """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
     return dict(parse_scale(text) for text in args.scale)
@@ -314,9 +322,10 @@ def member_keys(kind: MethodType | None = None) -> list[str]:
     return [*keys, "optional"]
 
 
-def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
+def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None,
+                   default_type: str = DEFAULT_TYPE) -> MethodSpec:
     """The method the command-line flags describe: an ensemble with --member, a classic scorer with
-    --scorer, else an LLM judge."""
+    --scorer, else a method of ``default_type`` (an LLM judge; ``judge compare``: a pairwise one)."""
     if getattr(args, "method", None) or getattr(args, "methods_file", None):
         return _named_from_args(args)
     if args.member:
@@ -325,7 +334,19 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
         raise InputError("--weights needs ensemble members (--member ...)", field="weights")
     if args.fit != "fixed":
         raise InputError("--fit needs ensemble members (--member ...)", field="fit")
-    return _single_from_args(args, seeds)
+    return _single_from_args(args, seeds, default_type)
+
+
+def add_type_options(p: argparse.ArgumentParser, kind: MethodType) -> None:
+    """The flags a method type declares for its own fields (``MethodType.flags_help``): ``--<field>`` with the
+    spec's default and the type's help; :func:`spec_from_args` reads them back into the spec."""
+    if not kind.flags_help:
+        return
+    g = p.add_argument_group(f"{kind.noun}")
+    for name, text in kind.flags_help.items():
+        default = _SPEC_DEFAULTS[name]
+        g.add_argument("--" + name.replace("_", "-"), dest=name, default=default, type=type(default),
+                       help=f"{text} (default {default})")
 
 
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
@@ -432,15 +453,16 @@ def _type_name(kind: MethodType) -> str:
     return next(name for name in METHOD_TYPES.names() if method_type(name) is kind)
 
 
-def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None) -> MethodSpec:
-    """One method of the type a flag selects (``--scorer``, ``--likelihood``), else of the default type.
+def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = None,
+                      default_type: str = DEFAULT_TYPE) -> MethodSpec:
+    """One method of the type a flag selects (``--scorer``, ``--likelihood``), else of ``default_type``.
     Every method-defining flag goes to the spec when its type accepts it or when the user changed it (so
     that the spec refuses it with its reason rather than ignoring it); where-and-how-to-run flags go to
-    types that run a model."""
+    types that run a model; the flags a type generates for its own fields (``add_type_options``) go to it."""
     given = vars(args)
     chosen = [name for name in METHOD_TYPES.names()
               if (flag := method_type(name).flag) is not None and given.get(flag[0])]
-    name = chosen[0] if chosen else DEFAULT_TYPE
+    name = chosen[0] if chosen else default_type
     kind = method_type(name)
     templates = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template)) if value]
     if templates and "prompt" not in kind.accepted():
@@ -456,6 +478,7 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
     values: dict[str, object] = {key: value for key, value in defining.items()
                                  if key in kind.accepted() or value != _SPEC_DEFAULTS[key]}
     values.update(name=args.name or "", type=name, allow_future=args.allow_future)
+    values.update({field: given[field] for field in kind.flags_help if field in given})
     if "seeds" in kind.accepted():
         values["seeds"] = seeds or (base,)
     if kind.runs_model:

@@ -23,7 +23,7 @@ from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.hosted_cost import Budget, check_budget
 from ..engine.kinds import scorer_kinds
-from ..errors import InputError, UnknownNameError
+from ..errors import UnknownNameError
 from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
 from ..items import Item
 from ..scorers.base import Scorer
@@ -33,6 +33,7 @@ from .options import (
     add_judge_options,
     add_progress_option,
     add_view_option,
+    check_counts,
     parse_scales,
     resolve_quality,
     spec_from_args,
@@ -70,8 +71,7 @@ def _registered_qualities(path: str, items: list) -> tuple:
 
 def run(args: argparse.Namespace) -> int:
     # Cheap checks first: options, output path, the file, names, scales, the template; the model last.
-    if args.limit is not None and args.limit < 1:
-        raise InputError(f"must be >= 1, got {args.limit}", field="--limit")
+    check_counts(args, "limit")
     for path, flag in ((args.output, "--output"), (args.view, "--view")):
         if path:
             check_output_path(path, flag)

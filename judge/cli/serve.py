@@ -9,9 +9,22 @@ import socket
 import sys
 from typing import Any
 
+from ..engine import MethodSpec
+from ..engine.spec import method_type
 from ..errors import InputError
+from ..methods.pairwise import check_not_spec_default
 from . import EXIT_OK
-from .options import add_judge_options, parse_scales, resolve_quality, spec_from_args
+from .options import (
+    FLAGS,
+    add_judge_options,
+    add_type_options,
+    backend_options,
+    generate_settings,
+    parse_scales,
+    resolve_quality,
+    spec_from_args,
+    spec_from_flags,
+)
 
 #: Default limit of a request body (bytes).
 MAX_BODY_BYTES = 1 << 20
@@ -33,7 +46,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s.add_argument("--reference-set", default=None, metavar="FILE",
                    help="ensembles (--member ...): the items each request's items are ranked among, a JSONL or "
                    "benchmark file scored once at startup (rated for --quality with --fit cv)")
+    s.add_argument("--compare-prompt", default="pairwise", metavar="PROMPT",
+                   help="the pairwise template POST /v1/compare reads two replies with (default pairwise; "
+                   "pairwise-tie allows a tie; a .j2 path), on the model of --model and the other runtime flags; "
+                   "'none': no /v1/compare (docs/pairwise.md)")
     add_judge_options(p)
+    add_type_options(p, method_type("pairwise"))
     return p
 
 
@@ -103,12 +121,13 @@ def run(args: argparse.Namespace) -> int:
     from ..serve.service import check_servable
 
     check_servable(spec, reference)  # before the port opens: e.g. a method that reads the next user turn
+    pairwise = compare_spec(args)
     sock = bind(args.host, args.port)
     try:
         from ..serve.app import Settings, create_app
         from ..serve.service import JudgeService
 
-        service = JudgeService.build(spec, quality, reference)
+        service = JudgeService.build(spec, quality, reference, pairwise)
         try:
             settings = Settings(max_batch=args.max_batch, max_body_bytes=args.max_body_bytes, token=token)
             serve(create_app(service, settings), sock)
@@ -117,6 +136,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     return EXIT_OK
+
+
+def compare_spec(args: argparse.Namespace) -> MethodSpec | None:
+    """The pairwise method of ``POST /v1/compare``: ``--compare-prompt`` and ``--orders``, run where the flags
+    say the served judge runs (backend, model, options, generation settings); None for ``none``."""
+    if args.compare_prompt.lower() == "none":
+        return None
+    check_not_spec_default(args.compare_prompt, "--compare-prompt")
+    return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt, "orders": args.orders,
+                            "seeds": (args.seed or 0,), "backend": args.backend, "model": args.model,
+                            "options": backend_options(args), "generate": generate_settings(args)},
+                           {**FLAGS, "prompt": "--compare-prompt"})
 
 
 def serve(app: Any, sock: socket.socket) -> None:

@@ -63,7 +63,13 @@ def prepare(
 def prepare_checked(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                     pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int | None,
                     level: str) -> Prepared:
-    """``prepare`` without the top-level checks (an ensemble's members are covered by its own)."""
+    """``prepare`` without the top-level checks (an ensemble's members are covered by its own). A method
+    that compares two replies (``MethodType.compares``) scores no item alone: refused here, the path every
+    entry point that scores items takes."""
+    if spec.kind.compares:
+        raise InputError(f"method '{spec.name}' is a {spec.type} method: it compares two replies to one context "
+                         "and scores no item alone; run it with judge compare, a [[compare]] cell of judge run, "
+                         "or POST /v1/compare of judge serve", field="type")
     return spec.kind.prepare(spec, items, quality, pool=pool, population=population,
                              seed=spec.seeds[0] if seed is None else seed, level=level)
 
@@ -117,6 +123,11 @@ class BackendPool:
         (a Ray cluster's driver: :class:`judge.distributed.backend.RayPool`)."""
         backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
         return CachedBackend(backend, Cache(spec.generate.cache_path), settled) if spec.generate.cache else backend
+
+    @property
+    def key(self) -> str | None:
+        """The :func:`backend_key` of the backend loaded now (None: none)."""
+        return self._key
 
     @property
     def current(self) -> Backend | None:

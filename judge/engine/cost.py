@@ -36,8 +36,10 @@ from ..cache import Cache, CachedBackend, dist_from_json, reasoned_from_json
 from ..config import default_cache_path
 from ..errors import BackendError
 from ..items import Item
+from ..pairs import Pair
 from ..rates import Rate, UnreadableRates, rate_key, read_rates, write_rate
 from .build import BackendPool, Prepared, backend_key, build
+from .compare import compare_rows
 from .run import run_rows, run_rows_together
 from .spec import MethodSpec
 from .units import Lane, LaneCost
@@ -181,11 +183,12 @@ class CellCost:
 
 @dataclass
 class Entry:
-    """A cell to replay: its label, prepared method, items left to score and items already saved."""
+    """A cell to replay: its label, prepared method, items left to score (pairs, for a method that compares)
+    and items already saved."""
 
     label: str
     prep: Prepared
-    todo: Sequence[Item]
+    todo: Sequence[Item] | Sequence[Pair]
     done: int = 0
     counters: dict[str, int] = field(default_factory=dict)
 
@@ -247,14 +250,17 @@ def replay_group(group: Sequence[Entry], pool: BackendPool) -> None:
                 raise TypeError(f"{e.prep.spec.type} methods declare a share key, but {e.label} states no lane of work")
             lanes.append(lane)
         costs = [LaneCost() for _ in live]
-        run_rows_together(lanes, [e.todo for e in live], [e.label for e in live], [None] * len(live),
+        run_rows_together(lanes, [e.todo for e in live], [e.label for e in live], [None] * len(live),  # type: ignore[misc]
                           [_ignore] * len(live), costs=costs)
         for e, cost in zip(live, costs, strict=True):
             e.counters = cost.counters
     elif live:
         e = live[0]
         before = pool.counters()
-        run_rows(build(e.prep, pool), e.todo, e.label, None, _ignore)
+        if e.prep.spec.kind.compares:
+            compare_rows(build(e.prep, pool), e.todo, e.label, None, _ignore)  # type: ignore[arg-type]
+        else:
+            run_rows(build(e.prep, pool), e.todo, e.label, None, _ignore)  # type: ignore[arg-type]
         after = pool.counters()
         e.counters = {k: after[k] - before.get(k, 0) for k in after}
 

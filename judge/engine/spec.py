@@ -1,7 +1,7 @@
 """The contract of a method type, the method spec, and the registry that holds the types.
 
-A *method type* (``llm``, ``likelihood``, ``classic``, ``ensemble``, or one a user registers) is one
-module that declares, on a :class:`MethodType`:
+A *method type* (``llm``, ``likelihood``, ``classic``, ``ensemble``, ``head``, ``pairwise``, or one a user
+registers) is one module that declares, on a :class:`MethodType`:
 
 * its spec fields and their defaults (:attr:`MethodType.fields`, :attr:`MethodType.defaults`), which
   every entry point reads: TOML ``[[methods]]`` tables, command-line flags, presets, ``make_judge`` and
@@ -87,6 +87,14 @@ class MethodType:
     #: How ``judge run --check`` knows what it costs: None by its backend, ``none`` (no model) or
     #: ``ensemble`` (counted where its members run).
     cost: ClassVar[str | None] = "none"
+    #: Its scorer compares two replies to one context (:mod:`judge.pairs`) instead of scoring one item: it
+    #: runs through ``judge compare``, ``[[compare]]`` cells and ``POST /v1/compare``
+    #: (:mod:`judge.engine.compare`), and every entry point that scores items refuses it before anything loads.
+    compares: ClassVar[bool] = False
+    #: Spec fields of this type that get a command-line flag of their own (``--<field>``, dashes for
+    #: underscores), with the flag's help: the commands that build this type generate them
+    #: (:func:`judge.cli.options.add_type_options`) and read them back into the spec.
+    flags_help: ClassVar[Mapping[str, str]] = {}
 
     def accepted(self) -> frozenset[str]:
         """Every spec field a method of this type may set."""
@@ -213,6 +221,7 @@ METHOD_TYPES.register_lazy("likelihood", "judge.methods.likelihood:LikelihoodTyp
 METHOD_TYPES.register_lazy("classic", "judge.methods.classic:ClassicType")
 METHOD_TYPES.register_lazy("ensemble", "judge.methods.ensemble:EnsembleType")
 METHOD_TYPES.register_lazy("head", "judge.methods.head:HeadType")
+METHOD_TYPES.register_lazy("pairwise", "judge.methods.pairwise:PairwiseType")
 _INSTANCES: dict[Callable[[], MethodType], MethodType] = {}
 
 
@@ -286,6 +295,9 @@ class MethodSpec:
     reason: int = 0
     #: The rationale's sampling temperature (0: greedy); its seed is ``generate.seed``.
     reason_temperature: float = 0.0
+    #: Pairwise methods: read each pair in ``both`` orders (default) or in ``one``, drawn per pair by a
+    #: seeded hash (``seeds[0]``).
+    orders: str = "both"
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 

@@ -62,10 +62,10 @@ def parse_methods(tables: Sequence[Any], defaults: Mapping[str, Any], path: str)
             later[len(slots)] = (i, kind, raw)
             slots.append(None)
             continue
-        slots.append(_read(path, where, i, kind, raw, defaults, {}))
+        slots.append(read_table(path, where, i, kind, raw, defaults, {}))
     by_name = {m.name: m for group in slots if group is not None for m in group}
     for pos, (i, kind, raw) in later.items():
-        slots[pos] = _read(path, f"methods[{i}]", i, kind, raw, defaults, by_name)
+        slots[pos] = read_table(path, f"methods[{i}]", i, kind, raw, defaults, by_name)
     methods = [m for group in slots for m in group or ()]
     for meth in methods:
         if meth.paper is not None and meth.paper not in paper_labels():
@@ -82,9 +82,9 @@ def parse_methods(tables: Sequence[Any], defaults: Mapping[str, Any], path: str)
     return tuple(methods)
 
 
-def _read(path: str, where: str, index: int, kind: MethodType, raw: dict[str, Any], defaults: Mapping[str, Any],
-          methods: Mapping[str, MethodSpec]) -> list[MethodSpec]:
-    """The specs one table stands for, its type's errors named by entry: ``methods[2].top_k``."""
+def read_table(path: str, where: str, index: int, kind: MethodType, raw: dict[str, Any], defaults: Mapping[str, Any],
+               methods: Mapping[str, MethodSpec]) -> list[MethodSpec]:
+    """The specs one table stands for, its type's errors named by entry: ``methods[2].top_k`` (``where``)."""
     try:
         values = kind.from_table(raw, defaults, methods)
     except InputError as exc:

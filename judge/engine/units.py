@@ -41,12 +41,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from time import perf_counter
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..backends.base import Backend
 from ..backends.requests import Answer, Request, ask
-from ..items import Item
-from ..scorers.base import ItemWork, Lane, Score
+from ..scorers.base import ItemWork, Keyed, Lane, Score
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ def executor_for(backend: Backend, costs: Sequence[LaneCost] | None = None) -> E
     return backend.executor(costs) or LocalExecutor(backend, costs)
 
 
-def pass_backend(lanes: Sequence[Lane]) -> Backend:
+def pass_backend(lanes: Sequence[Lane[Any]]) -> Backend:
     """The one backend the lanes of a pass share (ValueError when they do not)."""
     backend = lanes[0].backend
     if any(lane.backend is not backend for lane in lanes):
@@ -153,7 +152,7 @@ def pass_backend(lanes: Sequence[Lane]) -> Backend:
     return backend
 
 
-def _windows(items: Sequence[Iterable[Item]], size: int) -> Iterator[list[list[tuple[int, Item]]]]:
+def _windows(items: Sequence[Iterable[Keyed]], size: int) -> Iterator[list[list[tuple[int, Keyed]]]]:
     """Per window, per lane, the (position, item) pairs it takes. One lane streams its items ``size`` at a
     time; several take ``size`` distinct ids at a time, in order of first appearance over the lanes (lane
     after lane), so each window holds the same items for every lane that scores them."""
@@ -180,7 +179,7 @@ def _windows(items: Sequence[Iterable[Item]], size: int) -> Iterator[list[list[t
         yield taken
 
 
-def plan(lanes: Sequence[Lane], items: Sequence[Iterable[Item]], *, window: int | None = None,
+def plan(lanes: Sequence[Lane[Any]], items: Sequence[Iterable[Keyed]], *, window: int | None = None,
          costs: Sequence[LaneCost] | None = None) -> Iterator[Window]:
     """The pass of ``lanes`` (one backend) over ``items[i]`` for lane i, as windows of units (see the module
     docstring). ``window``: distinct items per window (default: the smallest of the lanes'). Planning is
@@ -228,7 +227,7 @@ def _units(jobs: Sequence[tuple[Request, int, Feed]], batch_sizes: Sequence[int]
     return units
 
 
-def run_lanes(lanes: Sequence[Lane], items: Sequence[Iterable[Item]], *, executor: Executor | None = None,
+def run_lanes(lanes: Sequence[Lane[Any]], items: Sequence[Iterable[Keyed]], *, executor: Executor | None = None,
               costs: Sequence[LaneCost] | None = None, window: int | None = None) -> Iterator[tuple[int, Score]]:
     """Score ``items[i]`` with ``lanes[i]`` for every i in one pass; yields ``(i, score)``.
 

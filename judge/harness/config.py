@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,9 @@ from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
 from ..distributed.options import RayOptions, ray_from_table
-from ..engine.named import with_runtime
-from ..engine.spec import MethodSpec
-from ..engine.tables import parse_methods
+from ..engine.named import named_method, with_runtime
+from ..engine.spec import MethodSpec, method_type
+from ..engine.tables import parse_methods, read_table
 from ..errors import InputError, JudgeError
 from ..qualities import Scale, parse_scale
 from ..results import slug
@@ -31,6 +31,10 @@ TOP_KEYS = {
     "seed": int, "compare": list, "retry_failed": bool, "scales": dict, "split": str, "split_seed": int, "run": dict,
 }
 DATASET_KEYS = {"name": str, "qualities": (list, str), "path": str, "quality": str, "scales": dict}
+#: Keys of a ``[[compare]]`` table besides its pairwise method's own (prompt, orders, model, ...).
+COMPARE_KEYS = {"name": str, "against": str, "systems": list, "baseline": str, "contexts": (int, dict), "datasets": list}
+#: The pointwise method beside a pairwise cell when its table names none (a shipped preset: the criteria prompt).
+DEFAULT_AGAINST = "criteria"
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "a table", bool: "true or false"}
 
 
@@ -70,6 +74,31 @@ class DatasetSpec:
 
 
 @dataclass(frozen=True)
+class CompareSpec:
+    """A ``[[compare]]`` table: a pairwise method run on the pairs of each of the experiment's sets (``datasets``:
+    some of them), for each of their qualities. ``against`` is the pointwise method whose score differences
+    are set beside the pairwise judge's on the same pairs (None: none); ``systems``, ``baseline`` and
+    ``contexts`` choose the pairs as ``judge compare`` does (:mod:`judge.pairs`; contexts drawn with the
+    experiment's ``limit_seed``)."""
+
+    name: str
+    method: MethodSpec
+    against: MethodSpec | None = None
+    systems: tuple[str, ...] | None = None
+    baseline: str | None = None
+    #: Contexts drawn per set: one number for every set, or per set name (a set not named: every context).
+    contexts: int | tuple[tuple[str, int], ...] | None = None
+    datasets: tuple[str, ...] = ()
+    index: int = 0
+
+    def contexts_for(self, dataset: str) -> int | None:
+        """How many contexts to draw from ``dataset`` (None: every one)."""
+        if isinstance(self.contexts, tuple):
+            return dict(self.contexts).get(dataset)
+        return self.contexts
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A validated experiment: what to run and where to write it."""
 
@@ -92,6 +121,8 @@ class Experiment:
     #: Where the model work runs (``[run] ray = ...``, ``--ray``): None here, else a Ray cluster's actors. It
     #: changes no result, so it is no part of the results' settings.
     ray: RayOptions | None = None
+    #: ``[[compare]]`` tables: pairwise methods on the pairs of each set (docs/pairwise.md).
+    compare_cells: tuple[CompareSpec, ...] = ()
 
     def split_info(self) -> dict[str, Any]:
         """The split this experiment scores, for provenance (empty when it scores every item)."""
@@ -119,13 +150,17 @@ class Experiment:
         ``datasets``: keep only these of the config's sets, by name or abbreviation)."""
         generate = {"threads": threads} if threads is not None else None
         chosen = [with_runtime(m, backend=backend, model=model, generate=generate) for m in self.methods]
+        cells = [replace(c, method=with_runtime(c.method, backend=backend, model=model, generate=generate),
+                         against=c.against and with_runtime(c.against, backend=backend, model=model, generate=generate))
+                 for c in self.compare_cells]
         if methods is not None:
-            known = [m.name for m in self.methods]
+            known = [m.name for m in self.methods] + [c.name for c in self.compare_cells]
             missing = [x for x in methods if x not in known]
             if missing:
                 raise InputError(f"not in the config: {', '.join(missing)} (it has {', '.join(known)})",
                                  file=self.path, field="--methods")
             chosen = [m for m in chosen if m.name in methods]
+            cells = [c for c in cells if c.name in methods]
         kept = self.datasets
         if datasets is not None:
             names = {x.name.lower(): x.name for x in self.datasets}
@@ -135,8 +170,11 @@ class Experiment:
                 raise InputError(f"not in the config: {', '.join(missing)} (it has "
                                  f"{', '.join(x.name for x in self.datasets)})", file=self.path, field="--datasets")
             kept = tuple(x for x in self.datasets if x.name in wanted)
+            cells = [replace(c, datasets=tuple(d for d in c.datasets if d in wanted)) for c in cells
+                     if not c.datasets or set(c.datasets) & set(wanted)]
         return replace(
             self,
+            compare_cells=tuple(cells),
             datasets=kept,
             limit=limit if limit is not None else self.limit,
             split=split if split is not None else self.split,
@@ -199,8 +237,9 @@ def _path_dataset(path: str, where: str, d: dict[str, Any], top_scales: dict[str
 def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment:
     """Validate a parsed TOML document and expand it into concrete methods."""
     _check_keys(path, "", data, TOP_KEYS)
-    if "methods" not in data or not data["methods"]:
-        raise _err(path, "methods", "at least one [[methods]] entry is required")
+    has_cells = any(isinstance(c, dict) for c in data.get("compare", []))
+    if not data.get("methods") and not has_cells:
+        raise _err(path, "methods", "at least one [[methods]] entry (or [[compare]] table) is required")
     if "datasets" not in data or not data["datasets"]:
         raise _err(path, "datasets", "at least one dataset is required")
     default_q = data.get("qualities", ["overall"])
@@ -228,12 +267,22 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
             raise _err(path, where, f"dataset '{info.name}' is listed twice")
         datasets.append(DatasetSpec(info.name, _qualities_for(path, where, info, qs)))
 
-    methods = parse_methods(data["methods"], data.get("defaults", {}), path)
+    methods = parse_methods(data.get("methods", []), data.get("defaults", {}), path) if data.get("methods") else ()
+    for m in methods:
+        if m.kind.compares:
+            raise _err(path, f"methods[{m.index}].type", f"a {m.type} method compares two replies to one context and "
+                       "scores no item alone: write it as a [[compare]] table")
     seen = {m.name: m.index for m in methods}
     compare: list[tuple[str, str]] = []
+    cells: list[CompareSpec] = []
     for j, pair in enumerate(data.get("compare", [])):
+        if isinstance(pair, dict):
+            cells.append(_compare_cell(path, j, pair, data.get("defaults", {}), {m.name: m for m in methods},
+                                       datasets, cells))
+            continue
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-            raise _err(path, f"compare[{j}]", "must be a pair of method names, e.g. [\"bm25c-k4\", \"zero-shot\"]")
+            raise _err(path, f"compare[{j}]", "must be a pair of method names, e.g. [\"bm25c-k4\", \"zero-shot\"] (a "
+                       "paired test), or a table (a pairwise cell, [[compare]])")
         for x in pair:
             if x not in seen:
                 raise _err(path, f"compare[{j}]", f"unknown method '{x}'; methods: {', '.join(seen)}")
@@ -261,7 +310,83 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
         split=data.get("split"),
         split_seed=data.get("split_seed", 0),
         ray=ray_from_table(data.get("run", {}), path),
+        compare_cells=tuple(cells),
     )
+
+
+def _compare_cell(path: str, j: int, table: dict[str, Any], defaults: dict[str, Any], methods: dict[str, MethodSpec],
+                  datasets: list[DatasetSpec], cells: list[CompareSpec]) -> CompareSpec:
+    """One ``[[compare]]`` table: its own keys (:data:`COMPARE_KEYS`), the rest its pairwise method's, with the
+    config's ``[defaults]`` applied; errors named ``compare[j].key``."""
+    where = f"compare[{j}]"
+    kind = method_type("pairwise")
+    own = {k: v for k, v in table.items() if k in COMPARE_KEYS}
+    rest = {k: v for k, v in table.items() if k not in COMPARE_KEYS}
+    allowed: dict[str, Any] = {**COMPARE_KEYS, **dict.fromkeys(kind.table_keys() | {"type"}, object)}
+    _check_keys(path, where, {**own, **rest}, allowed)
+    if rest.get("type", "pairwise") != "pairwise":
+        raise _err(path, f"{where}.type", f"a [[compare]] table holds a pairwise method, got type {rest['type']!r}")
+    rest["type"] = "pairwise"
+    if "name" in own:
+        rest["name"] = own["name"]
+    (method,) = read_table(path, where, j, kind, rest, defaults, {})
+    name = method.name
+    if name in methods or any(c.name == name for c in cells):
+        raise _err(path, f"{where}.name", f"'{name}' is already the name of another method or [[compare]] table; "
+                   "give each a unique name")
+    return CompareSpec(name, method, _against(path, where, own.get("against", DEFAULT_AGAINST), method, methods),
+                       _strings(path, f"{where}.systems", own["systems"]) if "systems" in own else None,
+                       own.get("baseline"), _contexts(path, where, own.get("contexts"), datasets),
+                       _cell_sets(path, f"{where}.datasets", own.get("datasets", []), datasets), j)
+
+
+def _against(path: str, where: str, name: str, method: MethodSpec, methods: dict[str, MethodSpec]) -> MethodSpec | None:
+    """The pointwise method beside a pairwise cell: a [[methods]] entry by name, else a shipped preset run where
+    the pairwise method runs; none for ``"none"``."""
+    if name.lower() == "none":
+        return None
+    if name in methods:
+        return methods[name]
+    try:
+        preset = named_method(name)
+    except JudgeError as exc:
+        raise _err(path, f"{where}.against", f"neither a [[methods]] entry nor a shipped preset: {exc}") from None
+    if preset.kind.compares:
+        raise _err(path, f"{where}.against", f"'{name}' compares two replies; against names a method that scores one")
+    return with_runtime(preset, backend=method.backend, model=method.model, options=method.options,
+                        generate=asdict(method.generate))
+
+
+def _strings(path: str, where: str, value: list[Any]) -> tuple[str, ...]:
+    if not value or not all(isinstance(x, str) for x in value):
+        raise _err(path, where, f"must be a non-empty list of names, got {value!r}")
+    return tuple(value)
+
+
+def _contexts(path: str, where: str, value: int | dict[str, Any] | None, datasets: list[DatasetSpec]
+              ) -> int | tuple[tuple[str, int], ...] | None:
+    """``contexts = 20`` for every set, or ``contexts = { TU = 4, DGR = 30 }`` per set (names or abbreviations)."""
+    if isinstance(value, dict):
+        return tuple((_cell_sets(path, f"{where}.contexts", [name], datasets)[0],
+                      _count(path, f"{where}.contexts.{name}", n)) for name, n in value.items())
+    return None if value is None else _count(path, f"{where}.contexts", value)
+
+
+def _count(path: str, where: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _err(path, where, f"must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _cell_sets(path: str, key: str, names: list[Any], datasets: list[DatasetSpec]) -> tuple[str, ...]:
+    """The config's sets a cell runs on (by name or abbreviation; empty: every set); errors name ``key``."""
+    out = []
+    for name in _strings(path, key, names) if names else ():
+        found = [d.name for d in datasets if name.lower() in (d.name.lower(), d.dataset.abbrev.lower())]
+        if not found:
+            raise _err(path, key, f"'{name}' is not one of the config's sets ({', '.join(d.name for d in datasets)})")
+        out.append(found[0])
+    return tuple(out)
 
 
 def load_experiment(path: str | Path) -> Experiment:

@@ -16,6 +16,7 @@ from ..engine.cost import CellCost, Entry, cost_lines, estimate
 from ..rates import Rate
 from ..results import cell_path
 from .cells import read_done
+from .compare_cells import CompareCell, cost_entries
 from .config import Experiment
 from .runner import Cell, schedule_groups
 
@@ -27,16 +28,20 @@ def cell_label(cell: Cell, abbrev: str) -> str:
 
 
 def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
-                measure: Callable[..., Rate] | None = None) -> list[str]:
+                measure: Callable[..., Rate] | None = None, compares: Sequence[CompareCell] = ()) -> list[str]:
     """The cost table of the run ``exp`` would start now (see :func:`judge.engine.cost.report`), then the money
     table of its hosted cells (:mod:`judge.engine.hosted_cost`)."""
     from ..engine.hosted_cost import count_hosted, money_lines
 
-    return cost_lines(*cost_estimate(exp, prepared, log, measure)) + money_lines(count_hosted(cost_groups(exp, prepared)[0]))
+    return (cost_lines(*cost_estimate(exp, prepared, log, measure, compares))
+            + money_lines(count_hosted(cost_groups(exp, prepared, compares)[0])))
 
 
-def cost_groups(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]]) -> tuple[list[list[Entry]], list[Entry]]:
-    """The run's cells as the replay takes them: groups in the run's order, and every entry in the cells' order."""
+def cost_groups(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], compares: Sequence[CompareCell] = ()
+                ) -> tuple[list[list[Entry]], list[Entry]]:
+    """The run's cells as the replay takes them: groups in the run's order, and every entry in the cells' order
+    (``[[compare]]`` cells after the others, as the run computes them: their pairs, then the pointwise rows
+    beside them)."""
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     todo = []
     for cell, prep in prepared:
@@ -45,14 +50,17 @@ def cost_groups(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]]) -> t
         todo.append((cell, prep, path, rows, nbytes))
     entries = [Entry(cell_label(c, abbrev[c.dataset]), prep, c.items[len(rows):], len(rows))
                for c, prep, _, rows, _ in todo]
-    return [[entries[i] for i in group] for group in schedule_groups(todo)], entries
+    groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
+    extra = cost_entries(compares, Path(exp.output))
+    return groups + [[e] for e in extra], entries + extra
 
 
 def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
-                  measure: Callable[..., Rate] | None = None) -> tuple[list[CellCost], dict[str, Rate]]:
+                  measure: Callable[..., Rate] | None = None, compares: Sequence[CompareCell] = ()
+                  ) -> tuple[list[CellCost], dict[str, Rate]]:
     """What each cell of the run ``exp`` would start now costs, and the rates used (see
     :func:`judge.engine.cost.estimate`)."""
-    groups, entries = cost_groups(exp, prepared)
+    groups, entries = cost_groups(exp, prepared, compares)
     if measure is None:
         return estimate(groups, log, order=entries)
     return estimate(groups, log, measure, order=entries)

@@ -34,6 +34,10 @@ from ..qualities import Quality
 from ..results import cell_path, read_rows
 from ..scorers.base import Lane
 from .cells import CellWriter, read_done, rewrite
+from .compare_cells import CompareCell, plan_compares, run_compare
+from .compare_cells import cost_entries as compare_cost_entries
+from .compare_cells import entries as compare_entries
+from .compare_cells import timing as compare_timing
 from .config import Experiment
 from .fitted import read_fitted, write_fitted
 from .prompt_settings import write_prompt_settings
@@ -74,24 +78,32 @@ class Cell:
 
 def check_names(exp: Experiment) -> None:
     """Resolve every method's names through the registries before any work (errors name the entry)."""
-    for m in exp.methods:
+    named = [(m, f"methods[{m.index}]") for m in exp.methods]
+    named += [(m, f"compare[{c.index}]") for c in exp.compare_cells for m in (c.method, c.against) if m is not None]
+    for m, where in named:
         try:
             engine_check_names(m)
         except (UnknownNameError, InputError) as exc:
-            raise InputError(str(exc), file=f"{exp.path}: methods[{m.index}]") from None
+            raise InputError(str(exc), file=f"{exp.path}: {where}") from None
 
 
-def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> list[Cell]:
-    """All cells of the experiment, in execution order (datasets are loaded once each)."""
+def load_sets(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> dict[str, list[Item]]:
+    """Every set of the experiment, loaded once: a file given by path as read with the config, a registered
+    set by ``load`` (default: from the data directory)."""
     from ..datasets import load_benchmark
 
     load = load or (lambda name: load_benchmark(name, exp.data_dir))
-    sets: dict[str, list[Item]] = {}
+    return {ds.name: list(ds.source.items) if ds.source is not None else load(ds.name) for ds in exp.datasets}
+
+
+def plan(exp: Experiment, load: Callable[[str], list[Item]] | None = None,
+         sets: dict[str, list[Item]] | None = None) -> list[Cell]:
+    """All cells of the experiment, in execution order (datasets are loaded once each; ``sets``: already)."""
+    sets = sets if sets is not None else load_sets(exp, load)
     subsets: dict[str, list[Item]] = {}
     pools: dict[str, list[Item]] = {}
     halves: dict[str, list[Item]] = {}
     for ds in exp.datasets:
-        sets[ds.name] = list(ds.source.items) if ds.source is not None else load(ds.name)
         halves[ds.name] = split_items(sets[ds.name], exp.split, exp.split_seed)
         subsets[ds.name] = seeded_subset(halves[ds.name], exp.limit, exp.limit_seed)
         # With a split, in-context examples come from the dev half only: a test item is never shown as an
@@ -243,23 +255,27 @@ def run_experiment(
 
     check_names(exp)
     out = Path(exp.output)
-    prepared, skipped = applicable(plan(exp, load), exp)
+    sets = load_sets(exp, load)
+    prepared, skipped = applicable(plan(exp, sets=sets), exp)
+    compares, compare_skipped = plan_compares(exp, sets)
     cells = [c for c, _ in prepared]
     for cell, reason in skipped:
         log(f"skipped: {cell.method.name} on {cell.dataset} {cell.quality.name}: {reason}")
+    for sk in compare_skipped:
+        log(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}")
     todo: list[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]] = []
     for cell, prep in prepared:
         path = cell_path(out, *cell.key)
         rows, nbytes = read_done(path, [it.id for it in cell.items])
         todo.append((cell, prep, path, rows, nbytes))
-    _check_budget(todo)  # a run refused for its cost leaves nothing behind
+    _check_budget(todo, compares, out)  # a run refused for its cost leaves nothing behind
     # --batch: the requests the cache lacks, over every cell (a method that cannot be batched is refused here)
-    batches = BatchPlan().collect(_entry_groups(todo, with_failed=exp.retry_failed))
+    batches = BatchPlan().collect(_entry_groups(todo, compares, out, with_failed=exp.retry_failed))
     refuse_batches(exp.ray, batches)
     for cell, prep, path, *_ in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
         _check_meta(path, cell_meta(cell, exp, prep))
-    total = sum(len(c.items) for c, *_ in todo)
+    total = sum(len(c.items) for c, *_ in todo) + sum(len(c.pairs) for c in compares)
     done = sum(len(t[3]) for t in todo)
     if done:
         log(f"resuming: {done} of {total} item results already saved in {out}")
@@ -286,6 +302,9 @@ def run_experiment(
                     _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
                 if exp.retry_failed:
                     _retry_failed(cell, prep, path, backends)
+        for comparing in compares:
+            bar.set_postfix_str(comparing.label, refresh=False)
+            run_compare(comparing, exp, out, backends, bar.update, _check_meta)
     finally:
         bar.close()
         backends.close()
@@ -294,7 +313,10 @@ def run_experiment(
                         timings={c.key: read_timing(p) for c, _, p, *_ in todo},
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
     summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
-                          for c, r in skipped]
+                          for c, r in skipped] + compare_skipped
+    if exp.compare_cells:
+        summary["pairwise"] = compare_entries(compares, out, exp)
+        summary["timing"].update(compare_timing(compares, out))
     not_trained_on = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                        "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on]
     if not_trained_on:  # lodo cells whose weights left sets out for sharing conversations with them
@@ -310,25 +332,27 @@ def run_experiment(
     return summary
 
 
-def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> None:
+def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
+                  compares: Sequence[CompareCell], out: Path) -> None:
     """Refuse, before anything is sent, a run whose hosted cells are estimated above their ``max_cost``
     (:func:`judge.engine.hosted_cost.check_budget`; the cells left to score, in the run's order)."""
     from ..engine.hosted_cost import check_budget
 
-    check_budget(_entry_groups(todo))
+    check_budget(_entry_groups(todo, compares, out))
 
 
 def _entry_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
-                  with_failed: bool = False) -> list[list[Entry]]:
+                  compares: Sequence[CompareCell], out: Path, with_failed: bool = False) -> list[list[Entry]]:
     """The cells left to score as the engine's replays take them (:func:`judge.engine.cost.replay_group`): in
     the run's groups and order, each with the items it will score (``with_failed``: also the saved rows that
-    failed, which ``retry_failed`` scores again)."""
+    failed, which ``retry_failed`` scores again), then the ``[[compare]]`` cells' pairs and pointwise rows."""
     entries = []
     for c, prep, _, rows, _ in todo:
         retried = [c.items[i] for i, r in enumerate(rows) if r.get("error")] if with_failed else []
         entries.append(Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, [*retried, *c.items[len(rows):]],
                              len(rows)))
-    return [[entries[i] for i in group] for group in schedule_groups(todo)]
+    groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
+    return groups + [[e] for e in compare_cost_entries(compares, out, with_failed)]
 
 
 def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,

@@ -219,12 +219,17 @@ def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> Pro
     """The template a spec names: a template path, ``fed`` / ``fedq`` (the FED prompt of the quality, the
     paper's or the shared-prefix family's), or a built-in."""
     if is_template_path(spec.prompt):
-        return load_template(spec.prompt, quality=quality)
-    if spec.prompt in PER_QUALITY_PROMPTS:
+        prompt = load_template(spec.prompt, quality=quality)
+    elif spec.prompt in PER_QUALITY_PROMPTS:
         if quality is None:
             raise InputError(f"--prompt {spec.prompt} needs --quality (it rates one FED quality)", field="quality")
         return get_prompt(fed_prompt_name(level, quality.name, spec.prompt))
-    return get_prompt(spec.prompt)
+    else:
+        prompt = get_prompt(spec.prompt)
+    if prompt.pairwise:
+        raise InputError(f"prompt '{spec.prompt}' compares two replies (answer = \"pairwise\"): run it as a pairwise "
+                         "method (judge compare, a [[compare]] cell of judge run)", field="prompt")
+    return prompt
 
 
 #: Template checks passed in this process, by (template, quality, view, the items' identities and, for a

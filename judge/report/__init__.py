@@ -1,4 +1,5 @@
-"""Reports of a results folder: Markdown and HTML leaderboards, a CSV and PNG plots.
+"""Reports of a results folder: Markdown and HTML leaderboards, a CSV (and ``pairwise.csv`` for ``[[compare]]``
+cells) and PNG plots.
 
 ``render_all`` writes them all from ``summary.json`` and the per-item files, without recomputing any
 score; ``judge report RESULTS_DIR`` calls it.
@@ -13,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..io import atomic_write_text
 from ..results import VIEW_FILE, cell_path, read_rows, slug
+from . import pairwise
 from .csv_table import render_csv
 from .html import render_html
 from .markdown import render_markdown
@@ -45,7 +47,8 @@ def _cell_rows(results_dir: Path, summary: dict[str, Any]) -> dict[tuple[str, st
 
 
 def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *, plots: bool = True) -> list[Path]:
-    """Write summary.json (when given), leaderboard.md/.html, results.csv and plots/*.png; returns the paths."""
+    """Write summary.json (when given), leaderboard.md/.html, results.csv, pairwise.csv (with pairwise cells) and
+    plots/*.png (with item cells); returns the paths."""
     root = Path(results_dir)
     written = []
     if summary is None:
@@ -54,11 +57,14 @@ def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *
         atomic_write_text(root / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
         written.append(root / "summary.json")
     view = VIEW_FILE if (root / VIEW_FILE).exists() else None  # ``judge view``'s page, when one was written here
-    for name, text in (("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary, view)),
-                       ("results.csv", render_csv(summary))):
+    files = [("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary, view)),
+             ("results.csv", render_csv(summary))]
+    if summary.get("pairwise"):
+        files.append(("pairwise.csv", pairwise.csv_text(summary["pairwise"])))
+    for name, text in files:
         atomic_write_text(root / name, text)
         written.append(root / name)
-    if plots:
+    if plots and summary["results"]:
         from . import plots as pl
 
         pdir = root / "plots"

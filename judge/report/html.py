@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from . import pairwise
 from .table import (
     AVERAGE_COMPARISON_HEADER,
     FITTED_HEADER,
@@ -54,6 +55,7 @@ def render_html(summary: dict[str, Any], view: str | None = None) -> str:
                  f"by side: {escape(view)}</a></p>")
     for _kind, title, rows in board.sections():
         h += _leaderboard(board, title, rows)
+    h += pairwise.html(summary.get("pairwise") or [])
     h += _table("Paired comparisons of the averages (same items, stratified bootstrap over conversations)",
                 AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.get("average_comparisons") or []))
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import pairwise
 from .table import (
     AVERAGE_COMPARISON_HEADER,
     FITTED_HEADER,
@@ -130,6 +131,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
                                 f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]",
                                 p_text(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)), p_text(c["williams_p"])]))
     out += _average_comparisons_md(summary.get("average_comparisons") or [], resampled_together_text(summary))
+    out += pairwise.markdown(summary.get("pairwise") or [])
     sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",

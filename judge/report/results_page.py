@@ -58,6 +58,11 @@ PENDING = (
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
      "pending re-run; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
+    ("Round 9, pairwise judging by Qwen2.5-Coder-1.5B (both orders, with and without a tie, beside the criteria "
+     "prompt's score differences on the same pairs; docs/pairwise.md): the dev round, whose candidates and rule "
+     "are committed in the config, then the chosen template on the test half once (a config written after the "
+     "dev round, with the choice only); about 56k prompt tokens for the dev round (`--check`)",
+     "judge run benchmarks/configs/pairwise_dev_q15.toml --data-dir ../shared/data"),
 )
 
 
@@ -106,7 +111,8 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
     A run with a method on the mock backend is refused unless ``allow_mock`` (tests): its figures mean
     nothing and must never be published. ``load_config`` reads the run's config (``load_experiment``)."""
     summary = _load_run(Path(run_dir))
-    mocked = [m for m, info in summary["methods"].items() if uses_mock(info)]
+    compared = {e["name"]: e["spec"] for e in summary.get("pairwise", [])}
+    mocked = [m for m, info in {**summary["methods"], **compared}.items() if uses_mock(info)]
     if mocked and not allow_mock:
         raise InputError(f"methods {', '.join(mocked)} ran on the mock backend: their figures mean nothing and "
                          "are never published", field="backend")
@@ -141,7 +147,26 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
         "skipped": [{k: s[k] for k in ("method", "dataset", "quality", "reason")} for s in summary.get("skipped", [])],
         "comparisons": [_comparison_entry(c, kinds, abbrev) for c in summary.get("average_comparisons", [])]
                        + [_comparison_entry(c, kinds, abbrev) for c in summary.get("comparisons", [])],
+        **({"pairwise_methods": {name: _method_entry({**spec, **_kind(summary, name)}) for name, spec in compared.items()},
+            "pairwise": [_pairwise_entry(e) for e in summary["pairwise"]]} if compared else {}),
     }
+
+
+def _kind(summary: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A pairwise cell's kind as its summary entries recorded it."""
+    return next(dict(e["kind"]) for e in summary["pairwise"] if e["name"] == name)
+
+
+#: What a committed pairwise entry keeps of ``summary["pairwise"]`` (not the win-rate matrix).
+_PAIRWISE_KEYS = ("name", "dataset", "abbrev", "quality", "n_pairs", "n_failed", "n_estimated", "n_incomplete",
+                  "n_contexts", "n_conversations", "orders", "against", "humans", "position", "length", "system_level",
+                  "ranking")
+
+
+def _pairwise_entry(e: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``[[compare]]`` cell on one set: its counts, agreement with the humans beside the pointwise method,
+    position and length bias, the ranking and its system-level tau, and the bootstrap they come from."""
+    return {**{k: e.get(k) for k in _PAIRWISE_KEYS}, "n_systems": len(e["systems"]), "n_boot": e["bootstrap"]["n_boot"]}
 
 
 #: What a committed paired comparison keeps (``judge run``'s ``compare``; per set, or ``sets`` for the average).
@@ -316,6 +341,8 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
     parts = [_HEADER]
     for kind in _kinds(summaries):
         parts.append(_kind_section(kind, summaries, history))
+    if any(s.get("pairwise") for s in summaries):
+        parts.append(_pairwise_section(summaries))
     if history is not None:
         parts.append(_read_in_dev_section(history))
     parts.append(_pending_section())
@@ -466,7 +493,7 @@ def _run_line(s: Mapping[str, Any]) -> str:
     """Where a run's figures come from: split, sample, resamples, summary file, commit, date, models."""
     run = s["run"]
     limit = f"up to {run['limit']} items per set" if run.get("limit") else "every item"
-    models = _all_models(s["methods"].values())
+    models = _all_models([*s["methods"].values(), *s.get("pairwise_methods", {}).values()])
     loaded = ", ".join(f"{m} (sha256 {(h or 'unknown')[:12]}…)" for m, h in models.items()) or "none"
     summary = (SUMMARY_DIR / f"{s['name']}.json").as_posix()
     return (f"Split `{run['split']}`, {limit} (seed {run.get('limit_seed', 0)}), {run['n_boot']} bootstrap "
@@ -540,6 +567,86 @@ def _read_in_dev_section(history: Mapping[str, Any]) -> str:
         lines.append(f"- {_abbrev(name)}: {len(once)} of its {entry['test']} test items ({read}): "
                      + ", ".join(i.rsplit("_", 1)[-1] for i in once) + ".")
     return "\n".join(lines) + "\n"
+
+
+_PAIRWISE_HEAD = ("| cell | set | pairs | conv. | pairwise agrees with humans | 95% CI | p | pointwise beside (same pairs) "
+                  "| 95% CI | difference | 95% CI | p | orders agree | first preferred by | Kendall tau (systems) |\n"
+                  "|---|---|---:|---:|---:|---|---:|---:|---|---:|---|---:|---:|---:|---|")
+
+
+def _pairwise_section(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """Pairwise judging (docs/pairwise.md): per run, per cell and set, how often the judge's preference sides
+    with the higher-rated reply (pairs whose human means differ) beside the pointwise method's score
+    difference on the same pairs, the paired difference, and the position and system-level figures."""
+    blocks = ["## Pairwise: which of two replies is better (docs/pairwise.md)\n",
+              "Agreement: on the pairs whose two human means differ, the share where the judge's preference "
+              "(p > .5 for the higher-rated reply, .5 counting half) sides with the humans; chance is .5, and p "
+              "tests against it. Beside it, the pointwise method's score difference on the same pairs, and the "
+              "paired difference (pairwise − pointwise). Orders agree: both orders of a pair give the same verdict. "
+              "First preferred by: mean p(the reply shown first is better) − .5. Kendall tau: the Bradley-Terry "
+              "strengths of the systems against their mean human ratings. Every CI resamples conversations. "
+              "Reference-free: the judge reads the context and the two replies.\n"]
+    for s in summaries:
+        entries = s.get("pairwise") or []
+        if not entries:
+            continue
+        lines = [f"### pairwise, run `{s['name']}`\n", f"{_run_line(s)}\nRegenerate: `{s['run']['command']}`\n",
+                 _PAIRWISE_HEAD]
+        order = {a: i for i, a in enumerate(s["run"]["datasets"])}
+        for name in dict.fromkeys(e["name"] for e in entries):
+            mine = sorted((e for e in entries if e["name"] == name), key=lambda e: order.get(e["abbrev"], 99))
+            if len(mine) >= 2:
+                lines.append(_pairwise_mean_row(name, mine))
+            lines += [_pairwise_row(e) for e in mine]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def _pairwise_row(e: Mapping[str, Any]) -> str:
+    h = e.get("humans") or {}
+    judge, point, diff = h.get("judge") or {}, h.get("pointwise") or {}, h.get("difference") or {}
+    pos = e.get("position") or {}
+    cons, bias = pos.get("consistency") or {}, pos.get("bias") or {}
+    sl = e.get("system_level")
+    n = e.get("n_boot")
+    return "| " + " | ".join([
+        e["name"], e["abbrev"], str(e["n_pairs"]), str(e["n_conversations"]),
+        _share(judge), _ci(judge), p_display(judge.get("p"), n, judge.get("n_degenerate", 0)),
+        _share(point) + (f" ({point['method']})" if point.get("method") else ""), _ci(point),
+        _signed(diff.get("value")), _ci(diff), p_display(diff.get("p"), n, diff.get("n_degenerate", 0)),
+        num(cons.get("value")), _signed(bias.get("value")) + ("" if _significant(bias.get("p")) or bias.get("value") is None else " †"),
+        "–" if not sl else f"{num(sl['kendall'])} ({sl['n_systems']} systems, p {p_display(sl['p'], None)})",
+    ]) + " |"
+
+
+def _pairwise_mean_row(name: str, entries: Sequence[Mapping[str, Any]]) -> str:
+    """The mean over a cell's sets of its agreement and of the pointwise method's (round 9's choice rule);
+    no CI: a plain mean of the per-set figures, each with its own CI below."""
+    def mean(key: str) -> float | None:
+        vals = [v for e in entries if (v := ((e.get("humans") or {}).get(key) or {}).get("value")) is not None]
+        return sum(vals) / len(vals) if len(vals) == len(entries) else None
+
+    judge, point = mean("judge"), mean("pointwise")
+    gap = None if judge is None or point is None else judge - point
+    return "| " + " | ".join([name, f"mean of {len(entries)} sets", str(sum(e["n_pairs"] for e in entries)),
+                              str(sum(e["n_conversations"] for e in entries)), num(judge), "", "", num(point), "",
+                              _signed(gap), "", "", "", "", ""]) + " |"
+
+
+def _share(x: Mapping[str, Any]) -> str:
+    return figure_text(x.get("value"), x.get("p")) if x else "–"
+
+
+def _ci(x: Mapping[str, Any]) -> str:
+    return ci_text({"ci_low": x.get("low"), "ci_high": x.get("high")}) if x else ""
+
+
+def _signed(x: float | None) -> str:
+    return "–" if x is None or not math.isfinite(x) else ("+" if x >= 0 else "") + num(x)
+
+
+def _significant(p: float | None) -> bool:
+    return p is not None and math.isfinite(p) and p < ALPHA
 
 
 def _pending_section() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..backends.base import Backend
 from ..backends.requests import Answer, Request
@@ -56,6 +56,32 @@ class Score:
 
 
 @dataclass(frozen=True)
+class OrderAnswer:
+    """One order of a pair as a pairwise judge read it (:mod:`judge.scorers.pairwise`): the label
+    probabilities as read (``label_probs``: the mass on each label's spellings), p(a's reply is better) from
+    them renormalised over the labels (a tie counting half), and the order's verdict (``a``, ``b`` or
+    ``tie``: its most probable label)."""
+
+    order: str
+    label_probs: dict[str, float]
+    p_a: float
+    winner: str
+
+
+@dataclass
+class PairScore(Score):
+    """A pair's result: ``value`` is the preference for system a (mean of p(a better) over the orders read,
+    in [0, 1]); ``orders`` what each order read; ``winner`` the verdict (``a``, ``b`` or ``tie``: both
+    orders must agree, else a tie); ``consistent`` whether they agreed (None with one order); ``tie`` the
+    mean probability of the tie label (None when the template has none)."""
+
+    orders: tuple[OrderAnswer, ...] = ()
+    winner: str | None = None
+    consistent: bool | None = None
+    tie: float | None = None
+
+
+@dataclass(frozen=True)
 class ItemWork:
     """One item's share of a lane: the requests its score needs, and how their answers (in request order)
     become that score. ``finish`` stays with the scorer that made it (it is never shipped): an executor
@@ -65,9 +91,23 @@ class ItemWork:
     finish: Callable[[Sequence[Answer]], Score]
 
 
-class Lane(Protocol):
+class Keyed(Protocol):
+    """What a lane scores: an item, or a pair of replies (:class:`judge.pairs.Pair`); the engine reads its
+    ``id`` only (to keep the lanes of one pass on the same things in one window)."""
+
+    @property
+    def id(self) -> str: ...
+
+
+#: The things one lane scores (contravariant: a lane of items is planned with items).
+K_contra = TypeVar("K_contra", contravariant=True)
+
+
+class Lane(Protocol[K_contra]):
     """A scorer whose work is requests to one backend: what the engine schedules with the other lanes of
-    that backend in one prefix-ordered pass, cut into units of work (:mod:`judge.engine.units`)."""
+    that backend in one prefix-ordered pass, cut into units of work (:mod:`judge.engine.units`). Its items
+    are :class:`judge.items.Item` s for every method that scores replies one at a time, and
+    :class:`judge.pairs.Pair` s for a pairwise judge."""
 
     @property
     def backend(self) -> Backend:
@@ -90,7 +130,7 @@ class Lane(Protocol):
         so that they cannot stream."""
         ...
 
-    def plan(self, items: Sequence[Item] | None) -> Callable[[Item], ItemWork]:
+    def plan(self, items: Sequence[K_contra] | None) -> Callable[[K_contra], ItemWork]:
         """What each item of this call needs (``items``: every item of the call when :meth:`needs_items`,
         else None). Building an item's requests costs no backend call (a tokenizer may be read)."""
         ...
@@ -131,7 +171,7 @@ class Scorer(Protocol):
         it (an ensemble scores its fixed reference set and fits its weights). Default: nothing."""
         return None
 
-    def lane(self) -> Lane | None:
+    def lane(self) -> Lane[Any] | None:
         """Its work as requests to one backend (:class:`Lane`), for the engine to schedule with the other
         lanes of that backend and cut into units of work that an executor (this process, or workers
         elsewhere) answers; None (the default) for a scorer that scores by itself (classic scorers,
@@ -152,7 +192,7 @@ class Scorer(Protocol):
         return None
 
 
-def score_lane(lane: Lane, items: Iterable[Item]) -> Iterator[Score]:
+def score_lane(lane: Lane[Item], items: Iterable[Item]) -> Iterator[Score]:
     """A lane's scores of ``items``, in order, answered by its own backend in this process: what a lane
     scorer's ``score`` is. The one runner of lanes is the engine's (:func:`judge.engine.units.run_lanes`)."""
     from ..engine.units import run_lanes  # the engine sits above the scorers it runs

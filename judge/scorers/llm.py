@@ -237,7 +237,7 @@ class LLMJudge(Scorer):
             how = Reasoning(self.reason, cue, self.reason_temperature, self.reason_seed)
             request = Request("reason", prompt, self.candidates, self.top_n, reasoning=how)
         else:
-            request = Request("hidden" if self.hidden else "label", prompt, self.candidates, self.top_n)
+            request = answer_request(prompt, self.candidates, self.top_n, hidden=self.hidden)
         return ItemWork((request,), lambda answers: self.to_score(item, shown, answers[0]))
 
     def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
@@ -308,3 +308,12 @@ class LLMJudge(Scorer):
                 turns.append(Turn(USER if (len(context) - 1 - i) % 2 == 0 else SYSTEM, str(t)))
         item = Item(id="text", level="turn", context=tuple(turns), response=response)
         return next(self.score([item]))
+
+
+def answer_request(prompt: Prompt, labels: Sequence[str], top_n: int, *, hidden: bool = False) -> Request:
+    """The request that reads a prompt's answer: the next-token log-probabilities of its answer ``labels``
+    (``hidden``: with the hidden state at the answer position). Every judge that reads a template's answer
+    asks through here, the pointwise ones (:class:`LLMJudge`, heads) and the pairwise one
+    (:mod:`judge.scorers.pairwise`, one request per order shown), so that a new way of reading an answer
+    (a rationale generated before the label, say) is one change here for all of them."""
+    return Request("hidden" if hidden else "label", prompt, tuple(labels), top_n)

@@ -42,7 +42,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 #: Paths counted under their own name in the metrics (anything else is "other").
-ENDPOINTS = ("/v1/score", "/v1/score/batch", "/v1/info", "/healthz", "/metrics")
+ENDPOINTS = ("/v1/score", "/v1/score/batch", "/v1/compare", "/v1/info", "/healthz", "/metrics")
 #: Keys a batch body may have.
 BATCH_KEYS = ("items",)
 #: Most bytes of a refused body read and dropped so that its client can read the 413 (see discard_body).
@@ -118,6 +118,15 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
         rows = await score_items(items)
         return Response('{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}", media_type="application/json")
 
+    async def compare(request: Request) -> Response:
+        body = parse_body(await read_body(request, settings.max_body_bytes))
+        pairs = service.parse_pairs(body, settings.max_batch)
+        rows = await batcher.submit(pairs, service.compare)
+        metrics.scored(rows)
+        if isinstance(body, dict) and "pairs" in body:
+            return Response('{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}", media_type="application/json")
+        return Response(dumps(rows[0]), media_type="application/json")
+
     async def healthz(request: Request) -> Response:
         return json_response(200, {"status": "ok"})
 
@@ -133,6 +142,7 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
     routes = [
         Route("/v1/score", score_one, methods=["POST"]),
         Route("/v1/score/batch", score_batch, methods=["POST"]),
+        Route("/v1/compare", compare, methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/v1/info", info, methods=["GET"]),
         Route("/metrics", metrics_text, methods=["GET"]),

@@ -24,13 +24,17 @@ Rows = list[dict[str, Any]]
 
 @dataclass
 class _Job:
-    items: Sequence[Item]
+    items: Sequence[Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Rows] = field(repr=False)
+    #: What turns the job's items into rows (None: the batcher's ``score``).
+    run: Callable[[Sequence[Any]], Rows] | None = None
 
 
 class Batcher:
-    """Runs ``score`` (items -> rows) on a single thread; :meth:`submit` awaits one request's rows."""
+    """Runs ``score`` (items -> rows) on a single thread; :meth:`submit` awaits one request's rows. A job may
+    bring its own function instead (``POST /v1/compare``: pairs -> pair rows), run on the same thread, so the
+    model is never used from two; only jobs of one function are merged."""
 
     def __init__(self, score: Callable[[Sequence[Item]], Rows], *, merge: bool, max_items: int,
                  on_batch: Callable[[int, int], None] | None = None) -> None:
@@ -50,12 +54,13 @@ class Batcher:
         """Jobs waiting for the worker (not counting the one it is scoring)."""
         return self._queue.qsize()
 
-    async def submit(self, items: Sequence[Item]) -> Rows:
-        """The rows of ``items`` once the worker has scored them (the exception it raised, if any)."""
+    async def submit(self, items: Sequence[Any], run: Callable[[Sequence[Any]], Rows] | None = None) -> Rows:
+        """The rows of ``items`` once the worker has scored them (with ``run``, default ``score``; the exception
+        it raised, if any)."""
         if self._closed:
             raise RuntimeError("the service is shutting down")
         loop = asyncio.get_running_loop()
-        job = _Job(items, loop, loop.create_future())
+        job = _Job(items, loop, loop.create_future(), run)
         self._queue.put(job)
         return await job.future
 
@@ -75,13 +80,17 @@ class Batcher:
                 break
             jobs = [job]
             total = len(job.items)
-            while self._merge and total < self._max_items:
+            while self._merge and total < self._max_items and job.run is None:
                 try:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if nxt is None:
                     stop = True
+                    break
+                if nxt.run is not None:  # another function: run what was gathered, then it
+                    self._run(jobs)
+                    jobs, total = [nxt], len(nxt.items)
                     break
                 jobs.append(nxt)
                 total += len(nxt.items)
@@ -97,8 +106,9 @@ class Batcher:
 
     def _run(self, jobs: list[_Job]) -> None:
         items = [it for job in jobs for it in job.items]
+        run = jobs[0].run or self._score
         try:
-            rows = self._score(items)
+            rows = run(items)
         except Exception as exc:
             if len(jobs) > 1:
                 for job in jobs:

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from ..alternatives import context_key
 from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
-from ..engine import BackendPool, MethodSpec, build, prepare, score_rows
+from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, score_rows
+from ..engine.build import backend_key
+from ..engine.compare import compare_rows, prepare_pairs
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
 from ..errors import InputError
 from ..items import Item
+from ..pairs import Pair
 from ..qualities import Quality
 from ..scorers.base import Scorer
 
@@ -31,17 +35,22 @@ DATASET = "request"
 
 @dataclass
 class JudgeService:
-    """One built judge: spec, scorer and the backends it holds (closed by :meth:`close`)."""
+    """One built judge: spec, scorer and the backends it holds (closed by :meth:`close`); and the pairwise
+    method ``POST /v1/compare`` runs (``pairwise``: checked at startup, built on the first request, on the
+    served judge's loaded model when they run on the same one)."""
 
     spec: MethodSpec
     scorer: Scorer
     backends: BackendPool
     quality: Quality | None
     seed: int | None
+    pairwise: Prepared | None = None
+    _comparer: Scorer | None = field(default=None, repr=False)
+    _compare_pool: BackendPool | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, spec: MethodSpec, quality: Quality | None, reference: Sequence[Item] | None = None
-              ) -> JudgeService:
+    def build(cls, spec: MethodSpec, quality: Quality | None, reference: Sequence[Item] | None = None,
+              pairwise: MethodSpec | None = None) -> JudgeService:
         """Prepare and build the judge before the service listens (bad options fail here, not per request).
 
         No items are known yet, so the example pool must come from ``--pool`` when ``k > 0``: the
@@ -50,6 +59,7 @@ class JudgeService:
         (``--reference-set FILE``), whose member scores (and ``cv`` weights) are computed here, once.
         """
         check_servable(spec, reference)
+        compared = prepare_pairs(pairwise, [], quality) if pairwise is not None else None
         # A listwise prompt shows each reply alone (population ()): a batch may hold several clients'
         # requests, and one client's replies must neither reach another's prompt nor move its score.
         prep = prepare(spec, reference, quality, population=())
@@ -61,7 +71,7 @@ class JudgeService:
             backends.close()
             raise
         seed = prep.seed if spec.kind.records_seed else None
-        return cls(spec, scorer, backends, prep.quality, seed)
+        return cls(spec, scorer, backends, prep.quality, seed, compared)
 
     @property
     def batching(self) -> bool:
@@ -86,8 +96,66 @@ class JudgeService:
         qname = self.quality.name if self.quality else None
         return list(score_rows(self.scorer, items, self.spec.name, qname, self.seed))
 
+    def parse_pairs(self, body: Any, max_pairs: int) -> list[Pair]:
+        """Pairs from a ``/v1/compare`` body: ``{"a": record, "b": record}`` (one pair) or ``{"pairs": [{"a": ...,
+        "b": ...}, ...]}``, each record in the users' JSONL shape (``system`` names its side; default ``a`` and
+        ``b``); the two replies of a pair must answer one context. InputError naming record and field."""
+        if self.pairwise is None:
+            raise InputError("this service compares no pairs (started with --compare-prompt none)", file=REQUEST)
+        if not isinstance(body, dict):
+            raise InputError(f'expected an object {{"a": ..., "b": ...}} or {{"pairs": [...]}}, got {type(body).__name__}',
+                             file=REQUEST, field="pairs")
+        if "pairs" in body:
+            entries = body["pairs"]
+            if set(body) != {"pairs"} or not isinstance(entries, list) or not entries:
+                raise InputError("expected a non-empty array of {\"a\": ..., \"b\": ...} alone", file=REQUEST,
+                                 field="pairs")
+            if len(entries) > max_pairs:
+                raise InputError(f"{len(entries)} pairs is over the limit of {max_pairs} per request (--max-batch)",
+                                 file=REQUEST, field="pairs")
+            labelled = [(f"pairs[{i}]", e) for i, e in enumerate(entries)]
+        else:
+            labelled = [("", body)]
+        records: list[tuple[str, Any]] = []
+        for label, entry in labelled:
+            if not isinstance(entry, dict) or set(entry) != {"a", "b"}:
+                raise InputError('a pair is an object with exactly the keys "a" and "b" (two records)', file=REQUEST,
+                                 record=label or None, field="a")
+            records += [(f"{label}.{side}".lstrip("."), entry[side]) for side in ("a", "b")]
+        items = items_from_records(records, REQUEST, DATASET)
+        identify(items)  # each reply's conversation by content, as a file's (what the bootstraps resample)
+        pairs = []
+        for (label, _), a, b in zip(labelled, items[::2], items[1::2], strict=True):
+            if context_key(a) != context_key(b):
+                raise InputError("the two replies answer different contexts (other turns or background): a pair "
+                                 "compares two replies to one context", file=REQUEST, record=label or None,
+                                 field="context")
+            if a.level != "turn":
+                raise InputError("a pair compares two replies (context + response), not dialogs", file=REQUEST,
+                                 record=label or None, field="dialog")
+            pairs.append(Pair(a, b, a.system or "a", b.system or "b"))
+        return pairs
+
+    def compare(self, pairs: Sequence[Pair]) -> list[dict[str, Any]]:
+        """The pair rows of ``pairs``, in order (exactly ``judge compare``'s rows); runs on the worker thread,
+        which builds the pairwise judge on the first call."""
+        assert self.pairwise is not None
+        if self._comparer is None:
+            pool = self.backends
+            if pool.key is not None and pool.key != backend_key(self.pairwise.spec):
+                pool = self._compare_pool = BackendPool()  # another model than the served judge's
+            self._comparer = build(self.pairwise, pool)
+        rows: list[dict[str, Any]] = []
+        qname = self.quality.name if self.quality else None
+        compare_rows(self._comparer, pairs, self.pairwise.spec.name, qname, rows.append)
+        return rows
+
     def counters(self) -> dict[str, int]:
-        return self.backends.counters()
+        counts = self.backends.counters()
+        if self._compare_pool is not None:
+            for key, value in self._compare_pool.counters().items():
+                counts[key] = counts.get(key, 0) + value
+        return counts
 
     def info(self) -> dict[str, Any]:
         """What ``GET /v1/info`` shows: the method, the scorer's resolved settings and versions."""
@@ -100,11 +168,14 @@ class JudgeService:
             "scorer": self.scorer.describe(),
             "kind": scorer_kinds(self.scorer).to_dict(),
             "fitted": self.scorer.fitted(),
+            "compare": None if self.pairwise is None else self.pairwise.spec.describe(),
             "versions": versions(),
         }
 
     def close(self) -> None:
         self.backends.close()
+        if self._compare_pool is not None:
+            self._compare_pool.close()
 
 
 def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:

@@ -1,0 +1,213 @@
+"""``[[compare]]`` cells of a ``judge run``: a pairwise method on the pairs of a set, resumable like any cell.
+
+A cell is one ``[[compare]]`` table on one set and quality of the experiment. Its pairs are the set's (its
+split half's) replies of different systems to each context (:func:`judge.pairs.pairs_within`; ``systems``,
+``baseline`` and ``contexts`` as the table says, contexts drawn with the experiment's ``limit_seed``; the
+experiment's item ``limit`` does not apply). Everything is checked before any model loads (a set without
+pairs, dialog-level or one system per context, is listed as skipped); then the pair rows go to
+``compare/<cell>/<set>/<quality>/pairs.jsonl`` and the pointwise method's rows on the pairs' items to
+``against.jsonl`` beside them, each line fsynced, a killed run resumed where it stopped
+(:mod:`judge.harness.cells`), the settings checked against the folder's (``pairs.meta.json``). The
+summary's ``pairwise`` entries come from those files (:func:`judge.pairwise_stats.pairwise_entry`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..engine import BackendPool, Prepared, build, prepare, run_rows
+from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pairs
+from ..engine.cost import Entry
+from ..engine.kinds import method_kinds
+from ..errors import InputError, MissingInputError
+from ..items import Item
+from ..pairs import Pair, pairs_within, sample_contexts
+from ..pairwise_stats import pairwise_entry
+from ..qualities import Quality
+from ..results import compare_path, read_rows
+from .cells import CellWriter, read_done, rewrite
+from .config import CompareSpec, Experiment
+from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
+
+
+@dataclass
+class CompareCell:
+    """One ``[[compare]]`` table on one set and quality: its pairs and the distinct items they hold, the
+    pairwise method and the pointwise one beside it, prepared."""
+
+    spec: CompareSpec
+    dataset: str
+    abbrev: str
+    quality: Quality
+    pairs: list[Pair]
+    items: list[Item]
+    prep: Prepared
+    against: Prepared | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.spec.name} {self.abbrev} {self.quality.name}"
+
+    def path(self, root: Path, part: str) -> Path:
+        return compare_path(root, self.spec.name, self.dataset, self.quality.name, part)
+
+
+def plan_compares(exp: Experiment, sets: dict[str, list[Item]]
+                  ) -> tuple[list[CompareCell], list[dict[str, str]]]:
+    """Every ``[[compare]]`` cell, prepared (errors name the config entry and the set), and the cells skipped
+    for a set that has no pairs (as ``summary["skipped"]`` lists them: method, dataset, quality, reason)."""
+    from ..datasets.split import split_items
+
+    cells: list[CompareCell] = []
+    skipped: list[dict[str, str]] = []
+    for spec in exp.compare_cells:
+        for ds in exp.datasets:
+            if spec.datasets and ds.name not in spec.datasets:
+                continue
+            half = split_items(sets[ds.name], exp.split, exp.split_seed)
+            for qname in ds.qualities:
+                quality = ds.dataset.quality(qname)
+                try:
+                    cells.append(_cell(spec, ds.name, ds.dataset.abbrev, quality, half, exp))
+                except MissingInputError as exc:
+                    skipped.append({"method": spec.name, "dataset": ds.name, "quality": quality.name,
+                                    "reason": exc.reason})
+                except InputError as exc:
+                    raise type(exc)(f"{ds.name} {quality.name}: {exc}", file=f"{exp.path}: compare[{spec.index}]") from None
+    return cells, skipped
+
+
+def _cell(spec: CompareSpec, dataset: str, abbrev: str, quality: Quality, items: list[Item],
+          exp: Experiment) -> CompareCell:
+    pairing = pairs_within(items, file=dataset, systems=spec.systems, baseline=spec.baseline)
+    pairs = sample_contexts(pairing.pairs, spec.contexts_for(dataset), exp.limit_seed)
+    prep = prepare_pairs(spec.method, pairs, quality)
+    shown = pair_items(pairs)
+    rated = any(it.human(quality.name) is not None for it in shown)
+    against = prepare(spec.against, shown, quality) if spec.against is not None and rated else None
+    return CompareCell(spec, dataset, abbrev, quality, pairs, shown, prep, against)
+
+
+def meta(cell: CompareCell, exp: Experiment) -> dict[str, Any]:
+    """The settings a cell's rows were made with: a resume into a folder made otherwise is refused."""
+    return {**exp.split_info(), "cell": cell.spec.name, "spec": _settings(cell.spec.method.describe()),
+            "against": _settings(cell.spec.against.describe()) if cell.spec.against is not None else None,
+            "dataset": cell.dataset, "quality": cell.quality.name, "contexts": cell.spec.contexts_for(cell.dataset),
+            "limit_seed": exp.limit_seed, "systems": list(cell.spec.systems or ()), "baseline": cell.spec.baseline,
+            "pairs": [p.id for p in cell.pairs]}
+
+
+def cost_entries(cells: Sequence[CompareCell], root: Path, with_failed: bool = False) -> list[Entry]:
+    """What the cells have left to compute, as the engine's replays take them (``--check``'s counting, the
+    ``--max-cost`` refusal and the ``--batch`` pre-pass): per cell its pairs left (``with_failed``: also the
+    saved pairs that failed, which ``retry_failed`` compares again), then the pointwise method's items left."""
+    out: list[Entry] = []
+    for cell in cells:
+        done, _ = read_done(cell.path(root, "pairs"), [p.id for p in cell.pairs])
+        retried = [cell.pairs[i] for i, r in enumerate(done) if r.get("error")] if with_failed else []
+        out.append(Entry(f"{cell.label} (pairs)", cell.prep, [*retried, *cell.pairs[len(done):]], len(done)))
+        if cell.against is not None:
+            rows, _ = read_done(cell.path(root, "against"), [it.id for it in cell.items])
+            out.append(Entry(f"{cell.label} ({cell.against.spec.name})", cell.against, cell.items[len(rows):],
+                             len(rows)))
+    return out
+
+
+def _settings(described: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in described.items() if k != "paper"}
+
+
+def run_compare(cell: CompareCell, exp: Experiment, root: Path, backends: BackendPool,
+                progress: Callable[[int], None], check_meta: Callable[[Path, dict[str, Any]], None]) -> None:
+    """Compute what is missing of one cell (pairs, then the pointwise rows), retrying failed pairs when the
+    experiment retries failures; each part's time is added to its time file."""
+    pairs_file = cell.path(root, "pairs")
+    pairs_file.parent.mkdir(parents=True, exist_ok=True)
+    check_meta(pairs_file, meta(cell, exp))
+    qn = cell.quality.name
+    done, nbytes = read_done(pairs_file, [p.id for p in cell.pairs])
+    left = cell.pairs[len(done):]
+    if left:
+        _timed(pairs_file, nbytes, backends, lambda write: compare_rows(
+            build(cell.prep, backends), left, cell.spec.method.name, qn, write, progress))
+    elif not pairs_file.exists():
+        pairs_file.write_bytes(b"")
+    if exp.retry_failed:
+        _retry(cell, pairs_file, backends)
+    if cell.against is not None:
+        point_file = cell.path(root, "against")
+        rows, nbytes = read_done(point_file, [it.id for it in cell.items])
+        todo = cell.items[len(rows):]
+        if todo:
+            against = cell.against
+            _timed(point_file, nbytes, backends, lambda write: run_rows(
+                build(against, backends), todo, against.spec.name, qn, write))
+
+
+def _timed(path: Path, nbytes: int, backends: BackendPool, work: Callable[[Callable[[dict[str, Any]], None]], int]) -> None:
+    """Run ``work`` appending rows to ``path`` (from ``nbytes`` on), and add what it cost to the time file."""
+    writer = CellWriter(path, nbytes)
+    start = time.perf_counter()
+    before = backends.counters()
+    try:
+        work(writer.append)
+    finally:
+        writer.close()
+        after = backends.counters()
+        add_timing(path, CellTiming(
+            rows=writer.rows, seconds=time.perf_counter() - start,
+            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
+            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
+
+
+def _retry(cell: CompareCell, path: Path, backends: BackendPool) -> None:
+    """Compare again the pairs of a finished cell that failed; rewrite the file only if any now succeed."""
+    rows = read_rows(path)
+    failed = [i for i, r in enumerate(rows) if r.get("error")]
+    if not failed:
+        return
+    new: list[dict[str, Any]] = []
+    compare_rows(build(cell.prep, backends), [cell.pairs[i] for i in failed], cell.spec.method.name,
+                 cell.quality.name, new.append)
+    changed = False
+    for i, row in zip(failed, new, strict=True):
+        if row != rows[i]:
+            rows[i], changed = row, True
+    if changed:
+        rewrite(path, rows)
+
+
+def entries(cells: Sequence[CompareCell], root: Path, exp: Experiment) -> list[dict[str, Any]]:
+    """The summary's ``pairwise`` entries, one per cell, from its saved rows."""
+    out = []
+    for cell in cells:
+        rows = read_rows(cell.path(root, "pairs"))
+        spec, against = cell.spec.method, cell.against
+        scores = None
+        if against is not None:
+            point = read_rows(cell.path(root, "against"))
+            scores = point_scores(cell.pairs, cell.items, point)
+        out.append(pairwise_entry(
+            rows, name=cell.spec.name, dataset=cell.dataset, abbrev=cell.abbrev, quality=cell.quality.name,
+            method_name=spec.name, spec=spec.describe(), settings=spec.kind.settings_text(spec.describe()),
+            kind=method_kinds(spec, cell.quality).to_dict(), pointwise=scores,
+            pointwise_name=against.spec.name if against is not None else None, n_boot=exp.bootstrap, seed=exp.seed))
+    return out
+
+
+def timing(cells: Sequence[CompareCell], root: Path) -> dict[str, dict[str, Any]]:
+    """Per ``[[compare]]`` table: what its pairs cost (and, as ``<name> against``, its pointwise rows)."""
+    from .timing import method_timing
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(c.spec.name for c in cells):
+        mine = [c for c in cells if c.spec.name == name]
+        for label, part in ((name, "pairs"), (f"{name} against", "against")):
+            t = method_timing(read_timing(c.path(root, part)) for c in mine)
+            if t is not None:
+                out[label] = t
+    return out

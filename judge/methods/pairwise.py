@@ -1,0 +1,126 @@
+"""The ``pairwise`` method type: which of two replies to one context is better, in both orders.
+
+A pairwise template (``answer = "pairwise"``: built-ins ``pairwise``, and ``pairwise-tie`` with an allowed
+tie, or a ``.j2`` path) is shown the two replies of a :class:`judge.pairs.Pair` and read as the probability
+of each label (:class:`judge.scorers.pairwise.PairwiseJudge`). Its own setting is ``orders``: ``both``
+(default: each pair read as (a, b) and as (b, a), the preference the mean of the two) or ``one`` (one order
+per pair, drawn by a seeded hash, ``seeds[0]``). It compares, so it scores no item alone
+(``MethodType.compares``): ``judge compare``, ``[[compare]]`` cells of ``judge run`` and ``POST /v1/compare``
+run it through :mod:`judge.engine.compare`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..backends.registry import BACKENDS
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..errors import InputError, UnknownNameError
+from ..items import Item
+from ..prompts import PromptTemplate, builtin_prompts, get_prompt, is_template_path, load_template
+from ..qualities import Quality
+from ..scorers.base import Scorer
+from ..scorers.pairwise import ORDERS, PairwiseJudge
+
+#: The prompt every spec holds unless told otherwise (``MethodSpec.prompt``'s default).
+_SPEC_PROMPT = next(f.default for f in fields(MethodSpec) if f.name == "prompt")
+
+
+class PairwiseType(MethodType):
+    """A pairwise template read by a model in one or both orders (:class:`PairwiseJudge`)."""
+
+    fields = frozenset({"prompt", "orders", "seeds"})
+    defaults: ClassVar[Mapping[str, Any]] = {"prompt": "pairwise"}
+    runs_model = True
+    noun = "pairwise methods"
+    compares = True
+    cost = None
+    flags_help: ClassVar[Mapping[str, str]] = {
+        "orders": "both (default): read each pair with either reply first and average the two, so that neither "
+                  "position is favoured; one: one order per pair, drawn by a seeded hash of the pair (--seed), half "
+                  "the cost, position bias left in the verdicts",
+    }
+
+    def check(self, spec: MethodSpec) -> None:
+        if spec.orders not in ORDERS:
+            raise InputError(f"must be one of {', '.join(ORDERS)}, got {spec.orders!r}", field="orders")
+
+    def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
+                   methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
+        """As every type's, refusing ``prompt = "yesno"``: a spec holding the spec-wide default prompt gets this
+        type's (``pairwise``), so a yes/no template named on purpose must be refused here, not replaced."""
+        check_not_spec_default(table.get("prompt"))
+        return super().from_table(table, defaults, methods)
+
+    def default_name(self, spec: MethodSpec) -> str:
+        stem = Path(spec.prompt).stem if is_template_path(spec.prompt) else spec.prompt
+        return stem + ("-one-order" if spec.orders == "one" else "")
+
+    def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        return {"type": spec.type, "prompt": spec.prompt, "orders": spec.orders,
+                **({"seeds": list(spec.seeds[:1])} if spec.orders == "one" else {}),
+                "backend": spec.backend, "model": spec.model, "options": dict(spec.options),
+                "generate": asdict(spec.generate), "paper": spec.paper}
+
+    def settings_text(self, described: Mapping[str, Any]) -> str:
+        orders = "both orders" if described["orders"] == "both" else f"one order per pair (seed {described['seeds'][0]})"
+        return (f"prompt {described['prompt']}, {orders}, model {described['model'] or 'smollm2 (embedded)'} "
+                f"({described['backend']})")
+
+    def check_names(self, spec: MethodSpec) -> None:
+        BACKENDS.canonical(spec.backend)
+        if is_template_path(spec.prompt):
+            if not Path(spec.prompt).exists():
+                raise InputError("template file not found", file=spec.prompt, field="prompt")
+        elif spec.prompt not in builtin_prompts():
+            raise UnknownNameError("prompt", spec.prompt, pairwise_prompts())
+
+    def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
+        return template(spec, quality).reads
+
+    def share_key(self, spec: MethodSpec) -> str | None:
+        return None  # its lane's items are pairs: it runs in a pass of its own
+
+    def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
+                pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
+        """The template checked (a pairwise one, rendering for the context and reply of every item that will be
+        compared) before any model loads; ``items`` are the replies of the pairs."""
+        prompt = template(spec, quality)
+        for item in items or ():
+            prompt.render(item, [], quality or prompt.quality, (), (item.response or "", item.response or ""))
+        return Prepared(spec, quality or prompt.quality, seed, prompt)
+
+    def build(self, prepared: Prepared, backends: Backends) -> Scorer:
+        spec = prepared.spec
+        assert prepared.prompt is not None
+        judge = PairwiseJudge(prepared.prompt, backends.get(spec), quality=prepared.quality, orders=spec.orders,
+                              seed=prepared.seed, chat=spec.generate.chat, top_n=spec.generate.top_n,
+                              batch_size=spec.generate.batch_size)
+        judge.spec = spec
+        return judge
+
+
+def check_not_spec_default(prompt: object, field: str = "prompt") -> None:
+    """Refuse the spec-wide default prompt (``yesno``) named for a pairwise method: a spec holding it gets the
+    pairwise default instead (``MethodType.defaults``), which would replace what was asked for."""
+    if prompt == _SPEC_PROMPT:
+        raise InputError(f"prompt '{prompt}' asks about one reply; a pairwise method needs a template with answer = "
+                         f"\"pairwise\" ({', '.join(pairwise_prompts())} or your own)", field=field)
+
+
+def template(spec: MethodSpec, quality: Quality | None) -> PromptTemplate:
+    """The pairwise template a spec names (a built-in or a ``.j2`` path); InputError for another kind."""
+    prompt = load_template(spec.prompt, quality=quality) if is_template_path(spec.prompt) else get_prompt(spec.prompt)
+    if not prompt.pairwise:
+        raise InputError(f"prompt '{spec.prompt}' asks about one reply ({prompt.answer.kind}); a pairwise method needs "
+                         f"a template with answer = \"pairwise\" ({', '.join(pairwise_prompts())} or your own)",
+                         field="prompt")
+    return prompt
+
+
+def pairwise_prompts() -> list[str]:
+    """The built-in pairwise templates."""
+    return [name for name in builtin_prompts() if get_prompt(name).pairwise]

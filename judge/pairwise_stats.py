@@ -1,0 +1,302 @@
+"""Statistics of pairwise judgements, with conversations as the unit every interval resamples.
+
+From the pair rows of a pairwise judge (:mod:`judge.engine.compare`) and, when given, the rows of a
+pointwise method on the same items (:mod:`judge.engine.rows`), :func:`summarise_pairs` computes:
+
+* **win rates**: for every two systems compared, the share of their pairs the first one wins, a tie
+  counting half (verdicts: both orders agree, else a tie), with a 95% bootstrap CI and the bootstrap p of
+  "no better than even" (0.5);
+* a **Bradley-Terry** model of all the systems (strengths on the log-odds scale, centred; a win is worth 1,
+  a tie half to each side; a pseudo-count of half a win each way per compared pair of systems keeps a
+  system that wins or loses every comparison finite), each strength with its bootstrap CI, and the ranking;
+* **position**: how often the two orders of a pair give the same verdict (consistency) and how far the
+  reply shown first is preferred on average (bias: mean p(first better) - 0.5, with CI and p);
+* against **human ratings**, on the pairs whose two human means differ: how often the judge's preference
+  (p(a better) above or below 0.5; exactly 0.5 counts half) sides with the higher-rated reply, beside how
+  often a pointwise method's score difference does on the same pairs, and the paired bootstrap test of the
+  difference;
+* **length**: the share of pairs (replies of different lengths) where the longer reply wins, for the judge
+  (its preference) and for the humans (pairs whose means differ);
+* **system level**: Kendall's tau between the Bradley-Terry strengths and the systems' mean human ratings
+  (and the pointwise method's mean scores) over the compared items, for three systems or more.
+
+Every bootstrap draws whole conversations (the rows' ``group``) with replacement, the same draws for every
+figure of one summary, seeded: the same rows give the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .stats import _boot_samples, _group_members, _percentiles, _scipy_stats, _two_sided_p
+
+#: Half a win each way per compared pair of systems (see the module docstring).
+BT_PRIOR = 0.5
+#: Confidence level of every interval.
+LEVEL = 0.95
+
+
+def _f(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(float(x), 6)
+
+
+def _p(x: float) -> float | None:
+    return None if not math.isfinite(x) else float(f"{x:.6g}")
+
+
+def outcome(row: Mapping[str, Any]) -> float:
+    """System a's result in a pair: 1 a win, 0.5 a tie, 0 a loss (the verdict, ``winner``)."""
+    return {"a": 1.0, "b": 0.0}.get(str(row["winner"]), 0.5)
+
+
+def side(x: float) -> float:
+    """Agreement credit of a signed difference: 1 above zero, 0 below, half at zero."""
+    return 1.0 if x > 0 else 0.0 if x < 0 else 0.5
+
+
+class _Boot:
+    """The bootstrap resamples of one summary: rows drawn by whole conversations."""
+
+    def __init__(self, groups: Sequence[str], n_boot: int, seed: int) -> None:
+        self.n_boot, self.seed = n_boot, seed
+        self.n_units = len(_group_members(list(groups)))
+        self.samples = _boot_samples(len(groups), list(groups), n_boot, seed) if self.n_units >= 2 else []
+
+    def interval(self, values: np.ndarray, point: float, null: float | None = None) -> dict[str, Any]:
+        """The point value, its percentile CI over the resampled ``values`` (NaN ones left out and counted)
+        and, with ``null``, the two-sided bootstrap p of "equal to ``null``"."""
+        finite = values[np.isfinite(values)]
+        out: dict[str, Any] = {"value": _f(point), "low": None, "high": None}
+        if len(finite):
+            lo, hi = _percentiles(finite, LEVEL)
+            out.update(low=_f(lo), high=_f(hi))
+            if null is not None:
+                out["p"] = _p(_two_sided_p(finite - null))
+        elif null is not None:
+            out["p"] = None
+        out["n_degenerate"] = int(len(values) - len(finite))
+        return out
+
+    def mean(self, x: np.ndarray, mask: np.ndarray, null: float | None = None) -> dict[str, Any]:
+        """The mean of ``x`` over the rows in ``mask``, with its interval (see :meth:`interval`) and n."""
+        point = float(x[mask].mean()) if mask.any() else float("nan")
+        reps = np.array([_masked_mean(x[s], mask[s]) for s in self.samples]) if mask.any() else np.array([])
+        return {**self.interval(reps, point, null), "n": int(mask.sum())}
+
+    def describe(self) -> dict[str, Any]:
+        return {"n_boot": self.n_boot, "seed": self.seed, "unit": "group", "n_units": self.n_units, "level": LEVEL}
+
+
+def _masked_mean(x: np.ndarray, mask: np.ndarray) -> float:
+    return float(x[mask].mean()) if mask.any() else float("nan")
+
+
+#: A pointwise method's scores of the compared replies, by (system, item id) (None: the item failed).
+PointScores = Mapping[tuple[str, str], float | None]
+
+
+def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores | None = None,
+                    pointwise_name: str | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Every figure of the module docstring from pair rows (failed pairs counted, left out of the figures).
+    ``pointwise``: a pointwise method's scores of the pairs' replies (:func:`judge.engine.compare.point_scores`)."""
+    ok = [r for r in rows if r.get("error") is None and r.get("preference") is not None]
+    systems = list(dict.fromkeys(s for r in ok for s in (r["system_a"], r["system_b"])))
+    boot = _Boot([str(r["group"]) for r in ok], n_boot, seed)
+    out: dict[str, Any] = {
+        "n_pairs": len(rows), "n_failed": len(rows) - len(ok),
+        "n_estimated": sum(1 for r in ok if r.get("estimated")),
+        "n_incomplete": sum(1 for r in ok if not r.get("complete", True)),
+        "n_contexts": len({r["context"] for r in ok}), "n_conversations": boot.n_units,
+        "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe(),
+    }
+    if not ok:
+        return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
+                "system_level": None}
+    strengths = _bt_fit(ok, systems, boot)
+    out["win_rates"] = _win_rates(ok, systems, boot)
+    out["ranking"] = strengths
+    out["position"] = _position(ok, boot)
+    out["humans"] = _humans(ok, boot, pointwise, pointwise_name)
+    out["length"] = _length(ok, boot)
+    out["system_level"] = _system_level(ok, strengths, pointwise, pointwise_name)
+    return out
+
+
+def _orders(rows: Sequence[Mapping[str, Any]]) -> str:
+    counts = {len(r.get("orders") or ()) for r in rows}
+    return "both" if counts == {2} else "one" if counts == {1} else "mixed"
+
+
+def _win_rates(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boot) -> list[dict[str, Any]]:
+    """Per two systems compared (the earlier of ``systems`` first): wins, ties, losses and the win rate of
+    the first, a tie counting half, with CI and p against 0.5."""
+    rank = {s: i for i, s in enumerate(systems)}
+    keys: dict[tuple[str, str], int] = {}
+    code = np.empty(len(rows), dtype=np.intp)
+    score = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        a, b, o = r["system_a"], r["system_b"], outcome(r)
+        if rank[a] > rank[b]:
+            a, b, o = b, a, 1.0 - o
+        code[i] = keys.setdefault((a, b), len(keys))
+        score[i] = o
+    m = len(keys)
+    points = np.bincount(code, score, m) / np.bincount(code, minlength=m)
+    reps = np.full((len(boot.samples), m), np.nan)
+    for j, s in enumerate(boot.samples):
+        counts = np.bincount(code[s], minlength=m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps[j] = np.bincount(code[s], score[s], m) / counts
+    out = []
+    for (a, b), k in sorted(keys.items(), key=lambda kv: (rank[kv[0][0]], rank[kv[0][1]])):
+        mine = score[code == k]
+        out.append({"a": a, "b": b, "n": len(mine), "wins": int((mine == 1).sum()), "ties": int((mine == 0.5).sum()),
+                    "losses": int((mine == 0).sum()),
+                    **boot.interval(reps[:, k] if len(reps) else np.array([]), float(points[k]), 0.5)})
+    return out
+
+
+def bradley_terry(first: np.ndarray, second: np.ndarray, score: np.ndarray, k: int,
+                  prior: float = BT_PRIOR) -> np.ndarray:
+    """Bradley-Terry log-strengths (centred) of ``k`` systems from comparisons (system ``first[i]`` against
+    ``second[i]``, scoring ``score[i]``: 1, 0.5 or 0), the maximum-likelihood fit with ``prior`` wins each way
+    added to every pair of systems compared, by Newton's method (the log-likelihood is concave; a few steps
+    reach its maximum). A system in no comparison gets NaN."""
+    wins = np.zeros((k, k))
+    np.add.at(wins, (first, second), score)
+    np.add.at(wins, (second, first), 1.0 - score)
+    games = wins + wins.T
+    compared = games > 0
+    wins = wins + prior * compared
+    games = games + 2 * prior * compared
+    seen = np.flatnonzero(compared.any(axis=1))
+    beta = np.zeros(k)
+    w, n = wins[np.ix_(seen, seen)], games[np.ix_(seen, seen)]
+    b = np.zeros(len(seen))
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(b[:, None] - b[None, :])))
+        grad = (w - n * p).sum(axis=1)
+        c = n * p * (1 - p)
+        hess = np.diag(c.sum(axis=1)) - c  # the negative Hessian: a graph Laplacian, singular along the mean
+        step = np.linalg.lstsq(hess, grad, rcond=None)[0]
+        b = b + step - (b + step).mean()
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    beta[seen] = b
+    out = np.full(k, np.nan)
+    out[seen] = beta[seen]
+    return out
+
+
+def _bt_fit(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boot) -> list[dict[str, Any]]:
+    """Every system's Bradley-Terry strength with its CI, ranked (strongest first)."""
+    index = {s: i for i, s in enumerate(systems)}
+    first = np.array([index[r["system_a"]] for r in rows], dtype=np.intp)
+    second = np.array([index[r["system_b"]] for r in rows], dtype=np.intp)
+    score = np.array([outcome(r) for r in rows])
+    k = len(systems)
+    point = bradley_terry(first, second, score, k)
+    reps = np.array([bradley_terry(first[s], second[s], score[s], k) for s in boot.samples]).reshape(-1, k)
+    n = np.bincount(first, minlength=k) + np.bincount(second, minlength=k)
+    order = sorted(range(k), key=lambda i: (-point[i], systems[i]))
+    return [{"rank": r + 1, "system": systems[i], "comparisons": int(n[i]), **boot.interval(reps[:, i], float(point[i]))}
+            for r, i in enumerate(order)]
+
+
+def _position(rows: Sequence[Mapping[str, Any]], boot: _Boot) -> dict[str, Any]:
+    """Consistency (both orders agree) over the pairs read in both orders, and the bias toward the reply
+    shown first over every pair: mean p(first better) - 0.5, with CI and p against 0."""
+    both = np.array([len(r["orders"]) == 2 for r in rows])
+    agree = np.array([bool(r.get("consistent")) for r in rows], dtype=float)
+    bias = np.array([_first_bias(r) for r in rows])
+    return {"consistency": boot.mean(agree, both) if both.any() else None,
+            "bias": boot.mean(bias, np.ones(len(rows), dtype=bool), 0.0)}
+
+
+def _first_bias(row: Mapping[str, Any]) -> float:
+    """How far the reply shown first is preferred in this pair: mean over its orders of p(first) - 0.5."""
+    firsts = [o["p_a"] if o["order"] == "ab" else 1.0 - o["p_a"] for o in row["orders"]]
+    return math.fsum(firsts) / len(firsts) - 0.5
+
+
+def _humans(rows: Sequence[Mapping[str, Any]], boot: _Boot, pointwise: PointScores | None,
+            name: str | None) -> dict[str, Any] | None:
+    """Agreement with the human preference on the pairs whose human means differ, the judge's beside the
+    pointwise method's on the same pairs, and their paired difference."""
+    h = np.array([_diff(r.get("human_a"), r.get("human_b")) for r in rows])
+    rated = np.isfinite(h) & (h != 0)
+    if not rated.any():
+        return None
+    judge = np.array([side((r["preference"] - 0.5) * hv) if np.isfinite(hv) else np.nan for r, hv in zip(rows, h)])
+    out: dict[str, Any] = {"n_pairs": int(rated.sum()), "n_tied_humans": int((np.isfinite(h) & (h == 0)).sum()),
+                           "judge": boot.mean(judge, rated, 0.5)}
+    if pointwise is None:
+        return out
+    diffs = np.array([_diff(pointwise.get((r["system_a"], r["item_a"])), pointwise.get((r["system_b"], r["item_b"])))
+                      for r in rows])
+    point = np.array([side(d * hv) if np.isfinite(d) and np.isfinite(hv) else np.nan for d, hv in zip(diffs, h)])
+    both = rated & np.isfinite(point)
+    gap = np.where(both, judge - point, np.nan)
+    out["pointwise"] = {"method": name, **boot.mean(point, both, 0.5)}
+    out["judge_same_pairs"] = boot.mean(judge, both, 0.5)
+    out["difference"] = boot.mean(gap, both, 0.0)
+    return out
+
+
+def _diff(a: Any, b: Any) -> float:
+    return float(a) - float(b) if a is not None and b is not None else float("nan")
+
+
+def _length(rows: Sequence[Mapping[str, Any]], boot: _Boot) -> dict[str, Any]:
+    """The share of pairs where the longer reply wins: the judge's preference (replies of different
+    lengths), and the humans' (means that differ too)."""
+    d = np.array([float(r["length_a"] - r["length_b"]) for r in rows])
+    longer = d != 0
+    judge = np.array([side((r["preference"] - 0.5) * dv) for r, dv in zip(rows, d)])
+    h = np.array([_diff(r.get("human_a"), r.get("human_b")) for r in rows])
+    rated = longer & np.isfinite(h) & (h != 0)
+    humans = np.where(rated, np.sign(h * d) > 0, np.nan).astype(float)
+    return {"judge": boot.mean(judge, longer, 0.5), "humans": boot.mean(humans, rated, 0.5) if rated.any() else None}
+
+
+def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[str, Any]],
+                  pointwise: PointScores | None, name: str | None) -> dict[str, Any] | None:
+    """Kendall's tau of the Bradley-Terry strengths (and the pointwise method's mean scores) with the
+    systems' mean human ratings, over the distinct items compared; None under three rated systems."""
+    ratings: dict[str, dict[str, float]] = {}
+    for r in rows:
+        for s, item, h in ((r["system_a"], r["item_a"], r.get("human_a")), (r["system_b"], r["item_b"], r.get("human_b"))):
+            if h is not None:
+                ratings.setdefault(s, {})[item] = float(h)
+    strength = {x["system"]: x["value"] for x in ranking if x["value"] is not None}
+    names = [s for s in strength if s in ratings]
+    if len(names) < 3:
+        return None
+    human = [math.fsum(ratings[s].values()) / len(ratings[s]) for s in names]
+    tau = _scipy_stats().kendalltau([strength[s] for s in names], human)
+    out: dict[str, Any] = {"n_systems": len(names), "kendall": _f(float(tau.statistic)), "p": _p(float(tau.pvalue)),
+                           "human_means": {s: _f(h) for s, h in zip(names, human)}}
+    if pointwise is not None:
+        means = []
+        for s in names:
+            scores = [v for item in ratings[s] if (v := pointwise.get((s, item))) is not None]
+            means.append(math.fsum(scores) / len(scores) if scores else float("nan"))
+        if all(math.isfinite(m) for m in means):
+            pt = _scipy_stats().kendalltau(means, human)
+            out["pointwise"] = {"method": name, "kendall": _f(float(pt.statistic)), "p": _p(float(pt.pvalue))}
+    return out
+
+
+def pairwise_entry(rows: Sequence[Mapping[str, Any]], *, name: str, dataset: str, abbrev: str | None,
+                   quality: str | None, method_name: str, spec: Mapping[str, Any], settings: str,
+                   kind: Mapping[str, Any], pointwise: PointScores | None = None,
+                   pointwise_name: str | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """One entry of ``summary["pairwise"]`` (what the reports and ``judge compare`` print): where the pairs
+    came from, the method that compared them, and :func:`summarise_pairs` of its rows."""
+    return {"name": name, "dataset": dataset, "abbrev": abbrev, "quality": quality, "method_name": method_name,
+            "spec": dict(spec), "settings": settings, "kind": dict(kind), "against": pointwise_name,
+            **summarise_pairs(rows, pointwise=pointwise, pointwise_name=pointwise_name, n_boot=n_boot, seed=seed)}

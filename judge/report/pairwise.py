@@ -1,0 +1,314 @@
+"""Reports of pairwise comparisons: ``judge compare``'s terminal summary and the pairwise section of a
+results folder's Markdown, HTML and CSV (``pairwise.csv``).
+
+Each renders the entries of ``summary["pairwise"]``: one per ``[[compare]]`` cell and set (or the one
+``judge compare`` ran), as :func:`judge.pairwise_stats.summarise_pairs` computed them plus the cell's name,
+set, quality, method settings and the pointwise method beside it. Nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from .table import fmt, p_text
+
+#: Systems up to which win rates print as a matrix (above, as a list of pairs).
+MATRIX_MAX = 8
+#: Columns of ``pairwise.csv``: one row per figure.
+CSV_FIELDS = ["cell", "dataset", "quality", "method", "figure", "a", "b", "n", "value", "ci_low", "ci_high", "p",
+              "p_text", "significant"]
+
+
+def _ci(x: Mapping[str, Any] | None, digits: int = 2) -> str:
+    if not x or x.get("low") is None:
+        return ""
+    return f" [{fmt(x['low'], digits)}, {fmt(x['high'], digits)}]"
+
+
+def _p(x: Mapping[str, Any], boot: Mapping[str, Any]) -> str:
+    return p_text(x.get("p"), boot.get("n_boot"), x.get("n_degenerate", 0))
+
+
+def _mark(x: Mapping[str, Any]) -> str:
+    """``†`` for a figure whose bootstrap p is 0.05 or more (or undefined)."""
+    p = x.get("p")
+    return "" if p is not None and p < 0.05 else "†"
+
+
+def _signed(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.2f}"
+
+
+def headline(e: Mapping[str, Any]) -> str:
+    """What was compared: pairs, systems, contexts, conversations, quality, failures."""
+    where = f"{e['abbrev']} " if e.get("abbrev") else ""
+    failed = f", {e['n_failed']} failed" if e.get("n_failed") else ""
+    marks = (f", {e['n_estimated']} estimated from sampled answers" if e.get("n_estimated") else "") + (
+        f", {e['n_incomplete']} read from a top-N list" if e.get("n_incomplete") else "")
+    return (f"{where}{e['n_pairs']} pairs of {len(e['systems'])} systems in {e['n_contexts']} contexts "
+            f"({e['n_conversations']} conversations), quality {e.get('quality') or '(none named)'}, "
+            f"{_orders_text(e['orders'])}{failed}{marks}")
+
+
+def _orders_text(orders: str) -> str:
+    return {"both": "both orders", "one": "one order per pair"}.get(orders, "orders mixed")
+
+
+def win_matrix(e: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The win rates as a matrix: header (systems) and one row per system, ``row over column``."""
+    systems = list(e["systems"])
+    cells = {(w["a"], w["b"]): w for w in e["win_rates"]}
+    rows = []
+    for x in systems:
+        row = [x]
+        for y in systems:
+            w = cells.get((x, y))
+            back = cells.get((y, x))
+            if x == y or (w is None and back is None):
+                row.append("–" if x == y else "")
+            elif w is not None:
+                row.append(f"{fmt(w['value'])}{_mark(w)}{_ci(w)}")
+            else:
+                assert back is not None
+                row.append(f"{fmt(1 - back['value'])}{_mark(back)}"
+                           + (f" [{fmt(1 - back['high'], 2)}, {fmt(1 - back['low'], 2)}]" if back.get("low") is not None
+                              else ""))
+        rows.append(row)
+    return systems, rows
+
+
+def win_list(e: Mapping[str, Any]) -> list[list[str]]:
+    """The win rates as a list: a, b, n, wins/ties/losses, rate [CI], p."""
+    boot = e["bootstrap"]
+    return [[w["a"], w["b"], str(w["n"]), f"{w['wins']}/{w['ties']}/{w['losses']}",
+             f"{fmt(w['value'])}{_mark(w)}{_ci(w)}", _p(w, boot)] for w in e["win_rates"]]
+
+
+def ranking_rows(e: Mapping[str, Any]) -> list[list[str]]:
+    return [[str(r["rank"]), r["system"], f"{_signed(r['value'])}{_ci_signed(r)}", str(r["comparisons"])]
+            for r in e["ranking"]]
+
+
+def _ci_signed(x: Mapping[str, Any]) -> str:
+    return "" if x.get("low") is None else f" [{_signed(x['low'])}, {_signed(x['high'])}]"
+
+
+def position_text(e: Mapping[str, Any]) -> str:
+    pos = e.get("position")
+    if not pos:
+        return "–"
+    boot = e["bootstrap"]
+    parts = []
+    c = pos.get("consistency")
+    if c:
+        parts.append(f"both orders agree on {fmt(c['value'])}{_ci(c)} of {c['n']} pairs")
+    b = pos["bias"]
+    parts.append(f"the reply shown first is preferred by {_signed(b['value'])}{_ci_signed(b)} on average "
+                 f"(p {_p(b, boot)}{', not significant' if _mark(b) else ''})")
+    return "; ".join(parts)
+
+
+def humans_text(e: Mapping[str, Any]) -> str | None:
+    h = e.get("humans")
+    if not h:
+        return None
+    boot = e["bootstrap"]
+    j = h["judge"]
+    text = (f"agreement with the human preference on {h['n_pairs']} pairs whose human means differ: "
+            f"{e['method_name']} {fmt(j['value'])}{_mark(j)}{_ci(j)} (p {_p(j, boot)} against chance)")
+    if "pointwise" in h:
+        pt, same, d = h["pointwise"], h["judge_same_pairs"], h["difference"]
+        text += (f"; {pt['method']} score differences {fmt(pt['value'])}{_mark(pt)}{_ci(pt)} on {pt['n']} of them "
+                 f"(pairwise {fmt(same['value'])} there); difference {_signed(d['value'])}{_ci_signed(d)}, "
+                 f"p {_p(d, boot)}{' (not significant)' if _mark(d) else ''}")
+    return text
+
+
+def length_text(e: Mapping[str, Any]) -> str | None:
+    ln = e.get("length")
+    if not ln:
+        return None
+    j = ln["judge"]
+    text = f"the longer reply wins {fmt(j['value'])}{_ci(j)} of {j['n']} pairs for the judge"
+    if ln.get("humans"):
+        h = ln["humans"]
+        text += f", {fmt(h['value'])}{_ci(h)} of {h['n']} for the humans"
+    return text
+
+
+def system_text(e: Mapping[str, Any]) -> str | None:
+    s = e.get("system_level")
+    if not s:
+        return None
+    text = (f"Kendall tau of the Bradley-Terry ranking with the systems' mean human ratings {fmt(s['kendall'])} "
+            f"({s['n_systems']} systems, p {p_text(s['p'])})")
+    if "pointwise" in s:
+        text += f"; {s['pointwise']['method']} mean scores {fmt(s['pointwise']['kendall'])} (p {p_text(s['pointwise']['p'])})"
+    return text
+
+
+# -- judge compare's terminal summary ------------------------------------------------------------------
+def text_lines(e: Mapping[str, Any]) -> list[str]:
+    """What ``judge compare`` prints: the pairs, win rates, ranking, position, humans, length, systems."""
+    boot = e["bootstrap"]
+    unit = f"{boot['n_boot']} bootstrap resamples of {boot['n_units']} conversations"
+    out = [f"compared  {headline(e)}", f"method    {e['method_name']}: {e.get('settings', '')}".rstrip(": ")]
+    out.append(f"win rates row over column, a tie counting half; 95% CI from {unit}; † = not significant (p >= .05)")
+    if len(e["systems"]) <= MATRIX_MAX:
+        systems, rows = win_matrix(e)
+        out += _aligned([["", *systems], *rows], indent="  ")
+    else:
+        out += _aligned([["a", "b", "n", "w/t/l", "a's win rate", "p"], *win_list(e)], indent="  ")
+    out.append("ranking   Bradley-Terry strength (log-odds, centred) [95% CI], comparisons")
+    out += _aligned(ranking_rows(e), indent="  ")
+    out.append(f"position  {position_text(e)}")
+    for label, line in (("humans", humans_text(e)), ("length", length_text(e)), ("systems", system_text(e))):
+        if line:
+            out.append(f"{label:<9} {line}")
+    return out
+
+
+def _aligned(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+# -- the results folder's reports ----------------------------------------------------------------------
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |"
+
+
+_ABOUT = ("Each pair is two systems' replies to one context; the judge reads p(label) for each reply "
+          "(and a tie where the template allows one). Win rate: the share of the two systems' pairs the row "
+          "system wins, a tie counting half; a pair whose two orders disagree counts as a tie. Bradley-Terry: "
+          "log-odds strengths (centred) from every verdict. Position: how often the two orders give the same "
+          "verdict, and how far the reply shown first is preferred on average. Humans: on the pairs whose two "
+          "human means differ, how often the judge's preference (p > .5 for the higher-rated reply; .5 counts "
+          "half) sides with the humans, beside a pointwise method's score difference on the same pairs. "
+          "Brackets: 95% bootstrap CI resampling conversations; † = not significant (p ≥ .05).")
+
+
+def markdown(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The pairwise section of ``leaderboard.md`` (nothing without entries)."""
+    if not entries:
+        return []
+    out = ["", "## Pairwise comparisons", "", _ABOUT, "",
+           _md_row(["cell", "set", "pairs", "conv.", "agreement with humans [CI]", "pointwise beside [CI]",
+                    "difference [CI], p", "orders agree", "first preferred by", "Kendall tau (systems)"]),
+           _md_row(["---"] * 2 + ["---:"] * 8)]
+    for e in entries:
+        out.append(_md_row(summary_cells(e)))
+    for e in entries:
+        out += ["", f"### {e['name']}, {e.get('abbrev') or e['dataset']} {e.get('quality') or ''}".rstrip(), "",
+                headline(e) + f"; method `{e['method_name']}`: {e.get('settings', '')}.", ""]
+        if len(e["systems"]) <= MATRIX_MAX:
+            systems, rows = win_matrix(e)
+            out += [_md_row(["win rate (row over column)", *systems]), _md_row(["---"] + ["---:"] * len(systems))]
+            out += [_md_row(r) for r in rows]
+        else:
+            out += [_md_row(["a", "b", "n", "wins/ties/losses", "a's win rate", "p"]), _md_row(["---"] * 2 + ["---:"] * 4)]
+            out += [_md_row(r) for r in win_list(e)]
+        out += ["", _md_row(["rank", "system", "Bradley-Terry strength [CI]", "comparisons"]),
+                _md_row(["---:", "---", "---:", "---:"])]
+        out += [_md_row(r) for r in ranking_rows(e)]
+        out += ["", f"Position: {position_text(e)}."]
+        for label, line in (("Humans", humans_text(e)), ("Length", length_text(e)), ("Systems", system_text(e))):
+            if line:
+                out.append(f"{label}: {line}.")
+    return out
+
+
+def summary_cells(e: Mapping[str, Any]) -> list[str]:
+    """One line of the pairwise overview: agreement beside the pointwise method, position, system tau."""
+    boot = e["bootstrap"]
+    h = e.get("humans") or {}
+    j, pt, d = h.get("judge"), h.get("pointwise"), h.get("difference")
+    pos = e.get("position") or {}
+    c, b = pos.get("consistency"), pos.get("bias")
+    s = e.get("system_level")
+    return [e["name"], e.get("abbrev") or e["dataset"], str(e["n_pairs"]), str(e["n_conversations"]),
+            f"{fmt(j['value'])}{_mark(j)}{_ci(j)} n={j['n']}" if j else "–",
+            f"{fmt(pt['value'])}{_mark(pt)}{_ci(pt)} ({pt['method']})" if pt else "–",
+            f"{_signed(d['value'])}{_ci_signed(d)}, {_p(d, boot)}" if d else "–",
+            f"{fmt(c['value'])}{_ci(c)}" if c else "–",
+            f"{_signed(b['value'])}{_mark(b)}{_ci_signed(b)}" if b else "–",
+            f"{fmt(s['kendall'])} ({s['n_systems']}, p {p_text(s['p'])})" if s else "–"]
+
+
+def html(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The pairwise section of ``leaderboard.html``."""
+    if not entries:
+        return []
+    head = ["cell", "set", "pairs", "conv.", "agreement with humans [CI]", "pointwise beside [CI]",
+            "difference [CI], p", "orders agree", "first preferred by", "Kendall tau (systems)"]
+    h = ["<h2>Pairwise comparisons</h2>", f"<p>{escape(_ABOUT)}</p>", _html_table(head, [summary_cells(e) for e in entries])]
+    for e in entries:
+        h.append(f"<h3>{escape(e['name'])}, {escape(e.get('abbrev') or e['dataset'])} {escape(e.get('quality') or '')}</h3>")
+        h.append(f"<p>{escape(headline(e))}</p>")
+        if len(e["systems"]) <= MATRIX_MAX:
+            systems, rows = win_matrix(e)
+            h.append(_html_table(["win rate (row over column)", *systems], rows))
+        else:
+            h.append(_html_table(["a", "b", "n", "wins/ties/losses", "a's win rate", "p"], win_list(e)))
+        h.append(_html_table(["rank", "system", "Bradley-Terry strength [CI]", "comparisons"], ranking_rows(e)))
+        lines = [f"Position: {position_text(e)}."] + [f"{label}: {line}." for label, line in (
+            ("Humans", humans_text(e)), ("Length", length_text(e)), ("Systems", system_text(e))) if line]
+        h += [f"<p>{escape(line)}</p>" for line in lines]
+    return h
+
+
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    cells = "".join(f"<th>{escape(x)}</th>" for x in head)
+    body = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r) + "</tr>" for r in rows)
+    return f'<table class="plain"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def csv_text(entries: Sequence[Mapping[str, Any]]) -> str:
+    """``pairwise.csv``: one row per figure of every entry (win rates, strengths, position, agreement, length,
+    system-level tau), for spreadsheets."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, CSV_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for e in entries:
+        base = {"cell": e["name"], "dataset": e["dataset"], "quality": e.get("quality") or "", "method": e["method_name"]}
+        for row in _figures(e):
+            w.writerow({**base, **row})
+    return buf.getvalue()
+
+
+def _figures(e: Mapping[str, Any]) -> list[dict[str, Any]]:
+    boot = e["bootstrap"]
+
+    def fig(name: str, x: Mapping[str, Any] | None, a: str = "", b: str = "", n: Any = None) -> list[dict[str, Any]]:
+        if not x:
+            return []
+        p = x.get("p")
+        return [{"figure": name, "a": a, "b": b, "n": x.get("n", n), "value": x.get("value"), "ci_low": x.get("low"),
+                 "ci_high": x.get("high"), "p": p, "p_text": _p(x, boot) if "p" in x else "",
+                 "significant": "" if "p" not in x else p is not None and p < 0.05}]
+
+    out = []
+    for wr in e["win_rates"]:
+        out += fig("win_rate", wr, wr["a"], wr["b"])
+    for r in e["ranking"]:
+        out += fig("bradley_terry", r, r["system"], n=r["comparisons"])
+    pos = e.get("position") or {}
+    out += fig("position_consistency", pos.get("consistency")) + fig("position_bias", pos.get("bias"))
+    h = e.get("humans") or {}
+    out += fig("human_agreement", h.get("judge"), e["method_name"])
+    if h.get("pointwise"):
+        out += fig("human_agreement", h["pointwise"], h["pointwise"]["method"])
+        out += fig("human_agreement_difference", h["difference"], e["method_name"], h["pointwise"]["method"])
+    ln = e.get("length") or {}
+    out += fig("longer_wins", ln.get("judge"), e["method_name"]) + fig("longer_wins", ln.get("humans"), "humans")
+    s = e.get("system_level")
+    if s:
+        out += [{"figure": "system_kendall", "a": e["method_name"], "n": s["n_systems"], "value": s["kendall"],
+                 "p": s["p"], "p_text": p_text(s["p"]), "significant": s["p"] is not None and s["p"] < 0.05}]
+    return out
