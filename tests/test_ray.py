@@ -86,8 +86,9 @@ def _ray_args(name: str) -> list[str]:
     for the 20 configs. Real models on the actors: SmolLM2 in the killed-actor test and the documented
     commands below, the committed heads here on Qwen-1.5B (a head is bound to its model: one set)."""
     args = list(ARGS[name])
-    at = args.index("--limit")
-    args[at + 1] = str(min(int(args[at + 1]), 2))
+    if "--limit" in args:  # a round of [[compare]] cells sizes itself by contexts
+        at = args.index("--limit")
+        args[at + 1] = str(min(int(args[at + 1]), 2))
     if name.startswith("heads_"):
         at = args.index("--datasets")
         args[at + 1] = "DGR"
