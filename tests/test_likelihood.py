@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
-from judge.backends.base import Capabilities
+from judge.backends.base import Backend, Capabilities
 from judge.backends.mock import MockBackend
 from judge.cache import Cache, CachedBackend, cache_key
 from judge.config import GenerateConfig
@@ -260,7 +260,7 @@ def test_label_cache_keys_are_unchanged():
         "38201f1ca8ec52302a30fe474311aaaad6d44360a66b41e0f3f583952bc175ed")
 
 
-class _Recorder:
+class _Recorder(Backend):
     """A backend that reads sequence log-probabilities and records every text it is shown: a made-up
     log-probability per character, so scores depend on the texts and nothing else."""
 
