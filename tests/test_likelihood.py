@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
-from judge.backends.base import Backend, Capabilities
+from judge.backends.base import Capabilities
 from judge.backends.mock import MockBackend
 from judge.cache import Cache, CachedBackend, cache_key
 from judge.config import GenerateConfig
