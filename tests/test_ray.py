@@ -61,8 +61,10 @@ def _on_cluster(cluster: Cluster, args: list[str], cache: Path) -> subprocess.Co
 
 
 def _rows(out: Path) -> dict[str, bytes]:
-    """Every row file of a results folder, by its path in the folder."""
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "items").rglob("*.jsonl"))}
+    """Every row file of a results folder (the cells' items/ and the pairwise cells' compare/), by its path in
+    the folder."""
+    return {str(p.relative_to(out)): p.read_bytes() for folder in ("items", "compare")
+            for p in sorted((out / folder).rglob("*.jsonl"))}
 
 
 def _failed(out: Path) -> int:
