@@ -175,8 +175,11 @@ def test_every_builtin_template_renders_any_text_literally(name, texts, response
     item = _turn_item(texts, response, fact)
     if t.level == "dialog":
         item = Item(id="p", level="dialog", dialog=item.context + (Turn(SYSTEM, response),))
-    label = "1/2" if isinstance(t.answer, Rating) else "Yes"
-    out = t.render(item, [(item, label)] if with_example else [])
+    if t.pairwise:  # two replies to one context, side by side; no examples
+        out = t.render(item, pair=(response, texts[-1]))
+    else:
+        label = "1/2" if isinstance(t.answer, Rating) else "Yes"
+        out = t.render(item, [(item, label)] if with_example else [])
     for text in [*texts, response]:
         assert text in out  # verbatim: markup in the text was neither executed nor escaped
 
