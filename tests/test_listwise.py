@@ -205,6 +205,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
+@pytest.mark.slow  # 30 s of SmolLM2 in CI (the fast suite keeps a real-model listwise test): kept out of the README's 10-minute command
 def test_the_documented_command_lists_the_replies_of_the_whole_file(tmp_path):
     """docs/listwise.md's `judge score` command, as printed there (plus an output file): the replies
     with a sibling in the file score as the Python API scores them with the whole file listed, the

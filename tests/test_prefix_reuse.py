@@ -37,7 +37,8 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("prompt, quality, selector, k", [
-    ("fed-turn-interesting", "Interesting", "manual", 3),  # rating 0-2, the same 3 examples for every item
+    # rating 0-2, the same 3 examples for every item; 23 s of CI, so in the slow suite too
+    pytest.param("fed-turn-interesting", "Interesting", "manual", 3, marks=pytest.mark.slow),
     # yes/no, examples differ per item (reordering groups shared ones); 25 s, so in the slow suite
     pytest.param("yesno", "Overall", "bm25-context", 2, marks=pytest.mark.slow),
 ])
@@ -69,6 +70,7 @@ def test_reuse_and_reordering_match_from_scratch(reuse, scratch, fed, prompt, qu
         "reuse is in whole batches only"
 
 
+@pytest.mark.slow  # 20 s of SmolLM2 in CI (tests/test_llamacpp.py keeps a fast reuse test): kept out of the README's 10-minute command
 def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scratch):
     a = (Turn(USER, "I have been learning to bake sourdough bread at home, but my loaves come out flat and "
                     "dense every time. I feed the starter daily. What am I doing wrong?"),)
@@ -91,6 +93,7 @@ def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scrat
     assert sum(s.n_evaluated_tokens for s in sorted_run) < sum(s.n_evaluated_tokens for s in in_order)
 
 
+@pytest.mark.slow  # 19 s of SmolLM2 in CI: kept out of the README's 10-minute command
 def test_a_familys_shared_part_is_reused_and_answers_match_from_scratch(reuse, scratch, fed):
     """The fedq family declares where its shared part ends (``shared_until``): each prompt is evaluated in
     batches that start anew there, so the family's next prompt on the same item reuses the whole

@@ -102,6 +102,7 @@ def test_scheduled_run_writes_the_rows_and_cache_entries_of_method_by_method_run
     assert sum(evaluated) <= sum(evaluated_alone), (sum(evaluated), sum(evaluated_alone))
 
 
+@pytest.mark.slow  # 21 s of SmolLM2 in CI: kept out of the README's 10-minute command
 def test_prompts_of_one_family_go_to_the_backend_back_to_back(smollm2, data_dir):
     """Three FED turn qualities in the shared family (three items): each item's three prompts reach llama.cpp one after
     the other, and the second and third evaluate only their question (the conversation is reused)."""
