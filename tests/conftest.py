@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from judge.rates import Rate
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The benchmark files, beside the repository; ``JUDGE_TEST_DATA`` points elsewhere (the suite's own
 #: test of the missing-data message uses it).
@@ -187,8 +189,10 @@ def fixed_rate(monkeypatch):
     Qwen model costs 20 to 40 s, and what these tests check is the counted tokens and the cells (the
     calibration itself is tests/test_cost.py's)."""
     from judge.engine import cost
-    from judge.rates import Rate
 
-    fixed = Rate("test", 2, 0.5, 0.01, "2026-01-01", "calibration")
-    monkeypatch.setattr(cost, "rates_for", lambda pool, specs, log, measure: dict.fromkeys(specs, fixed))
-    return fixed
+    monkeypatch.setattr(cost, "rates_for", lambda pool, specs, log, measure: dict.fromkeys(specs, FIXED_RATE))
+    return FIXED_RATE
+
+
+#: The rate the cost tests and ``fixed_rate`` read: 0.5 s per decode + 100 tokens/s.
+FIXED_RATE = Rate("test", 2, 0.5, 0.01, "2026-01-01", "calibration")

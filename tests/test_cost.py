@@ -23,6 +23,7 @@ from judge.harness import load_experiment, plan, run_experiment
 from judge.harness.cost import cost_estimate, cost_report
 from judge.harness.runner import applicable
 from judge.rates import VERSION, Rate, UnreadableRates, fit, rate_path, read_rates, refined, write_rate
+from tests.conftest import FIXED_RATE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,7 +61,7 @@ def _config(tmp: Path, cache: Path, limit: int = 2, sets: str = '"DGR", "FT"', m
 
 
 def _fixed(spec) -> Rate:
-    return Rate("test", 2, 0.5, 0.01, "2026-01-01", "calibration")  # 0.5 s per decode + 100 tokens/s
+    return FIXED_RATE
 
 
 def _estimate(config: Path, data_dir: Path, out: Path) -> tuple[list[str], int]:
