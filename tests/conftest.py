@@ -42,6 +42,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             reporter.write_line(message, yellow=True)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A ``long`` test is a ``slow`` one that CI leaves out (``pytest -m "slow and not long"``) to stay within its
+    time: marking it ``long`` is enough, and it never reaches the README's command (``-m "not slow"``). This
+    runs before ``-m`` selects, so both expressions see the mark."""
+    for item in items:
+        if item.get_closest_marker("long") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if data_missing():

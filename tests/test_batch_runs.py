@@ -115,6 +115,7 @@ def cells(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted((folder / "items").rglob("*.jsonl"))}
 
 
+@pytest.mark.slow
 def test_a_judge_run_grid_makes_one_batch_for_all_its_cells(tmp_path, data_dir, capsys):
     batch = ", batch = true, batch_poll = 0.05"
     with FaultServer() as srv:
@@ -155,6 +156,7 @@ def killed_then_rerun(srv: FaultServer, args: list[str], cwd: Path) -> subproces
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_judge_score_killed_while_waiting_and_run_again_creates_exactly_one_batch(tmp_path):
     with FaultServer(batch_run_s=1.0) as srv:
         args = ["score", DIALOGUES, "--backend", "openai", "--model", "fault-model", "--base-url", srv.base_url,

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 RATED = FIXTURES / "rated_0to2.jsonl"  # 8 items, overall on a declared 0-2 scale, two empty responses
@@ -36,6 +38,7 @@ def test_bench_a_users_jsonl_by_path_with_its_declared_scale(tmp_path):
     assert flagged == {r["id"] for r in map(json.loads, RATED.read_text().splitlines()) if not r["response"].strip()}
 
 
+@pytest.mark.slow
 def test_scale_flag_declares_a_scale_the_file_does_not(tmp_path):
     lines = [json.loads(x) for x in RATED.read_text().splitlines()]
     for x in lines:
@@ -63,6 +66,7 @@ def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     assert "dataset   mybot" in proc.stdout and f"n         {len(records)}" in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_two_newer_dstc10_sets_by_name():
     for name, quality in (("PZ", "appropriateness"), ("convai2-grade", "relevance")):
         proc = _cli("bench", "--dataset", name, "--data-dir", str(FIXTURES), "--threads", "2", "--limit", "6")

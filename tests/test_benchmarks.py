@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
+@pytest.mark.long
 def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     """Two timed DailyDialog-Zhao items, 1-shot, SmolLM2: the defaults against flash attention in ABBA
     order; the table has a ratio per setting (1.00x for the baseline) and the largest score difference
@@ -31,6 +32,7 @@ def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(data_dir):
     """The smallest run of benchmarks/prefix_share.py: every pass prints its row, the ratios are against
     the same run's baseline, and the scheduled runs' cell files equal the one-by-one runs' byte for byte
@@ -51,6 +53,7 @@ def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(dat
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_prefix_share_runs_one_family_alone(data_dir):
     """`--family criteria` (benchmarks/README.md) runs the criteria passes only: no FED-Turn pass, and the
     targets it prints are the criteria family's and the ones of its scheduled pass; a `--variant` reruns
@@ -68,6 +71,7 @@ def test_prefix_share_runs_one_family_alone(data_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_one(data_dir):
     """Two items of DailyDialog-Zhao and of Topical-USR, SmolLM2, ABBA: a row per set and side with its
     ratio against the unsplit side of the same run, fewer tokens evaluated with the split, the two passes
@@ -89,6 +93,7 @@ def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_estimate(data_dir):
     """One FED-Dial and one DailyDialog-Zhao item, SmolLM2's four zero-shot prompts of the CPU leaderboard:
     both passes print a row, they write the same rows, ``--check`` counted exactly the tokens and decodes
@@ -129,6 +134,7 @@ def test_head_cost_times_the_hidden_state_against_the_answer_alone(data_dir):
 
 
 @pytest.mark.slow  # the token-by-token side is what the benchmark shows to be slow
+@pytest.mark.long
 def test_likelihood_speed_times_batched_replies_against_token_by_token(data_dir):
     """Three FED-Dial dialogs, SmolLM2: both sides print a row, the speed-up is a ratio of the same run, and
     the two sides' answers agree up to llama.cpp's kernels (a row read for the wrong position would
@@ -163,6 +169,7 @@ def test_reason_read_times_the_read_after_a_rationale_against_the_rationale_alon
     assert float(ratio.split("= ")[1].split("x")[0]) > 0.5 and "peak RSS" in proc.stdout
 
 
+@pytest.mark.slow
 def test_reason_measure_reads_a_run_and_adds_the_sampled_candidate(tmp_path, data_dir):
     """The measurement's config on the mock backend (plumbing only: the numbers mean nothing), then the
     script: a row per candidate, the sampled one estimated from the exact one's rows."""
@@ -188,6 +195,7 @@ def test_reason_measure_reads_a_run_and_adds_the_sampled_candidate(tmp_path, dat
     assert module.sampled({**row, "label_probs": {"yes": 0.0, "no": 0.0}})["score"] is None
 
 
+@pytest.mark.slow
 def test_classic_measure_runs_as_documented_and_matches_judge_bench(tmp_path, data_dir):
     """docs/classic.md's command on two sets with a 20-item limit: one row per set, each the Spearman
     `judge bench --scorer length --limit 20` gets on the same seeded subset (the rows it writes)."""
@@ -256,6 +264,7 @@ def test_batch_kill_creates_one_batch_when_killed_twice():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_pairwise_cost_times_both_orders_against_one_and_a_pointwise_item(data_dir):
     """One Topical-USR context with SmolLM2, each side once: every pass prints its row, both pairings print
     their ratios of the same run, and with one pair alone both orders evaluate far fewer than twice the

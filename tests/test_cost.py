@@ -164,6 +164,7 @@ def _check(config: Path, data_dir: Path, env: dict[str, str], *more: str) -> sub
 
 
 @pytest.mark.slow  # real SmolLM2 end to end: 15-25 s, kept out of the README's 10-minute command
+@pytest.mark.long
 def test_rate_file_is_measured_once_refreshed_by_runs_and_remeasured_when_corrupt(tmp_path, data_dir, monkeypatch):
     import os
 

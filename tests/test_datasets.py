@@ -517,6 +517,7 @@ _json_value = st.recursive(
     dialog=st.booleans(),
     ascii_only=st.booleans(),
 )
+@pytest.mark.slow
 def test_jsonl_arbitrary_text_loads_or_input_error(
     item_id, context, response, reference, fact, score, dialog, ascii_only
 ) -> None:
@@ -565,6 +566,7 @@ _bench_record = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(records=st.lists(_bench_record | _json_value, max_size=3), fmt=st.sampled_from(["dstc10", "fed", "usr"]))
+@pytest.mark.slow
 def test_benchmark_loaders_arbitrary_records(records, fmt: str) -> None:
     """Malformed benchmark records raise InputError, never KeyError/TypeError/AttributeError."""
     with tempfile.TemporaryDirectory() as tmp:

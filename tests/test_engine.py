@@ -53,6 +53,7 @@ def test_examples_without_a_quality_are_refused_before_the_model_loads():
         make_judge("yesno", selector="bm25-context", k=4, model="/nonexistent.gguf")
 
 
+@pytest.mark.slow
 def test_manual_examples_through_make_judge(data_dir):
     """`selector="manual"` gets its quality from the builder (it failed with 'needs a quality' before)."""
     info = dataset_info("fed-turn")
@@ -85,6 +86,7 @@ def _config(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
+@pytest.mark.long
 def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_dir):
     """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints the bootstrap CI."""
     cache = tmp_path / "cache.sqlite"
@@ -109,6 +111,7 @@ def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_d
 
 
 @pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
+@pytest.mark.long
 def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
     """A second `judge run` of the same config into a new folder is served from the SQLite cache."""
     text = ('datasets = [{ name = "fed-turn", qualities = ["Overall", "Interesting"] }]\n'
@@ -133,6 +136,7 @@ def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
     assert all(r["n_failed"] == 0 and r["spearman"] is not None for r in first["results"])
 
 
+@pytest.mark.slow
 def test_score_limit_does_not_shrink_the_example_pool(tmp_path):
     """`judge score --limit 2` scores two items but draws examples from the whole file (it used to draw
     them from the first two items only, where the guard left none)."""

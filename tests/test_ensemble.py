@@ -128,6 +128,7 @@ fit = "cv"
 
 
 @pytest.mark.slow  # SmolLM2 with a 160-token window on 8 FED-Turn items, for the failed-member accounting
+@pytest.mark.long
 def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir):
     cfg = tmp_path / "ens.toml"
     out = tmp_path / "res"
@@ -195,6 +196,7 @@ def test_config_errors_name_the_entry(tmp_path):
 
 
 @pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
+@pytest.mark.long
 def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path):
     """`judge bench FILE --member ... --member ...` prints the ensemble's statistics; its rows equal a
     `judge score` of the same members (both build through the engine)."""
@@ -444,6 +446,7 @@ def _lodo_run(tmp_path, data_dir, load=None):
     return out, rows
 
 
+@pytest.mark.slow
 def test_lodo_weights_come_from_the_other_sets_only(tmp_path, data_dir):
     """Four sets with two model-free members (ROUGE-L against the reference, length): each set's
     ensemble score is the weighted mean of its members' percentiles with the weights that rank the
@@ -574,6 +577,7 @@ def test_lodo_never_learns_on_a_set_that_shares_the_scored_conversations(tmp_pat
     assert "| lodo | dailydialog-zhao | appropriateness | the other 2 sets |" in report
 
 
+@pytest.mark.slow
 def test_lodo_never_learns_on_one_set_under_another_name_or_path(tmp_path, data_dir):
     """By content: the registered name and a path (or a renamed copy) of the same file, a release file given by
     path beside its DSTC10 copy, and two registered releases of one corpus are left out of each other's

@@ -71,7 +71,9 @@ def test_the_score_is_feds_overall_from_each_follow_ups_mean_log_probability():
     assert followup_score("turn", up) > followup_score("turn", lps)
 
 
-@pytest.mark.slow  # 34 evaluations from scratch per item; the engine logic runs on the mock above
+# 34 evaluations from scratch per item: `long` (CI keeps the documented command below on SmolLM2; the engine
+# logic runs on the mock above).
+@pytest.mark.long
 @pytest.mark.parametrize("level", ["turn", "dialog"])
 def test_scores_equal_the_follow_ups_evaluated_from_scratch_one_by_one(reuse, scratch, level):
     """On the real SmolLM2: the scorer's value is followup_score over each follow-up's log-probabilities

@@ -108,6 +108,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_run_check_and_report(config, data_dir, tmp_path):
     out = tmp_path / "r"
     p = _cli("run", str(config), "--data-dir", str(data_dir), "-o", str(out), "--limit", "12", "--check")

@@ -200,6 +200,7 @@ def test_llamacpp_vector_has_the_embedding_width_and_the_answer_is_bit_for_bit_t
         assert h.dist.n_prompt_tokens == label.n_prompt_tokens
 
 
+@pytest.mark.slow
 def test_llamacpp_vector_is_the_final_norm_the_output_layer_reads(hidden_pair):
     """The vector is what the output layer turns into the logits: multiplied by the output weights (tied to
     the token embeddings in SmolLM2, read back from the GGUF) it gives the differences between the top

@@ -69,9 +69,14 @@ def _outputs(kind: str, out: Path) -> bytes:
     return (out / CELL).read_bytes() if kind == "run" else (out / "scores.jsonl").read_bytes()
 
 
+#: Every case is `long` (CI keeps a killed run's resume in tests/test_cache.py and test_schedule.py, and on the
+#: cluster in tests/test_ray.py): `pytest -m long` kills `judge run` and `judge score` at each point.
+CASES = [pytest.param(kind, point, marks=pytest.mark.long, id=f"{kind}-{point}")
+         for kind in ("run", "score") for point in KILL_POINTS]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("point", list(KILL_POINTS))
-@pytest.mark.parametrize("kind", ["run", "score"])
+@pytest.mark.parametrize("kind, point", CASES)
 def test_sigkill_then_rerun_matches_uninterrupted_run(tmp_path, data_dir, kind, point):
     ref, out = tmp_path / "ref", tmp_path / "out"
     out.mkdir()

@@ -32,6 +32,7 @@ def _items() -> list[Item]:
     ]
 
 
+@pytest.mark.slow
 def test_pmi_is_finite_deterministic_and_prefers_the_matching_context(smollm2):
     scorer = LikelihoodScorer(smollm2, "pmi")
     first = [s.value for s in scorer.score(_items())]
@@ -162,6 +163,7 @@ def _label_prompt(reply: str) -> Prompt:
     return Prompt(conditional_prompt(_CONTEXT).text + reply + "\nIs this reply helpful? Answer:")
 
 
+@pytest.mark.slow
 def test_label_answer_after_a_likelihood_call_equals_the_answer_alone(reuse, scratch):
     reuse.llm.reset()
     reuse.sequence_logprobs([(conditional_prompt(_CONTEXT), _REPLY), (unconditional_prompt(), _REPLY)])

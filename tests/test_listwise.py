@@ -156,6 +156,7 @@ def test_a_listwise_judge_reads_its_population_on_the_real_model(tmp_path):
 
 
 @pytest.mark.slow  # scheduled reuse on the real model: tests/test_schedule.py keeps one in the README suite
+@pytest.mark.long
 def test_siblings_and_both_questions_reuse_the_list_when_scheduled(smollm2, data_dir):
     """DailyDialog-Grade rates two replies per context. Scheduled together, the two listwise questions of
     all replies of a context run back to back: one prompt pays for the list, the others for their tail,

@@ -102,6 +102,7 @@ def test_window_is_the_n_ctx_asked_for_not_llama_cpp_rounded_one(tmp_path, capsy
     assert got[1]["score"] is not None and got[1]["error"] is None
 
 
+@pytest.mark.slow
 def test_llama_decode_error_fails_the_item_and_resets_the_kv_cache():
     """A real llama_decode failure (return code 1: no free KV-cache slot) fails its prompt with the
     reason; the prompts around it score, the one after from a clean KV cache. The length check keeps

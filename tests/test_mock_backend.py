@@ -205,6 +205,7 @@ def test_cli_names_a_bad_mock_option_before_scoring():
     assert "field 'backend-option'" in proc.stderr and "no option 'latency'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_documented_harness_run_on_the_mock_backend(tmp_path, data_dir):
     """docs/backends.md: a shipped config, every LLM method on the mock backend, end to end in seconds."""
     out = tmp_path / "mock-run"

@@ -112,6 +112,7 @@ def test_gguf_replaced_in_place_is_not_served_stale_cache(tmp_path: Path, monkey
     assert len(entries) == 1 and memo[entries[0]] == replaced.settings()["sha256"]
 
 
+@pytest.mark.slow
 def test_file_with_empty_responses_is_scored_whole(smollm2) -> None:
     """The users' file with two empty responses and a declared 0-2 scale: every item scored, two flagged;
     with examples, labels come from the declared scale (a 0 is 'No', a 2 'Yes')."""

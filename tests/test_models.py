@@ -223,6 +223,7 @@ def test_judge_models_lists_packaged_models(qwen05):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_qwen05_ranks_the_example_dialogues(qwen05):
     # Measured: 32 of the 36 (good, bad) pairs in order (SmolLM2, the default: 24; the 1.5B: 36).
     proc = _judge("score", str(EXAMPLES), "--model", "qwen2.5-coder-0.5b", "--threads", "2", "--no-cache")
@@ -249,6 +250,7 @@ def test_qwen05_ranks_the_example_dialogues(qwen05):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_criteria_prompt_runs_on_a_packaged_qwen(qwen05):
     """The README's recommended command (`--prompt yesno-criteria` on a packaged Qwen), on the 0.5B
     that CI installs. Measured: 24 of 36 pairs in order (the 1.5B is where this prompt pays off,

@@ -104,6 +104,7 @@ def _items(n: int, tag: str) -> list[Item]:
                  response=f"Answer {i}: play short games and review them.") for i in range(n)]
 
 
+@pytest.mark.slow
 def test_paced_requests_stay_under_the_servers_limit_and_no_item_fails():
     """120 requests a minute at 20x speed: 40 a second after a burst of 120. Paced, the run keeps to the
     rate with almost no 429; unpaced (16 always in flight) it meets the limit over and over."""

@@ -412,6 +412,7 @@ def test_serve_compares_pairs_on_loopback(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_documented_commands_run_as_written_with_smollm2(tmp_path, data_dir):
     """README's `judge compare` commands (the example files, a DSTC10 set) and docs/pairwise.md's Python block,
     with the embedded SmolLM2 (a fresh cache): every figure printed, nothing failed."""

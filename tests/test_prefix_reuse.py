@@ -37,10 +37,10 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("prompt, quality, selector, k", [
-    # rating 0-2, the same 3 examples for every item; 23 s of CI, so in the slow suite too
-    pytest.param("fed-turn-interesting", "Interesting", "manual", 3, marks=pytest.mark.slow),
-    # yes/no, examples differ per item (reordering groups shared ones); 25 s, so in the slow suite
-    pytest.param("yesno", "Overall", "bm25-context", 2, marks=pytest.mark.slow),
+    # rating 0-2, the same 3 examples for every item; 23 s, so with `pytest -m long`
+    pytest.param("fed-turn-interesting", "Interesting", "manual", 3, marks=pytest.mark.long),
+    # yes/no, examples differ per item (reordering groups shared ones); 31 s, so with `pytest -m long`
+    pytest.param("yesno", "Overall", "bm25-context", 2, marks=pytest.mark.long),
 ])
 def test_reuse_and_reordering_match_from_scratch(reuse, scratch, fed, prompt, quality, selector, k):
     q = find_quality(quality, "turn")
@@ -71,6 +71,7 @@ def test_reuse_and_reordering_match_from_scratch(reuse, scratch, fed, prompt, qu
 
 
 @pytest.mark.slow  # 20 s of SmolLM2 in CI (tests/test_llamacpp.py keeps a fast reuse test): kept out of the README's 10-minute command
+@pytest.mark.long
 def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scratch):
     a = (Turn(USER, "I have been learning to bake sourdough bread at home, but my loaves come out flat and "
                     "dense every time. I feed the starter daily. What am I doing wrong?"),)
@@ -94,6 +95,7 @@ def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scrat
 
 
 @pytest.mark.slow  # 19 s of SmolLM2 in CI: kept out of the README's 10-minute command
+@pytest.mark.long
 def test_a_familys_shared_part_is_reused_and_answers_match_from_scratch(reuse, scratch, fed):
     """The fedq family declares where its shared part ends (``shared_until``): each prompt is evaluated in
     batches that start anew there, so the family's next prompt on the same item reuses the whole
@@ -246,7 +248,8 @@ def test_an_answer_does_not_depend_on_the_prompt_before_it(data_dir):
     try:
         fd = load_benchmark("fed-dial", data_dir)
         criteria = get_prompt("yesno-criteria")
-        prompts = sorted((Prompt(criteria.render(it), chat=True) for it in fd[:8]), key=lambda p: p.text)
+        # Three dialogs (two neighbours in text order) and the long pair below: 170 s of CI with eight.
+        prompts = sorted((Prompt(criteria.render(it), chat=True) for it in fd[:3]), key=lambda p: p.text)
         # A long dialog and the same dialog one turn longer: they share more than one batch of tokens.
         long_dialog = Item(id="long", level="dialog", dialog=tuple(t for it in fd[:6] for t in it.dialog))
         longer = Item(id="longer", level="dialog", dialog=long_dialog.dialog + (Turn(USER, "Thanks, bye!"),))

@@ -99,19 +99,20 @@ def _ray_args(name: str) -> list[str]:
     return args
 
 
-#: One shipped config per kind of work the actors answer (CI time: all of them took 13 min): label requests
-#: and k-shot selectors, ensembles with classic members on the driver, likelihood (sequence) requests,
-#: hidden states for the committed heads on Qwen-1.5B, rationales (reason requests) and pairwise cells.
-ON_THE_CLUSTER = ["dstc10_zeroshot", "table5_selection", "cpu_leaderboard", "cpu_leaderboard_dev_q15_r4",
-                  "heads_q15_dev", "reason_q15_dev", "pairwise_dev_q15"]
+#: Every shipped config runs on the cluster (all of them took 13 minutes: `pytest -m long`); CI runs one per kind
+#: of work the actors answer: label requests, likelihood (sequence) requests and ensembles with classic members on
+#: the driver, hidden states for the committed heads on Qwen-1.5B, rationales (reason requests) and pairwise
+#: cells (examples are chosen on the driver, before the units are cut: Table 5's k-shot cells are label requests).
+ON_THE_CLUSTER = ["dstc10_zeroshot", "cpu_leaderboard_dev_q15_r4", "heads_q15_dev", "reason_q15_dev",
+                  "pairwise_dev_q15"]
 
 
 def test_the_cluster_configs_are_shipped():
     assert set(ON_THE_CLUSTER) <= {p.stem for p in CONFIGS}
 
 
-@pytest.mark.parametrize("config", [p for p in CONFIGS if p.stem in ON_THE_CLUSTER],
-                         ids=[p.stem for p in CONFIGS if p.stem in ON_THE_CLUSTER])
+@pytest.mark.parametrize("config", [pytest.param(p, id=p.stem, marks=() if p.stem in ON_THE_CLUSTER else pytest.mark.long)
+                                    for p in CONFIGS])
 def test_a_shipped_config_on_the_cluster_writes_the_local_rows(config: Path, cluster: Cluster, tmp_path: Path,
                                                                data_dir: Path):
     """The run on the cluster first, with a cache of its own (the actors compute every answer), then the local
@@ -226,7 +227,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
+#: CI runs the cases whose answers are not the plain label requests the configs above send (failures, hidden
+#: states); `pytest -m long` all of them.
+@pytest.mark.parametrize("case", [pytest.param(c, marks=() if c in ("failures", "head") else pytest.mark.long)
+                                  for c in CASES])
 def test_judge_score_on_the_cluster_writes_the_local_rows(case: str, cluster: Cluster, head: Path, tmp_path: Path):
     """The rows (and exit code) of ``judge score`` on the mock backend are the local ones; a rerun finds every
     answer in the cache and ships nothing."""
@@ -283,6 +287,7 @@ def _documented() -> list[list[str]]:
     return [shlex.split(line.split("#", 1)[0])[1:] for line in block.splitlines() if line.startswith("judge ")]
 
 
+@pytest.mark.long
 def test_the_documented_commands_run_on_the_cluster(cluster: Cluster, tmp_path: Path, data_dir: Path):
     """docs/distributed.md's ``judge run``, ``judge score`` and ``judge bench`` with ``--ray auto`` (the cluster
     found through ``RAY_ADDRESS``, as on a cluster's machine), SmolLM2: each writes the rows of the same command
@@ -324,6 +329,7 @@ def test_judge_bench_on_the_cluster_writes_the_local_rows(cluster: Cluster, tmp_
     assert sum(items for _, items in _per_node(remote.stderr).values()) == 10
 
 
+@pytest.mark.long
 def test_the_scaling_benchmark_runs_as_documented(data_dir: Path):
     """benchmarks/ray_scaling.py at its smallest (SmolLM2, 4 items; it starts a cluster of its own): the three
     runs, both ratios and identical rows."""

@@ -90,6 +90,7 @@ def piped(tmp_path_factory) -> dict[str, object]:
     return {"cache": cache, "stdout": proc.stdout, "stderr": proc.stderr, "tmp": tmp}
 
 
+@pytest.mark.slow
 def test_jsonl_when_piped_is_unchanged(piped) -> None:
     """Piped stdout is JSONL, byte for byte what --format jsonl and -o write; stderr has no progress bar."""
     rows = [json.loads(line) for line in str(piped["stdout"]).splitlines()]
@@ -103,6 +104,7 @@ def test_jsonl_when_piped_is_unchanged(piped) -> None:
     assert out.read_text() == piped["stdout"]
 
 
+@pytest.mark.slow
 def test_terminal_gets_a_table_a_summary_and_a_progress_bar(piped) -> None:
     """On a terminal: one table line per item agreeing with the JSONL rows (score, most likely label,
     human rating), then n / failures / mean and Spearman with its CI over conversations; the bar with
@@ -146,6 +148,7 @@ def test_table_without_human_ratings_has_no_human_column_or_correlation(piped, t
     assert out[5].startswith("items     3 scored, 0 failed; mean score ") and "spearman" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_bench_and_run_show_progress_only_on_a_terminal(tmp_path, data_dir) -> None:
     """`judge bench` (a one-cell run) and `judge run`: the bar with its ETA on a terminal's stderr; none
     with --no-progress, none when stderr is piped. A model-free scorer keeps it quick."""

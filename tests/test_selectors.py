@@ -278,6 +278,7 @@ def test_example_labels_rating_and_yesno_threshold():
 
 # -- prompts with the real model ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info

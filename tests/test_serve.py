@@ -132,6 +132,7 @@ def test_rows_equal_judge_score(server, tmp_path):
 
 
 # -- load -------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_32_clients_x_4_requests(server):
     records = example_records()[:4]
     results: dict[str, tuple[int, bytes]] = {}
@@ -244,6 +245,7 @@ def test_info_describes_the_judge(server):
 
 
 # -- shutdown ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sigterm_mid_load_answers_every_accepted_request(tmp_path):
     cache = tmp_path / "cache.sqlite"
     srv = start_server(tmp_path, "--quality", "overall", env={"JUDGE_CACHE": str(cache)})

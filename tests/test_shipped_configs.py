@@ -86,13 +86,14 @@ ARGS = {
 
 def test_every_shipped_config_is_listed_here():
     assert sorted(p.name for p in CONFIGS) == sorted(ARGS)
+    assert {p.stem for p in CONFIGS} >= LONG
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, monkeypatch, capsys, fixed_rate):
     """The fast part of every config, in the README's command: it parses, and each cell of the same run as
     below is validated against its data (templates, manual sets, scales) without loading a model. The
-    runs themselves are ``slow`` (27 minutes together): CI runs them after the README's command. Each
+    runs themselves are ``slow`` (27 minutes together): CI runs those not in ``LONG`` after the README's command. Each
     config's own ``data_dir`` is where the data README puts the files (../shared/data, beside the
     repository), so where the data is there the check runs from the repository without --data-dir."""
     from judge.cli import main
@@ -105,8 +106,18 @@ def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, mo
     assert " cells, " in capsys.readouterr().err
 
 
+#: The runs CI leaves to `pytest -m long` (with SmolLM2 they took 12 minutes of it: Table 3 alone 228 s): each has
+#: a path CI takes elsewhere (k-shot FED prompts in tests/test_selectors.py, every classic
+#: scorer in tests/test_classic*.py, the zero-shot grid on the cluster in tests/test_ray.py, the heads in
+#: tests/test_shipped_heads.py and heads_q15_dev here, the largest mock grids in their later rounds' configs, the
+#: results runs in cpu_leaderboard_dev's); the other mock-backend configs and one of each real-model kind stay.
+LONG = {"classic", "dstc10_zeroshot", "heads_q15_test", "table3_fed_turn", "table4_fed_dial", "table6_models",
+        "cpu_leaderboard", "cpu_leaderboard_dev_q15", "table5_selection", "results_test"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("config", CONFIGS, ids=[p.stem for p in CONFIGS])
+@pytest.mark.parametrize("config", [pytest.param(p, id=p.stem, marks=pytest.mark.long if p.stem in LONG else ())
+                                    for p in CONFIGS])
 def test_shipped_config_runs_end_to_end(config: Path, tmp_path: Path, data_dir: Path):
     out = tmp_path / "results"
     proc = subprocess.run(

@@ -147,6 +147,7 @@ def _dev_ids(data_dir, name):
     return {it.id for it in split_items(load_benchmark(name, data_dir), "dev")}
 
 
+@pytest.mark.slow
 def test_cli_bench_and_run_show_only_dev_examples_on_the_test_half(tmp_path, data_dir):
     """Every example shown to a test-half item is a dev-half item, in `judge bench --split test` and in
     `judge run` with split = "test"; the meta, summary and output say where the pool came from. The pool is
@@ -242,6 +243,7 @@ def _single_turn_links(a: _Shown, b: _Shown, openers: dict[str, set[str]]) -> se
             for x in a.later.get(first, ()) if x != item_id}
 
 
+@pytest.mark.slow
 def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
     """Over every pair of shipped registered sets and the original release files given by path (and within
     each, for the single-turn links): items that come from one conversation (FED-Turn's turns and their

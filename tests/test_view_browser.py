@@ -71,6 +71,7 @@ def by_disagreement(view, keys) -> list[list[int]]:
     return [list(k) for k in sorted(keys, key=lambda k: (g[k] is None, -abs(g[k] or 0), pos[k]))]
 
 
+@pytest.mark.slow
 def test_the_page_shows_every_item_in_disagreement_order(seen):
     got, view, _, shots = seen
     assert got["count"] == sum(len(c.rows) for c in view.cells) == 3 * (30 + 30)

