@@ -82,11 +82,11 @@ def _per_node(stderr: str) -> dict[str, tuple[int, int]]:
 
 
 def _ray_args(name: str) -> list[str]:
-    """The shipped config's test arguments (tests/test_shipped_configs.py) with at most 2 items per set, its
-    prompts on the mock backend: what this test checks is how the engine shares a config's cells out and
-    reads their answers back, which no backend changes, and SmolLM2 on the actors took 19 minutes of CI
-    for the 20 configs. Real models on the actors: SmolLM2 in the killed-actor test and the documented
-    commands below, the committed heads here on Qwen-1.5B (a head is bound to its model: one set)."""
+    """The shipped config's test arguments (tests/test_shipped_configs.py) with at most 2 items per set. The five
+    configs CI runs send their prompts to the mock backend: what CI checks here is how the engine shares a
+    config's cells out and reads their answers back, which no backend changes (real models on the actors in CI:
+    SmolLM2 in the killed-actor test, the committed heads on Qwen-1.5B, one set). The others (``long``) run as
+    tests/test_shipped_configs.py runs them: the embedded SmolLM2 (or the config's packaged Qwen) on the actors."""
     args = list(ARGS[name])
     if "--limit" in args:  # a round of [[compare]] cells sizes itself by contexts
         at = args.index("--limit")
@@ -94,12 +94,12 @@ def _ray_args(name: str) -> list[str]:
     if name.startswith("heads_"):
         at = args.index("--datasets")
         args[at + 1] = "DGR"
-    elif "--backend" not in args:
+    elif "--backend" not in args and name in ON_THE_CLUSTER:
         args += ["--backend", "mock"]
     return args
 
 
-#: Every shipped config runs on the cluster (all of them took 13 minutes: `pytest -m long`); CI runs one per kind
+#: Every shipped config runs on the cluster (`pytest -m long`, the model its own test runs); CI runs one per kind
 #: of work the actors answer: label requests, likelihood (sequence) requests and ensembles with classic members on
 #: the driver, hidden states for the committed heads on Qwen-1.5B, rationales (reason requests) and pairwise
 #: cells (examples are chosen on the driver, before the units are cut: Table 5's k-shot cells are label requests).
