@@ -185,8 +185,7 @@ def test_without_logprobs_or_samples_an_item_fails_naming_the_fallback():
     assert all("--sampling-fallback N" in r["error"] for r in rows)
 
 
-@pytest.mark.slow  # a real server generating rationales: about 30 s
-@pytest.mark.long
+@pytest.mark.long  # a real server generating rationales: about 30 s
 def test_real_chat_server_with_logprobs_reads_the_answer_after_the_rationale(llama_server):
     """``python -m llama_cpp.server`` on SmolLM2: every item is scored from the log-probabilities at its
     answer's token (SmolLM2 rarely writes the answer line itself, so mostly after the follow-up request);

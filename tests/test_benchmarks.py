@@ -14,8 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 13-25 s of real-model work
 def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     """Two timed DailyDialog-Zhao items, 1-shot, SmolLM2: the defaults against flash attention in ABBA
     order; the table has a ratio per setting (1.00x for the baseline) and the largest score difference
@@ -31,7 +30,6 @@ def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     assert float(table["defaults"][4]) == 0.0 and float(table["flash_attn=true"][4]) < 0.1
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(data_dir):
     """The smallest run of benchmarks/prefix_share.py: every pass prints its row, the ratios are against
@@ -52,7 +50,6 @@ def test_prefix_share_measures_families_against_one_prompt_and_raw_llama_cpp(dat
     assert "rows: fedq-9 vs fedq-9-each: 9 rows, cell files byte-identical: True" in out, out
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_prefix_share_runs_one_family_alone(data_dir):
     """`--family criteria` (benchmarks/README.md) runs the criteria passes only: no FED-Turn pass, and the
@@ -70,7 +67,6 @@ def test_prefix_share_runs_one_family_alone(data_dir):
     assert "variant flash_attn=true:" in out
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_one(data_dir):
     """Two items of DailyDialog-Zhao and of Topical-USR, SmolLM2, ABBA: a row per set and side with its
@@ -92,7 +88,6 @@ def test_instruction_prefix_times_the_split_criteria_prompt_against_the_unsplit_
     assert "target: DZ items/s with the split vs without:" in out, out
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_leaderboard_schedule_times_one_by_one_against_scheduled_and_checks_the_estimate(data_dir):
     """One FED-Dial and one DailyDialog-Zhao item, SmolLM2's four zero-shot prompts of the CPU leaderboard:
@@ -133,8 +128,7 @@ def test_head_cost_times_the_hidden_state_against_the_answer_alone(data_dir):
     assert "answers identical on both sides: True" in proc.stdout
 
 
-@pytest.mark.slow  # the token-by-token side is what the benchmark shows to be slow
-@pytest.mark.long
+@pytest.mark.long  # the token-by-token side is what the benchmark shows to be slow
 def test_likelihood_speed_times_batched_replies_against_token_by_token(data_dir):
     """Three FED-Dial dialogs, SmolLM2: both sides print a row, the speed-up is a ratio of the same run, and
     the two sides' answers agree up to llama.cpp's kernels (a row read for the wrong position would
@@ -263,7 +257,6 @@ def test_batch_kill_creates_one_batch_when_killed_twice():
     assert "target (killed twice while waiting: exactly 1 batch, every item scored): met" in proc.stdout
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_pairwise_cost_times_both_orders_against_one_and_a_pointwise_item(data_dir):
     """One Topical-USR context with SmolLM2, each side once: every pass prints its row, both pairings print

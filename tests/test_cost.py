@@ -163,8 +163,7 @@ def _check(config: Path, data_dir: Path, env: dict[str, str], *more: str) -> sub
                            *more], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
-@pytest.mark.slow  # real SmolLM2 end to end: 15-25 s, kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # real SmolLM2 end to end: 15-25 s
 def test_rate_file_is_measured_once_refreshed_by_runs_and_remeasured_when_corrupt(tmp_path, data_dir, monkeypatch):
     import os
 

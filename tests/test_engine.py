@@ -85,8 +85,7 @@ def _config(tmp_path: Path, text: str) -> Path:
     return p
 
 
-@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 13-25 s of real-model work
 def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_dir):
     """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints the bootstrap CI."""
     cache = tmp_path / "cache.sqlite"
@@ -110,8 +109,7 @@ def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_d
     assert all(len(r["examples"]) == 2 and r["estimated"] is False and r["complete"] is True for r in rows)
 
 
-@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 13-25 s of real-model work
 def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
     """A second `judge run` of the same config into a new folder is served from the SQLite cache."""
     text = ('datasets = [{ name = "fed-turn", qualities = ["Overall", "Interesting"] }]\n'

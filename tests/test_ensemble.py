@@ -127,8 +127,7 @@ fit = "cv"
 """
 
 
-@pytest.mark.slow  # SmolLM2 with a 160-token window on 8 FED-Turn items, for the failed-member accounting
-@pytest.mark.long
+@pytest.mark.long  # SmolLM2 with a 160-token window on 8 FED-Turn items, for the failed-member accounting
 def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir):
     cfg = tmp_path / "ens.toml"
     out = tmp_path / "res"
@@ -195,8 +194,7 @@ def test_config_errors_name_the_entry(tmp_path):
     assert ok.with_overrides(methods=["ens-x"] if False else [ens.name]).methods == (ens,)
 
 
-@pytest.mark.slow  # 13-25 s of real-model work: kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 13-25 s of real-model work
 def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path):
     """`judge bench FILE --member ... --member ...` prints the ensemble's statistics; its rows equal a
     `judge score` of the same members (both build through the engine)."""

@@ -155,8 +155,7 @@ def test_a_listwise_judge_reads_its_population_on_the_real_model(tmp_path):
     assert all(abs(a - b) > 1e-6 for a, b in zip(with_list, alone, strict=True))  # type: ignore[operator]
 
 
-@pytest.mark.slow  # scheduled reuse on the real model: tests/test_schedule.py keeps one in the README suite
-@pytest.mark.long
+@pytest.mark.long  # scheduled reuse on the real model: tests/test_schedule.py keeps one in the README suite
 def test_siblings_and_both_questions_reuse_the_list_when_scheduled(smollm2, data_dir):
     """DailyDialog-Grade rates two replies per context. Scheduled together, the two listwise questions of
     all replies of a context run back to back: one prompt pays for the list, the others for their tail,

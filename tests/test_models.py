@@ -222,7 +222,6 @@ def test_judge_models_lists_packaged_models(qwen05):
     assert bad.returncode == 2 and "qwen2.5-coder-0.5b" in bad.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_qwen05_ranks_the_example_dialogues(qwen05):
     # Measured: 32 of the 36 (good, bad) pairs in order (SmolLM2, the default: 24; the 1.5B: 36).
@@ -249,7 +248,6 @@ def test_qwen05_ranks_the_example_dialogues(qwen05):
     assert pairs["museum"] > 0.01 and pairs["bakery"] > -0.02, pairs
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_criteria_prompt_runs_on_a_packaged_qwen(qwen05):
     """The README's recommended command (`--prompt yesno-criteria` on a packaged Qwen), on the 0.5B

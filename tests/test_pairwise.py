@@ -411,7 +411,6 @@ def test_serve_compares_pairs_on_loopback(tmp_path):
         srv.stop()
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_documented_commands_run_as_written_with_smollm2(tmp_path, data_dir):
     """README's `judge compare` commands (the example files, a DSTC10 set) and docs/pairwise.md's Python block,

@@ -70,8 +70,7 @@ def test_reuse_and_reordering_match_from_scratch(reuse, scratch, fed, prompt, qu
         "reuse is in whole batches only"
 
 
-@pytest.mark.slow  # 20 s of SmolLM2 in CI (tests/test_llamacpp.py keeps a fast reuse test): kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 20 s of SmolLM2 (tests/test_llamacpp.py keeps a fast reuse test)
 def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scratch):
     a = (Turn(USER, "I have been learning to bake sourdough bread at home, but my loaves come out flat and "
                     "dense every time. I feed the starter daily. What am I doing wrong?"),)
@@ -94,8 +93,7 @@ def test_window_sorts_interleaved_prompts_and_yields_in_input_order(reuse, scrat
     assert sum(s.n_evaluated_tokens for s in sorted_run) < sum(s.n_evaluated_tokens for s in in_order)
 
 
-@pytest.mark.slow  # 19 s of SmolLM2 in CI: kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 19 s of SmolLM2
 def test_a_familys_shared_part_is_reused_and_answers_match_from_scratch(reuse, scratch, fed):
     """The fedq family declares where its shared part ends (``shared_until``): each prompt is evaluated in
     batches that start anew there, so the family's next prompt on the same item reuses the whole

@@ -86,8 +86,7 @@ def test_every_preset_scores_benches_and_runs_on_the_mock_backend(allowed: Path,
     assert all(r["n"] == n and not r["n_failed"] for r in summary["results"])
 
 
-@pytest.mark.slow  # the real Qwen2.5-Coder-1.5B (the qwen-1-5b extra, installed with the test extra)
-@pytest.mark.long
+@pytest.mark.long  # the real Qwen2.5-Coder-1.5B (the qwen-1-5b extra, installed with the test extra)
 def test_the_head_preset_scores_benches_and_runs_with_its_model(tmp_path: Path):
     """On rated conversations it did not learn from, with its own model: ``judge bench`` prints its summary
     (issue 53: it scored every item, then died in the summary on a key the head's description lacks)."""

@@ -102,8 +102,7 @@ def test_scheduled_run_writes_the_rows_and_cache_entries_of_method_by_method_run
     assert sum(evaluated) <= sum(evaluated_alone), (sum(evaluated), sum(evaluated_alone))
 
 
-@pytest.mark.slow  # 21 s of SmolLM2 in CI: kept out of the README's 10-minute command
-@pytest.mark.long
+@pytest.mark.long  # 21 s of SmolLM2
 def test_prompts_of_one_family_go_to_the_backend_back_to_back(smollm2, data_dir):
     """Three FED turn qualities in the shared family (three items): each item's three prompts reach llama.cpp one after
     the other, and the second and third evaluate only their question (the conversation is reused)."""
@@ -146,7 +145,6 @@ def test_prompts_of_one_family_go_to_the_backend_back_to_back(smollm2, data_dir)
         assert [s.label_probs for s in alone] == [s.label_probs for s in by_lane[lane]]
 
 
-@pytest.mark.slow
 @pytest.mark.long
 def test_ensemble_members_of_one_model_are_scored_in_one_pass(smollm2, data_dir, tmp_path):
     """`judge score --member ...` (an ensemble): its LLM members on one model are scheduled together, so

