@@ -512,6 +512,30 @@ def test_round_9_candidates_are_committed_and_prepare_on_every_set(data_dir):
         ("TU", 3), ("PU", 3), ("DZ", 2), ("DGU", 4), ("DGR", 20), ("EG", 20)}
 
 
+
+def test_round_9_test_file_reads_the_dev_choice_by_the_committed_rule():
+    """Round 9's test file holds one cell: the dev candidate whose mean agreement with the human preference
+    over the six sets (the committed dev summary) is the higher, a tie going to ``pairwise``; the same prompt,
+    orders, pointwise method beside it and sample sizes as on dev, read on the test half."""
+    from judge.harness.config import load_experiment
+
+    configs = ROOT / "benchmarks" / "configs"
+    dev = load_experiment(configs / "pairwise_dev_q15.toml")
+    test = load_experiment(configs / "pairwise_test_q15.toml")
+    assert (dev.split, test.split) == ("dev", "test") and test.methods == ()
+    assert (dev.datasets, dev.qualities, dev.limit_seed) == (test.datasets, test.qualities, test.limit_seed)
+    summary = json.loads((ROOT / "benchmarks" / "results" / "pairwise-dev-q15.json").read_text())
+    agreement: dict[str, list[float]] = {}
+    for e in summary["pairwise"]:
+        agreement.setdefault(e["name"], []).append(e["humans"]["judge"]["value"])
+    assert {k: len(v) for k, v in agreement.items()} == {c.name: 6 for c in dev.compare_cells}
+    means = {k: sum(v) / len(v) for k, v in agreement.items()}
+    choice = "q15-pairwise" if means["q15-pairwise"] >= means["q15-pairwise-tie"] else "q15-pairwise-tie"
+    [cell] = test.compare_cells
+    chosen = next(c for c in dev.compare_cells if c.name == choice)
+    assert cell.name == choice
+    assert (cell.method, cell.against, cell.contexts) == (chosen.method, chosen.against, chosen.contexts)
+
 # -- hosted APIs: priced, capped and batched like every other method --------------------------------------
 def hosted_compare(srv, tmp: Path, *extra: str, cache: str = "c.sqlite") -> int:
     return main(["compare", str(V1), str(V2), "--backend", "openai", "--model", "fault-model", "--base-url",

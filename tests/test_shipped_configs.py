@@ -69,6 +69,9 @@ ARGS = {
     # backend (harness logic: pairs, both orders, the pointwise rows beside, the reports); the pairwise
     # judge runs with SmolLM2 in tests/test_pairwise.py.
     "pairwise_dev_q15.toml": ["--datasets", "DGR", "--backend", "mock"],
+    # Its test reading: the chosen cell of the dev file above on the test half (tests/test_pairwise.py checks
+    # that it is the dev choice), the same harness path.
+    "pairwise_test_q15.toml": ["--datasets", "DGR", "--backend", "mock"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     # Issue 54's measurement (a 128-token rationale with Qwen-1.5B): its harness logic on the mock backend;
@@ -110,9 +113,9 @@ def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, mo
 #: a path CI takes elsewhere (k-shot FED prompts in tests/test_selectors.py, every classic
 #: scorer in tests/test_classic*.py, the zero-shot grid on the cluster in tests/test_ray.py, the heads in
 #: tests/test_shipped_heads.py and heads_q15_dev here, the largest mock grids in their later rounds' configs, the
-#: results runs in cpu_leaderboard_dev's); the other mock-backend configs and one of each real-model kind stay.
+#: results runs in cpu_leaderboard_dev's, round 9's test reading in its dev file); the other mock-backend configs and one of each real-model kind stay.
 LONG = {"classic", "dstc10_zeroshot", "heads_q15_test", "table3_fed_turn", "table4_fed_dial", "table6_models",
-        "cpu_leaderboard", "cpu_leaderboard_dev_q15", "table5_selection", "results_test"}
+        "cpu_leaderboard", "cpu_leaderboard_dev_q15", "table5_selection", "results_test", "pairwise_test_q15"}
 
 
 @pytest.mark.slow
