@@ -523,7 +523,7 @@ def test_round_9_test_file_reads_the_dev_choice_by_the_committed_rule():
     dev = load_experiment(configs / "pairwise_dev_q15.toml")
     test = load_experiment(configs / "pairwise_test_q15.toml")
     assert (dev.split, test.split) == ("dev", "test") and test.methods == ()
-    assert (dev.datasets, dev.qualities, dev.limit_seed) == (test.datasets, test.qualities, test.limit_seed)
+    assert (dev.datasets, dev.limit, dev.limit_seed, dev.split_seed) == (test.datasets, test.limit, test.limit_seed, test.split_seed)
     summary = json.loads((ROOT / "benchmarks" / "results" / "pairwise-dev-q15.json").read_text())
     agreement: dict[str, list[float]] = {}
     for e in summary["pairwise"]:

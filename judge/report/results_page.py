@@ -58,11 +58,6 @@ PENDING = (
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
      "pending re-run; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
-    ("Round 9, pairwise judging by Qwen2.5-Coder-1.5B (both orders, with and without a tie, beside the criteria "
-     "prompt's score differences on the same pairs; docs/pairwise.md): the dev round, whose candidates and rule "
-     "are committed in the config, then the chosen template on the test half once (a config written after the "
-     "dev round, with the choice only); about 56k prompt tokens for the dev round (`--check`)",
-     "judge run benchmarks/configs/pairwise_dev_q15.toml --data-dir ../shared/data"),
 )
 
 
