@@ -70,6 +70,18 @@ def _ci(ci: dict[str, Any]) -> str:
     return f"[{_fmt(ci['low'], 2)}, {_fmt(ci['high'], 2)}]"
 
 
+def _answer_first(rows: dict[str, list[dict[str, Any]]]) -> str:
+    """How many rationales open with the answer itself (their first word Yes or No), and the range of the
+    exact p(Yes) read after them: a rationale that states its verdict first justifies it rather than
+    reasoning towards it, and leaves the read little to grade."""
+    every = [r for rs in rows.values() for r in rs]
+    first = [(r.get("rationale") or "").strip().split()[:1] for r in every]
+    opened = sum(1 for w in first if w and w[0].strip(".,:!").lower() in ("yes", "no"))
+    yes = [r["label_probs"]["yes"] for r in every if r.get("label_probs")]
+    spread = f"; p(Yes) after the rationale from {min(yes):.4f} to {max(yes):.4f}" if yes else ""
+    return f"\nRationales whose first word is the answer (Yes or No): {opened} of {len(every)}{spread}."
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", help="the run's folder (judge run ... -o FOLDER)")
@@ -101,7 +113,11 @@ def main() -> int:
             mine, base = rows[method][ds], rows[ONE_TOKEN][ds]
             st = cell_stats(mine, n_boot, seed)
             mark = "" if (st["ci"]["p"] is not None and st["ci"]["p"] < 0.05) else "\\*"
-            cells.append(f"{_fmt(st['spearman']['value'])}{mark} {_ci(st['ci'])}")
+            scores = {r["score"] for r in mine if r["score"] is not None}
+            if len(scores) == 1:  # no correlation exists: say why rather than print n/a
+                cells.append(f"constant (every item {_fmt(scores.pop(), 1)})")
+            else:
+                cells.append(f"{_fmt(st['spearman']['value'])}{mark} {_ci(st['ci'])}")
             human, groups = [r["human"] for r in mine], row_groups(mine)
             parts.append(stats.AveragePart(ds, ([r["score"] for r in mine],), human, groups))
             assert [r["id"] for r in mine] == [r["id"] for r in base], ds
@@ -120,6 +136,7 @@ def main() -> int:
         print(f"| `{method}`{extra} | " + " | ".join(cells) +
               f" | {_fmt(test.r_a)} {_ci({'low': avg.low, 'high': avg.high})} | {diff} | {prompt:.0f} + {generated:.0f} | "
               f"{seconds[method] / n:.1f} |")
+    print(_answer_first(rows[REASONED]))
     print(f"\nPer set: Spearman [conversation-bootstrap 95% CI]; \\* = not significant (bootstrap p >= .05). The "
           f"difference is the paired stratified bootstrap of the 3-set average ({2 * n_boot} resamples). Seconds: model "
           "time per item from the cells' time files (the two read candidates of one set share a pass); the sampled "

@@ -187,6 +187,10 @@ def test_reason_measure_reads_a_run_and_adds_the_sampled_candidate(tmp_path, dat
     assert drawn == module.sampled(row) and drawn["estimated"] and sum(drawn["label_probs"].values()) <= 1
     assert module.sampled({**row, "label_probs": {"yes": 1.0, "no": 0.0}})["score"] == 1.0
     assert module.sampled({**row, "label_probs": {"yes": 0.0, "no": 0.0}})["score"] is None
+    assert "Rationales whose first word is the answer (Yes or No): " in proc.stdout
+    opened = module._answer_first({"DZ": [{"rationale": " Yes. The reply fits.", "label_probs": {"yes": 0.99, "no": 0.01}},
+                                          {"rationale": "The reply, so: no.", "label_probs": {"yes": 0.4, "no": 0.6}}]})
+    assert "1 of 2; p(Yes) after the rationale from 0.4000 to 0.9900" in opened
 
 
 @pytest.mark.slow
