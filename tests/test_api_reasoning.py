@@ -70,6 +70,7 @@ def _sampled(prompt: str, n: int) -> dict[str, float]:
     ("o4-mini", ("--reason", "2048", "--reasoning-effort", "low", "--sampling-fallback", "5"), 2048, 16),  # README's
     ("thinker-1", ("--reason", "256", "--sampling-fallback", "5"), 256, 48),  # the issue's
 ], ids=["known-by-name", "learned-from-400s"])
+@pytest.mark.slow
 def test_a_reasoning_api_scores_every_item_from_sampled_answers(model, args, budget, hidden):
     """o4-mini is known by name to need max_completion_tokens and no logprobs or temperature; thinker-1 is
     not, and the server's 400s teach the backend the same, once each, for the run. Every item is scored
@@ -122,6 +123,7 @@ def test_the_stand_in_refuses_with_openais_own_bodies():
         assert answer.usage.completion_tokens_details.reasoning_tokens == 48 and answer.choices[0].message.content
 
 
+@pytest.mark.slow
 def test_a_one_token_read_of_a_reasoning_model_is_refused_naming_reason():
     with FaultServer(reasoning=True) as srv:
         code, rows, err = _score(srv, "o4-mini")  # known by name: refused before any request
@@ -141,6 +143,7 @@ def test_visible_thinking_is_kept_with_the_rationale_and_never_read(think):
         assert row["rationale"].startswith("<think>Let me weigh it.") and "</think>\nThe reply" in row["rationale"]
 
 
+@pytest.mark.slow
 def test_reasoning_effort_is_sent_and_a_budget_the_reasoning_spends_fails_saying_so():
     with FaultServer(reasoning=True) as srv:
         code, rows, _ = _score(srv, "o4-mini", "--reason", "40", "--sampling-fallback", "3",
@@ -212,6 +215,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
 
 
+@pytest.mark.slow
 def test_check_prices_a_rationale_at_its_whole_budget_without_contacting_the_server():
     """``--check`` counts what a judge that reasons first may generate: the budget and the answer line (8) per
     request, five times for a reasoning model sampled five times (12 items: 12 x 72 and 12 x 5 x 264)."""

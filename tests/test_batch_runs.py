@@ -179,6 +179,7 @@ def test_judge_run_killed_while_waiting_and_run_again_creates_exactly_one_batch(
         assert (tmp_path / "run" / "batches").is_dir()
 
 
+@pytest.mark.slow
 def test_an_expired_batch_is_resubmitted_once_and_what_is_still_missing_fails_its_items(tmp_path, capsys):
     with FaultServer() as srv:
         srv.expire_batches(1)  # half of the first batch expires: resubmitted once, then all answered

@@ -25,6 +25,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
+@pytest.mark.slow
 def test_bench_a_users_jsonl_by_path_with_its_declared_scale(tmp_path):
     out = tmp_path / "rows.jsonl"
     proc = _cli("bench", str(RATED), "--selector", "bm25-context", "--k", "2", "--threads", "2", "-o", str(out))
@@ -55,6 +56,7 @@ def test_scale_flag_declares_a_scale_the_file_does_not(tmp_path):
     assert proc.returncode == 2 and "scores.overall" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_bench_a_dstc10_file_under_an_unregistered_name(tmp_path, data_dir):
     records = json.loads((data_dir / "dstc10_track5" / "dailydialog-zhao_eval.json").read_text())[::60]
     path = tmp_path / "mybot_eval.json"
@@ -74,6 +76,7 @@ def test_the_two_newer_dstc10_sets_by_name():
         assert f"quality {quality}" in proc.stdout and "n         6" in proc.stdout
 
 
+@pytest.mark.slow
 def test_run_config_with_a_set_given_by_path(tmp_path, data_dir):
     config = tmp_path / "team.toml"
     config.write_text(

@@ -223,6 +223,7 @@ def test_classic_measure_runs_as_documented_and_matches_judge_bench(tmp_path, da
         assert row["spearman"] == pytest.approx(expected, abs=5e-4)
 
 
+@pytest.mark.slow
 def test_joint_bootstrap_prints_both_rules_and_the_widening(data_dir):
     proc = subprocess.run([sys.executable, "benchmarks/joint_bootstrap.py", "--data-dir", str(data_dir),
                            "--resamples", "300"], cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -54,6 +54,7 @@ TURNS = [
 ]
 
 
+@pytest.mark.slow
 def test_nsp_is_p_isnext_and_dialog_sums_pairs(tmp_path: Path) -> None:
     path = tiny_bert(tmp_path, "nsp")
     scorer = create_classic("bert-nsp", model=path, batch_size=1)

@@ -122,6 +122,7 @@ def test_predicted_tokens_are_what_a_real_run_evaluates(tmp_path, data_dir):
     assert _total_tokens(again) == 0 and all(c == i for i, c, _, _ in _cells(again).values()), again
 
 
+@pytest.mark.slow
 def test_a_partly_cached_run_is_counted_as_the_run_goes(tmp_path, data_dir):
     """One item of each cell in the cache, two to score: the count is the tokens the run then evaluates."""
     cache = tmp_path / "cache.sqlite"
@@ -145,6 +146,7 @@ members = ["yesno-criteria", "rating-criteria-shared"]
 """
 
 
+@pytest.mark.slow
 def test_an_ensemble_run_without_its_members_counts_what_it_scores(tmp_path, data_dir):
     """``--methods pair``: the ensemble alone scores its members itself, so its cell holds their tokens
     (not "in its members"), and the count is what the run then evaluates."""
@@ -221,6 +223,7 @@ def test_mock_and_hosted_backends_give_no_guess(tmp_path, data_dir, capsys):
 
 
 @pytest.mark.parametrize("command", ["score", "bench"])
+@pytest.mark.slow
 def test_score_and_bench_check_print_the_cost_and_score_nothing(tmp_path, data_dir, command, capsys):
     from judge.cli import main
 

@@ -71,12 +71,14 @@ def test_run_writes_results_folder(config, data_dir, tmp_path):
         assert (out / name).stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_same_config_twice_is_byte_identical(config, data_dir, tmp_path):
     _run(config, data_dir, tmp_path / "a")
     _run(config, data_dir, tmp_path / "b")
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
 
 
+@pytest.mark.slow
 def test_resume_after_torn_write_and_garbage(config, data_dir, tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "out"
     _run(config, data_dir, ref)
@@ -168,6 +170,7 @@ def test_classic_scorer_lacking_an_input_is_skipped_not_fatal(tmp_path, data_dir
     assert "Not run (`–`): `bleu4` on dailydialog-grade" in (tmp_path / "out" / "leaderboard.md").read_text()
 
 
+@pytest.mark.slow
 def test_compute_time_is_kept_beside_the_rows_and_survives_a_resume(config, data_dir, tmp_path):
     out = tmp_path / "r"
     summary = _run(config, data_dir, out)

@@ -362,6 +362,7 @@ def test_a_head_written_before_fingerprints_is_refused_until_stamped(tmp_path, d
     assert _in_process(score).returncode == 0
 
 
+@pytest.mark.slow
 def test_the_readme_commands_choosing_a_judge_on_your_own_data(capsys, fixed_rate):
     """"Which judge on your own data": each `judge bench` line as written, on the bundled rated examples in
     place of ``my_rated.jsonl``, with ``--check`` (the prompts built and counted on the 1.5B's own tokenizer,

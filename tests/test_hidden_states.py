@@ -178,6 +178,7 @@ def hidden_pair():
         b.close()
 
 
+@pytest.mark.slow
 def test_llamacpp_vector_has_the_embedding_width_and_the_answer_is_bit_for_bit_the_labels(smollm2):
     """The label answers of the session's SmolLM2, which was never asked for hidden states, against those of
     a backend asked for them: equal bit for bit, before and after, and the vector is 576 wide."""

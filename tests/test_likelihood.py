@@ -194,6 +194,7 @@ def test_likelihood_answer_does_not_depend_on_what_ran_before(reuse, scratch):
         alone.n_prompt_tokens + len(alone.logprobs) - 1)  # the prompt, then every reply token but the last
 
 
+@pytest.mark.slow
 def test_a_reply_in_batches_matches_it_one_token_at_a_time(reuse, scratch):
     """A reply longer than ``n_batch`` (32 here) runs in several batches, each position an output. Every
     token's log-probability must be the one the token-by-token evaluation gives, up to the CPU kernels'

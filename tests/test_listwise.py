@@ -136,6 +136,7 @@ def _gen(cache: Path) -> GenerateConfig:
     return GenerateConfig(threads=2, cache_path=str(cache))
 
 
+@pytest.mark.slow
 def test_a_listwise_judge_reads_its_population_on_the_real_model(tmp_path):
     """The same replies scored with their siblings listed and alone (population ``()``): the list changes
     the prompt and the answers; alone, the prompt is the criteria prompt's text."""

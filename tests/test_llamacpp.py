@@ -52,6 +52,7 @@ def test_good_response_ranks_above_bad_with_yesno_prompt(smollm2):
     assert set(good.label_probs) == {"yes", "no"}
 
 
+@pytest.mark.slow
 def test_prefix_reuse_gives_identical_scores(smollm2):
     judge = LLMJudge(get_prompt("yesno"), smollm2)
     items = [Item(id=str(i), level="turn", context=CTX, response=r) for i, r in enumerate([GOOD, BAD, GOOD])]
@@ -83,6 +84,7 @@ def test_prompt_longer_than_context_fails_the_item_not_the_run(smollm2):
     assert s[1].ok
 
 
+@pytest.mark.slow
 def test_window_is_the_n_ctx_asked_for_not_llama_cpp_rounded_one(tmp_path, capsys):
     """``--n-ctx 300``: llama.cpp rounds its KV cache up to 512, llama-cpp-python's token buffer holds 300.
     A 400-token item used to pass the length check and crash the run (numpy broadcast error); it must

@@ -122,6 +122,7 @@ def test_uses_future_is_refused_unless_the_method_opts_in() -> None:
     prepare(classic("next-user-sentiment"), [dialog])
 
 
+@pytest.mark.slow
 def test_cli_refuses_uses_future_and_records_the_kind_with_allow_future(tmp_path: Path) -> None:
     data = tmp_path / "turns.jsonl"
     data.write_text("".join(json.dumps({"id": f"t{i}", "context": [{"speaker": "user", "text": "Any plans?"}],
@@ -291,6 +292,7 @@ def test_old_summaries_put_uses_future_methods_in_their_own_table() -> None:
     assert row_kind({}) == "unknown"
 
 
+@pytest.mark.slow
 def test_a_turn_item_anywhere_in_a_file_needs_allow_future(tmp_path: Path) -> None:
     """A file whose first line is a dialog and whose second is a turn with ``next_user`` is refused like
     the reversed file: every item's level counts, not the first line's."""
@@ -312,6 +314,7 @@ def test_a_turn_item_anywhere_in_a_file_needs_allow_future(tmp_path: Path) -> No
     assert _cli("score", str(only_dialogs), "--scorer", "next-user-sentiment").returncode == 0
 
 
+@pytest.mark.slow
 def test_bench_prints_the_kind(data_dir) -> None:
     r = _cli("bench", "--data-dir", str(data_dir), "--dataset", "FD", "--scorer", "next-user-sentiment", "--allow-future",
              "--bootstrap", "200")
@@ -319,6 +322,7 @@ def test_bench_prints_the_kind(data_dir) -> None:
     assert "kind      uses-future (reads the user's turn after the rated response)\n" in r.stdout
 
 
+@pytest.mark.slow
 def test_bench_prints_a_supervised_kind(data_dir) -> None:
     """An ensemble whose weights are learned on the scored set (``--fit cv``) is benchmarked as supervised,
     with what else it reads."""

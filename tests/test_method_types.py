@@ -56,6 +56,7 @@ def _words(record: dict) -> int:
     return len((record.get("response") or "").split())
 
 
+@pytest.mark.slow
 def test_a_toy_type_runs_in_a_judge_run_config(plugin_env: dict[str, str], tmp_path: Path):
     config = tmp_path / "toy.toml"
     config.write_text(f'datasets = [{{ path = "{RATED}", name = "toy", quality = "overall" }}]\nbootstrap = 50\n'

@@ -71,6 +71,7 @@ def _scores(backend: CachedBackend) -> list[float]:
     return [d.logprobs[" yes"] for d in dists]
 
 
+@pytest.mark.slow
 def test_gguf_replaced_in_place_is_not_served_stale_cache(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("JUDGE_HOME", str(tmp_path / "home"))  # the hash memo, isolated
     model = tmp_path / "judge-model.gguf"

@@ -169,6 +169,7 @@ def test_qwen05_is_not_rehashed_on_every_load(qwen05, monkeypatch):
     assert calls == [qwen05]
 
 
+@pytest.mark.slow
 def test_qwen05_tampered_part_is_refused(qwen05, tmp_path):
     real_parts = models.part_paths(QWEN_05B)
     bad = tmp_path / "part06.bin"

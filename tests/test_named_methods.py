@@ -97,6 +97,7 @@ def test_method_and_prompt_flags_clash(methods_file: Path):
     assert proc.returncode == 2 and "--method names the whole method" in proc.stderr
 
 
+@pytest.mark.slow
 def test_bench_runs_a_named_method(methods_file: Path, data_dir: Path):
     proc = _judge("bench", "--dataset", "FT", "--data-dir", str(data_dir), "--limit", "30",
                   "--methods-file", str(methods_file), "--method", "words")

@@ -122,6 +122,7 @@ def test_output_lines_in_any_order_are_matched_by_custom_id(tmp_path):
         sync.backend.close()
 
 
+@pytest.mark.slow
 def test_an_expired_batch_is_resubmitted_once_then_left(tmp_path):
     its = items(10)
     with FaultServer() as srv:
@@ -276,6 +277,7 @@ KILLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_waiting_reattaches_and_creates_exactly_one_batch(tmp_path):
     with FaultServer(batch_run_s=1.5) as srv:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}

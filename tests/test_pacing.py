@@ -148,6 +148,7 @@ def test_rpm_caps_what_is_sent():
         judge.backend.close()
 
 
+@pytest.mark.slow
 def test_a_token_limit_is_paced_too():
     with FaultServer(limit=RateLimit(tokens_per_minute=3000, time_scale=20)) as srv:  # 1,000 tokens a second
         judge = _judge(srv)

@@ -289,6 +289,7 @@ contexts = {{ TU = 2, DGR = 5 }}
 """
 
 
+@pytest.mark.slow
 def test_compare_cells_run_resume_and_report(data_dir, tmp_path, capsys):
     config = tmp_path / "c.toml"
     config.write_text(CONFIG.format(data=data_dir))

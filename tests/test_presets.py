@@ -66,6 +66,7 @@ def _mock_presets() -> list[str]:
     return [n for n in PRESET_NAMES if n not in HEADS]
 
 
+@pytest.mark.slow
 def test_every_preset_scores_benches_and_runs_on_the_mock_backend(allowed: Path, tmp_path: Path):
     n = len(allowed.read_text().splitlines())
     for name in _mock_presets():

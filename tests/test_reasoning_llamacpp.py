@@ -74,6 +74,7 @@ def test_the_seed_samples_another_rationale_and_greedy_is_the_default(scratch):
     assert len(seeds) > 1 and greedy == _said(scratch.reason(prompt, LABELS, 5, Reasoning(8, "Answer:", 0.0, 5)))
 
 
+@pytest.mark.slow
 def test_the_replay_counts_what_a_rationale_that_spends_its_budget_evaluates(reuse):
     """The cost replay runs the backend's steps with a placeholder token that never ends the rationale:
     where the real rationale spent its whole budget too, every count is the real one."""

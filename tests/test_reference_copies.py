@@ -110,6 +110,7 @@ def test_reduced_set_correlation_equals_a_direct_computation(copies_run: Path) -
     assert f"{avg['overall']:.3f}" in line
 
 
+@pytest.mark.slow
 def test_bench_prints_the_reduced_set(data_dir) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "judge", "bench", "--data-dir", str(data_dir), "--dataset", "TU",

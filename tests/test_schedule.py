@@ -203,6 +203,7 @@ def test_fed_family_templates_render_and_declare_their_family(data_dir):
     assert get_prompt("fed-turn-fluent").family is None  # the paper's prompts stay as they were
 
 
+@pytest.mark.slow
 def test_check_prints_the_shared_prefix_of_each_family(tmp_path, data_dir):
     config = tmp_path / "check.toml"
     config.write_text('name = "c"\nlimit = 6\ndatasets = [{ name = "fed-turn", qualities = "all" }, "TU"]\n'

@@ -336,6 +336,7 @@ def small_ctx():
     backend.close()
 
 
+@pytest.mark.slow
 def test_window_fitting_drops_least_relevant_first_with_real_model(data_dir, small_ctx):
     from judge import Prompt
     from judge.datasets import load_benchmark

@@ -342,6 +342,7 @@ def test_ensemble_is_served_against_its_reference_set(tmp_path):
         srv.stop()
 
 
+@pytest.mark.slow
 def test_served_cv_ensemble_says_which_weights_it_uses(tmp_path, turn_examples):
     """A ``fit = "cv"`` ensemble of model-free members served against a rated reference set: /v1/info
     gives the weights it learned there (those ``judge score --fit cv`` records for the same file), and
@@ -383,6 +384,7 @@ def test_served_cv_ensemble_says_which_weights_it_uses(tmp_path, turn_examples):
     (("--member", "scorer=length", "--member", "scorer=rouge-l", "--fit", "cv", "--quality", "overall"),
      {"kind": "supervised", "uses_future": False, "reads": ["reference"], "supervised": True}),
 ], ids=["mock-yesno", "rouge-l", "cv-ensemble"])
+@pytest.mark.slow
 def test_info_gives_the_served_judges_kind(tmp_path, turn_examples, args, kind):
     """``/v1/info`` of a running ``judge serve`` says what kind of judge answers: reference-free (the
     yes/no prompt on the mock backend), reference-based (ROUGE-L reads the reference) or supervised (an
@@ -411,6 +413,7 @@ def test_import_judge_does_not_import_the_web_stack():
 
 
 # -- batching across clients with a backend that batches ------------------------------------------
+@pytest.mark.slow
 def test_concurrent_requests_share_model_calls_on_a_batching_backend(tmp_path):
     """--backend openai (batching) against tests/fault_server.py, a real OpenAI-compatible HTTP server
     answering after 0.3 s: requests from 16 concurrent clients are merged into fewer scoring calls,

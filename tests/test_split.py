@@ -63,6 +63,7 @@ def test_run_scores_only_the_split_and_records_it(tmp_path, data_dir):
         parse_experiment({"datasets": ["FT"], "split": "train", "methods": [{"prompt": "yesno"}]}, "x.toml")
 
 
+@pytest.mark.slow
 def test_cli_run_and_bench_take_split(tmp_path, data_dir):
     env = {**os.environ}
     out = tmp_path / "res"
@@ -313,6 +314,7 @@ def test_a_release_file_given_by_path_has_its_registered_sets_halves(data_dir, t
     assert {it.id: split_of(conversation_of(it)) for it in load_items(export)} == registered
 
 
+@pytest.mark.slow
 def test_the_conversation_index_is_what_the_registered_files_give(data_dir):
     """judge/datasets/conversations.json (the registered sets' conversations by content, which every loaded
     item is named by) equals what the rules build from the shipped files; rebuild it with write_index when a

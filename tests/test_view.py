@@ -73,6 +73,7 @@ def full_view(full_run, data_dir):
     return from_results([full_run], data_dir=str(data_dir))
 
 
+@pytest.mark.slow
 def test_every_prompt_shown_is_the_prompt_sent(listwise_run, data_dir, tmp_path):
     out, sent = listwise_run
     view = from_results([out], data_dir=str(data_dir))
@@ -92,6 +93,7 @@ def test_every_prompt_shown_is_the_prompt_sent(listwise_run, data_dir, tmp_path)
         assert d["chat"] is True and d["wrapping"] is None  # the mock applies no template it could name
 
 
+@pytest.mark.slow
 def test_page_data_matches_rows_and_summary(full_run, full_view, data_dir, tmp_path):
     html = tmp_path / "v.html"
     write_view(full_view, html)
@@ -137,6 +139,7 @@ def test_page_data_matches_rows_and_summary(full_run, full_view, data_dir, tmp_p
         assert pair["diff"] == pytest.approx(sign * comp["diff"])
 
 
+@pytest.mark.slow
 def test_view_is_byte_identical_and_reads_nothing_from_the_network(full_run, data_dir, tmp_path):
     a, b = tmp_path / "a.html", tmp_path / "b.html"
     write_view(from_results([full_run], data_dir=str(data_dir)), a)
@@ -147,6 +150,7 @@ def test_view_is_byte_identical_and_reads_nothing_from_the_network(full_run, dat
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
 
 
+@pytest.mark.slow
 def test_cli_writes_the_view_and_the_leaderboard_links_it(full_run, data_dir, capsys):
     assert main(["view", str(full_run), "--data-dir", str(data_dir)]) == 0
     view = full_run / "view.html"
@@ -157,6 +161,7 @@ def test_cli_writes_the_view_and_the_leaderboard_links_it(full_run, data_dir, ca
     assert 'href="view.html"' in (full_run / "leaderboard.html").read_text()
 
 
+@pytest.mark.slow
 def test_two_runs_side_by_side(full_run, listwise_run, data_dir, tmp_path):
     out = tmp_path / "both.html"
     assert main(["view", str(full_run), str(listwise_run[0]), "-o", str(out), "--data-dir", str(data_dir)]) == 0
@@ -202,6 +207,7 @@ def test_changed_settings_are_named_not_shown(full_run, data_dir, tmp_path):
     assert sum(c.prompts is not None for c in view.cells) == 8  # the other LLM cells
 
 
+@pytest.mark.slow
 def test_serve_answers_on_loopback(full_run, data_dir):
     proc = subprocess.Popen([sys.executable, "-m", "judge", "view", str(full_run), "--data-dir", str(data_dir),
                              "--serve"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
