@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.data.items import USER, Item, Turn
 from judge.datasets import load_items
 from judge.engine import MethodSpec, build_scorer
-from judge.items import USER, Item, Turn
 from tests.fault_server import FaultServer
 
 
@@ -84,7 +84,7 @@ def fault_server_part(args: argparse.Namespace) -> None:
 
 def llama_server_part(args: argparse.Namespace) -> None:
     from judge.backends.llamacpp_cpu import llama_server_command
-    from judge.models import resolve_model_path
+    from judge.models.packaged import resolve_model_path
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

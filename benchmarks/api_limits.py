@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.data.items import USER, Item, Turn
 from judge.engine import MethodSpec, build_scorer
-from judge.items import USER, Item, Turn
 from tests.fault_server import FaultServer, RateLimit
 
 

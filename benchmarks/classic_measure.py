@@ -13,12 +13,12 @@ import json
 import time
 from typing import Any
 
+from judge.core.errors import InputError
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.engine import MethodSpec, build_scorer
-from judge.errors import InputError
 from judge.harness.runner import seeded_subset
-from judge.stats import correlations
+from judge.stats.correlation import correlations
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -31,12 +31,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from judge.data.items import Item
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.datasets.conversations import RULES, conversation_names, load_unidentified, node_of, present_sets
 from judge.datasets.identity import index_digest
 from judge.datasets.split import split_of
 from judge.harness.runner import seeded_subset
-from judge.items import Item
 
 OUT = ROOT / "benchmarks" / "halves_history.json"
 #: The rules of each earlier split, oldest first (see the module doc), and the current ones.

@@ -25,13 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.io import atomic_jsonl_writer
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows
 from judge.harness.config import DatasetSpec, Experiment
 from judge.harness.runner import plan, run_experiment
-from judge.io import atomic_jsonl_writer
-from judge.results import cell_path, read_rows
+from judge.records.results import cell_path, read_rows
 
 
 def peak_rss_mb() -> float:

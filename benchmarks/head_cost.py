@@ -41,7 +41,7 @@ def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
     """Score the items with the prompt's judge as the engine builds it, the hidden state read or not."""
     os.environ["JUDGE_CACHE"] = str(Path(spec["work"]) / "cache.sqlite")
     sys.path.insert(0, str(ROOT))
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
     from judge.datasets.split import split_items

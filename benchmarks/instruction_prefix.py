@@ -45,7 +45,7 @@ def unsplit_copy(prompt: str, folder: Path) -> Path:
     the same name, so that it renders the same text (its partials come from the built-in folder) and only
     the split differs. Every template splits by default; the criteria ones still say so."""
     sys.path.insert(0, str(ROOT))
-    from judge.prompts import builtin_prompts
+    from judge.prompts.templates import builtin_prompts
 
     source = builtin_prompts()[prompt].read_text(encoding="utf-8")
     if "split_instructions = true\n" in source:
@@ -62,7 +62,7 @@ def unsplit_copy(prompt: str, folder: Path) -> Path:
 def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
     """One side on every set: one model load, the sets one after another through the same backend."""
     sys.path.insert(0, str(ROOT))
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
     from judge.engine import BackendPool, MethodSpec, build_scorer

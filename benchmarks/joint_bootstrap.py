@@ -2,7 +2,7 @@
 
 FED-Turn and FED-Dial rate the same test conversations, and the DailyDialog sets a few of the same
 dialogues; the average's bootstrap resamples them together (one draw per conversation across the sets that
-rate it: :func:`judge.stats.average_ci`). This scores one model-free method (``length`` by default) on the
+rate it: :func:`judge.stats.correlation.average_ci`). This scores one model-free method (``length`` by default) on the
 eight DSTC10 test halves as the published runs sample them (up to 200 items per set, seed 0) and prints the
 bootstrap SD and 95% CI of its 8-set average both ways: every set resampled on its own (the rule before
 issue 53) and shared conversations together (today's), with the ratio of the SDs. No model loads; seconds.
@@ -21,12 +21,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge import stats
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.datasets.split import conversation_of, split_items
 from judge.harness.runner import seeded_subset
 from judge.scorers.classic import create_classic
+from judge.stats import correlation as stats
 
 
 def parts(data_dir: str, scorer_name: str, limit: int) -> list[stats.AveragePart]:

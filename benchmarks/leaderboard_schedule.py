@@ -62,7 +62,7 @@ def zero_shot_methods(config: str, model: str) -> list[str]:
     """The config's prompting methods of ``model`` that show the judge no examples."""
     sys.path.insert(0, str(ROOT))
     from judge.harness import load_experiment
-    from judge.models import DEFAULT_MODEL
+    from judge.models.packaged import DEFAULT_MODEL
 
     exp = load_experiment(config)
     return [m.name for m in exp.methods

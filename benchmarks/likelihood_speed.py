@@ -34,10 +34,10 @@ from prefix_share import peak_rss_mb
 
 from judge.backends import Prompt, TokenLogprobs
 from judge.backends.llamacpp import LlamaCppBackend
-from judge.config import GenerateConfig
-from judge.items import Item
+from judge.core.config import GenerateConfig
+from judge.data.items import Item
 from judge.scorers.likelihood import conditional_prompt, statistic, unconditional_prompt, utterances
-from judge.stats import correlate
+from judge.stats.correlation import correlate
 
 Request = tuple[Prompt, str]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from judge.data.items import Item
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DatasetInfo, dataset_info
 from judge.harness.runner import seeded_subset
-from judge.items import Item
 
 
 def add_subset_options(ap: argparse.ArgumentParser, dataset: str) -> None:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.cli.options import key_value
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build_scorer

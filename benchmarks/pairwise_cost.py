@@ -49,9 +49,9 @@ TARGET = 1.6
 def pairs_of(spec: dict[str, Any]) -> tuple[list[Any], Any]:
     """The pairs of ``spec['contexts']`` seeded contexts of the set (``single``: the first pair of each)."""
     sys.path.insert(0, str(ROOT))
+    from judge.data.pairs import pairs_within, sample_contexts
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
-    from judge.pairs import pairs_within, sample_contexts
 
     info = dataset_info(spec["dataset"])
     pairs = sample_contexts(pairs_within(load_benchmark(info.name, spec["data_dir"]), file=info.name).pairs,
@@ -67,7 +67,7 @@ def pairs_of(spec: dict[str, Any]) -> tuple[list[Any], Any]:
 def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
     """One side: the pairs compared in one or both orders, or their replies scored by the criteria prompt."""
     os.environ["JUDGE_CACHE"] = str(Path(spec["work"]) / "cache.sqlite")
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
     from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows
     from judge.engine.compare import compare_rows, pair_items, prepare_pairs
 

@@ -151,7 +151,7 @@ def raw_prompts(data_dir: str, limit: int, threads: int) -> tuple[list[list[int]
     """Token ids of the ``criteria-1`` prompts, exactly as judge sends them (chat template included),
     made with judge's own prompt building before the raw pass, which then runs without judge."""
     sys.path.insert(0, str(ROOT))
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
     from judge.engine import BackendPool, MethodSpec, build_scorer

@@ -10,7 +10,7 @@ no No among its draws fails). Then it prints, per set and on the 3-set average: 
 ratings and its conversation-bootstrap 95% CI, the paired bootstrap difference against the one-token read
 (conversations resampled, as ``judge run``'s comparisons), and per item the prompt and generated tokens
 and the seconds of model time. The statistics are the harness's own (:mod:`judge.harness.summary`,
-:mod:`judge.stats`), with the run's bootstrap settings.
+:mod:`judge.stats.correlation`), with the run's bootstrap settings.
 
     JUDGE_CACHE=/tmp/reason-q15-dev/cache.sqlite judge run benchmarks/configs/reason_q15_dev.toml --data-dir ../shared/data
     python benchmarks/reason_measure.py results/reason-q15-dev
@@ -31,10 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge import stats
 from judge.harness.summary import cell_stats, row_groups
 from judge.harness.timing import read_timing
-from judge.results import cell_path, read_rows
+from judge.records.results import cell_path, read_rows
+from judge.stats import correlation as stats
 
 ONE_TOKEN, REASONED, SAMPLED = "q15-criteria", "q15-criteria-reason128", "q15-criteria-reason128-sampled5"
 #: Answers drawn per item, and the seed of the draws.

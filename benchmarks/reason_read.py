@@ -32,12 +32,12 @@ sys.path.insert(0, str(ROOT))
 from llama_subset import add_subset_options, subset
 from prefix_share import peak_rss_mb
 
-from judge.answers import candidates
 from judge.backends import Prompt
 from judge.backends.base import Reasoned, Reasoning
 from judge.backends.llamacpp import LlamaCppBackend
-from judge.config import GenerateConfig
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.prompts.answers import candidates
+from judge.prompts.templates import get_prompt
 
 #: The acceptance bound of the read's cost (issue "Judges that think before they answer").
 BOUND = 1.1

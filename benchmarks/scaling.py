@@ -29,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.data.items import Item
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build_scorer
-from judge.items import Item
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 from judge.selectors.bm25 import BM25Selector

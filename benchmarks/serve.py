@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
 from judge.datasets.jsonl import items_from_records
 from judge.engine import BackendPool, MethodSpec, build, prepare, score_rows
 

@@ -39,13 +39,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.answers import candidates
 from judge.backends.llamacpp import LlamaCppBackend, reused_prefix
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.data.items import Item
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build_scorer
-from judge.items import Item
+from judge.prompts.answers import candidates
 from judge.scorers.llm import LLMJudge
 from judge.scorers.rules import ScoringError, score_distribution
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .threads import set_thread_defaults
+from .core.threads import set_thread_defaults
 
 # Before anything loads llama.cpp or torch (their OpenMP runtimes read the settings once, at load).
 set_thread_defaults()
@@ -23,21 +23,21 @@ set_thread_defaults()
 # isort: split
 
 from .backends import Prompt, backend_names, create_backend
-from .config import GenerateConfig
+from .core.config import GenerateConfig
+from .core.distribution import check_not_shadowed
+from .core.errors import InputError, JudgeError, TemplateError, UnknownNameError
+from .data.items import Item, Turn
+from .data.qualities import Quality, quality_for
 from .datasets import load_benchmark, load_items
 from .datasets.benchmarks import DATASETS, dataset_info, registered_quality
-from .distribution import check_not_shadowed
 from .engine import BackendPool, MethodSpec, build, build_scorer, prepare
-from .errors import InputError, JudgeError, TemplateError, UnknownNameError
-from .items import Item, Turn
-from .prompts import PromptTemplate, builtin_prompts, get_prompt, load_template
-from .qualities import Quality, quality_for
+from .prompts.templates import PromptTemplate, builtin_prompts, get_prompt, load_template
 from .scorers.base import Score, Scorer
 from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector
-from .stats import correlate, correlations
+from .stats.correlation import correlate, correlations
 
-__version__ = "0.1.0"  # of the distribution dialogue-judge (judge.distribution)
+__version__ = "0.1.0"  # of the distribution dialogue-judge (judge.core.distribution)
 
 # Refuse to run beside the unrelated PyPI package 'judge', which would otherwise half-replace this one.
 check_not_shadowed()

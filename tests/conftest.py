@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.rates import Rate
+from judge.accounting.rates import Rate
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The benchmark files, beside the repository; ``JUDGE_TEST_DATA`` points elsewhere (the suite's own
@@ -78,7 +78,7 @@ def turn_examples(tmp_path_factory) -> Path:
 def smollm2():
     """The real embedded default model (SmolLM2-135M-Instruct via llama.cpp), loaded once per session."""
     from judge.backends import create_backend
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
 
     backend = create_backend("llamacpp", None, GenerateConfig(threads=2))
     yield backend
@@ -90,7 +90,7 @@ def reuse():
     """SmolLM2 reusing the KV prefix with ``n_batch=32``, so that prompts of a few dozen tokens reuse whole
     batches (the prefix-reuse and likelihood tests compare it with ``scratch``)."""
     from judge.backends import create_backend
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
 
     backend = create_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
     yield backend
@@ -101,7 +101,7 @@ def reuse():
 def scratch():
     """SmolLM2 evaluating every prompt from an empty KV cache (``reuse_prefix=False``), same batches."""
     from judge.backends import create_backend
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
 
     backend = create_backend("llamacpp", None, GenerateConfig(threads=2), reuse_prefix=False, n_batch=32)
     yield backend
@@ -142,7 +142,7 @@ def llama_server(tmp_path_factory):
     import urllib.request
 
     from judge.backends.llamacpp_cpu import llama_server_command
-    from judge.models import resolve_model_path
+    from judge.models.packaged import resolve_model_path
 
     pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]")
     with socket.socket() as s:
@@ -185,7 +185,7 @@ def hf_smollm2(tmp_path_factory):
     pytest.importorskip("torch", reason="the transformers backend needs the [hf] extra (torch)")
     pytest.importorskip("transformers", reason="the transformers backend needs the [hf] extra")
     from judge.backends import create_backend
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
 
     cache = tmp_path_factory.mktemp("gguf-cache")
     backend = create_backend("transformers", None, GenerateConfig(threads=2, batch_size=8), gguf_cache=str(cache))

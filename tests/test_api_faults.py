@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from judge.backends import create_backend
-from judge.config import GenerateConfig
-from judge.engine.rows import item_row
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.prompts.templates import get_prompt
+from judge.records.rows import item_row
 from judge.scorers.llm import LLMJudge
 from tests.fault_server import FaultServer, expected_goodness
 
@@ -248,7 +248,7 @@ def test_api_key_never_leaks(tmp_path):
 
 def test_missing_key_variable_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    from judge.errors import BackendError
+    from judge.core.errors import BackendError
 
     with pytest.raises(BackendError, match="NO_SUCH_KEY_VAR"):
         create_backend("openai", "m", GenerateConfig(), base_url="http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR")

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fault_server import FaultServer, expected_goodness, rationale, sampled_label
 
 from judge import GenerateConfig, load_items, make_judge
-from judge.answers import YesNo, candidates
 from judge.backends.openai_api import answer_request
-from judge.prompts import get_prompt
+from judge.prompts.answers import YesNo, candidates
+from judge.prompts.templates import get_prompt
 
 pytest.importorskip("openai")
 

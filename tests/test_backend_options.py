@@ -8,7 +8,7 @@ import pytest
 
 from judge.backends import backend_names
 from judge.cli.options import add_judge_options, backend_options
-from judge.errors import InputError
+from judge.core.errors import InputError
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -40,7 +40,7 @@ def test_missing_vllm_names_the_extra():
     import importlib.util
 
     from judge.backends import create_backend
-    from judge.errors import MissingExtraError
+    from judge.core.errors import MissingExtraError
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed in this environment")

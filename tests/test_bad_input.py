@@ -19,7 +19,7 @@ import pytest
 
 import judge
 from judge.cli import main
-from judge.errors import InputError
+from judge.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ import pytest
 
 from judge.backends import Backend, Failure, LabelDist, Prompt
 from judge.backends.base import Capabilities
-from judge.cache import Cache, CachedBackend, cache_key, default_cache_path
+from judge.engine.cache import Cache, CachedBackend, cache_key, default_cache_path
 from tests.fault_server import FaultServer, expected_goodness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,7 +276,7 @@ def test_two_processes_share_one_cache(tmp_path):
     assert 90 <= requests <= 120  # overlapping items are computed at most twice, never more
     # every score is the one the server answers for that prompt (no mix-up between processes)
     from judge.datasets import load_items
-    from judge.prompts import get_prompt
+    from judge.prompts.templates import get_prompt
     from judge.scorers.llm import LLMJudge
 
     class NoModel(Backend):  # only to render prompts exactly as the CLI did (chat flag, no examples)

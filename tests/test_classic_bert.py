@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge.errors import InputError
-from judge.items import SYSTEM, USER, Item, Turn
+from judge.core.errors import InputError
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.scorers.classic import create_classic
 from judge.scorers.classic.regression import cross_validated_predictions, group_folds
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judge.errors import InputError, UnknownNameError
-from judge.items import SYSTEM, USER, Item, Turn
+from judge.core.errors import InputError, UnknownNameError
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.scorers.classic import create_classic, hf
 from judge.scorers.classic.fed_metric import conversation_text, followups
 
@@ -112,7 +112,7 @@ def test_fed_metric_is_negative_minus_positive_loss(lm, loss: str) -> None:
 
 
 def test_fed_metric_overall_is_mean_of_qualities_and_turn_level(lm) -> None:
-    from judge.qualities import FED_TURN
+    from judge.data.qualities import FED_TURN
     from judge.scorers.classic.fed_metric import followup_losses, quality_score
 
     tok, net = lm
@@ -145,7 +145,7 @@ def test_fed_followups_file_matches_the_paper_counts() -> None:
 
 
 def test_fed_metric_quality_object_without_followups_means_overall() -> None:
-    from judge.qualities import ZHAO
+    from judge.data.qualities import ZHAO
 
     scorer = create_classic("fed-metric", model=MODEL, quality=ZHAO[-1])  # "appropriateness"
     assert scorer.describe()["quality"] == "overall"

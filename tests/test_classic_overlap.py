@@ -8,8 +8,8 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
-from judge.errors import InputError
-from judge.items import Item, Turn
+from judge.core.errors import InputError
+from judge.data.items import Item, Turn
 from judge.scorers.classic import create_classic
 from judge.scorers.classic.overlap import bleu, meteor, rouge_l, tokenize
 

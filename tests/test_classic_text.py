@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judge.errors import InputError, UnknownNameError
-from judge.items import SYSTEM, USER, Item, Turn
+from judge.core.errors import InputError, UnknownNameError
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.scorers.classic import classic_names, create_classic
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from judge import GenerateConfig
-from judge.context_views import in_view
+from judge.core.errors import InputError
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.datasets import load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
-from judge.errors import InputError
 from judge.harness.config import parse_experiment
-from judge.items import SYSTEM, USER, Item, Turn
+from judge.prompts.context_views import in_view
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from judge.accounting.rates import VERSION, Rate, UnreadableRates, fit, rate_path, read_rates, refined, write_rate
 from judge.engine.cost import cost_lines
 from judge.harness import load_experiment, plan, run_experiment
 from judge.harness.cost import cost_estimate, cost_report
 from judge.harness.runner import applicable
-from judge.rates import VERSION, Rate, UnreadableRates, fit, rate_path, read_rates, refined, write_rate
 from tests.conftest import FIXED_RATE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judge.cli import main
-from judge.data_sources import DATA_FILES, verify
+from judge.datasets.download import DATA_FILES, verify
 
 
 @pytest.fixture()

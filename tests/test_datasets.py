@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from judge.core.errors import InputError, UnknownNameError
+from judge.data.items import KNOWN_SPEAKERS, SYSTEM, USER, Item
+from judge.data.qualities import GENERIC_OVERALL
 from judge.datasets import FORMATS, check_scale, detect_format, load_benchmark, load_items
 from judge.datasets.benchmarks import DATASETS, dataset_info
-from judge.errors import InputError, UnknownNameError
-from judge.items import KNOWN_SPEAKERS, SYSTEM, USER, Item
-from judge.qualities import GENERIC_OVERALL
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "dialogues.jsonl"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from judge.cli import build_parser, main
+from judge.core.errors import InputError
 from judge.distributed.options import RayOptions, add_ray_options, option_rows, ray_from_args
 from judge.distributed.segments import Segments, cuts
-from judge.errors import InputError
 from judge.harness.config import parse_experiment
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
 The unrelated package itself cannot be installed here (the tests run offline), so these tests write
 its installed metadata the way pip does (a ``judge-0.2.0.dist-info`` folder with its real name, summary
 and file list) or put its module files into a copy of our package: exactly what
-:mod:`judge.distribution` reads. With the real sdist (judge 0.2.0) installed in a throwaway venv, the
+:mod:`judge.core.distribution` reads. With the real sdist (judge 0.2.0) installed in a throwaway venv, the
 import gives the same refusal.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.distribution import DISTRIBUTION, UNRELATED_SUMMARY, ShadowedError, check_not_shadowed
+from judge.core.distribution import DISTRIBUTION, UNRELATED_SUMMARY, ShadowedError, check_not_shadowed
 
 ROOT = Path(__file__).resolve().parents[1]
 

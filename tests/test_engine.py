@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from judge import GenerateConfig, load_benchmark, make_judge
+from judge.core.errors import InputError
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import ROW_KEYS, MethodSpec
-from judge.errors import InputError
 from judge.harness import load_experiment, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,8 +153,8 @@ def test_a_template_check_is_repeated_for_other_items_and_skipped_only_for_the_s
     also a cell) is not repeated, and other items, even with the same ids, are checked again."""
     from dataclasses import replace
 
+    from judge.core.errors import TemplateError
     from judge.engine.build import prepare
-    from judge.errors import TemplateError
 
     template = tmp_path / "strict.j2"
     template.write_text('{#- judge\nanswer = "yesno"\n-#}\n{{ item.response[0] }} Answer:')
@@ -174,9 +174,9 @@ def test_a_template_check_renders_the_reply_alone_as_it_is_sent_and_once(tmp_pat
     so a template that needs one fails before a model loads, although the same items passed as given;
     a second prepare of the same method and items (an ensemble's member that is also a cell) renders
     nothing again."""
+    from judge.core.errors import TemplateError
     from judge.engine.build import prepare
-    from judge.errors import TemplateError
-    from judge.prompts import PromptTemplate
+    from judge.prompts.templates import PromptTemplate
 
     template = tmp_path / "needs-context.j2"
     template.write_text('{#- judge\nanswer = "yesno"\n-#}\n{{ item.context[0].text }} {{ item.response }} Answer:')

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from judge.core.errors import InputError
 from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
-from judge.errors import InputError
 from judge.harness import load_experiment, run_experiment
 from judge.harness.config import parse_experiment
-from judge.results import cell_path, read_rows
+from judge.records.results import cell_path, read_rows
 from judge.scorers.classic import create_classic
 from judge.scorers.ensemble import percentile
 

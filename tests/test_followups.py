@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from judge.backends import Prompt, TokenLogprobs, create_backend
-from judge.cache import Cache, CachedBackend, sequence_key
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.engine import MethodSpec
+from judge.engine.cache import Cache, CachedBackend, sequence_key
 from judge.engine.kinds import method_kinds
-from judge.items import SYSTEM, USER, Item, Turn
 from judge.scorers.classic.fed_metric import followups
 from judge.scorers.likelihood import (
     HEADER,

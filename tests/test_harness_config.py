@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.errors import InputError
+from judge.core.errors import InputError
 from judge.harness import load_experiment, parse_experiment
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from judge.core.errors import InputError
 from judge.engine import ROW_KEYS
-from judge.errors import InputError
 from judge.harness import load_experiment, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,8 +136,8 @@ def test_cli_run_unknown_selector_is_named_at_run_time(tmp_path, data_dir):
 
 
 def test_quality_nobody_rated_gives_an_empty_finished_cell(tmp_path):
+    from judge.data.items import SYSTEM, USER, Item, Turn
     from judge.harness import parse_experiment
-    from judge.items import SYSTEM, USER, Item, Turn
 
     items = [Item(id=f"d{i}", level="dialog", dialog=(Turn(USER, "hi"), Turn(SYSTEM, "hello " * i)),
                   system="s", annotations={"Overall": (float(i % 5), float((i + 1) % 5))}) for i in range(6)]

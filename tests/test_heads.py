@@ -21,12 +21,12 @@ import pytest
 
 from judge.backends.mock import MockBackend
 from judge.cli import main
-from judge.config import GenerateConfig
-from judge.errors import InputError
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError
 from judge.heads import read_head
 from judge.heads.fit import Rows, choose_alpha, cross_validate, fit, folds, predict, rank_target
 from judge.heads.head import prompt_hash
-from judge.prompts import get_prompt
+from judge.prompts.templates import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 

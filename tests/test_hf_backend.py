@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.answers import YesNo, candidates
 from judge.backends import Failure, Prompt, create_backend
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.errors import BackendError
 from judge.datasets import load_items
-from judge.errors import BackendError
-from judge.prompts import get_prompt
+from judge.prompts.answers import YesNo, candidates
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 
 torch = pytest.importorskip("torch", reason="the transformers backend needs the [hf] extra (torch)")
@@ -142,7 +142,7 @@ def test_model_options_are_part_of_the_cache_key(t5_backend, tiny_t5):
 # vLLM tests load it anyway, so these run there once rather than in the README's command.
 @pytest.mark.slow
 def test_gguf_loads_and_is_saved_for_reuse(hf_smollm2):
-    from judge.models import SMOLLM2
+    from judge.models.packaged import SMOLLM2
 
     copy = hf_smollm2.gguf_copy
     assert not hf_smollm2.is_seq2seq
@@ -225,7 +225,7 @@ def test_a_rationale_is_generated_on_the_prompts_kv_cache_and_the_answer_read_af
     the whole sequence so far, until a turn ends or the budget is spent, then one pass over the prompt, the
     rationale and the cue. The same rationale, and the same distribution up to float rounding."""
     from judge.backends.base import Reasoned, Reasoning
-    from judge.reasoning import answer_line
+    from judge.backends.reasoning import answer_line
 
     how = Reasoning(8, "Answer:")
     cands = candidates(YesNo())

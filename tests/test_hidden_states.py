@@ -15,9 +15,9 @@ import pytest
 from judge.backends import Backend, Failure, HiddenState, LabelDist, Prompt, create_backend
 from judge.backends.base import require
 from judge.backends.mock import HIDDEN_DIM, MockBackend
-from judge.cache import Cache, CachedBackend, cache_key, hidden_key
-from judge.config import GenerateConfig
-from judge.errors import InputError
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError
+from judge.engine.cache import Cache, CachedBackend, cache_key, hidden_key
 
 YES = [" Yes", " No"]
 #: The first three numbers of the mock's vector for PROMPTS[0] (seed 0), written down once.
@@ -249,7 +249,7 @@ def tiny_llama(tmp_path_factory) -> Path:
     """A randomly initialised 2-layer Llama with SmolLM2's tokenizer (mechanics only, never quality)."""
     transformers = pytest.importorskip("transformers", reason="the transformers backend needs the [hf] extra")
     torch = pytest.importorskip("torch")
-    from judge.models import resolve_model_path
+    from judge.models.packaged import resolve_model_path
 
     tok = transformers.AutoTokenizer.from_pretrained(str(resolve_model_path(None).parent),
                                                      gguf_file=resolve_model_path(None).name)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from judge.io import atomic_jsonl_writer, atomic_write_jsonl
+from judge.core.io import atomic_jsonl_writer, atomic_write_jsonl
 
 
 def test_rows_stream_to_a_temp_file_and_appear_only_at_the_end(tmp_path):
@@ -44,7 +44,7 @@ def test_written_files_get_the_mode_open_would_give_not_the_temp_files_0600(tmp_
     import os
     import stat
 
-    from judge.io import FILE_MODE, atomic_write_text
+    from judge.core.io import FILE_MODE, atomic_write_text
 
     out = tmp_path / "head.json"
     atomic_write_text(out, "{}")

@@ -49,7 +49,7 @@ def test_nothing_outside_the_command_line_imports_from_it():
 def test_the_import_scan_sees_relative_imports():
     """The scan above must catch the form it forbids (a test that cannot fail is no test)."""
     cli_module = PACKAGE / "cli" / "score.py"
-    assert "judge.counters.report_counters" in _imported_modules(cli_module)
+    assert "judge.accounting.counters.report_counters" in _imported_modules(cli_module)
     assert any(n.startswith("judge.cli.options") for n in _imported_modules(cli_module))
 
 

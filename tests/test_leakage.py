@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from judge.data.items import Item
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DATASETS
-from judge.items import Item
 from judge.selectors.guard import allowed
 
 #: Registered sets whose files ../shared/data does not hold; they are checked on their fixtures.

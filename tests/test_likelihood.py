@@ -12,13 +12,13 @@ import pytest
 from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
 from judge.backends.base import Capabilities
 from judge.backends.mock import MockBackend
-from judge.cache import Cache, CachedBackend, cache_key
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.engine import BackendPool, MethodSpec, build_scorer, prepare
+from judge.engine.cache import Cache, CachedBackend, cache_key
 from judge.engine.kinds import method_kinds
 from judge.engine.named import named_method
-from judge.errors import InputError
-from judge.items import SYSTEM, USER, Item, Turn
 from judge.scorers.likelihood import LikelihoodScorer, conditional_prompt, unconditional_prompt
 
 
@@ -217,7 +217,7 @@ def test_sequence_cache_keys_name_how_the_reply_was_evaluated(smollm2):
     """Answers of the engine that decoded a reply token by token are never served as this engine's: the
     llama.cpp backend adds how it evaluates a reply to its sequence keys (and to no label key); a backend
     without ``sequence_settings`` keeps the keys it had (the value below was computed before they existed)."""
-    from judge.cache import SCHEMA_VERSION, _digest, sequence_key
+    from judge.engine.cache import SCHEMA_VERSION, _digest, sequence_key
 
     prompt, text = unconditional_prompt(), " Hello."
     mock = create_backend("mock", None, GenerateConfig())

@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 
 from judge import GenerateConfig
-from judge.alternatives import alternatives_by_context, alternatives_for, context_key
+from judge.core.errors import TemplateError
+from judge.data.alternatives import alternatives_by_context, alternatives_for, context_key
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.kinds import method_kinds
 from judge.engine.schedule import common_prefix
 from judge.engine.units import run_lanes
-from judge.errors import TemplateError
 from judge.harness import load_experiment
 from judge.harness.runner import plan
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt, load_template
+from judge.prompts.templates import get_prompt, load_template
 from judge.scorers.llm import LLMJudge
 from judge.serve.service import JudgeService
 

@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from judge.answers import YesNo, candidates
 from judge.backends import Failure, LabelDist, Prompt, create_backend
-from judge.config import GenerateConfig
-from judge.errors import BackendError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.models import SMOLLM2, resolve_model_path, sha256_file
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.core.errors import BackendError
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.models.packaged import SMOLLM2, resolve_model_path, sha256_file
+from judge.prompts.answers import YesNo, candidates
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 
 CTX = (Turn(USER, "Hi, I'm planning a trip to Japan next spring."), Turn(SYSTEM, "Nice! Which cities?"),

@@ -11,8 +11,8 @@ import pytest
 from judge.backends import Prompt
 from judge.backends.llamacpp import LlamaCppBackend
 from judge.backends.llamacpp_cpu import cpu_advertises_amx, extra_buffers_usable, without_extra_buffers
-from judge.config import GenerateConfig
-from judge.models import resolve_model_path
+from judge.core.config import GenerateConfig
+from judge.models.packaged import resolve_model_path
 
 FLAGS = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f amx_bf16 amx_tile amx_int8\n"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from judge import load_benchmark, make_judge
+from judge.core.errors import InputError, UnknownNameError
 from judge.datasets.benchmarks import dataset_info
-from judge.errors import InputError, UnknownNameError
 
 
 class ModelLoaded(Exception):

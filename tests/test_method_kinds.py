@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from judge.core.errors import InputError, TemplateError
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.engine import MethodSpec, prepare
 from judge.engine.kinds import method_kinds, spec_reads
-from judge.errors import InputError, TemplateError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import load_template
+from judge.prompts.templates import load_template
 from judge.scorers.classic import create_classic
 
 ROOT = Path(__file__).resolve().parents[1]

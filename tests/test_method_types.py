@@ -121,8 +121,8 @@ def test_a_toy_type_is_served(plugin_env: dict[str, str], tmp_path: Path):
 def test_a_table_takes_the_keys_its_type_declares():
     """The keys of a TOML table are its type's fields: a likelihood table may say seeds and allow_future
     (fields of the type), never a prompt (another type's field)."""
+    from judge.core.errors import InputError
     from judge.engine.spec import method_type
-    from judge.errors import InputError
     from judge.harness.config import parse_experiment
 
     (spec,) = parse_experiment({"datasets": ["TU"], "methods": [

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from judge.answers import Rating, YesNo, candidates, check_labels
 from judge.backends import Backend, Failure, LabelDist, Prompt, TokenLogprobs, create_backend
 from judge.backends.mock import pieces
-from judge.config import GenerateConfig
-from judge.errors import InputError, TemplateError
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError, TemplateError
+from judge.prompts.answers import Rating, YesNo, candidates, check_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from judge.answers import Rating, YesNo, check_labels, unreadable_labels
 from judge.backends.base import Backend, Prompt
 from judge.backends.llamacpp import LlamaCppBackend
-from judge.cache import Cache, CachedBackend
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.errors import TemplateError
 from judge.datasets import resolve_source
-from judge.errors import TemplateError
-from judge.models import file_sha256, resolve_model_path
-from judge.prompts import get_prompt, load_template
+from judge.engine.cache import Cache, CachedBackend
+from judge.models.packaged import file_sha256, resolve_model_path
+from judge.prompts.answers import Rating, YesNo, check_labels, unreadable_labels
+from judge.prompts.templates import get_prompt, load_template
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from judge import models
-from judge.errors import BackendError
-from judge.models import (
+from judge.core.errors import BackendError
+from judge.models import packaged as models
+from judge.models.packaged import (
     QWEN_05B,
     QWEN_15B,
     ChecksumError,
@@ -83,7 +83,7 @@ def test_assemble_refuses_a_mismatch_and_leaves_nothing(tmp_path):
 _KILL_SCRIPT = """
 import sys
 from pathlib import Path
-from judge.models import assemble
+from judge.models.packaged import assemble
 *parts, dest, sha = sys.argv[1:]
 assemble([Path(p) for p in parts], Path(dest), sha)
 """
@@ -214,7 +214,7 @@ def test_judge_models_lists_packaged_models(qwen05):
     records = {r["name"]: r for r in json.loads(_judge("models", "--json").stdout)}
     assert records["qwen2.5-coder-0.5b"]["state"] == "assembled"
     assert records["qwen2.5-coder-0.5b"]["parts"] == 6 and records["qwen2.5-coder-1.5b"]["parts"] == 22
-    data = tomllib.loads((ROOT / "judge" / "models_data.toml").read_text())["models"]
+    data = tomllib.loads((ROOT / "judge" / "models" / "models_data.toml").read_text())["models"]
     from judge.report.model_figures import read_quality
 
     assert records["qwen2.5-coder-0.5b"]["measured"] == {**data["qwen2.5-coder-0.5b"],

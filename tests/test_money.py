@@ -1,4 +1,4 @@
-"""Cost in money (judge/prices.py, judge/engine/hosted_cost.py, the OpenAI backend's spend): the shipped
+"""Cost in money (judge/accounting/prices.py, judge/engine/hosted_cost.py, the OpenAI backend's spend): the shipped
 price table and a user's over it, --check's estimate in dollars (synchronous and batch) without contacting
 the server, the cost of a run from the usage the server reported (printed and recorded), and --max-cost:
 a run estimated above the cap is refused, a running one stops before the spend could pass it, and a rerun
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from judge.accounting.prices import dollars, load_prices
 from judge.backends import create_backend
-from judge.cache import Cache, CachedBackend
-from judge.config import GenerateConfig
-from judge.errors import InputError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prices import dollars, load_prices
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.engine.cache import Cache, CachedBackend
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 from tests.fault_server import FaultServer, prompt_tokens
 
@@ -32,7 +32,7 @@ PRICES = ('[[models]]\nmodel = "fault-model"\ninput = 1000.0\ncached_input = 500
 
 
 def test_every_shipped_row_says_when_and_where_its_prices_were_read():
-    data = tomllib.loads((ROOT / "judge" / "prices.toml").read_text())
+    data = tomllib.loads((ROOT / "judge" / "accounting" / "prices.toml").read_text())
     assert len(data["models"]) >= 10
     for row in data["models"]:
         assert row["checked"].year >= 2025 and "OpenAI pricing page" in row["source"], row
@@ -108,7 +108,7 @@ def test_check_says_when_a_model_has_no_price(capsys):
                  "--base-url", "http://127.0.0.1:9/v1", "--no-cache", "--check", "--limit", "2"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^yesno-none-k0\s+2\s+0\s+2\s+[\d,]+\s+n/a \(no price\)\s+n/a$", out, re.M), out
-    assert "note: no price for model 'my-own-model' in judge/prices.toml: judge does not guess one" in out
+    assert "note: no price for model 'my-own-model' in judge/accounting/prices.toml: judge does not guess one" in out
 
 
 def test_a_run_prints_and_records_what_it_cost(tmp_path, capsys):

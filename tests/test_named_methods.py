@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from judge.core.errors import InputError, UnknownNameError
 from judge.datasets import load_items
 from judge.engine import prepare
 from judge.engine.kinds import check_live, method_kinds
 from judge.engine.named import PRESETS, load_methods, named_method
-from judge.errors import InputError, UnknownNameError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"

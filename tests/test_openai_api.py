@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from judge.backends import Prompt, create_backend
-from judge.config import GenerateConfig
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 
 pytest.importorskip("openai")

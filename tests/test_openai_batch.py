@@ -29,12 +29,12 @@ from judge.backends.openai_batch import (
     write_batch_file,
 )
 from judge.backends.requests import Request
-from judge.cache import Cache, CachedBackend
-from judge.config import GenerateConfig
-from judge.engine.rows import item_row
-from judge.errors import BackendError, InputError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.core.errors import BackendError, InputError
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.engine.cache import Cache, CachedBackend
+from judge.prompts.templates import get_prompt
+from judge.records.rows import item_row
 from judge.scorers.llm import LLMJudge
 from tests.fault_server import FaultServer, answer
 
@@ -262,9 +262,9 @@ KILLED = textwrap.dedent("""
     from pathlib import Path
     from judge.backends import create_backend
     from judge.backends.openai_batch import fill_cache
-    from judge.cache import Cache, CachedBackend
-    from judge.config import GenerateConfig
-    from judge.prompts import get_prompt
+    from judge.engine.cache import Cache, CachedBackend
+    from judge.core.config import GenerateConfig
+    from judge.prompts.templates import get_prompt
     from judge.scorers.llm import LLMJudge
     from tests.test_openai_batch import asks, items
 
@@ -315,7 +315,7 @@ def test_a_batch_created_but_not_recorded_is_found_by_its_input_file(tmp_path):
     with FaultServer() as srv:
         judge = judge_on(srv, tmp_path / "c.sqlite")
         inner = judge.backend.inner
-        from judge.cache import request_key
+        from judge.engine.cache import request_key
 
         reqs = [batch_request(inner, r.prompt, r.top_n, request_key(inner, r)) for r in asks(judge, its)]
         data = "".join(r.line() for r in reqs).encode()

@@ -10,9 +10,9 @@ import pytest
 
 from judge.backends import create_backend
 from judge.backends.pacing import Budget, Cap, Pacer, parse_duration, read_budget
-from judge.config import GenerateConfig
-from judge.items import USER, Item, Turn
-from judge.prompts import get_prompt
+from judge.core.config import GenerateConfig
+from judge.data.items import USER, Item, Turn
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 from tests.fault_server import FaultServer, RateLimit, go_duration
 

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from judge.answers import Pairwise
 from judge.backends.base import LabelDist
 from judge.cli import main
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError, MissingInputError, TemplateError
+from judge.data.items import Item, Turn
+from judge.data.pairs import pairs_between, pairs_within, sample_contexts
 from judge.datasets import load_benchmark, load_items
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.compare import PAIR_ROW_KEYS, compare_rows, prepare_pairs
-from judge.errors import InputError, MissingInputError, TemplateError
 from judge.harness.config import parse_experiment
-from judge.items import Item, Turn
-from judge.pairs import pairs_between, pairs_within, sample_contexts
-from judge.prompts import common_head, get_prompt, load_template
+from judge.prompts.answers import Pairwise
+from judge.prompts.templates import common_head, get_prompt, load_template
 from judge.scorers.pairwise import AB, BA, PairwiseJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +66,7 @@ def test_pairwise_templates_show_both_replies_and_share_everything_before_the_fi
 
 
 def test_pairwise_labels_are_single_tokens_of_smollm2_and_read_from_it(smollm2):
-    from judge.answers import check_labels, unreadable_labels
+    from judge.prompts.answers import check_labels, unreadable_labels
 
     for name in ("pairwise", "pairwise-tie"):
         answer = get_prompt(name).answer
@@ -379,7 +379,7 @@ def test_smollm2_compares_in_both_orders_and_evaluates_the_conversation_once(dat
 def test_serve_compares_pairs_on_loopback(tmp_path):
     """The real service on 127.0.0.1 (mock backend): a pair's row is the row the engine writes for it (as judge
     compare does); a batch of pairs, and pairs that answer two contexts (422 naming the record and field)."""
-    from judge.io import dumps
+    from judge.core.io import dumps
     from tests.test_serve import call, start_server
 
     records = [json.loads(x) for x in V1.read_text().splitlines()[:2]]

@@ -1,4 +1,4 @@
-"""Statistics of pairwise judgements (judge/pairwise_stats.py) on hand-made pair rows whose answers are known:
+"""Statistics of pairwise judgements (judge/stats/pairwise.py) on hand-made pair rows whose answers are known:
 Bradley-Terry strengths, win rates with ties as half, position consistency and bias, agreement with the
 human preference beside a pointwise method's, length bias and system-level Kendall tau; every interval
 resamples conversations."""
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from judge.pairwise_stats import BT_PRIOR, bradley_terry, summarise_pairs
+from judge.stats.pairwise import BT_PRIOR, bradley_terry, summarise_pairs
 
 
 def row(a: str, b: str, pref: float, winner: str, *, group: str, orders: tuple[float, ...] = (), ha: float | None = None,

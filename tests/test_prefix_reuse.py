@@ -14,11 +14,11 @@ from itertools import pairwise
 import pytest
 
 from judge.backends import create_backend
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.data.qualities import find_quality
 from judge.datasets import load_benchmark
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt
-from judge.qualities import find_quality
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 
@@ -129,7 +129,7 @@ def test_a_familys_shared_part_is_reused_and_answers_match_from_scratch(reuse, s
 def test_the_split_joins_the_cache_key_only_where_it_can_move_an_answer(smollm2):
     from judge.backends.base import Prompt
     from judge.backends.mock import MockBackend
-    from judge.cache import cache_key
+    from judge.engine.cache import cache_key
 
     text = "Conversation:\nUser: hi\nQuestion: Is it good? Answer:"
     split = Prompt(text, shared=text.index("Question:"))
@@ -144,7 +144,7 @@ def test_the_instructions_split_joins_the_cache_key_and_leaves_other_keys_alone(
     it had before the instructions split existed (the material below is that code's)."""
     from judge.backends.base import Prompt
     from judge.backends.mock import MockBackend
-    from judge.cache import SCHEMA_VERSION, _digest, cache_key, sequence_key
+    from judge.engine.cache import SCHEMA_VERSION, _digest, cache_key, sequence_key
 
     text = "Rate replies.\nConversation:\nUser: hi\nQuestion: Is it good? Answer:"
     labels = ["Yes", "No"]
@@ -220,7 +220,7 @@ def test_instructions_are_reused_across_items_and_answers_match_from_scratch(reu
 def test_prefix_reuse_is_declared_and_survives_the_cache_wrapper(smollm2, tmp_path):
     """The judge sorts a window only when the backend declares prefix reuse; the CLI wraps every backend
     in the cache, which must forward the declaration or the reordering would silently stop."""
-    from judge.cache import Cache, CachedBackend
+    from judge.engine.cache import Cache, CachedBackend
 
     assert smollm2.capabilities.prefix_reuse
     assert CachedBackend(smollm2, Cache(str(tmp_path / "c.sqlite"))).capabilities.prefix_reuse

@@ -1,4 +1,4 @@
-"""Every shipped preset (judge/presets.toml) runs through ``judge score``, ``judge bench`` and ``judge run`` on a
+"""Every shipped preset (judge/methods/presets.toml) runs through ``judge score``, ``judge bench`` and ``judge run`` on a
 file it is allowed on: the examples with a reference and a next user turn on every item (the presets that read
 them need them), and the head, which is bound to its model, on conversations it did not learn from.
 

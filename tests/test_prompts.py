@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from judge.answers import Rating, YesNo
-from judge.errors import TemplateError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import builtin_prompts, fed_prompt_name, get_prompt, load_template
-from judge.qualities import FED_DIAL, FED_TURN
+from judge.core.errors import TemplateError
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.data.qualities import FED_DIAL, FED_TURN
+from judge.prompts.answers import Rating, YesNo
+from judge.prompts.templates import builtin_prompts, fed_prompt_name, get_prompt, load_template
 
 TURN = Item(
     id="t1",
@@ -268,7 +268,7 @@ def test_the_criteria_prompts_built_for_sharing_split_where_their_question_start
 def test_rating_criteria_is_the_criteria_text_asking_for_a_rating():
     """`rating-criteria` shows the criteria prompt's conversation block and asks for a 1-5 rating, read
     from its declared scale; its examples show the `value/max` labels a rating prompt shows."""
-    from judge.answers import Rating
+    from judge.prompts.answers import Rating
 
     t = get_prompt("rating-criteria")
     assert t.answer == Rating(1, 5) and t.quality is not None and t.quality.name == "Overall"
@@ -289,7 +289,7 @@ def test_rating_criteria_shared_asks_for_the_rating_in_its_question():
     """`rating-criteria-shared` is the yes/no prompts' text up to the question, byte for byte, and puts
     the 1-5 scale in its question, read from its declared scale; the published `rating-criteria` text
     is a different prompt and stays as it was."""
-    from judge.answers import Rating
+    from judge.prompts.answers import Rating
 
     t = get_prompt("rating-criteria-shared")
     assert t.answer == Rating(1, 5) and t.quality is not None and t.quality.name == "Overall"

@@ -24,13 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import judge
-from judge.answers import Rating, YesNo
+from judge.core.errors import InputError
+from judge.core.io import dumps
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.datasets.jsonl import from_text
-from judge.engine.rows import item_row
-from judge.errors import InputError
-from judge.io import dumps
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import builtin_prompts, get_prompt, load_template
+from judge.prompts.answers import Rating, YesNo
+from judge.prompts.templates import builtin_prompts, get_prompt, load_template
+from judge.records.rows import item_row
 from judge.scorers.base import Score
 from judge.scorers.rules import ScoringError, score_distribution
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from judge.data.items import ITEM_FLAGS, LONG_TURN_CHARS, SYSTEM, USER
 from judge.datasets import load_items
-from judge.items import ITEM_FLAGS, LONG_TURN_CHARS, SYSTEM, USER
-from judge.prompts import get_prompt
+from judge.prompts.templates import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG = ROOT / "tests" / "fixtures" / "real_log.jsonl"

@@ -18,18 +18,18 @@ import numpy as np
 import pytest
 
 from judge import load_items, make_judge
-from judge.answers import Rating, YesNo, candidates
 from judge.backends import create_backend
 from judge.backends.base import Prompt, Reasoning
 from judge.backends.generation import think
+from judge.backends.reasoning import answer_line, final_answer, parse_label, visible_start
 from judge.backends.requests import KINDS, Request, ask
-from judge.cache import cache_key, reason_key, request_key
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError, TemplateError
 from judge.engine import REASON_KEYS, ROW_KEYS, MethodSpec
-from judge.errors import InputError, TemplateError
+from judge.engine.cache import cache_key, reason_key, request_key
 from judge.heads.head import prompt_hash
-from judge.prompts import get_prompt, load_template
-from judge.reasoning import answer_line, final_answer, parse_label, visible_start
+from judge.prompts.answers import Rating, YesNo, candidates
+from judge.prompts.templates import get_prompt, load_template
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"

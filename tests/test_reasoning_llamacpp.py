@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from judge import load_items
-from judge.answers import candidates
+from judge.accounting.rates import Rate, rate_key, write_rate
 from judge.backends.base import Prompt, Reasoned, Reasoning
 from judge.backends.llamacpp import LlamaCppBackend
-from judge.config import GenerateConfig
-from judge.prompts import get_prompt
-from judge.rates import Rate, rate_key, write_rate
+from judge.core.config import GenerateConfig
+from judge.prompts.answers import candidates
+from judge.prompts.templates import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"

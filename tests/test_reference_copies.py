@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from scipy.stats import spearmanr
 
+from judge.data.items import USER, Item, Turn
+from judge.data.reference_copy import IS_REFERENCE, NEAR_REFERENCE, normalise, reference_copy
 from judge.engine import item_row
-from judge.items import USER, Item, Turn
-from judge.reference_copy import IS_REFERENCE, NEAR_REFERENCE, normalise, reference_copy
 from judge.scorers.base import Score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +78,8 @@ def copies_run(tmp_path_factory, data_dir) -> Path:
 
 
 def test_reduced_set_correlation_equals_a_direct_computation(copies_run: Path) -> None:
-    from judge import stats
-    from judge.results import cell_path, read_rows
+    from judge.records.results import cell_path, read_rows
+    from judge.stats import correlation as stats
 
     summary = json.loads((copies_run / "summary.json").read_text())
     res = {(r["method"], r["dataset"]): r for r in summary["results"]}

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from judge import GenerateConfig, load_items
+from judge.core.errors import UnknownNameError
+from judge.core.registry import Registry
+from judge.data.items import Item
+from judge.data.qualities import Quality
 from judge.datasets import FORMAT_LOADERS
 from judge.engine import MethodSpec, build_scorer
-from judge.errors import UnknownNameError
-from judge.items import Item
-from judge.qualities import Quality
-from judge.registry import Registry
 from judge.selectors import SELECTORS, Selector
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ def test_third_party_data_format(monkeypatch, tmp_path):
         out = []
         for i, line in enumerate(text.splitlines()):
             ctx, resp = line.split("\t")
-            from judge.items import USER, Turn
+            from judge.data.items import USER, Turn
 
             out.append(Item(id=f"{name}-{i}", level="turn", context=(Turn(USER, ctx),), response=resp))
         return out

@@ -171,7 +171,7 @@ def test_an_average_over_fewer_sets_is_marked_and_never_best(tmp_path, results, 
     leaderboard says over how many sets the average is, and only full averages compete for bold."""
     import shutil
 
-    from judge.results import cell_path, read_rows
+    from judge.records.results import cell_path, read_rows
 
     out = tmp_path / "out"
     shutil.copytree(results, out)

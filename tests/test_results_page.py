@@ -99,7 +99,7 @@ def test_a_summary_on_earlier_halves_says_so_and_lists_the_moved_items(collected
 
 
 def test_the_quality_lines_judge_models_prints_are_generated_too():
-    """judge/models_quality.json (what ``judge models`` prints as a packaged model's quality) equals what
+    """judge/models/models_quality.json (what ``judge models`` prints as a packaged model's quality) equals what
     ``render`` writes from the committed summaries, and ``judge models`` prints it."""
     from judge.cli.models import measured
     from judge.report.model_figures import QUALITY, read_quality, render_quality
@@ -246,7 +246,7 @@ def test_collect_refuses_a_command_it_cannot_rebuild(tiny_run: Path):
 
 
 def test_models_are_named_with_their_sha256():
-    from judge.models import SMOLLM2
+    from judge.models.packaged import SMOLLM2
 
     assert page._models({"type": "llm", "model": None, "backend": "llamacpp"}) == {SMOLLM2.name: SMOLLM2.sha256}
     assert page._models({"type": "llm", "model": None, "backend": "mock"}) == {}

@@ -1,5 +1,5 @@
 """Templates are untrusted code: users' prompt templates and models' chat templates both render in
-judge.sandbox.StrictSandbox. Every attempt to reach Python internals fails with a security error
+judge.core.sandbox.StrictSandbox. Every attempt to reach Python internals fails with a security error
 (TemplateError naming the template), and nothing a template does can change the data it is given.
 """
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from judge.backends.chat import SENTINEL, chat_parts
-from judge.errors import TemplateError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import load_template
-from judge.sandbox import StrictSandbox
+from judge.core.errors import TemplateError
+from judge.core.sandbox import StrictSandbox
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.prompts.templates import load_template
 
 ITEM = Item(
     id="t1",

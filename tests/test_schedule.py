@@ -26,7 +26,7 @@ from judge.engine import BackendPool, MethodSpec, build_scorer
 from judge.engine.schedule import common_prefix
 from judge.engine.units import run_lanes
 from judge.harness import load_experiment, run_experiment
-from judge.prompts import builtin_prompts, get_prompt
+from judge.prompts.templates import builtin_prompts, get_prompt
 from judge.scorers.llm import LLMJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def test_ensemble_members_of_one_model_are_scored_in_one_pass(smollm2, data_dir,
     their prompts of one item reach the model back to back; each member's scores are its scores alone."""
     items = load_benchmark("dailydialog-grade", data_dir)[:4]
     q = dataset_info("dailydialog-grade").quality("relevance")
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
 
     gen = GenerateConfig(threads=2, cache=False)
     members = tuple(MethodSpec(name=p, prompt=p, generate=gen) for p in ("yesno-criteria", "yesno-aspect-relevant"))

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from judge.answers import Rating, YesNo, candidates
-from judge.errors import UnknownNameError
+from judge.core.errors import UnknownNameError
+from judge.prompts.answers import Rating, YesNo, candidates
 from judge.scorers.rules import (
     RULES,
     ScoringError,

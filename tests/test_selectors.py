@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rank_bm25 import BM25Okapi
 
-from judge.errors import InputError, UnknownNameError
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt
-from judge.qualities import FED_DIAL, FED_TURN, GENERIC_OVERALL, Quality
+from judge.core.errors import InputError, UnknownNameError
+from judge.data.items import SYSTEM, USER, Item, Turn
+from judge.data.qualities import FED_DIAL, FED_TURN, GENERIC_OVERALL, Quality
+from judge.prompts.templates import get_prompt
 from judge.selectors import ORDERS, SELECTOR_NAMES, Selector, get_selector
 from judge.selectors.bm25 import field_text, tokenize
 from judge.selectors.manual import load_manual_set, shipped_sets
@@ -329,7 +329,7 @@ def test_end_to_end_bm25_dstc10_yesno_and_manual_fed(data_dir, smollm2):
 def small_ctx():
     """A second real backend with a small window (llama.cpp rounds n_ctx up to a multiple of 256)."""
     from judge.backends import create_backend
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
 
     backend = create_backend("llamacpp", None, GenerateConfig(threads=2, max_context=512))
     yield backend

@@ -117,7 +117,7 @@ def test_rows_equal_judge_score(server, tmp_path):
     status, body = call(server, "POST", "/v1/score/batch", {"items": records}, AUTH)
     assert status == 200, body
     rows = json.loads(body)["rows"]
-    from judge.io import dumps
+    from judge.core.io import dumps
 
     assert [dumps(row) for row in rows] == expected
     assert body.decode() == '{"rows": [' + ", ".join(expected) + "]}"
@@ -459,7 +459,7 @@ def test_batcher_merges_waiting_requests_and_isolates_failures():
     """With a batching backend, requests queued while the worker is busy are scored in one call; a
     call that raises is retried request by request, so only the bad request fails. The scoring
     function is plain Python (rows from item ids) because llama.cpp, the model here, never merges."""
-    from judge.items import Item
+    from judge.data.items import Item
     from judge.serve.batcher import Batcher
 
     calls: list[list[str]] = []

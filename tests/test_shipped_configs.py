@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.results import cell_path
+from judge.records.results import cell_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("*.toml"))

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from judge.cli import main
+from judge.core.errors import UnknownNameError
 from judge.datasets import load_benchmark, load_items
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.engine.named import named_method
-from judge.errors import UnknownNameError
 from judge.heads.head import locate_head, prompt_hash, read_head, shipped_heads
-from judge.models import PACKAGED
-from judge.prompts import get_prompt
+from judge.models.packaged import PACKAGED
+from judge.prompts.templates import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "criteria-qwen2.5-coder-1.5b"

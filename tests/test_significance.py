@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judge import stats
 from judge.report import render_csv, render_html, render_markdown
 from judge.report.table import build, p_text
+from judge.stats import correlation as stats
 
 
 def test_bootstrap_p_of_a_correlation_and_its_floor() -> None:

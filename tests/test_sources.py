@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.data_sources import DATA_FILES
+from judge.core.errors import InputError, UnknownNameError
+from judge.data.qualities import FED_TURN, quality_for
 from judge.datasets import (
     check_scale,
     load_benchmark,
@@ -22,9 +23,8 @@ from judge.datasets import (
     resolve_source,
 )
 from judge.datasets.benchmarks import DATASETS, DSTC10_SETS, dataset_info
-from judge.errors import InputError, UnknownNameError
-from judge.prompts import get_prompt
-from judge.qualities import FED_TURN, quality_for
+from judge.datasets.download import DATA_FILES
+from judge.prompts.templates import get_prompt
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RATED = FIXTURES / "rated_0to2.jsonl"

@@ -12,11 +12,11 @@ import pytest
 
 from judge import make_judge
 from judge.cli.options import add_judge_options, spec_from_args
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.errors import InputError
 from judge.datasets.benchmarks import dataset_info
 from judge.engine.fields import field_types
 from judge.engine.spec import MethodSpec, method_type
-from judge.errors import InputError
 from judge.harness.config import parse_experiment
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from judge import stats
-from judge.agreement import krippendorff_alpha
+from judge.stats import correlation as stats
+from judge.stats.agreement import krippendorff_alpha
 
 
 def _data(n=80, noise=1.0, seed=1):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from judge.threads import DEFAULTS, set_thread_defaults
+from judge.core.threads import DEFAULTS, set_thread_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = "import os, judge; print(os.environ['OMP_WAIT_POLICY'])"

@@ -22,16 +22,16 @@ from judge.backends import create_backend
 from judge.backends.base import LabelDist, TokenLogprobs
 from judge.backends.registry import backend_cost
 from judge.backends.requests import Answer, Request, ask
-from judge.cache import cache_key, hidden_key, request_key, sequence_key
 from judge.cli.options import resolve_quality
-from judge.config import GenerateConfig
+from judge.core.config import GenerateConfig
+from judge.core.io import dumps
+from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.datasets import load_benchmark, load_items
 from judge.datasets.groups import GroupIndex
 from judge.engine import BackendPool, MethodSpec, build_scorer, score_rows
+from judge.engine.cache import cache_key, hidden_key, request_key, sequence_key
 from judge.engine.units import Executor, LocalExecutor, Unit, plan, run_lanes
-from judge.io import dumps
-from judge.items import SYSTEM, USER, Item, Turn
-from judge.prompts import get_prompt
+from judge.prompts.templates import get_prompt
 from judge.scorers.likelihood import LikelihoodScorer
 from judge.scorers.llm import LLMJudge
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from judge import stats
 from judge.backends.mock import MockBackend
 from judge.cli import main
-from judge.results import cell_path, read_rows
+from judge.records.results import cell_path, read_rows
+from judge.stats import correlation as stats
 from judge.view import from_results, write_view
 from tests.view_runs import record_prompts, run
 

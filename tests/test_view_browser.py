@@ -56,7 +56,7 @@ def flat(view) -> list[tuple[int, int]]:
 
 
 def gaps(view) -> dict[tuple[int, int], float | None]:
-    from judge import stats
+    from judge.stats import correlation as stats
 
     out = {}
     for c, cell in enumerate(view.cells):
@@ -123,8 +123,8 @@ def test_two_methods_side_by_side(seen):
     got, view, sent, shots = seen
     a = next(i for i, c in enumerate(view.cells) if (c.method, c.dataset) == ("yesno", "topical-usr"))
     b = next(i for i, c in enumerate(view.cells) if (c.method, c.dataset) == ("bm25c-2", "topical-usr"))
-    from judge import stats
     from judge.harness.summary import paired_comparison
+    from judge.stats import correlation as stats
 
     comp = paired_comparison(view.cells[a].rows, view.cells[b].rows, view.n_boot, view.seed)
     assert got["paired_diff"] == f"A − B = {_rho(comp['diff'])}"

@@ -13,7 +13,7 @@ from judge.backends.base import Prompt
 from judge.backends.llamacpp import LlamaCppBackend
 from judge.harness import load_experiment, run_experiment
 from judge.harness.prompt_settings import prompt_settings_path
-from judge.results import cell_path
+from judge.records.results import cell_path
 from judge.view import from_results
 from tests.view_runs import record_prompts
 

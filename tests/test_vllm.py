@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from judge.datasets import load_items
-from judge.prompts import get_prompt
+from judge.prompts.templates import get_prompt
 from judge.scorers.llm import LLMJudge
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,9 +24,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from judge.backends import Prompt, create_backend
-    from judge.config import GenerateConfig
+    from judge.core.config import GenerateConfig
     from judge.datasets import load_items
-    from judge.prompts import get_prompt
+    from judge.prompts.templates import get_prompt
     from judge.scorers.llm import LLMJudge
 
     items = load_items(args.data)

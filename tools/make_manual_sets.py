@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from judge.data.qualities import FED_DIAL, FED_TURN
 from judge.datasets import load_benchmark
-from judge.qualities import FED_DIAL, FED_TURN
 from judge.selectors.manual import pick_spanning
 
 HEADER = '''# Manual in-context examples for FED (Mehri & Eskenazi 2020), one set of 3 per quality.

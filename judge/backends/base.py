@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from ..config import GenerateConfig
-from ..errors import InputError
-from ..rates import Rate
+from ..accounting.rates import Rate
+from ..core.config import GenerateConfig
+from ..core.errors import InputError
 
 if TYPE_CHECKING:  # the engine runs backends; a backend names the engine's types only to say how it is run
     from ..engine.units import Executor, LaneCost
@@ -205,7 +205,7 @@ class Backend(Protocol):
 
     def rate_identity(self) -> dict[str, object]:
         """What moves this backend's speed on one machine (model file, threads, batch settings): the key of its
-        measured rate (:mod:`judge.rates`). Empty by default (no rate is kept)."""
+        measured rate (:mod:`judge.accounting.rates`). Empty by default (no rate is kept)."""
         return {}
 
     def calibrate(self, repeats: int) -> Rate:

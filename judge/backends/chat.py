@@ -1,8 +1,8 @@
 """Render a user message through a model's own chat template (Jinja, sandboxed).
 
 A chat template is read from the model file, so it is untrusted input like a user's prompt
-template: it renders in :class:`judge.sandbox.StrictSandbox`, and any failure (syntax, sandbox,
-``raise_exception``, a runtime error) becomes a :class:`judge.errors.TemplateError` naming it.
+template: it renders in :class:`judge.core.sandbox.StrictSandbox`, and any failure (syntax, sandbox,
+``raise_exception``, a runtime error) becomes a :class:`judge.core.errors.TemplateError` naming it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import jinja2
 
-from ..errors import TemplateError
-from ..sandbox import StrictSandbox, render_error
+from ..core.errors import TemplateError
+from ..core.sandbox import StrictSandbox, render_error
 
 #: Stands in for the user's text so that the template's own markup and the text can be tokenized apart
 #: (the text must never be parsed for special tokens).

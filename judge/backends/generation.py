@@ -4,7 +4,7 @@ The backend supplies its steps: the logits after the prompt, ``step`` (run one t
 logits), ``ends_turn`` (a token that ends the model's turn) and ``text`` (the text of the tokens so far);
 :func:`think` chooses tokens (greedy, or sampled from an RNG seeded by the request alone:
 :func:`request_rng`) until the model ends its turn, writes the answer line (a line beginning with the cue,
-outside thinking: :func:`judge.reasoning.answer_line`), or spends the budget, and says which tokens the
+outside thinking: :func:`judge.backends.reasoning.answer_line`), or spends the budget, and says which tokens the
 rationale keeps. The backend then appends the cue after the kept tokens and reads the label distribution
 there, from the state the generation left.
 """
@@ -18,8 +18,8 @@ from typing import AnyStr, Generic
 
 import numpy as np
 
-from ..reasoning import answer_line
 from .base import Failure, Prompt, Reasoning
+from .reasoning import answer_line
 
 
 @dataclass(frozen=True)

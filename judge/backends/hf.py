@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import GenerateConfig
-from ..errors import BackendError, MissingExtraError
-from ..models import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
+from ..core.config import GenerateConfig
+from ..core.errors import BackendError, MissingExtraError
+from ..models.packaged import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
 from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, Reasoned, Reasoning, too_long
 from .generation import choose, no_room, request_rng, think
 from .hf_tokens import HFPromptTokenizer, HFTokenCounting

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import BackendError
+from ..core.errors import BackendError
 from .base import Prompt
 from .chat import SENTINEL
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config import GenerateConfig, default_cache_path
-from ..errors import BackendError, InputError, MissingExtraError
-from ..models import DEFAULT_MODEL, file_sha256, resolve_model_path
-from ..rates import Rate, fit, rate_key, record_run
+from ..accounting.rates import Rate, fit, rate_key, record_run
+from ..core.config import GenerateConfig, default_cache_path
+from ..core.errors import BackendError, InputError, MissingExtraError
+from ..models.packaged import DEFAULT_MODEL, file_sha256, resolve_model_path
 from .base import (
     Backend,
     Capabilities,
@@ -188,7 +188,7 @@ class LlamaCppBackend(Backend):
         # Where AMX is advertised but trapped, llama.cpp's extra buffers are turned off (llamacpp_cpu.py);
         # the setting then joins the cache key, since other kernels may move a probability slightly.
         self.extra_buffers = extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent)
-        #: Model time and tokens of real evaluations, recorded as this machine's rate on close (judge.rates).
+        #: Model time and tokens of real evaluations, recorded as this machine's rate on close (judge.accounting.rates).
         self.eval_seconds = 0.0
         self.record_rate = True
         return llama_cpp
@@ -199,10 +199,10 @@ class LlamaCppBackend(Backend):
         self._cand_cache: dict[str, int | None] = {}
         self._tok_cache: dict[int, str] = {}
         self.tokens_evaluated = 0
-        #: llama.cpp decodes run for them: each has a fixed cost whatever its batch holds (judge.rates).
+        #: llama.cpp decodes run for them: each has a fixed cost whatever its batch holds (judge.accounting.rates).
         self.decodes = 0
         #: Tokens of rationales generated (each but a rationale's last a decode of its own) and the model time
-        #: their decodes took (judge.rates).
+        #: their decodes took (judge.accounting.rates).
         self.tokens_generated = 0
         self.generate_seconds = 0.0
         self._token_text: dict[int, bytes] = {}
@@ -234,7 +234,7 @@ class LlamaCppBackend(Backend):
     def calibrate(self, repeats: int) -> Rate:
         """Measure the model's rate here: evaluate a warm-up, then a short and a long text, each as one decode
         from an empty KV cache, ``repeats`` times, keeping the fastest of each; the two points fit the cost
-        per decode and per token (:func:`judge.rates.fit`). Other work on the cores only ever slows a
+        per decode and per token (:func:`judge.accounting.rates.fit`). Other work on the cores only ever slows a
         measurement, so the fastest of a few is the machine's rate; a single one taken while something else
         ran gave half of it (benchmarks/README.md, leaderboard_schedule). Nothing is recorded as a run."""
         record, self.record_rate = self.record_rate, False
@@ -273,7 +273,7 @@ class LlamaCppBackend(Backend):
         return best
 
     def rate_identity(self) -> dict[str, object]:
-        """What moves this backend's speed on one machine, as the key of its measured rate (judge.rates)."""
+        """What moves this backend's speed on one machine, as the key of its measured rate (judge.accounting.rates)."""
         return {"backend": self.name, "sha256": self.sha256, "threads": self.threads, "n_batch": self.n_batch,
                 "llama": self.llama_options, "extra_buffers": self.extra_buffers}
 

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..config import default_cache_path
-from ..models import resolve_model_path
+from ..core.config import default_cache_path
+from ..models.packaged import resolve_model_path
 
 _PROBE = """
 import llama_cpp, sys

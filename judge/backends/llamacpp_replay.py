@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..config import GenerateConfig
-from ..errors import BackendError
+from ..core.config import GenerateConfig
+from ..core.errors import BackendError
 from .base import Failure, HiddenState, Prompt, Reasoning
 from .llamacpp import LlamaCppBackend
 

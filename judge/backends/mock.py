@@ -25,8 +25,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import GenerateConfig
-from ..errors import InputError
+from ..core.config import GenerateConfig
+from ..core.errors import InputError
 from .base import (
     Backend,
     Capabilities,

@@ -8,7 +8,7 @@ jitter (``tenacity``), honouring ``Retry-After``. What still fails becomes a per
 
 Requests are paced (:mod:`judge.backends.pacing`) from the server's rate-limit headers, the ``rpm`` /
 ``tpm`` caps and 429s, with the number in flight adapting between 1 and ``concurrency``. What the server
-reports using is priced from the price table (:mod:`judge.prices`): the run's cost in dollars is a
+reports using is priced from the price table (:mod:`judge.accounting.prices`): the run's cost in dollars is a
 counter, and ``max_cost`` stops sending before the spend could pass it (the items left are failures saying
 so, never cached, so a rerun with a higher cap goes on from the cache). The same request bodies go into
 Batch API files (:mod:`judge.backends.openai_batch`), whose answers :meth:`OpenAIBackend.answer_from_batch`
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..config import GenerateConfig
-from ..errors import BackendError, InputError, MissingExtraError
-from ..prices import Price, dollars, load_prices
-from ..reasoning import ANSWER_LINE_TOKENS, THINK_CLOSE, THINK_OPEN, answer_line, final_answer
+from ..accounting.prices import Price, dollars, load_prices
+from ..core.config import GenerateConfig
+from ..core.errors import BackendError, InputError, MissingExtraError
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, Reasoned, Reasoning, gather
 from .pacing import Pacer
+from .reasoning import ANSWER_LINE_TOKENS, THINK_CLOSE, THINK_OPEN, answer_line, final_answer
 
 if TYPE_CHECKING:
     from .batching import Batcher

@@ -3,7 +3,7 @@
 A judge run is a perfect batch: one short request per prompt and nothing interactive. :func:`fill_cache`
 takes the label requests a run is about to make (:class:`judge.backends.requests.Request`: prompt, answer
 labels, top N), keeps those the SQLite cache lacks, and sends them as Batch API input files whose
-``custom_id`` is the request's cache key (:func:`judge.cache.request_key`, the one way keys are made); the
+``custom_id`` is the request's cache key (:func:`judge.engine.cache.request_key`, the one way keys are made); the
 answers it reads back go into the cache, so the run that follows finds every one there and scores as usual.
 Every request body is the one the synchronous path sends (:meth:`OpenAIBackend.request`) and every answer
 is read as a synchronous answer is (:meth:`OpenAIBackend.answer_from_batch`): rows from a batch equal rows
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, InputError
-from ..io import atomic_write_text
+from ..core.errors import BackendError, InputError
+from ..core.io import atomic_write_text
 from .base import Backend, Failure, LabelDist, Prompt
 from .batching import BatchReport
 from .openai_api import OpenAIBackend, _Permanent, _without_userinfo
@@ -398,8 +398,8 @@ def fill_cache(backend: Any, requests: Sequence[Request], state_path: str | Path
                resubmit: bool = True, max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES,
                log: Callable[[str], None] = _stderr) -> BatchReport:
     """Answer through the Batch API the label ``requests`` (what the run will ask its backend) that ``backend``
-    (a :class:`judge.cache.CachedBackend` around the OpenAI backend) does not have in its cache, and store the
-    answers there under the keys the run will look up (:func:`judge.cache.request_key`). The core of a run's
+    (a :class:`judge.engine.cache.CachedBackend` around the OpenAI backend) does not have in its cache, and store the
+    answers there under the keys the run will look up (:func:`judge.engine.cache.request_key`). The core of a run's
     ``--batch`` pass (:class:`OpenAIBatcher`): after it, the run scores as usual and finds the answers in the
     cache."""
     inner, report, by_key, pending = _pending(backend, requests)
@@ -441,7 +441,7 @@ def _pending(backend: Any, requests: Sequence[Request]) -> tuple[
         OpenAIBackend, BatchReport, dict[str, Request], list[BatchRequest]]:
     """The OpenAI backend behind the cache, a report of the requests (distinct keys, cache hits, requests the
     endpoint refuses), the requests by key, and the input lines of those the cache lacks."""
-    from ..cache import request_key
+    from ..engine.cache import request_key
 
     inner = _behind_cache(backend)
     report = BatchReport()
@@ -466,7 +466,7 @@ def _pending(backend: Any, requests: Sequence[Request]) -> tuple[
 
 def _behind_cache(backend: Any) -> OpenAIBackend:
     """The OpenAI backend behind ``backend``, the cache the batch's answers go to (BackendError otherwise)."""
-    from ..cache import CachedBackend
+    from ..engine.cache import CachedBackend
 
     if not isinstance(backend, CachedBackend) or not isinstance(backend.inner, OpenAIBackend):
         raise BackendError("the Batch API needs the openai backend behind the cache (--backend openai, cache on)")
@@ -476,7 +476,7 @@ def _behind_cache(backend: Any) -> OpenAIBackend:
 def _storer(backend: Any, by_key: dict[str, Request], report: BatchReport) -> Callable[[str, dict[str, Any]], None]:
     """``store(custom_id, line)``: the line's answer read as a synchronous one and put in the cache (a failure
     goes to ``report.failed``, never to the cache)."""
-    from ..cache import unstorable
+    from ..engine.cache import unstorable
 
     inner: OpenAIBackend = backend.inner
 

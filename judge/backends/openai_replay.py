@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 
-from ..config import GenerateConfig
-from ..reasoning import ANSWER_LINE_TOKENS
+from ..core.config import GenerateConfig
 from .base import Failure, LabelDist, Prompt, Reasoned, Reasoning
 from .openai_api import CHARS_PER_TOKEN, OpenAIBackend
+from .reasoning import ANSWER_LINE_TOKENS
 
 #: Tokens a chat request adds around its one user message: 3 for the message, 1 for its role, 3 priming the
 #: reply (OpenAI's cookbook, "How to count tokens with tiktoken"). The backend's own CHAT_OVERHEAD (32) is

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..config import GenerateConfig
-from ..registry import Registry
+from ..core.config import GenerateConfig
+from ..core.registry import Registry
 from .base import Backend
 
 #: ``factory(model: str | None, config: GenerateConfig, **options) -> Backend``.

@@ -4,7 +4,7 @@ Every method that runs a model states its work as :class:`Request` values (an LL
 request per item, a head the same prompt as a ``hidden`` request, a likelihood signal several
 ``sequence`` requests per item) and turns the answers back into scores itself
 (:class:`judge.scorers.base.ItemWork`). A request holds no live object (a prompt, strings, numbers), so
-it can be hashed into its cache key (:func:`judge.cache.request_key`), sorted by prefix, pickled to
+it can be hashed into its cache key (:func:`judge.engine.cache.request_key`), sorted by prefix, pickled to
 another process or machine, and answered there by a backend built from the same spec (:func:`ask`).
 
 Kinds and what answers them (:data:`KINDS`):

@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import GenerateConfig
-from ..errors import BackendError, MissingExtraError
-from ..models import DEFAULT_MODEL, PACKAGED
+from ..core.config import GenerateConfig
+from ..core.errors import BackendError, MissingExtraError
+from ..models.packaged import DEFAULT_MODEL, PACKAGED
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
 from .hf import gguf_to_safetensors
 from .hf_tokens import HFPromptTokenizer, HFTokenCounting

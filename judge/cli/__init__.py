@@ -7,8 +7,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ..distribution import ShadowedError, check_not_shadowed
-from ..errors import JudgeError, RunStopped
+from ..core.distribution import ShadowedError, check_not_shadowed
+from ..core.errors import JudgeError, RunStopped
 
 #: Subcommand name -> module under judge.cli with ``add_parser(subparsers)`` and ``run(args) -> int``.
 COMMANDS = {

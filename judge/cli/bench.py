@@ -15,19 +15,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..counters import report_counters
+from ..accounting.counters import report_counters
+from ..core.errors import InputError
+from ..core.io import atomic_file, check_output_path
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..distributed.options import add_ray_options, ray_from_args
 from ..engine import prepare
 from ..engine.kinds import kind_text
 from ..engine.spec import method_type
-from ..errors import InputError
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
-from ..io import atomic_file, check_output_path
+from ..records.results import cell_path, read_rows
 from ..report.table import p_text
-from ..results import cell_path, read_rows
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
     add_check_option,

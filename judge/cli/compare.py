@@ -21,7 +21,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..counters import report_counters
+from ..accounting.counters import report_counters
+from ..core.errors import InputError, UnknownNameError
+from ..core.io import atomic_jsonl_writer, atomic_write_text, check_output_path
+from ..data.items import Item
+from ..data.pairs import Pairing, pairs_between, pairs_within, sample_contexts
+from ..data.qualities import Quality
 from ..datasets import load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
@@ -33,14 +38,9 @@ from ..engine.cost import Entry
 from ..engine.hosted_cost import check_budget, count_hosted, money_lines
 from ..engine.kinds import method_kinds
 from ..engine.spec import method_type
-from ..errors import InputError, UnknownNameError
-from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path
-from ..items import Item
 from ..methods.pairwise import check_not_spec_default
-from ..pairs import Pairing, pairs_between, pairs_within, sample_contexts
-from ..pairwise_stats import pairwise_entry
-from ..qualities import Quality
 from ..report.pairwise import text_lines
+from ..stats.pairwise import pairwise_entry
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
     add_check_option,

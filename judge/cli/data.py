@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data_sources import DATA_FILES, download, sha256_of, source_url, verify
+    from ..datasets.download import DATA_FILES, download, sha256_of, source_url, verify
 
     if args.action == "list":
         for f in DATA_FILES:
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     from pathlib import Path
 
-    from ..errors import JudgeError
+    from ..core.errors import JudgeError
 
     failed = 0
     for f in DATA_FILES:

@@ -12,16 +12,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..counters import report_counters
+from ..accounting.counters import report_counters
+from ..core.errors import InputError
+from ..core.io import check_output_path
 from ..datasets.identity import families
 from ..datasets.source import resolve_source
 from ..datasets.split import conversation_of, split_items
 from ..engine import BackendPool, MethodSpec, prepare
-from ..errors import InputError
 from ..heads.fit import ALPHAS, require_sklearn
 from ..heads.head import read_head
 from ..heads.train import RatedSet, collect, fit_head, fit_without_each, stamp
-from ..io import check_output_path
 from . import EXIT_OK
 from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, spec_from_args
 

@@ -1,6 +1,6 @@
 """``judge models [list|assemble NAME]``: the packaged models, whether installed, their provenance and
-the figures measured for them (judge/models_data.toml; the quality line generated from the published runs,
-judge/models_quality.json)."""
+the figures measured for them (judge/models/models_data.toml; the quality line generated from the published runs,
+judge/models/models_quality.json)."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def measured() -> dict[str, dict[str, Any]]:
-    """The measured figures per model name: judge/models_data.toml's, and the quality line generated from the
-    committed run summaries (judge/models_quality.json, :mod:`judge.report.model_figures`)."""
+    """The measured figures per model name: judge/models/models_data.toml's, and the quality line generated from the
+    committed run summaries (judge/models/models_quality.json, :mod:`judge.report.model_figures`)."""
     from ..report.model_figures import read_quality
 
-    text = resources.files("judge").joinpath("models_data.toml").read_text(encoding="utf-8")
+    text = resources.files("judge.models").joinpath("models_data.toml").read_text(encoding="utf-8")
     figures: dict[str, dict[str, Any]] = tomllib.loads(text).get("models", {})
     for name, line in read_quality().items():
         figures.setdefault(name, {})["quality"] = line
@@ -41,7 +41,7 @@ def shipped_heads_by_model() -> dict[str, list[dict[str, Any]]]:
     """The heads shipped in judge/heads/shipped/, by the model each was fitted on: name, prompt, the sets it
     learned from (and their items), its cross-validated figures, the preset that scores with it
     (``--method``), and the test-half line of heads on its model (generated from the committed runs,
-    judge/models_quality.json). Each file is read once for the whole listing."""
+    judge/models/models_quality.json). Each file is read once for the whole listing."""
     from ..engine.named import PRESETS, load_methods
     from ..heads.head import read_head, shipped_heads
     from ..report.model_figures import read_head_quality
@@ -81,7 +81,7 @@ def _size_text(size: int | None) -> str:
 
 def listing() -> list[dict[str, Any]]:
     """One record per packaged model: name, state, size, install command, provenance, sha256, figures."""
-    from ..models import DEFAULT_MODEL, PACKAGED, SplitModel, installed_state
+    from ..models.packaged import DEFAULT_MODEL, PACKAGED, SplitModel, installed_state
 
     figures = measured()
     heads = shipped_heads_by_model()
@@ -122,10 +122,10 @@ def _print_listing(records: list[dict[str, Any]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
+    from ..core.errors import InputError
 
     if args.action == "assemble":
-        from ..models import PACKAGED, SplitModel, ensure_assembled
+        from ..models.packaged import PACKAGED, SplitModel, ensure_assembled
 
         split = {n: m for n, m in PACKAGED.items() if isinstance(m, SplitModel)}
         if args.name not in split:

@@ -8,15 +8,15 @@ from dataclasses import asdict, fields, replace
 
 from ..backends import backend_names
 from ..backends.registry import has_batch_api
-from ..context_views import CONTEXT_VIEWS
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.qualities import Quality, Scale, parse_scale, quality_for
 from ..engine import MethodSpec
 from ..engine.fields import field_types
 from ..engine.named import named_method, with_runtime
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
-from ..errors import InputError
-from ..items import Item
-from ..prompts import builtin_prompts
-from ..qualities import Quality, Scale, parse_scale, quality_for
+from ..prompts.context_views import CONTEXT_VIEWS
+from ..prompts.templates import builtin_prompts
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 from ..selectors import ORDERS, SELECTOR_NAMES
 
@@ -27,7 +27,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
     g.add_argument("--method", default=None, metavar="NAME",
                    help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-pmi-pmimax, criteria-ref-user; "
-                   "judge/presets.toml) or one of --methods-file. The flags of where and how to run it apply (--backend, "
+                   "judge/methods/presets.toml) or one of --methods-file. The flags of where and how to run it apply (--backend, "
                    "--model, --threads, --n-ctx, API and cache flags, --chat, --name); flags that define a method "
                    "(--prompt, --selector, --top-k, ...) are refused beside it")
     g.add_argument("--methods-file", default=None, metavar="FILE",
@@ -82,7 +82,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="pace requests from the server's x-ratelimit headers and 429s, the number in flight adapting "
                    "between 1 and --concurrency (default on; --no-pace: always --concurrency in flight)")
     a.add_argument("--prices", default=None, metavar="FILE",
-                   help="TOML price table whose rows replace or add to the shipped one (judge/prices.toml)")
+                   help="TOML price table whose rows replace or add to the shipped one (judge/accounting/prices.toml)")
     a.add_argument("--max-cost", type=float, default=None, metavar="USD",
                    help="refuse a run whose estimated cost is above USD, and stop sending before the spend could "
                    "pass it (the items left are reported as not scored; a rerun with a higher cap goes on from "

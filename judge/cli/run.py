@@ -6,7 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from ..counters import report_counters
+from ..accounting.counters import report_counters
 from ..distributed.options import add_ray_options, ray_from_args
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_progress_option
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from ..harness.runner import applicable, check_names
 
     if args.limit is not None and args.limit < 1:
-        from ..errors import InputError
+        from ..core.errors import InputError
 
         raise InputError("--limit must be >= 1", field="limit")
     exp = load_experiment(args.config).with_overrides(

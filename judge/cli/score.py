@@ -1,4 +1,4 @@
-"""``judge score INPUT``: one JSON line per item (the row schema of judge.engine.rows); on a terminal, a
+"""``judge score INPUT``: one JSON line per item (the row schema of judge.records.rows); on a terminal, a
 table of the rows and a summary instead (:mod:`judge.cli.score_table`)."""
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..counters import report_counters
+from ..accounting.counters import report_counters
+from ..core.errors import UnknownNameError
+from ..core.io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
+from ..data.items import Item
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import scan, stream
@@ -23,9 +26,6 @@ from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.hosted_cost import Budget, check_budget
 from ..engine.kinds import scorer_kinds
-from ..errors import UnknownNameError
-from ..io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
-from ..items import Item
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (

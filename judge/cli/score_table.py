@@ -1,6 +1,6 @@
 """``judge score``'s output for a person at a terminal: a table of the rows and a summary.
 
-The rows are the same as the JSONL rows (:mod:`judge.engine.rows`); the table shows the id, the score,
+The rows are the same as the JSONL rows (:mod:`judge.records.rows`); the table shows the id, the score,
 the most likely label with its probability and, when the data has one, the human rating. The summary
 gives n, failures and the mean score, and where the items carry human ratings Spearman's correlation
 with them, its 95% bootstrap CI resampling conversations and the bootstrap p of the same resamples,

@@ -9,9 +9,9 @@ import socket
 import sys
 from typing import Any
 
+from ..core.errors import InputError
 from ..engine import MethodSpec
 from ..engine.spec import method_type
-from ..errors import InputError
 from ..methods.pairwise import check_not_spec_default
 from . import EXIT_OK
 from .options import (

@@ -7,9 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import InputError
-from ..io import check_output_path
-from ..results import VIEW_FILE
+from ..core.errors import InputError
+from ..core.io import check_output_path
+from ..records.results import VIEW_FILE
 from . import EXIT_OK
 
 
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def link_leaderboard(run_dir: Path, view: Path) -> None:
     """Render the folder's leaderboard.html again, now linking to the view."""
-    from ..io import atomic_write_text
+    from ..core.io import atomic_write_text
     from ..report import load_summary, render_html
 
     target = Path(os.path.relpath(view.resolve(), run_dir.resolve())).as_posix()

@@ -14,7 +14,7 @@ or path (:mod:`.source`).
 
 from __future__ import annotations
 
-from ..qualities import parse_scale
+from ..data.qualities import parse_scale
 from ._common import check_scale
 from .formats import FORMAT_LOADERS, FORMATS, FormatLoader, detect_format, load_items
 from .source import Source, load_benchmark, resolve_source

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..items import KNOWN_SPEAKERS, SYSTEM, USER, Item, Turn, normalize_speaker
-from ..qualities import Quality
+from ..core.errors import InputError
+from ..data.items import KNOWN_SPEAKERS, SYSTEM, USER, Item, Turn, normalize_speaker
+from ..data.qualities import Quality
 from .groups import GroupIndex, sequence
 
 

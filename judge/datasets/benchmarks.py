@@ -14,9 +14,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, UnknownNameError
-from ..items import Level
-from ..qualities import QUALITY_GROUPS, RECORDS, Quality
+from ..core.errors import InputError, UnknownNameError
+from ..data.items import Level
+from ..data.qualities import QUALITY_GROUPS, RECORDS, Quality
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class DatasetInfo:
 
 
 def _read(path: Path) -> tuple[dict[str, dict[str, str]], dict[str, DatasetInfo]]:
-    """The corpora and the sets of the records file (their quality groups are read by :mod:`judge.qualities`),
+    """The corpora and the sets of the records file (their quality groups are read by :mod:`judge.data.qualities`),
     checked as far as they refer to each other: a wrong name in a record fails every import of judge, which
     the test suite sees at once."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -44,8 +44,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text
-from ..items import Item
+from ..core.io import atomic_write_text
+from ..data.items import Item
 from .benchmarks import DATASETS, corpus_sets, dataset_info
 from .formats import load_items
 from .identity import INDEX, INDEX_FORMAT, fingerprint, normalised

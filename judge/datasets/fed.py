@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
+from ..core.errors import InputError
+from ..data.items import Item
 from ._common import (
     assign_groups,
     check_unicode,

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
-from ..registry import Registry
+from ..core.errors import InputError
+from ..core.registry import Registry
+from ..data.items import Item
 from ._common import dataset_name, parse_json, read_text
 from .identity import identify
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..items import Item
+from ..data.items import Item
 
 
 def _h(text: str) -> int:

@@ -7,8 +7,8 @@ import io
 import math
 from pathlib import Path
 
-from ..errors import InputError
-from ..items import Item
+from ..core.errors import InputError
+from ..data.items import Item
 from ._common import alternate, assign_groups, dataset_name, non_blank, read_text
 
 #: Columns the loader needs (``prevgt``, the original next utterance, is also among the references).

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from ..items import Item
+from ..data.items import Item
 from .split import conversation_of
 
 #: The registered sets' conversations by content (generated; see the module doc).

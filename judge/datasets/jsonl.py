@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
-from ..qualities import Scale, check_scale_bounds
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.qualities import Scale, check_scale_bounds
 from ._common import (
     _where,
     assign_groups,

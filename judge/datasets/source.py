@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError, UnknownNameError
-from ..items import Item, Level
-from ..models import sha256_file
-from ..qualities import Quality, Scale, quality_for
+from ..core.errors import InputError, UnknownNameError
+from ..data.items import Item, Level
+from ..data.qualities import Quality, Scale, quality_for
+from ..models.packaged import sha256_file
 from ._common import check_scale, dataset_name, read_text
 from .benchmarks import DATASETS, DatasetInfo, dataset_info
 from .formats import detect_format, load_items

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from ..errors import InputError
-from ..items import Item
+from ..core.errors import InputError
+from ..data.items import Item
 
 SPLITS = ("dev", "test")
 

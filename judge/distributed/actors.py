@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BackendError
+from ..core.errors import BackendError
 from .options import RayOptions
 from .worker import BackendRecipe, remote_worker
 

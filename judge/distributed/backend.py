@@ -26,11 +26,11 @@ from typing import Any
 from ..backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper
 from ..backends.registry import backend_cost, replay_backend
 from ..backends.requests import Answer, Request
-from ..cache import Cache
+from ..core.errors import BackendError, MissingExtraError
 from ..engine.build import BackendPool
+from ..engine.cache import Cache
 from ..engine.spec import MethodSpec
 from ..engine.units import Executor, Feed, LaneCost, Unit
-from ..errors import BackendError, MissingExtraError
 from .actors import ActorGroup
 from .options import RayOptions
 from .worker import BackendRecipe

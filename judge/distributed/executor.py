@@ -3,14 +3,14 @@
 For each window of units (:func:`judge.engine.units.run_lanes` hands them over in prefix order):
 
 1. Every request is looked up in the driver's SQLite cache under the key the driver's backend identity gives
-   it (:func:`judge.cache.lookup`); a request asked twice in the window (two methods sending one prompt) is
+   it (:func:`judge.engine.cache.lookup`); a request asked twice in the window (two methods sending one prompt) is
    shipped once, as a local run computes it once and serves the second from the cache. A unit whose answers
    are all cached is answered at once.
 2. The misses, unit by unit in the window's order, are cut into pieces (a run of one unit's requests, at most
    the window's misses over :data:`PIECES_PER_ACTOR` per actor) and shared out among the live actors as
    contiguous runs (:class:`judge.distributed.segments.Segments`), at most :data:`IN_FLIGHT` pieces queued at
    each, so that each actor evaluates consecutive prompts and reuses their shared prefixes.
-3. Replies come back in any order; each answer is stored in the cache as it arrives (:func:`judge.cache.store`,
+3. Replies come back in any order; each answer is stored in the cache as it arrives (:func:`judge.engine.cache.store`,
    so a driver killed now keeps it) and fills its unit, which is yielded once complete, with the time since the
    last unit and the counters its pieces moved on the actors charged to its lane.
 4. An actor that dies gives its queued pieces back to the others and is replaced
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backends.base import Backend
 from ..backends.requests import Answer, Request
-from ..cache import Cache, lookup, request_key, store
+from ..core.errors import BackendError
+from ..engine.cache import Cache, lookup, request_key, store
 from ..engine.units import Executor, LaneCost, Unit
-from ..errors import BackendError
 from .actors import Actor
 from .segments import Segments
 from .worker import Reply

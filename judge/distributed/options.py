@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, get_args
 
+from ..core.errors import InputError
 from ..engine.build import BackendPool
 from ..engine.fields import close_hint, convert, field_types
-from ..errors import InputError
 
 if TYPE_CHECKING:
     from ..engine.batch import BatchPlan

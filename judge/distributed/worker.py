@@ -22,7 +22,7 @@ from typing import Any
 from ..backends import create_backend
 from ..backends.base import Backend, Prompt
 from ..backends.requests import Answer, Request, ask
-from ..config import GenerateConfig
+from ..core.config import GenerateConfig
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ harness, ``judge serve``, ``make_judge``, benchmark scripts) translates its inpu
 :class:`MethodSpec` and comes through here; what each kind of method does is its type's
 (:mod:`judge.methods`)."""
 
+from ..records.rows import REASON_KEYS, ROW_KEYS, item_row
 from .build import BackendPool, build, build_scorer, check_names, prepare
 from .named import load_methods, named_method, with_runtime
-from .rows import REASON_KEYS, ROW_KEYS, item_row
 from .run import run_rows, run_rows_together, score_rows
 from .spec import MethodSpec, Prepared
 

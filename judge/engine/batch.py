@@ -36,10 +36,10 @@ from ..backends.base import Reasoned, Reasoning, Wrapper
 from ..backends.batching import Batcher, BatchReport
 from ..backends.registry import has_batch_api
 from ..backends.requests import Request
-from ..cache import CachedBackend
-from ..config import default_cache_path
-from ..errors import InputError, RunStopped
+from ..core.config import default_cache_path
+from ..core.errors import InputError, RunStopped
 from .build import BackendPool, backend_key, check_needs
+from .cache import CachedBackend
 from .cost import DryCache, Entry, replay_group
 from .spec import MethodSpec
 

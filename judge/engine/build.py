@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
 from ..backends import Backend, create_backend
-from ..cache import Cache, CachedBackend
-from ..errors import InputError
-from ..items import Item
-from ..qualities import Quality
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..scorers.base import Scorer
+from .cache import Cache, CachedBackend
 from .kinds import check_future, items_level, method_kinds
 from .spec import Backends, MethodSpec, Prepared
 

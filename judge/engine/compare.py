@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..errors import InputError
-from ..items import Item
-from ..pairs import Pair
-from ..qualities import Quality
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.pairs import Pair
+from ..data.qualities import Quality
+from ..records.rows import item_flags, rounded
 from ..scorers.base import PairScore, Scorer
 from .build import check_names
 from .kinds import check_future, method_kinds
-from .rows import item_flags, rounded
 from .spec import MethodSpec, Prepared
 from .units import Executor, LaneCost, run_lanes
 

@@ -13,7 +13,7 @@ run would serve from the cache is counted as cached here too. Nothing is written
 file.
 
 The replay counts the decodes as well (one per batch), since each has a fixed cost whatever it holds;
-tokens and decodes become a time through the rate this machine measured for the model (:mod:`judge.rates`):
+tokens and decodes become a time through the rate this machine measured for the model (:mod:`judge.accounting.rates`):
 a short calibration through the real backend on first use (``Backend.calibrate``), refined by every real
 run. Which methods are counted is decided by what their backend declares (``Backend.cost``), never by its name.
 """
@@ -29,16 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..accounting.rates import Rate, UnreadableRates, rate_key, read_rates, write_rate
 from ..backends import Backend, create_backend
 from ..backends.base import LabelDist, Reasoned, TokenLogprobs
 from ..backends.registry import backend_cost, replay_backend
-from ..cache import Cache, CachedBackend, dist_from_json, reasoned_from_json
-from ..config import default_cache_path
-from ..errors import BackendError
-from ..items import Item
-from ..pairs import Pair
-from ..rates import Rate, UnreadableRates, rate_key, read_rates, write_rate
+from ..core.config import default_cache_path
+from ..core.errors import BackendError
+from ..data.items import Item
+from ..data.pairs import Pair
 from .build import BackendPool, Prepared, backend_key, build
+from .cache import Cache, CachedBackend, dist_from_json, reasoned_from_json
 from .compare import compare_rows
 from .run import run_rows, run_rows_together
 from .spec import MethodSpec

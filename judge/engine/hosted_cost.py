@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import InputError
-from ..prices import Price, dollars, load_prices
+from ..accounting.prices import Price, dollars, load_prices
+from ..core.errors import InputError
 from .cost import CostPool, Entry, _cached, estimable, replay_group
 from .spec import MethodSpec
 

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..alternatives import READ
-from ..errors import InputError
-from ..items import Item
-from ..qualities import Quality
+from ..core.errors import InputError
+from ..data.alternatives import READ
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..scorers.base import Scorer
 from .spec import MethodSpec
 

@@ -2,7 +2,7 @@
 
 A methods file holds ``[[methods]]`` tables exactly as a ``judge run`` config does (and an optional
 ``[defaults]``), so a method is written once and named everywhere; the shipped presets
-(``judge/presets.toml``) are such a file. Tables are read by the config parser into the same
+(``judge/methods/presets.toml``) are such a file. Tables are read by the config parser into the same
 :class:`MethodSpec` every other entry point builds (:mod:`judge.engine.tables`), so nothing here builds a judge.
 """
 
@@ -14,12 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UnknownNameError
+from ..core.errors import InputError, UnknownNameError
 from .spec import MethodSpec
 from .tables import parse_methods
 
 #: The shipped presets.
-PRESETS = Path(__file__).resolve().parents[1] / "presets.toml"
+PRESETS = Path(__file__).resolve().parents[1] / "methods" / "presets.toml"
 #: Keys a methods file may hold at its top level.
 FILE_KEYS = ("methods", "defaults", "name", "description")
 

@@ -14,9 +14,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ..items import Item
+from ..data.items import Item
+from ..records.rows import item_row
 from ..scorers.base import Lane, Scorer
-from .rows import item_row
 from .units import Executor, LaneCost, run_lanes
 
 

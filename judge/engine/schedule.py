@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..alternatives import alternatives_for, lists_for
-from ..context_views import in_view
-from ..items import Item
+from ..data.alternatives import alternatives_for, lists_for
+from ..data.items import Item
+from ..prompts.context_views import in_view
 from .build import backend_key
 from .spec import MethodSpec, Prepared
 

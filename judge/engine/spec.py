@@ -25,12 +25,12 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, Protocol
 
 from ..backends.base import Backend, Prompt
-from ..config import GenerateConfig
-from ..errors import InputError
-from ..items import Item
-from ..prompts import PromptTemplate
-from ..qualities import Quality
-from ..registry import Registry
+from ..core.config import GenerateConfig
+from ..core.errors import InputError
+from ..core.registry import Registry
+from ..data.items import Item
+from ..data.qualities import Quality
+from ..prompts.templates import PromptTemplate
 from ..scorers.base import Scorer
 from ..selectors import Selector
 from .fields import check_no_secrets, close_hint, convert, field_types
@@ -87,7 +87,7 @@ class MethodType:
     #: How ``judge run --check`` knows what it costs: None by its backend, ``none`` (no model) or
     #: ``ensemble`` (counted where its members run).
     cost: ClassVar[str | None] = "none"
-    #: Its scorer compares two replies to one context (:mod:`judge.pairs`) instead of scoring one item: it
+    #: Its scorer compares two replies to one context (:mod:`judge.data.pairs`) instead of scoring one item: it
     #: runs through ``judge compare``, ``[[compare]]`` cells and ``POST /v1/compare``
     #: (:mod:`judge.engine.compare`), and every entry point that scores items refuses it before anything loads.
     compares: ClassVar[bool] = False
@@ -191,7 +191,7 @@ class MethodType:
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
         """``spec`` checked against ``items`` (None: not known yet) before any model loads: every input
-        it needs is there (:class:`judge.errors.MissingInputError` naming the record otherwise)."""
+        it needs is there (:class:`judge.core.errors.MissingInputError` naming the record otherwise)."""
         return Prepared(spec, quality, seed)
 
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
@@ -285,7 +285,7 @@ class MethodSpec:
     #: Likelihood methods: the statistic of the reply's token log-probabilities
     #: (:data:`judge.scorers.likelihood.SIGNALS`, default ``pmi``).
     signal: str | None = None
-    #: LLM methods: what of the item the prompt shows (:data:`judge.context_views.CONTEXT_VIEWS`): the
+    #: LLM methods: what of the item the prompt shows (:data:`judge.prompts.context_views.CONTEXT_VIEWS`): the
     #: conversation as ``given``, or ``none`` (the reply alone), the baseline of a contrast.
     context: str = "given"
     #: Head methods: the head file ``judge fit`` wrote (``{dataset}``: the scored set's name).

@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError
+from ..core.errors import InputError
 from ..report.paper import paper_labels
 from .spec import DEFAULT_TYPE, METHOD_TYPES, MethodSpec, MethodType, method_type
 

@@ -26,7 +26,7 @@ same spec (:func:`judge.engine.build.backend_key` names which), answered there i
 answers fed back here, where the scores, the rows and the cache are written. Each unit keeps what a pass
 shares: one backend, its requests in prefix order (consecutive units of a window continue one another's
 prefixes, so a worker given a contiguous run of them reuses as this process does), and every request of
-an item in one window. A request's cache key is :func:`judge.cache.request_key` (backend identity and
+an item in one window. A request's cache key is :func:`judge.engine.cache.request_key` (backend identity and
 request), so a driver can look every request up, and send only the misses, before anything runs.
 
 What consumes this: :func:`judge.engine.run.run_rows` and :func:`judge.engine.run.run_rows_together`

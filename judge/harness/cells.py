@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text, dumps
+from ..core.io import atomic_write_text, dumps
 
 
 def line(row: dict[str, Any]) -> bytes:

@@ -1,14 +1,14 @@
 """``[[compare]]`` cells of a ``judge run``: a pairwise method on the pairs of a set, resumable like any cell.
 
 A cell is one ``[[compare]]`` table on one set and quality of the experiment. Its pairs are the set's (its
-split half's) replies of different systems to each context (:func:`judge.pairs.pairs_within`; ``systems``,
+split half's) replies of different systems to each context (:func:`judge.data.pairs.pairs_within`; ``systems``,
 ``baseline`` and ``contexts`` as the table says, contexts drawn with the experiment's ``limit_seed``; the
 experiment's item ``limit`` does not apply). Everything is checked before any model loads (a set without
 pairs, dialog-level or one system per context, is listed as skipped); then the pair rows go to
 ``compare/<cell>/<set>/<quality>/pairs.jsonl`` and the pointwise method's rows on the pairs' items to
 ``against.jsonl`` beside them, each line fsynced, a killed run resumed where it stopped
 (:mod:`judge.harness.cells`), the settings checked against the folder's (``pairs.meta.json``). The
-summary's ``pairwise`` entries come from those files (:func:`judge.pairwise_stats.pairwise_entry`).
+summary's ``pairwise`` entries come from those files (:func:`judge.stats.pairwise.pairwise_entry`).
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError, MissingInputError
+from ..data.items import Item
+from ..data.pairs import Pair, pairs_within, sample_contexts
+from ..data.qualities import Quality
 from ..engine import BackendPool, Prepared, build, prepare, run_rows
 from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
 from ..engine.kinds import method_kinds
-from ..errors import InputError, MissingInputError
-from ..items import Item
-from ..pairs import Pair, pairs_within, sample_contexts
-from ..pairwise_stats import pairwise_entry
-from ..qualities import Quality
-from ..results import compare_path, read_rows
+from ..records.results import compare_path, read_rows
+from ..stats.pairwise import pairwise_entry
 from .cells import CellWriter, read_done, rewrite
 from .config import CompareSpec, Experiment
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing

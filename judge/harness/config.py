@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError, JudgeError
+from ..data.qualities import Scale, parse_scale
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
@@ -21,9 +23,7 @@ from ..distributed.options import RayOptions, ray_from_table
 from ..engine.named import named_method, with_runtime
 from ..engine.spec import MethodSpec, method_type
 from ..engine.tables import parse_methods, read_table
-from ..errors import InputError, JudgeError
-from ..qualities import Scale, parse_scale
-from ..results import slug
+from ..records.results import slug
 
 TOP_KEYS = {
     "name": str, "description": str, "data_dir": str, "output": str, "limit": int, "limit_seed": int,
@@ -78,7 +78,7 @@ class CompareSpec:
     """A ``[[compare]]`` table: a pairwise method run on the pairs of each of the experiment's sets (``datasets``:
     some of them), for each of their qualities. ``against`` is the pointwise method whose score differences
     are set beside the pairwise judge's on the same pairs (None: none); ``systems``, ``baseline`` and
-    ``contexts`` choose the pairs as ``judge compare`` does (:mod:`judge.pairs`; contexts drawn with the
+    ``contexts`` choose the pairs as ``judge compare`` does (:mod:`judge.data.pairs`; contexts drawn with the
     experiment's ``limit_seed``)."""
 
     name: str

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..accounting.rates import Rate
 from ..engine import Prepared
 from ..engine.cost import CellCost, Entry, cost_lines, estimate
-from ..rates import Rate
-from ..results import cell_path
+from ..records.results import cell_path
 from .cells import read_done
 from .compare_cells import CompareCell, cost_entries
 from .config import Experiment

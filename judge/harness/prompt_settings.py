@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text
+from ..core.io import atomic_write_text
 from ..scorers.base import Scorer
 
 

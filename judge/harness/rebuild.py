@@ -17,12 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import JudgeError
+from ..data.items import Item
 from ..datasets import load_benchmark
 from ..datasets.source import resolve_source
 from ..engine.spec import MethodSpec, Prepared, method_type
-from ..errors import JudgeError
-from ..items import Item
-from ..results import cell_path
+from ..records.results import cell_path
 from .config import DatasetSpec, Experiment
 from .runner import cell_meta, plan, prepare_cell
 

@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
+from ..core.errors import BackendError, InputError, MissingInputError, UnknownNameError
+from ..core.io import atomic_write_text
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..datasets.split import conversation_of, split_items
 from ..distributed.options import backend_pool, refuse_batches
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
@@ -27,11 +31,7 @@ from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.units import LaneCost
-from ..errors import BackendError, InputError, MissingInputError, UnknownNameError
-from ..io import atomic_write_text
-from ..items import Item
-from ..qualities import Quality
-from ..results import cell_path, read_rows
+from ..records.results import cell_path, read_rows
 from ..scorers.base import Lane
 from .cells import CellWriter, read_done, rewrite
 from .compare_cells import CompareCell, plan_compares, run_compare

@@ -7,12 +7,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .. import stats
-from ..agreement import krippendorff_alpha
+from ..data.reference_copy import reference_copy
 from ..datasets.split import conversation_of
 from ..engine.kinds import method_kinds
-from ..reference_copy import reference_copy
-from ..results import SCHEMA
+from ..records.results import SCHEMA
+from ..stats import correlation as stats
+from ..stats.agreement import krippendorff_alpha
 from .config import Experiment
 from .timing import CellTiming, method_timing
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text
+from ..core.io import atomic_write_text
 
 
 @dataclass(frozen=True)

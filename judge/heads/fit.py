@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MissingExtraError
+from ..core.errors import MissingExtraError
 
 #: The regularization strengths tried, fixed before any figure was read (docs/heads.md).
 ALPHAS: tuple[float, ...] = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5)

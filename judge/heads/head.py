@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import Backend
+from ..core.errors import InputError, UnknownNameError
+from ..core.io import atomic_write_text
+from ..data.items import Item
 from ..datasets.split import conversation_of
-from ..errors import InputError, UnknownNameError
-from ..io import atomic_write_text
-from ..items import Item
-from ..prompts import PromptTemplate
+from ..prompts.templates import PromptTemplate
 
 FORMAT = "judge-head"
 VERSION = 2

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from ..backends.base import Backend
-from ..items import Item
+from ..data.items import Item
 from ..scorers.base import ItemWork, Score, Scorer, score_lane
 from ..scorers.llm import LLMJudge
 from .head import Head

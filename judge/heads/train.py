@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..accounting.rates import today
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..datasets.identity import fingerprint
 from ..datasets.split import conversation_of
 from ..engine import BackendPool, MethodSpec, build, prepare
-from ..errors import InputError
-from ..items import Item
-from ..qualities import Quality
-from ..rates import today
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
 from .fit import ALPHAS, Fitted, Rows, cross_validate, fit, ridge

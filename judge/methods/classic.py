@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.errors import InputError, UnknownNameError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
-from ..errors import InputError, UnknownNameError
-from ..items import Item
-from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.classic import classic_names, create_classic
 

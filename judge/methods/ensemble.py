@@ -13,12 +13,12 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..core.errors import InputError, MissingInputError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..engine.build import build, prepare_checked
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
 from ..engine.units import run_lanes
-from ..errors import InputError, MissingInputError
-from ..items import Item
-from ..qualities import Quality
 from ..scorers.base import Score, Scorer
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES, EnsembleScorer, TrainingSet
 

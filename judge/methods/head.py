@@ -20,12 +20,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..engine.spec import Backends, MethodSpec, Prepared
-from ..errors import InputError
 from ..heads.head import Head, locate_head, prompt_hash, read_head
 from ..heads.scorer import HeadScorer
-from ..items import Item
-from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge
 from .llm import LLMType

@@ -12,10 +12,10 @@ from dataclasses import asdict
 from typing import Any, ClassVar
 
 from ..backends.registry import BACKENDS
+from ..core.errors import InputError, MissingInputError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
-from ..errors import InputError, MissingInputError
-from ..items import Item
-from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.likelihood import READS, SIGNALS, LikelihoodScorer, utterances
 

@@ -16,17 +16,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..alternatives import READ, alternatives_for, lists_for
 from ..backends.base import Prompt
 from ..backends.registry import BACKENDS
-from ..context_views import CONTEXT_VIEWS, in_view
+from ..core.errors import InputError, UnknownNameError
+from ..data.alternatives import READ, alternatives_for, lists_for
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..datasets import check_scale, load_items
 from ..engine.build import backend_key
 from ..engine.fields import close_hint
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
-from ..errors import InputError, UnknownNameError
-from ..items import Item
-from ..prompts import (
+from ..prompts.context_views import CONTEXT_VIEWS, in_view
+from ..prompts.templates import (
     PER_QUALITY_PROMPTS,
     PromptTemplate,
     builtin_prompts,
@@ -36,7 +37,6 @@ from ..prompts import (
     load_template,
     per_quality_prompts,
 )
-from ..qualities import Quality
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge, render_prompt
 from ..scorers.rules import RULES
@@ -245,7 +245,7 @@ _RENDERED_LOCK = threading.Lock()
 
 def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Quality | None,
                   view: str = "given", population: Sequence[Item] | None = None, reason: int = 0) -> None:
-    """Render ``prompt`` for every item once, as ``view`` shows it (:mod:`judge.context_views`), so that a
+    """Render ``prompt`` for every item once, as ``view`` shows it (:mod:`judge.prompts.context_views`), so that a
     template error (undefined variable, sandbox) is bad input that surfaces before a model loads, not
     mid-run. A check already passed for the same template, quality, view and item objects is not
     repeated: a ``judge run`` prepares each method on each set once as a cell and again as the member of

@@ -1,7 +1,7 @@
 """The ``pairwise`` method type: which of two replies to one context is better, in both orders.
 
 A pairwise template (``answer = "pairwise"``: built-ins ``pairwise``, and ``pairwise-tie`` with an allowed
-tie, or a ``.j2`` path) is shown the two replies of a :class:`judge.pairs.Pair` and read as the probability
+tie, or a ``.j2`` path) is shown the two replies of a :class:`judge.data.pairs.Pair` and read as the probability
 of each label (:class:`judge.scorers.pairwise.PairwiseJudge`). Its own setting is ``orders``: ``both``
 (default: each pair read as (a, b) and as (b, a), the preference the mean of the two) or ``one`` (one order
 per pair, drawn by a seeded hash, ``seeds[0]``). It compares, so it scores no item alone
@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..backends.registry import BACKENDS
+from ..core.errors import InputError, UnknownNameError
+from ..data.items import Item
+from ..data.qualities import Quality
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
-from ..errors import InputError, UnknownNameError
-from ..items import Item
-from ..prompts import PromptTemplate, builtin_prompts, get_prompt, is_template_path, load_template
-from ..qualities import Quality
+from ..prompts.templates import PromptTemplate, builtin_prompts, get_prompt, is_template_path, load_template
 from ..scorers.base import Scorer
 from ..scorers.pairwise import ORDERS, PairwiseJudge
 

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..io import atomic_write_text
-from ..results import VIEW_FILE, cell_path, read_rows, slug
+from ..core.errors import InputError
+from ..core.io import atomic_write_text
+from ..records.results import VIEW_FILE, cell_path, read_rows, slug
 from . import pairwise
 from .csv_table import render_csv
 from .html import render_html

@@ -5,7 +5,7 @@ A packaged model's quality is what the published runs measured with it: per kind
 every method that runs on that model alone, with its CI, from the test-half runs in
 ``benchmarks/results/``; and for the heads on a model, the head method's test-half average beside its own
 prompt's on the same items, with the paired difference (a shipped head's leave-one-set-out figure is not
-a test-half figure). The lines live in ``judge/models_quality.json`` (package data, so an installed
+a test-half figure). The lines live in ``judge/models/models_quality.json`` (package data, so an installed
 ``judge models`` shows them without the repository); ``judge results check`` and a test fail when the file
 differs from what the summaries give. A run computed on earlier halves than today's is named as such.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from .results_page import KIND_ORDER, ci_text, earlier_halves, figure_text, num, p_display
 
 #: The generated file, relative to the repository root (read at run time as package data).
-QUALITY = Path("judge") / "models_quality.json"
+QUALITY = Path("judge") / "models" / "models_quality.json"
 #: What a packaged model without a published run shows.
 NOT_YET = "not measured on today's test halves yet (figures from before the leak-free split: docs/journal.md)"
 
@@ -99,9 +99,9 @@ def _figure(method: str, avg: Mapping[str, Any]) -> str:
 
 
 def render_quality(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> str:
-    """The text of ``judge/models_quality.json`` for every packaged model: its quality line, and its heads'
+    """The text of ``judge/models/models_quality.json`` for every packaged model: its quality line, and its heads'
     test-half line where a run measured one."""
-    from ..models import PACKAGED
+    from ..models.packaged import PACKAGED
 
     data = {"quality": model_quality(summaries, list(PACKAGED), history),
             "heads": head_quality(summaries, list(PACKAGED), history)}
@@ -111,7 +111,7 @@ def render_quality(summaries: Sequence[Mapping[str, Any]], history: Mapping[str,
 def _read() -> dict[str, dict[str, str]]:
     from importlib import resources
 
-    return dict(json.loads(resources.files("judge").joinpath(QUALITY.name).read_text(encoding="utf-8")))
+    return dict(json.loads(resources.files("judge.models").joinpath(QUALITY.name).read_text(encoding="utf-8")))
 
 
 def read_quality() -> dict[str, str]:

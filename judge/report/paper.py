@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from ..core.errors import UnknownNameError
 from ..datasets.benchmarks import dataset_info
-from ..errors import UnknownNameError
 
 
 @dataclass(frozen=True)

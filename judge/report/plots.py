@@ -30,7 +30,7 @@ def _plt():
     try:
         import matplotlib
     except ImportError as exc:
-        from ..errors import MissingExtraError
+        from ..core.errors import MissingExtraError
 
         raise MissingExtraError("plots", "report", "matplotlib") from exc
     matplotlib.use("Agg")  # files only, no display

@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..core.errors import InputError
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
-from ..errors import InputError
-from ..stats import p_at_floor, p_floor
+from ..stats.correlation import p_at_floor, p_floor
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
@@ -187,7 +187,7 @@ def uses_mock(info: Mapping[str, Any]) -> bool:
 
 def write_summary(collected: Mapping[str, Any], directory: str | Path = SUMMARY_DIR) -> Path:
     """Write one collected summary as ``<directory>/<name>.json`` (stable key order, one trailing newline)."""
-    from ..io import atomic_write_text
+    from ..core.io import atomic_write_text
 
     path = Path(directory) / f"{collected['name']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,14 +225,14 @@ def _models(info: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def _default_model() -> str:
-    from ..models import DEFAULT_MODEL
+    from ..models.packaged import DEFAULT_MODEL
 
     return DEFAULT_MODEL
 
 
 def _sha256(model: str) -> str | None:
     """The pinned sha256 of a packaged model (verified before it loads), or a local file's own hash."""
-    from ..models import PACKAGED, file_sha256
+    from ..models.packaged import PACKAGED, file_sha256
 
     packaged = PACKAGED.get(model) or PACKAGED.get(f"{model}-135m-instruct")
     if packaged is not None:

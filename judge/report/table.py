@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..stats import p_at_floor, p_floor
+from ..stats.correlation import p_at_floor, p_floor
 from .paper import PaperValue, paper_value
 
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..backends.base import Backend
 from ..backends.requests import Answer, Request
-from ..items import Item
+from ..data.items import Item
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class ItemWork:
 
 
 class Keyed(Protocol):
-    """What a lane scores: an item, or a pair of replies (:class:`judge.pairs.Pair`); the engine reads its
+    """What a lane scores: an item, or a pair of replies (:class:`judge.data.pairs.Pair`); the engine reads its
     ``id`` only (to keep the lanes of one pass on the same things in one window)."""
 
     @property
@@ -106,8 +106,8 @@ K_contra = TypeVar("K_contra", contravariant=True)
 class Lane(Protocol[K_contra]):
     """A scorer whose work is requests to one backend: what the engine schedules with the other lanes of
     that backend in one prefix-ordered pass, cut into units of work (:mod:`judge.engine.units`). Its items
-    are :class:`judge.items.Item` s for every method that scores replies one at a time, and
-    :class:`judge.pairs.Pair` s for a pairwise judge."""
+    are :class:`judge.data.items.Item` s for every method that scores replies one at a time, and
+    :class:`judge.data.pairs.Pair` s for a pairwise judge."""
 
     @property
     def backend(self) -> Backend:

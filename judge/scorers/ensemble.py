@@ -10,7 +10,7 @@ hand, so an item scores the same whether it is scored alone, in a resumed run or
 Weights are given (equal by default; the weighted sum is divided by the sum of their absolute values,
 so a negative weight subtracts a member: ``combine = "mean"`` with weights ``[1, -1]`` is half the
 difference of two members, a *contrast* such as a prompt's answer minus its answer for the reply alone,
-:mod:`judge.context_views`; an item on which a member of a contrast fails fails) or, with ``fit = "cv"``, learned from the human ratings of the
+:mod:`judge.prompts.context_views`; an item on which a member of a contrast fails fails) or, with ``fit = "cv"``, learned from the human ratings of the
 reference set by cross-validation whose folds never split a conversation, or, with ``fit = "lodo"``,
 learned on the other sets of a ``judge run`` experiment (:mod:`judge.scorers.ensemble_fit`): no item
 is scored with weights fitted on its own rating.
@@ -25,9 +25,9 @@ import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..errors import InputError
-from ..items import Item
-from ..qualities import Quality
+from ..core.errors import InputError
+from ..data.items import Item
+from ..data.qualities import Quality
 from .base import Score, Scorer
 from .ensemble_fit import FOLDS, complete_rows, cv_weights, fit_weights_report
 

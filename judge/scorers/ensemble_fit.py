@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ..stats import spearman_rows
+from ..stats.correlation import spearman_rows
 
 #: Folds of the cross-validation (by conversation group).
 FOLDS = 5

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from ..backends.base import Backend, Failure, Prompt, TokenLogprobs
 from ..backends.requests import Answer, Request
-from ..errors import InputError, MissingInputError
-from ..items import SYSTEM, Item, Turn
+from ..core.errors import InputError, MissingInputError
+from ..data.items import SYSTEM, Item, Turn
 from .base import ItemWork, Score, Scorer, score_lane
 from .classic.fed_metric import followups, quality_score
 

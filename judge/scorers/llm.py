@@ -6,16 +6,16 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ..alternatives import READ, Alternatives, alternatives_for, lists_for
-from ..answers import candidates, check_labels
 from ..backends.base import Backend, Failure, HiddenState, Prompt, Reasoned, Reasoning, TokenLogprobs, require
+from ..backends.reasoning import ANSWER_LINE_TOKENS
 from ..backends.requests import Answer, Request
-from ..context_views import in_view
-from ..errors import InputError
-from ..items import SYSTEM, USER, Item, Turn
-from ..prompts import PromptTemplate
-from ..qualities import Quality
-from ..reasoning import ANSWER_LINE_TOKENS
+from ..core.errors import InputError
+from ..data.alternatives import READ, Alternatives, alternatives_for, lists_for
+from ..data.items import SYSTEM, USER, Item, Turn
+from ..data.qualities import Quality
+from ..prompts.answers import candidates, check_labels
+from ..prompts.context_views import in_view
+from ..prompts.templates import PromptTemplate
 from ..selectors import Selector, ZeroShot
 from .base import ItemWork, Said, Score, Scorer, score_lane
 from .rules import ScoringError, score_distribution
@@ -63,7 +63,7 @@ class LLMJudge(Scorer):
 
     ``pool`` is where in-context examples come from (default: the rated items being scored, with the
     selector's leakage guard keeping each item's own conversation out of its examples). ``context``
-    is what of the rated item the prompt shows (:mod:`judge.context_views`); examples are shown as given.
+    is what of the rated item the prompt shows (:mod:`judge.prompts.context_views`); examples are shown as given.
     ``population`` is where a template that reads ``alternatives`` finds the other replies to an item's
     context (default: the items being scored; ``()``: none, each reply is shown alone, as a served judge
     must, so that one client's replies never reach another's prompt). ``hidden`` asks the backend for the

@@ -1,6 +1,6 @@
 """A pairwise judge: which of two replies to one context is better, read as the probability of each label.
 
-A pairwise template (``answer = "pairwise"``, :mod:`judge.prompts`) shows the two replies as ``response_a``
+A pairwise template (``answer = "pairwise"``, :mod:`judge.prompts.templates`) shows the two replies as ``response_a``
 (first) and ``response_b`` (second) and names a label for each, and optionally one for a tie. The judge reads
 the next-token probability of every label from the backend (the full vocabulary on llama.cpp, the top-N on
 hosted APIs, marked ``complete = false`` there; estimated from sampled answers with the sampling fallback,
@@ -14,7 +14,7 @@ disagree counts as a tie, as MT-Bench and Arena-Hard count it. ``orders = "one"`
 instead, chosen by a seeded hash of the pair (half the cost; position bias then goes into the verdicts).
 
 Both orders share their instructions and the conversation: the prompts are cut where their texts part
-(:func:`judge.prompts.common_head` of the two renderings, before the first reply), so on llama.cpp the
+(:func:`judge.prompts.templates.common_head` of the two renderings, before the first reply), so on llama.cpp the
 conversation is evaluated once per context and each order costs its two replies and the question after them.
 """
 
@@ -24,13 +24,13 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from ..answers import Pairwise, candidates, check_labels
 from ..backends.base import Backend, Failure, HiddenState, LabelDist, Prompt
 from ..backends.requests import Answer
-from ..items import Item
-from ..pairs import Pair
-from ..prompts import PromptTemplate, common_head
-from ..qualities import Quality
+from ..data.items import Item
+from ..data.pairs import Pair
+from ..data.qualities import Quality
+from ..prompts.answers import Pairwise, candidates, check_labels
+from ..prompts.templates import PromptTemplate, common_head
 from .base import ItemWork, OrderAnswer, PairScore, Score, Scorer
 from .llm import answer_request
 from .rules import ScoringError, label_probs

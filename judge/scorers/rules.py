@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from ..answers import AnswerType, Rating, YesNo
-from ..errors import UnknownNameError
+from ..core.errors import UnknownNameError
+from ..prompts.answers import AnswerType, Rating, YesNo
 
 
 class ScoringError(ValueError):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..items import Item
-from ..qualities import Quality
-from ..registry import Registry
+from ..core.registry import Registry
+from ..data.items import Item
+from ..data.qualities import Quality
 from .base import ORDERS, Selector, check_order
 
 

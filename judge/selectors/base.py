@@ -7,9 +7,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from ..errors import UnknownNameError
-from ..items import Item
-from ..qualities import Quality
+from ..core.errors import UnknownNameError
+from ..data.items import Item
+from ..data.qualities import Quality
 
 #: Example orders. The selector ranks candidates most relevant first; the order puts them in the prompt:
 #: "ascending" (default): relevance grows towards the test item, the most relevant example is last;

@@ -14,8 +14,8 @@ import re
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..items import Item
-from ..qualities import Quality
+from ..data.items import Item
+from ..data.qualities import Quality
 from .base import Selector
 from .guard import allowed
 

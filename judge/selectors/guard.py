@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..items import Item
+from ..data.items import Item
 
 
 def allowed(item: Item, candidate: Item, group_guard: bool = True) -> bool:

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, UnknownNameError
-from ..items import Item
-from ..qualities import Quality
+from ..core.errors import InputError, UnknownNameError
+from ..data.items import Item
+from ..data.qualities import Quality
 from .base import Selector
 from .guard import allowed
 
@@ -73,7 +73,7 @@ class ManualSet:
 
 def manual_dir() -> Path:
     """Folder of the shipped manual sets (``prompts/manual``)."""
-    from ..prompts import prompts_dir
+    from ..prompts.templates import prompts_dir
 
     return prompts_dir() / "manual"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random as _random
 from collections.abc import Sequence
 
-from ..items import Item
-from ..qualities import Quality
+from ..data.items import Item
+from ..data.qualities import Quality
 from .base import Selector
 from .guard import eligible
 

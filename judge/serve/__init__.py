@@ -10,7 +10,7 @@ when the service starts, so ``import judge`` never pulls them in.
 
 from __future__ import annotations
 
-from ..errors import MissingExtraError
+from ..core.errors import MissingExtraError
 
 
 def require_extra() -> None:

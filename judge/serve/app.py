@@ -28,10 +28,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..counters import report_counters
+from ..accounting.counters import report_counters
+from ..core.errors import BackendError, InputError, JudgeError
+from ..core.io import dumps
 from ..datasets._common import parse_json
-from ..errors import BackendError, InputError, JudgeError
-from ..io import dumps
 from .batcher import Batcher
 from .metrics import CONTENT_TYPE, Metrics
 from .service import JudgeService

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..items import Item
+from ..data.items import Item
 
 Rows = list[dict[str, Any]]
 

@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from ..alternatives import context_key
+from ..core.errors import InputError
+from ..data.alternatives import context_key
+from ..data.items import Item
+from ..data.pairs import Pair
+from ..data.qualities import Quality
 from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, score_rows
 from ..engine.build import backend_key
 from ..engine.compare import compare_rows, prepare_pairs
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
-from ..errors import InputError
-from ..items import Item
-from ..pairs import Pair
-from ..qualities import Quality
 from ..scorers.base import Scorer
 
 #: The name request items carry as their file in error messages ("request, record items[2], field ...").
@@ -196,7 +196,7 @@ def versions() -> dict[str, str | None]:
     """Versions of this project (its installed distribution, else the source tree's), Python and the
     libraries that shape scores or serving."""
     from .. import __version__
-    from ..distribution import DISTRIBUTION, version
+    from ..core.distribution import DISTRIBUTION, version
 
     out: dict[str, str | None] = {"python": platform.python_version(), DISTRIBUTION: version() or __version__}
     for dist in ("llama-cpp-python", "starlette", "uvicorn"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..io import atomic_write_text
+from ..core.io import atomic_write_text
 from .data import View, from_results, from_scored
 from .page import page_data, render_page
 

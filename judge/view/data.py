@@ -3,7 +3,7 @@
 
 Every number comes from where the reports take it: a cell's Spearman, CI and counts from
 ``summary.json`` (or, for ``judge score``, from :func:`judge.harness.summary.cell_stats`, the function
-that computed them), each item's disagreement from :func:`judge.stats.rank_gap`, two cells' paired
+that computed them), each item's disagreement from :func:`judge.stats.correlation.rank_gap`, two cells' paired
 difference from :func:`judge.harness.summary.paired_comparison`. Prompts are rebuilt by the method's
 own code (``MethodType.prompts``) from the rows' example ids; the sets are read again for the
 conversations (:mod:`judge.harness.rebuild`).
@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError, JudgeError
+from ..data.items import Item
 from ..engine.spec import MethodSpec, Prepared, method_type
-from ..errors import InputError, JudgeError
 from ..harness.config import Experiment
 from ..harness.prompt_settings import read_prompt_settings
 from ..harness.rebuild import Key, Rebuilt, cell_keys, rebuild
-from ..items import Item
+from ..records.results import cell_path, read_rows
 from ..report import load_summary
-from ..results import cell_path, read_rows
 
 
 @dataclass

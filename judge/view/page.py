@@ -23,14 +23,14 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from .. import stats
+from ..data.items import SYSTEM, USER, Item
 from ..harness.summary import paired_comparison
-from ..items import SYSTEM, USER, Item
+from ..stats import correlation as stats
 from .data import View, ViewCell
 
 #: Version of the embedded data's layout (``format`` in it); a page reads only its own.
 FORMAT = 1
-#: Row fields as the page reads them: name in the data -> key of the row schema (judge.engine.rows).
+#: Row fields as the page reads them: name in the data -> key of the row schema (judge.records.rows).
 ROW_COLUMNS = {"id": "id", "score": "score", "human": "human", "examples": "examples", "flags": "flags",
                "estimated": "estimated", "complete": "complete", "error": "error", "system": "system",
                "tokens": "n_prompt_tokens"}

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import MissingInputError
-from ...items import Item
-from ...registry import Registry
+from ...core.errors import MissingInputError
+from ...core.registry import Registry
+from ...data.items import Item
 from ..base import Scorer
 
 ScorerFactory = Callable[..., Scorer]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ...errors import InputError
-from ...items import Item
+from ...core.errors import InputError
+from ...data.items import Item
 from ..base import Score, Scorer
 from . import check_inputs
 
@@ -52,6 +52,6 @@ def no_model(name: str, model: str | None) -> None:
 
 def system_turn_indices(item: Item) -> list[int]:
     """Positions of the system's turns in a dialog (the side being evaluated)."""
-    from ...items import SYSTEM
+    from ...data.items import SYSTEM
 
     return [i for i, t in enumerate(item.dialog) if t.speaker == SYSTEM]

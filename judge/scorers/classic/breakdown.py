@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
-from ...items import Item
+from ...core.errors import InputError
+from ...data.items import Item
 from ..base import Score
 from . import hf, register_classic
 from .lm import join_turns, resolve_separator, token_stats

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, MissingInputError
-from ...items import Item
+from ...core.errors import InputError, MissingInputError
+from ...data.items import Item
 from ..base import Score
 from . import register_classic
 from .base import ClassicScorer, system_turn_indices

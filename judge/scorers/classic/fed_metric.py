@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError, MissingInputError, UnknownNameError
-from ...items import Item
+from ...core.errors import InputError, MissingInputError, UnknownNameError
+from ...data.items import Item
 from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer

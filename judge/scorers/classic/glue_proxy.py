@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InputError
-from ...items import Item
+from ...core.errors import InputError
+from ...data.items import Item
 from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...items import SYSTEM, Item
+from ...data.items import SYSTEM, Item
 from ..base import Score
 from . import register_classic
 from .base import ClassicScorer, no_model

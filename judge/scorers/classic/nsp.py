@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import InputError, MissingInputError
-from ...items import Item
+from ...core.errors import InputError, MissingInputError
+from ...data.items import Item
 from ..base import Score
 from . import hf, register_classic
 from .base import ClassicScorer, system_turn_indices

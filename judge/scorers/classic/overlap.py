@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import InputError
-from ...items import Item
+from ...core.errors import InputError
+from ...data.items import Item
 from ..base import Score
 from . import register_classic
 from .base import ClassicScorer, no_model

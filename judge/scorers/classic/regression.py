@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...errors import InputError
+from ...core.errors import InputError
 
 #: Called once per fold with (training row indices, test row indices) before fitting: the instrument
 #: tests use to check that no test row is ever trained on.

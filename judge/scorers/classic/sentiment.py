@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import MissingInputError
-from ...items import USER, Item
+from ...core.errors import MissingInputError
+from ...data.items import USER, Item
 from ..base import Score
 from . import register_classic
 from .base import ClassicScorer, no_model, system_turn_indices

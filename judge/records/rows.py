@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..items import Item
-from ..reference_copy import reference_copy
+from ..data.items import Item
+from ..data.reference_copy import reference_copy
 from ..scorers.base import Score
 
 #: Decimal places of every float in a row.
@@ -35,7 +35,7 @@ def rounded(x: float | None) -> float | None:
 def item_flags(item: Item) -> list[str]:
     """Odd but legitimate properties of the input that a reader of the scores should see: the item's
     own (``Item.flags``, e.g. an empty response) and a response that is (nearly) one of its references
-    (``response_is_reference`` / ``response_near_reference``, see judge.reference_copy)."""
+    (``response_is_reference`` / ``response_near_reference``, see judge.data.reference_copy)."""
     copy = reference_copy(item)
     return list(item.flags) + ([copy] if copy else [])
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import (
+from ..backends.base import (
     Backend,
     Failure,
     HiddenState,
@@ -34,11 +34,11 @@ from .backends.base import (
     Wrapper,
     gather,
 )
-from .backends.requests import Answer, Request
-from .config import default_cache_path as default_cache_path
+from ..backends.requests import Answer, Request
+from ..core.config import default_cache_path as default_cache_path
 
 if TYPE_CHECKING:
-    from .backends.batching import Batcher
+    from ..backends.batching import Batcher
 
 SCHEMA_VERSION = 1
 #: What a hidden-state key adds to its answer's key material: which vector is stored (``HiddenState``).

@@ -46,7 +46,7 @@ def unrelated_installed(paths: Sequence[str] | None = None, package_dir: Path | 
         if UNRELATED_SUMMARY in (dist.metadata.get_all("Summary") or ()) or \
                 any(f"judge/{m}" in files for m in UNRELATED_MODULES):
             return f"{UNRELATED_NAME} {dist.version} (installed metadata: {dist.locate_file('')})"
-    folder = package_dir or Path(__file__).parent
+    folder = package_dir or Path(__file__).resolve().parents[1]
     stray = [m for m in UNRELATED_MODULES if (folder / m).is_file()]
     if stray:
         return f"its modules {', '.join(stray)} in {folder}"

@@ -15,7 +15,7 @@ mutation of the data passed in, ``str.format`` checked, ``range`` capped), this 
 * caps the size of ``*`` (string/list repetition) and ``**`` results, so a template cannot exhaust
   memory with one expression.
 
-:func:`render_error` turns any failure of a render into one message for :class:`judge.errors.TemplateError`.
+:func:`render_error` turns any failure of a render into one message for :class:`judge.core.errors.TemplateError`.
 """
 
 from __future__ import annotations

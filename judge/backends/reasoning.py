@@ -1,7 +1,7 @@
 """What a judge that thinks before it answers wrote: where its answer line is, and what label it gives.
 
 A method with ``reason = N`` asks the model for a rationale, then an answer line that begins with the
-prompt's answer cue (``Answer:``, ``Rating:``; :meth:`judge.prompts.PromptTemplate.render_reasoned`).
+prompt's answer cue (``Answer:``, ``Rating:``; :meth:`judge.prompts.templates.PromptTemplate.render_reasoned`).
 Every backend finds that line the same way, whether it reads the tokens it generates (llama.cpp: bytes, as
 they come) or a completion's text (an API):
 

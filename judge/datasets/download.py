@@ -9,10 +9,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datasets.benchmarks import DATASETS, DatasetInfo
-from .errors import JudgeError
-from .io import atomic_file
-from .models import sha256_file
+from ..core.errors import JudgeError
+from ..core.io import atomic_file
+from ..models.packaged import sha256_file
+from .benchmarks import DATASETS, DatasetInfo
 
 _RAW = "https://raw.githubusercontent.com"
 

@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BackendError
-from .io import atomic_file
+from ..core.errors import BackendError
+from ..core.io import atomic_file
 
 #: Read and hash files in blocks of this size.
 _BLOCK = 1 << 20

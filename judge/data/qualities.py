@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError, UnknownNameError
+from ..core.errors import InputError, UnknownNameError
 from .items import Item, Level
 
 #: A declared rating scale: (min, max).
@@ -59,7 +59,7 @@ class Quality:
 
 #: The file holding the benchmark sets' records, their quality groups among them (read here because every
 #: quality lookup needs the groups, and judge.datasets, which reads the rest, builds on this module).
-RECORDS = Path(__file__).resolve().parent / "datasets" / "benchmarks.toml"
+RECORDS = Path(__file__).resolve().parents[1] / "datasets" / "benchmarks.toml"
 
 
 def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:

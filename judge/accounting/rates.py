@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import default_cache_path
-from .io import atomic_write_text
+from ..core.config import default_cache_path
+from ..core.io import atomic_write_text
 
 #: Version of the file's layout; a file of another version is re-measured like a corrupt one. Version 1
 #: kept tokens per second alone.

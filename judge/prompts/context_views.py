@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .items import SYSTEM, Item
+from ..data.items import SYSTEM, Item
 
 #: ``given``: the item as it is. ``none``: turn level, the reply with no conversation and no background
 #: fact; dialog level, the system's turns alone (the user's removed).

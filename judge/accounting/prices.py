@@ -1,4 +1,4 @@
-"""What hosted models cost in money: the price table (``judge/prices.toml``, each row with the day it was
+"""What hosted models cost in money: the price table (``judge/accounting/prices.toml``, each row with the day it was
 checked and its source), a user's own table over it (``--prices FILE``), and dollars from token counts.
 
 A model the table does not list has no price: every caller says so instead of guessing one, because a
@@ -18,7 +18,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..core.errors import InputError
 
 #: The shipped table.
 SHIPPED = "prices.toml"
@@ -57,7 +57,7 @@ class PriceTable:
 
     def __init__(self, rows: Mapping[str, Price], origin: str) -> None:
         self._rows = dict(rows)
-        #: Where the rows came from, for messages ("judge/prices.toml", "judge/prices.toml + mine.toml").
+        #: Where the rows came from, for messages ("judge/accounting/prices.toml", "judge/accounting/prices.toml + mine.toml").
         self.origin = origin
 
     def get(self, model: str) -> Price | None:
@@ -83,9 +83,9 @@ def dollars(amount: float) -> str:
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
     """The shipped table, with the rows of ``path`` (a user's TOML file) replacing or adding to its own."""
-    shipped = files("judge").joinpath(SHIPPED).read_text(encoding="utf-8")
-    rows = _rows(tomllib.loads(shipped), f"judge/{SHIPPED}", shipped_file=True)
-    origin = f"judge/{SHIPPED}"
+    shipped = files("judge.accounting").joinpath(SHIPPED).read_text(encoding="utf-8")
+    rows = _rows(tomllib.loads(shipped), f"judge/accounting/{SHIPPED}", shipped_file=True)
+    origin = f"judge/accounting/{SHIPPED}"
     if path is not None:
         p = Path(path).expanduser()
         try:

@@ -3,7 +3,7 @@
 Both the harness (which writes it) and the reports (which read it) import this module and nothing of
 each other. Layout::
 
-    RESULTS/items/<method>/<dataset>/<quality>/seed<N>.jsonl   per-item rows (judge.engine.rows)
+    RESULTS/items/<method>/<dataset>/<quality>/seed<N>.jsonl   per-item rows (judge.records.rows)
     RESULTS/items/.../seed<N>.meta.json                        the settings the cell was made with
     RESULTS/compare/<cell>/<dataset>/<quality>/pairs.jsonl     pair rows of a [[compare]] cell (judge.engine.compare)
     RESULTS/compare/.../against.jsonl                          the pointwise method's rows on the pairs' items
@@ -122,7 +122,7 @@ class Summary(TypedDict, total=False):
     #: Each configured pair on the DSTC10 average (paired stratified bootstrap over the sets' conversations).
     average_comparisons: list[dict[str, Any]]
     ceiling: dict[str, dict[str, Any]]
-    #: ``[[compare]]`` cells: one entry per cell, set and quality (:func:`judge.pairwise_stats.pairwise_entry`).
+    #: ``[[compare]]`` cells: one entry per cell, set and quality (:func:`judge.stats.pairwise.pairwise_entry`).
     pairwise: list[dict[str, Any]]
     skipped: list[dict[str, str]]
     counters: dict[str, int]

@@ -1,7 +1,7 @@
 """Statistics of pairwise judgements, with conversations as the unit every interval resamples.
 
 From the pair rows of a pairwise judge (:mod:`judge.engine.compare`) and, when given, the rows of a
-pointwise method on the same items (:mod:`judge.engine.rows`), :func:`summarise_pairs` computes:
+pointwise method on the same items (:mod:`judge.records.rows`), :func:`summarise_pairs` computes:
 
 * **win rates**: for every two systems compared, the share of their pairs the first one wins, a tie
   counting half (verdicts: both orders agree, else a tie), with a 95% bootstrap CI and the bootstrap p of
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import _boot_samples, _group_members, _percentiles, _scipy_stats, _two_sided_p
+from .correlation import _boot_samples, _group_members, _percentiles, _scipy_stats, _two_sided_p
 
 #: Half a win each way per compared pair of systems (see the module docstring).
 BT_PRIOR = 0.5

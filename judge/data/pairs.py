@@ -1,7 +1,7 @@
 """Pairs of replies to one context: what a pairwise judge compares (:mod:`judge.scorers.pairwise`).
 
 Two replies answer *the same context* when their items have the same turns before them and the same
-background fact: :func:`judge.alternatives.context_key`, the one notion the listwise prompts use too
+background fact: :func:`judge.data.alternatives.context_key`, the one notion the listwise prompts use too
 (Topical-USR repeats a conversation with another fact, and those are other contexts). Pairs come from
 the data people have:
 
@@ -14,7 +14,7 @@ the data people have:
 Bad pairing is bad input, named by file and record before any model loads: an item without a system, a
 dialog-level item (a dialog has no context shared with another), ids or contexts that do not match across
 two files, a file where no context has two systems. A file of one system per context (or of dialogs only)
-is a :class:`~judge.errors.MissingInputError`, a property of the set: ``judge run`` lists a ``[[compare]]``
+is a :class:`~judge.core.errors.MissingInputError`, a property of the set: ``judge run`` lists a ``[[compare]]``
 cell on such a set as skipped. In a file that has pairs, a context with one system's replies, and a
 dialog-level item, is left out and counted (:attr:`Pairing.notes`), never silently.
 """
@@ -27,14 +27,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.errors import InputError, MissingInputError
+from ..datasets.split import conversation_of
 from .alternatives import context_key
-from .datasets.split import conversation_of
-from .errors import InputError, MissingInputError
 from .items import Item
 
 
 def context_id(item: Item) -> str:
-    """A short stable name of an item's context (:func:`judge.alternatives.context_key`), for rows."""
+    """A short stable name of an item's context (:func:`judge.data.alternatives.context_key`), for rows."""
     return "ctx:" + hashlib.sha1(context_key(item).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

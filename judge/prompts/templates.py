@@ -28,7 +28,7 @@ An item is a plain mapping: ``id, level, context, response, dialog, fact``, wher
 ``{"speaker": "user"|"system", "text": ...}``; plus ``references`` only when the template declares
 ``reads = ["reference"]`` and ``next_user`` (the user's turn after the rated response) only when it
 declares ``"next_user"``; ``alternatives`` (the distinct replies to the same context among the items
-being scored, its own included, in one fixed order: :mod:`judge.alternatives`) only when it declares
+being scored, its own included, in one fixed order: :mod:`judge.data.alternatives`) only when it declares
 ``"alternatives"``. The declaration is what reports use to tell reference-based, uses-future and
 listwise methods apart, so an undeclared read is an error at render time, not a silent one.
 
@@ -56,18 +56,18 @@ from typing import Any
 import jinja2
 import jinja2.meta
 
+from ..core.errors import TemplateError, UnknownNameError
+from ..core.sandbox import StrictSandbox, render_error
+from ..data.items import SYSTEM, USER, Item, Turn
+from ..data.qualities import Quality, find_quality
 from .answers import AnswerType, Pairwise, Rating, YesNo
-from .errors import TemplateError, UnknownNameError
-from .items import SYSTEM, USER, Item, Turn
-from .qualities import Quality, find_quality
-from .sandbox import StrictSandbox, render_error
 
 _FRONT = re.compile(r"\A\s*\{#-?\s*judge\s*\n(?P<toml>.*?)-?#\}\s*", re.S)
 
 
 def prompts_dir() -> Path:
     """The folder of built-in templates: ``prompts/`` in a checkout, ``judge/_prompts`` when installed."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     for cand in (here.parent / "prompts", here / "_prompts"):
         if cand.is_dir():
             return cand

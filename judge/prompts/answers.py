@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import TemplateError
+from ..core.errors import TemplateError
 
 if TYPE_CHECKING:  # the backends import this module
-    from .backends.base import Backend
+    from ..backends.base import Backend
 
 
 @dataclass(frozen=True)
