@@ -246,7 +246,7 @@ def test_killed_then_rerun_with_a_limit_then_in_full_pays_each_prompt_once(tmp_p
     from judge.backends import openai_batch
     from tests.batch_queue import paid
 
-    with FaultServer() as srv:
+    with FaultServer(batch_validate_s=0.01, batch_run_s=0.05, batch_finalize_s=0.01) as srv:
         def killed(seconds: float) -> None:
             raise Killed
 
