@@ -303,6 +303,33 @@ def test_two_processes_on_one_cache_with_an_expired_batch_pay_each_prompt_once(t
             assert (report.stored, report.failed, report.missing) == (12, {}, set()), name  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow  # two `judge score` processes (~6 s)
+def test_two_judge_score_processes_on_one_cache_with_an_expired_batch_pay_each_prompt_once(tmp_path):
+    """The same as processes: two `judge score --batch` started at once on one cache, with a batch that
+    expires half done."""
+    from tests.batch_queue import paid
+
+    with FaultServer(batch_run_s=2.0) as srv:
+        srv.expire_batches(1)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+        def start(name: str) -> subprocess.Popen:
+            args = ["score", DIALOGUES, "--backend", "openai", "--model", "fault-model", "--base-url", srv.base_url,
+                    "--cache-path", str(tmp_path / "c.sqlite"), "--batch", *POLL, "-o", str(tmp_path / f"{name}.jsonl")]
+            return subprocess.Popen([sys.executable, "-m", "judge", *args], cwd=tmp_path, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+        first, second = start("first"), start("second")  # at once: one submits, the other attaches
+        errs = [p.communicate(timeout=120)[1] for p in (first, second)]
+        assert [p.returncode for p in (first, second)] == [0, 0], errs
+        # the other attaches to the first batch (or, started late, to its resubmission): never a third
+        assert any(re.search(r"attaching to 1 batch\(es\) submitted before \((12|6) of the 12", e) for e in errs), errs
+        assert len(srv.batches) == 2 and not srv.requests
+        counts = paid(srv)
+        assert len(counts) == 12 and set(counts.values()) == {1}
+        assert rows(tmp_path / "first.jsonl") == rows(tmp_path / "second.jsonl")
+
+
 def test_max_cost_bounds_every_batch_before_it_is_submitted(tmp_path, capsys):
     """A cap the up-front estimate passes but the batch's bound does not: the requests go in batches that fit
     what is left, each prompt in one batch and paid once, the spend the server's usage counts within the
