@@ -126,7 +126,8 @@ def test_a_judge_run_grid_makes_one_batch_for_all_its_cells(tmp_path, data_dir, 
                      "--no-progress"]) == 0
         assert len(srv.batches) == 1 and len(srv.requests) == sent  # one submission for every cell, none one by one
         assert next(iter(srv.batches.values()))["request_counts"]["total"] == sent
-        assert len(list((tmp_path / "batch" / "batches").glob("*.json"))) == 1  # judge run: in the run's folder
+        assert len(list((tmp_path / "batches").glob("*.json"))) == 1  # judge run too: the state beside the cache
+        assert not (tmp_path / "batch" / "batches").exists()
         summary = json.loads((tmp_path / "batch" / "summary.json").read_text())
         assert summary["counters"]["batch_requests"] == sent and summary["counters"]["requests"] == 0
         got, expected = cells(tmp_path / "batch"), cells(tmp_path / "sync")
@@ -176,7 +177,7 @@ def test_judge_run_killed_while_waiting_and_run_again_creates_exactly_one_batch(
         assert again.returncode == 0, again.stderr
         assert re.search(r"attaching to 1 batch\(es\) submitted before \(8 of the 8 requests\)", again.stderr)
         assert len(srv.batches) == 1 and len(srv.requests) == 0
-        assert (tmp_path / "run" / "batches").is_dir()
+        assert (tmp_path / "batches").is_dir() and not (tmp_path / "run" / "batches").exists()
 
 
 @pytest.mark.slow
