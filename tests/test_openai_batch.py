@@ -453,3 +453,43 @@ def test_an_orphaned_batch_is_found_past_the_first_page_of_the_list(tmp_path):
         report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s.json", poll_s=0.02, log=lambda m: None)
         assert report.stored == 3 and len(srv.batches) == 251  # found on the third page: none created
         judge.backend.close()
+
+
+def test_a_run_waits_while_another_runs_batch_holds_the_queue(tmp_path):
+    """Two runs on one cache asking different prompts, the queue holding one run's batch at a time: the second
+    waits for the first one's batch to finish (reading it into the cache), then submits its own."""
+    import threading
+
+    from judge.backends.openai_batch import BatchRequest as Line
+    from tests.batch_queue import QueueServer, paid
+
+    first, second = items(6), [Item(id=f"o{i}", level=it.level, context=it.context, response=it.response + " Other.")
+                               for i, it in enumerate(items(6))]
+    fast = {"batch_validate_s": 0.01, "batch_run_s": 0.2, "batch_finalize_s": 0.01}
+    with QueueServer(**fast) as srv:
+        probe = judge_on(srv, tmp_path / "p.sqlite")
+        one = sum(Line("x", *probe.backend.inner.request(r.prompt, r.top_n)).bound()[0] for r in asks(probe, first))
+        probe.backend.close()
+        reports: dict[str, object] = {}
+
+        def run(name: str, its: list[Item]) -> None:
+            judge = judge_on(srv, tmp_path / "c.sqlite")
+            try:
+                reports[name] = fill_cache(judge.backend, asks(judge, its), tmp_path / "s.json", poll_s=0.01,
+                                           queue_tokens=int(one * 1.05), log=lambda m: None)
+            finally:
+                judge.backend.close()
+
+        a = threading.Thread(target=run, args=("a", first))
+        a.start()
+        while not srv.batches:
+            time.sleep(0.01)
+        b = threading.Thread(target=run, args=("b", second))
+        b.start()
+        a.join(30)
+        b.join(30)
+        x, y = srv.batches.values()
+        assert x["status"] == y["status"] == "completed" and y["created_at"] >= x["created_at"]
+        assert (x["request_counts"]["total"], y["request_counts"]["total"]) == (6, 6)
+        assert len(paid(srv)) == 12 and set(paid(srv).values()) == {1}
+        assert all(reports[n].stored == 6 for n in "ab")  # type: ignore[attr-defined]

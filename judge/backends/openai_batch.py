@@ -329,13 +329,16 @@ class BatchClient:
             covered = {c for e in others for c in e["custom_ids"]} & self._wanted.keys()
             self.log(f"judge: attaching to {len(others)} batch(es) submitted before "
                      f"({len(covered)} of the {len(self._wanted)} requests)")
-        for e in holding:
-            if e["key"] not in self._seen:
-                self._seen.append(e["key"])
-            self._look(state, e, start)
+        for e in [e for e in entries if not e["read"]]:
+            if e in holding:
+                if e["key"] not in self._seen:
+                    self._seen.append(e["key"])
+                self._look(state, e, start)
+            elif e["id"] is not None:
+                self._look(state, e, start)  # another run's batch: its answers go to the cache too when it ends
         running = [e for e in entries if not e["read"] and set(e["custom_ids"]) & self._wanted.keys()]
-        submitted = self._claim(state, running)
-        return bool(running or submitted)
+        submitted, blocked = self._claim(state, running)
+        return bool(running or submitted or (blocked and any(not e["read"] for e in entries)))
 
     def _look(self, state: dict[str, Any], entry: dict[str, Any], start: float) -> None:
         """Look at one unread batch (creating it first when its process stopped between upload and create);
@@ -424,9 +427,10 @@ class BatchClient:
         return {c: r for e in state["batches"] if e["key"] in self._seen for c, r in e.get("failed", {}).items()}
 
     # -- claiming and submitting -------------------------------------------------------------------------
-    def _claim(self, state: dict[str, Any], running: list[dict[str, Any]]) -> bool:
+    def _claim(self, state: dict[str, Any], running: list[dict[str, Any]]) -> tuple[bool, bool]:
         """Submit what is still wanted and unclaimed, within the budget and the queue limit; returns whether
-        anything was submitted. What can never fit is kept back with its reason."""
+        anything was submitted, and whether what is left waits for batches in flight (this run's, or other
+        runs' holding the model's queue). What can never fit is kept back with its reason."""
         entries = state["batches"]
         busy = {c for e in entries if not e["read"] for c in e["custom_ids"]}
         settled = self._settled(state)
@@ -436,7 +440,7 @@ class BatchClient:
         todo = [self._wanted[c] for c in open_ if c not in found]
         self._kept = {}
         if not todo:
-            return False
+            return False, False
         money = self._money_left(running)
         queued = sum(int(e.get("bound", [0, 0])[0]) for e in entries if not e["read"])
         room = None if self.queue_tokens is None else self.queue_tokens - queued
@@ -450,9 +454,13 @@ class BatchClient:
             chosen.append(r)
             spend, tokens = spend + cost, tokens + prompt
         if not chosen:
-            if not running:
-                self._keep(todo, money)
-            return False
+            first_prompt, first_completion = todo[0].bound()
+            affordable = money is None or self._cost(first_prompt, first_completion) <= money
+            queue_bound = queued > 0 and self.queue_tokens is not None and first_prompt <= self.queue_tokens
+            if running or (affordable and queue_bound):
+                return False, True  # the next part goes when something in flight has finished
+            self._keep(todo, money)
+            return False, False
         for part in split_files(chosen, self.max_requests, self.max_bytes):
             round_ = 1 + max(self._tries(state, r.custom_id) for r in part)
             self._resubmitted += sum(1 for r in part if self._tries(state, r.custom_id))
@@ -460,7 +468,7 @@ class BatchClient:
             queued += _bounds(part)[0]
             self._mine.add(key)
             self._seen.append(key)
-        return True
+        return True, False
 
     def _money_left(self, running: list[dict[str, Any]]) -> float | None:
         """Under ``max_cost``: the cap less the spend the server's usage has counted so far and the most the
