@@ -334,7 +334,7 @@ class BatchClient:
                 if e["key"] not in self._seen:
                     self._seen.append(e["key"])
                 self._look(state, e, start)
-            elif e["id"] is not None:
+            elif e["id"] is not None and e.get("reads"):
                 self._look(state, e, start)  # another run's batch: its answers go to the cache too when it ends
         running = [e for e in entries if not e["read"] and set(e["custom_ids"]) & self._wanted.keys()]
         submitted, blocked = self._claim(state, running)
