@@ -381,7 +381,7 @@ def test_batches_split_under_the_queue_limit_and_a_refused_one_goes_again(tmp_pa
     from tests.batch_queue import QueueServer, paid
 
     its = items(12)
-    fast = {"batch_validate_s": 0.01, "batch_run_s": 0.05, "batch_finalize_s": 0.01}
+    fast = {"batch_validate_s": 0.005, "batch_run_s": 0.02, "batch_finalize_s": 0.005}
     with FaultServer() as probe:
         need = sum(len(r.prompt.text) // 4 for r in asks(judge_on(probe, tmp_path / "p.sqlite"), its))
     limit = int(need * 0.6)  # the server's count: the whole run does not fit, half of it does
@@ -402,7 +402,7 @@ def test_batches_split_under_the_queue_limit_and_a_refused_one_goes_again(tmp_pa
         judge.backend.close()
     with QueueServer(queue_limit=limit, **fast) as srv:
         judge = judge_on(srv, tmp_path / "c2.sqlite")
-        report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s2.json", poll_s=0.01, queue_tokens=need,
+        report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s2.json", poll_s=0.01, queue_tokens=2 * need,
                             log=lambda m: None)
         assert report.stored == 12 and len(srv.batches) > 1
         assert all(b["status"] == "completed" for b in srv.batches.values())  # the bound kept under the limit
