@@ -1,4 +1,4 @@
-"""The provider's Batch API: a run's uncached requests asked in one batch at the batch price, into the cache.
+"""The provider's Batch API: a run's uncached requests asked in batches at the batch price, into the cache.
 
 A judge run is a perfect batch: one short request per prompt and nothing interactive. :func:`fill_cache`
 takes the label requests a run is about to make (:class:`judge.backends.requests.Request`: prompt, answer
@@ -15,16 +15,25 @@ request of the run (:mod:`judge.engine.batch`).
 
 * input files split at the provider's limits (:data:`MAX_REQUESTS` requests, :data:`MAX_BYTES` bytes per
   file; one endpoint per batch), uploaded through ``/v1/files``, batches created through ``/v1/batches``;
-* no double billing: each file id, then each batch id, is written to the state file (:class:`BatchState`,
-  fsynced) before anything waits, so a process killed while it waits, run again, attaches to its batches
-  instead of submitting again (a file uploaded whose batch id was not recorded is found again among the
-  server's batches by its ``input_file_id``);
+* one paid answer per prompt, under kills at any point, reruns with other limits or subsets, and several
+  processes on one cache: each file id, then each batch id, is written to the state file (:class:`BatchState`,
+  fsynced) before anything waits; every look at the batches is one pass under the state's lock, in which
+  ended batches are read (every answer in them goes to the cache, whichever run asked it) and what is still
+  wanted is checked against the cache and the unread batches before anything is submitted, so a second
+  process attaches or waits and never submits again (a file uploaded whose batch id was not recorded is
+  found again among every page of the server's batches by its ``input_file_id``);
+* under the backend's ``max_cost``, a batch is submitted only when the most it can cost
+  (:meth:`BatchRequest.bound`: a token per prompt byte, the whole completion budget) fits what the server's
+  usage and the batches in flight leave of the cap; the rest waits for them, or fails with the reason;
+* the model's batch queue limit (:mod:`judge.accounting.batch_limits`, or ``queue_tokens``) kept by the same
+  bound; a batch refused for it (``token_limit_exceeded``) goes again in smaller parts once the batches
+  before it have finished;
 * a progress line while it waits (status, completed and failed counts, time waited);
 * output and error files read back by ``custom_id``, their order never assumed;
 * an expired or cancelled batch's missing requests, and requests that failed on a transient fault, are
   resubmitted once (``resubmit=False``: left to the caller, which sends them synchronously).
 
-The state file holds ids and cache keys only: never a key or a prompt. ``write_batch_file`` writes the same
+The state file holds ids, cache keys, answer labels and token bounds: never a key or a prompt. ``write_batch_file`` writes the same
 input lines for ``vllm run-batch`` or any runner of the format, and ``read_batch_results`` reads its output.
 """
 
