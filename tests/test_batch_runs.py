@@ -126,7 +126,8 @@ def test_a_judge_run_grid_makes_one_batch_for_all_its_cells(tmp_path, data_dir, 
                      "--no-progress"]) == 0
         assert len(srv.batches) == 1 and len(srv.requests) == sent  # one submission for every cell, none one by one
         assert next(iter(srv.batches.values()))["request_counts"]["total"] == sent
-        assert len(list((tmp_path / "batch" / "batches").glob("*.json"))) == 1  # judge run: in the run's folder
+        assert len(list((tmp_path / "batches").glob("*.json"))) == 1  # judge run too: the state beside the cache
+        assert not (tmp_path / "batch" / "batches").exists()
         summary = json.loads((tmp_path / "batch" / "summary.json").read_text())
         assert summary["counters"]["batch_requests"] == sent and summary["counters"]["requests"] == 0
         got, expected = cells(tmp_path / "batch"), cells(tmp_path / "sync")
@@ -176,7 +177,7 @@ def test_judge_run_killed_while_waiting_and_run_again_creates_exactly_one_batch(
         assert again.returncode == 0, again.stderr
         assert re.search(r"attaching to 1 batch\(es\) submitted before \(8 of the 8 requests\)", again.stderr)
         assert len(srv.batches) == 1 and len(srv.requests) == 0
-        assert (tmp_path / "run" / "batches").is_dir()
+        assert (tmp_path / "batches").is_dir() and not (tmp_path / "run" / "batches").exists()
 
 
 @pytest.mark.slow
@@ -236,22 +237,133 @@ def test_batch_file_and_batch_results_round_trip(tmp_path, capsys):
         assert (tmp_path / "all.jsonl").read_bytes() == (tmp_path / "sync.jsonl").read_bytes()
 
 
-def test_a_batch_estimate_is_what_max_cost_compares(tmp_path, capsys):
-    """A cap between the batch estimate and the synchronous one: the synchronous run is refused, the batch
-    run is not."""
+class Killed(BaseException):
+    """What a process killed while it waits leaves: its state file, its batch running, nothing read."""
+
+
+def test_killed_then_rerun_with_a_limit_then_in_full_pays_each_prompt_once(tmp_path, monkeypatch):
+    """Kill a --batch run while it waits, run it again with --limit 6, then in full: one batch, each of the 12
+    prompts paid once (the rerun with the limit puts all 12 answers of the batch it reads in the cache)."""
+    from judge.backends import openai_batch
+    from tests.batch_queue import paid
+
+    with FaultServer(batch_validate_s=0.01, batch_run_s=0.05, batch_finalize_s=0.01) as srv:
+        def killed(seconds: float) -> None:
+            raise Killed
+
+        monkeypatch.setattr(openai_batch, "_nap", killed)
+        with pytest.raises(Killed):
+            score(srv, tmp_path, "--batch", *POLL, "-o", str(tmp_path / "killed.jsonl"))
+        monkeypatch.undo()
+        assert len(srv.batches) == 1
+        assert score(srv, tmp_path, "--batch", *POLL, "--limit", "6", "-o", str(tmp_path / "six.jsonl")) == 0
+        assert score(srv, tmp_path, "--batch", *POLL, "-o", str(tmp_path / "all.jsonl")) == 0
+        assert len(srv.batches) == 1 and not srv.requests
+        counts = paid(srv)
+        assert len(counts) == 12 and set(counts.values()) == {1}
+        assert [r["error"] for r in rows(tmp_path / "all.jsonl")] == [None] * 12
+
+
+def test_two_processes_on_one_cache_with_an_expired_batch_pay_each_prompt_once(tmp_path):
+    """Two runs on one cache and one state, the second started while the first waits for a batch that
+    expires half done: one resubmission of the expired half, by whichever reads it first; the other attaches
+    to it. Two batches, each prompt paid once, both runs answered in full."""
+    import threading
+
+    from judge.backends.openai_batch import fill_cache
+    from tests.batch_queue import paid
+    from tests.test_openai_batch import asks, items, judge_on
+
+    its = items(12)
+    with FaultServer(batch_run_s=0.2) as srv:
+        srv.expire_batches(1)
+        reports: dict[str, object] = {}
+
+        def run(name: str) -> None:
+            judge = judge_on(srv, tmp_path / "c.sqlite")
+            try:
+                reports[name] = fill_cache(judge.backend, asks(judge, its), tmp_path / "state.json", poll_s=0.02,
+                                           log=lambda m: None)
+            finally:
+                judge.backend.close()
+
+        first = threading.Thread(target=run, args=("first",))
+        first.start()
+        while not srv.batches:
+            time.sleep(0.01)
+        second = threading.Thread(target=run, args=("second",))
+        second.start()
+        first.join(30)
+        second.join(30)
+        expired, again = srv.batches.values()
+        assert expired["status"] == "expired" and again["request_counts"]["total"] == 6
+        counts = paid(srv)
+        assert len(counts) == 12 and set(counts.values()) == {1} and not srv.requests
+        for name in ("first", "second"):
+            report = reports[name]
+            assert (report.stored, report.failed, report.missing) == (12, {}, set()), name  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow  # two `judge score` processes (~6 s)
+def test_two_judge_score_processes_on_one_cache_with_an_expired_batch_pay_each_prompt_once(tmp_path):
+    """The same as processes: two `judge score --batch` started at once on one cache, with a batch that
+    expires half done."""
+    from tests.batch_queue import paid
+
+    with FaultServer(batch_run_s=2.0) as srv:
+        srv.expire_batches(1)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+        def start(name: str) -> subprocess.Popen:
+            args = ["score", DIALOGUES, "--backend", "openai", "--model", "fault-model", "--base-url", srv.base_url,
+                    "--cache-path", str(tmp_path / "c.sqlite"), "--batch", *POLL, "-o", str(tmp_path / f"{name}.jsonl")]
+            return subprocess.Popen([sys.executable, "-m", "judge", *args], cwd=tmp_path, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+        first, second = start("first"), start("second")  # at once: one submits, the other attaches
+        errs = [p.communicate(timeout=120)[1] for p in (first, second)]
+        assert [p.returncode for p in (first, second)] == [0, 0], errs
+        # the other attaches to the first batch (or, started late, to its resubmission): never a third
+        assert any(re.search(r"attaching to 1 batch\(es\) submitted before \((12|6) of the 12", e) for e in errs), errs
+        assert len(srv.batches) == 2 and not srv.requests
+        counts = paid(srv)
+        assert len(counts) == 12 and set(counts.values()) == {1}
+        assert rows(tmp_path / "first.jsonl") == rows(tmp_path / "second.jsonl")
+
+
+def test_max_cost_bounds_every_batch_before_it_is_submitted(tmp_path, capsys):
+    """A cap the up-front estimate passes but the batch's bound does not: the requests go in batches that fit
+    what is left, each prompt in one batch and paid once, the spend the server's usage counts within the
+    cap; what cannot fit fails with the reason, and a rerun with a higher cap goes on from the cache."""
+    from judge.accounting.prices import load_prices
+    from tests.batch_queue import paid, spend
     from tests.test_money import PRICES
 
     (tmp_path / "p.toml").write_text(PRICES)
-    with FaultServer() as srv:
+    price = load_prices(tmp_path / "p.toml").get("fault-model")
+    with FaultServer(batch_validate_s=0.01, batch_run_s=0.05, batch_finalize_s=0.01) as srv:
         assert score(srv, tmp_path, "--prices", str(tmp_path / "p.toml"), "--check", "--limit", "4") == 0
         out = capsys.readouterr().out
         sync, batch = (float(x) for x in re.search(r"~\$(\S+) synchronous, ~\$(\S+) through", out).groups())
-        cap = str(round((sync + batch) / 2, 4))
-        priced = ["--prices", str(tmp_path / "p.toml"), "--limit", "4", "--max-cost", cap]
-        assert score(srv, tmp_path, *priced) == 2 and not srv.requests
+        cap = round((sync + batch) / 2, 4)
+        priced = ["--prices", str(tmp_path / "p.toml"), "--limit", "4", "--max-cost", str(cap)]
+        assert score(srv, tmp_path, *priced) == 2 and not srv.requests  # the synchronous estimate is above it
         assert "is above --max-cost" in capsys.readouterr().err
-        assert score(srv, tmp_path, *priced, "--batch", *POLL, "-o", str(tmp_path / "b.jsonl")) == 0
-        assert len(srv.batches) == 1 and not srv.requests
+        assert score(srv, tmp_path, *priced, "--batch", *POLL, "-o", str(tmp_path / "b.jsonl")) == 3
+        err = capsys.readouterr().err
+        assert not srv.requests and len(srv.batches) > 1  # split to fit what was left
+        counts = paid(srv)
+        assert set(counts.values()) == {1} and 0 < len(counts) < 4
+        assert spend(srv, price) <= cap
+        assert f"requests kept back: not scored: sending it could take the spend past --max-cost ${cap:.4f}" in err
+        failed = [r for r in rows(tmp_path / "b.jsonl") if r["error"]]
+        assert len(failed) == 4 - len(counts)
+        assert all(r["error"].startswith("not scored: sending it could take the spend past --max-cost") for r in failed)
+        # a higher cap: only what was kept back goes, in one batch
+        before = len(srv.batches)
+        priced[-1] = "10"
+        assert score(srv, tmp_path, *priced, "--batch", *POLL, "-o", str(tmp_path / "all.jsonl")) == 0
+        assert len(srv.batches) == before + 1 and set(paid(srv).values()) == {1} and len(paid(srv)) == 4
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -372,3 +372,124 @@ def test_a_batch_file_run_elsewhere_fills_the_cache_from_its_results(tmp_path):
         assert len(srv.requests) == 6 + 1  # the sync run's six, and the one the runner lost
         judge.backend.close()
         sync.backend.close()
+
+
+def test_batches_split_under_the_queue_limit_and_a_refused_one_goes_again(tmp_path):
+    """The model's queue holds fewer tokens than the client believes: the first batch is refused at validation
+    (token_limit_exceeded), nothing of it runs, and the run goes on in smaller parts, each submitted when the
+    one before has finished; each prompt paid once. With the limit given (batch_queue_tokens), no refusal."""
+    from tests.batch_queue import QueueServer, paid
+
+    its = items(12)
+    fast = {"batch_validate_s": 0.005, "batch_run_s": 0.02, "batch_finalize_s": 0.005}
+    with FaultServer() as probe:
+        need = sum(len(r.prompt.text) // 4 for r in asks(judge_on(probe, tmp_path / "p.sqlite"), its))
+    limit = int(need * 0.6)  # the server's count: the whole run does not fit, half of it does
+    with QueueServer(queue_limit=limit, **fast) as srv:
+        judge = judge_on(srv, tmp_path / "c.sqlite")
+        logs: list[str] = []
+        report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s.json", poll_s=0.01,
+                            queue_tokens=100 * need, log=logs.append)
+        assert (report.stored, report.failed, report.missing) == (12, {}, set())
+        refused = [b for b in srv.batches.values() if b["status"] == "failed"]
+        assert len(refused) == 1 and refused[0]["errors"]["data"][0]["code"] == "token_limit_exceeded"
+        assert refused[0]["output_file_id"] is None and srv.input_tokens(refused[0]) > limit
+        assert any("refused: the model's queue is full (Enqueued token limit reached" in m for m in logs)
+        done = [b for b in srv.batches.values() if b["status"] == "completed"]
+        assert len(done) >= 2 and all(srv.input_tokens(b) <= limit for b in done)
+        counts = paid(srv)
+        assert len(counts) == 12 and set(counts.values()) == {1} and not srv.requests
+        judge.backend.close()
+    with QueueServer(queue_limit=limit, **fast) as srv:
+        judge = judge_on(srv, tmp_path / "c2.sqlite")
+        report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s2.json", poll_s=0.01, queue_tokens=2 * need,
+                            log=lambda m: None)
+        assert report.stored == 12 and len(srv.batches) > 1
+        assert all(b["status"] == "completed" for b in srv.batches.values())  # the bound kept under the limit
+        assert set(paid(srv).values()) == {1} and len(paid(srv)) == 12
+        judge.backend.close()
+
+
+def test_the_queue_limit_table_is_dated_and_sourced_and_an_option_overrides_it():
+    import tomllib
+
+    from judge.accounting.batch_limits import load_queue_limits, queue_limit
+
+    rows = tomllib.loads((ROOT / "judge" / "accounting" / "batch_limits.toml").read_text())["models"]
+    assert len(rows) >= 5 and all(r["checked"] and "OpenAI" in r["source"] for r in rows)
+    table = load_queue_limits()
+    assert table["gpt-4o-mini"].enqueued_tokens == 2_000_000 and table["gpt-4o"].enqueued_tokens == 90_000
+    assert queue_limit("gpt-4o-mini", 5_000).enqueued_tokens == 5_000 and queue_limit("fault-model") is None
+    with pytest.raises(InputError, match="batch_queue_tokens"):
+        create_backend("openai", "m", GenerateConfig(), base_url="http://127.0.0.1:9/v1", batch=True,
+                       batch_queue_tokens=0)
+
+
+def test_an_orphaned_batch_is_found_past_the_first_page_of_the_list(tmp_path):
+    """Killed between creating the batch and writing its id, with 250 newer batches on the account: the list
+    pages (limit 100, after, has_more) until the batch made from the recorded file is found."""
+    from tests.batch_queue import QueueServer
+
+    its = items(3)
+    with QueueServer() as srv:
+        judge = judge_on(srv, tmp_path / "c.sqlite")
+        inner = judge.backend.inner
+        from judge.engine.cache import request_key
+
+        reqs = [batch_request(inner, r.prompt, r.top_n, request_key(inner, r), r.candidates) for r in asks(judge, its)]
+        data = "".join(r.line() for r in reqs).encode()
+        f = inner.api(lambda c: c.files.create(file=("judge-batch-1.jsonl", data), purpose="batch"), "upload")
+        inner.api(lambda c: c.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                             completion_window="24h"), "create")
+        mine = next(iter(srv.batches.values()))
+        for n in range(250):  # newer batches of other work, already done
+            bid = f"batch-other-{n:03d}"
+            srv.batches[bid] = {**mine, "id": bid, "input_file_id": f"file-other-{n}", "status": "completed",
+                                "_n": 1 + n}
+        state = {"version": 1, "server": srv.base_url, "model": "fault-model", "batches": [
+            {"key": "1", "custom_ids": [r.custom_id for r in reqs], "endpoint": "/v1/chat/completions", "round": 1,
+             "input_file_id": f.id, "id": None, "status": None, "read": False}]}
+        (tmp_path / "s.json").write_text(json.dumps(state))
+        report = fill_cache(judge.backend, asks(judge, its), tmp_path / "s.json", poll_s=0.02, log=lambda m: None)
+        assert report.stored == 3 and len(srv.batches) == 251  # found on the third page: none created
+        judge.backend.close()
+
+
+def test_a_run_waits_while_another_runs_batch_holds_the_queue(tmp_path):
+    """Two runs on one cache asking different prompts, the queue holding one run's batch at a time: the second
+    waits for the first one's batch to finish (reading it into the cache), then submits its own."""
+    import threading
+
+    from judge.backends.openai_batch import BatchRequest as Line
+    from tests.batch_queue import QueueServer, paid
+
+    first, second = items(6), [Item(id=f"o{i}", level=it.level, context=it.context, response=it.response + " Other.")
+                               for i, it in enumerate(items(6))]
+    fast = {"batch_validate_s": 0.01, "batch_run_s": 0.2, "batch_finalize_s": 0.01}
+    with QueueServer(**fast) as srv:
+        probe = judge_on(srv, tmp_path / "p.sqlite")
+        one = sum(Line("x", *probe.backend.inner.request(r.prompt, r.top_n)).bound()[0] for r in asks(probe, first))
+        probe.backend.close()
+        reports: dict[str, object] = {}
+
+        def run(name: str, its: list[Item]) -> None:
+            judge = judge_on(srv, tmp_path / "c.sqlite")
+            try:
+                reports[name] = fill_cache(judge.backend, asks(judge, its), tmp_path / "s.json", poll_s=0.01,
+                                           queue_tokens=int(one * 1.05), log=lambda m: None)
+            finally:
+                judge.backend.close()
+
+        a = threading.Thread(target=run, args=("a", first))
+        a.start()
+        while not srv.batches:
+            time.sleep(0.01)
+        b = threading.Thread(target=run, args=("b", second))
+        b.start()
+        a.join(30)
+        b.join(30)
+        x, y = srv.batches.values()
+        assert x["status"] == y["status"] == "completed" and y["created_at"] >= x["created_at"]
+        assert (x["request_counts"]["total"], y["request_counts"]["total"]) == (6, 6)
+        assert len(paid(srv)) == 12 and set(paid(srv).values()) == {1}
+        assert all(reports[n].stored == 6 for n in "ab")  # type: ignore[attr-defined]

@@ -289,7 +289,8 @@ class OpenAIBackend(Backend):
     cost = "hosted"
     #: How requests are sent, never what they ask: a results folder resumes with other values of them.
     sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff", "batch",
-                                 "batch_fallback", "batch_file", "batch_results", "batch_poll"})
+                                 "batch_fallback", "batch_file", "batch_results", "batch_poll",
+                                 "batch_queue_tokens"})
     #: A run's requests can go through the Batch API before it scores (:mod:`judge.backends.openai_batch`).
     batch_api = True
 
@@ -325,6 +326,7 @@ class OpenAIBackend(Backend):
         batch_file: str | None = None,
         batch_results: str | None = None,
         batch_poll: float = 30.0,
+        batch_queue_tokens: int | None = None,
         reasoning_effort: str | None = None,
         reasoning: bool | None = None,
     ) -> None:
@@ -338,7 +340,8 @@ class OpenAIBackend(Backend):
         becomes of requests the batches did not answer: ``resubmit`` (once, then their items fail with the
         reason) or ``sync`` (sent one by one as the run reaches them); ``batch_file``: write the requests as a
         Batch API input file for another runner (``vllm run-batch``) and stop; ``batch_results``: read such
-        a runner's output file into the cache first."""
+        a runner's output file into the cache first; ``batch_queue_tokens``: the model's batch queue limit in
+        prompt tokens, over the shipped table's (``judge/accounting/batch_limits.toml``)."""
         try:
             import openai
             import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
@@ -353,7 +356,8 @@ class OpenAIBackend(Backend):
         for name, cap in (("rpm", rpm), ("tpm", tpm), ("max_cost", max_cost)):
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
                 raise InputError(f"must be a number > 0, got {cap!r}", field=f"--{name.replace('_', '-')}")
-        self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback)
+        self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback,
+                                     batch_queue_tokens)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -897,7 +901,7 @@ class OpenAIBackend(Backend):
 
 
 def _batch_options(batch: bool, fallback: str, file: str | None, results: str | None, poll: float,
-                   sampling_fallback: int) -> dict[str, Any] | None:
+                   sampling_fallback: int, queue_tokens: int | None = None) -> dict[str, Any] | None:
     """The Batch API options, checked (None: the run sends every request itself)."""
     if not isinstance(batch, bool):
         raise InputError(f"must be true or false, got {batch!r}", field="--batch")
@@ -905,6 +909,9 @@ def _batch_options(batch: bool, fallback: str, file: str | None, results: str | 
         raise InputError(f"must be resubmit or sync, got {fallback!r}", field="--batch-fallback")
     if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
         raise InputError(f"must be a number of seconds > 0, got {poll!r}", field="batch_poll")
+    if queue_tokens is not None and (isinstance(queue_tokens, bool) or not isinstance(queue_tokens, int)
+                                     or queue_tokens < 1):
+        raise InputError(f"must be a whole number of tokens > 0, got {queue_tokens!r}", field="batch_queue_tokens")
     for name, path in (("--batch-file", file), ("--batch-results", results)):
         if path is not None and (not isinstance(path, str) or not path):
             raise InputError(f"must be a file path, got {path!r}", field=name)
@@ -916,7 +923,7 @@ def _batch_options(batch: bool, fallback: str, file: str | None, results: str | 
     if sampling_fallback:
         raise InputError("the Batch API reads log-probabilities only; the sampling fallback sends sampled answers "
                          "one by one: drop --sampling-fallback or the batch options", field="--sampling-fallback")
-    return {"fallback": fallback, "file": file, "results": results, "poll_s": float(poll)}
+    return {"fallback": fallback, "file": file, "results": results, "poll_s": float(poll), "queue_tokens": queue_tokens}
 
 
 def _without_userinfo(url: str) -> str:

@@ -113,8 +113,7 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             _print_cost(exp)
             return EXIT_OK
-        # A temporary folder does not outlive the run: batches are recorded beside the cache instead.
-        summary = run_experiment(exp, plots=False, progress=not args.no_progress, keep_batches=args.results is not None)
+        summary = run_experiment(exp, plots=False, progress=not args.no_progress)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
         if args.output:
             _copy_rows(exp, args.output)

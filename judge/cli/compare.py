@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     qn = quality.name if quality else None
     backends = BackendPool()
     try:
-        batches.send(backends, None, lambda msg: print(msg, file=sys.stderr))
+        batches.send(backends, lambda msg: print(msg, file=sys.stderr))
         judge = build(prep, backends)
         bar = tqdm(total=len(pairs), desc="comparing", unit="pair", file=sys.stderr,
                    disable=True if args.no_progress else None, leave=False)

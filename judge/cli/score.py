@@ -165,7 +165,7 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
     refuse_batches(ray, batches)
     backends = backend_pool(ray, lambda msg: tqdm.write(msg, file=sys.stderr))
     try:
-        batches.send(backends, None, lambda msg: print(msg, file=sys.stderr))
+        batches.send(backends, lambda msg: print(msg, file=sys.stderr))
         scorer = build(prep, backends)
         # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
         bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,

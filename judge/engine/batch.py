@@ -222,18 +222,19 @@ class BatchPlan:
                                  "runner takes one model and its settings per file; give each its own file",
                                  file=path, field="--batch-file")
 
-    def send(self, backends: BackendPool, folder: Path | None, log: Callable[[str], None]) -> list[BatchReport]:
+    def send(self, backends: BackendPool, log: Callable[[str], None]) -> list[BatchReport]:
         """Answer each batched backend's requests through its driver, on the run's own backend from
-        ``backends`` (its usage counts as the run's), recording the batches in ``folder`` (the run's folder;
-        None: ``batches/`` beside the method's cache), and settle what they could not answer on ``backends``.
-        Raises :class:`RunStopped` after writing the files of ``--batch-file``."""
+        ``backends`` (its usage counts as the run's), recording the batches in ``batches/`` beside the
+        method's cache, and settle what they could not answer on ``backends``. The record sits with the answers
+        it guards: every run on one cache (``judge score``, ``judge run`` in any folder, ``judge bench``)
+        claims its requests in the same state, so none submits what another has in a batch. Raises
+        :class:`RunStopped` after writing the files of ``--batch-file``."""
         reports: list[BatchReport] = []
         for p in self.pending.values():
             if not p.requests and p.batcher.file is None:
                 continue  # everything is in the cache already
             backend = backends.get(p.spec)
-            where = folder if folder is not None else \
-                Path(p.spec.generate.cache_path or default_cache_path()).expanduser().parent / "batches"
+            where = Path(p.spec.generate.cache_path or default_cache_path()).expanduser().parent / "batches"
             report = p.batcher.fill(backend, list(p.requests), where)
             backends.settle(p.spec, report.settled)
             log(f"judge: batch of {p.spec.model or p.spec.backend}: {report.describe()}")

@@ -118,7 +118,10 @@ class Budget:
     """``--max-cost`` before anything is sent: the estimated cost of the hosted cells whose backend sets a cap,
     added up over the parts of a run given to :meth:`add` (a streamed file is counted a chunk at a time), with
     the run refused (InputError) as soon as a cap's total is above it. The estimate is the synchronous one, or
-    the Batch API's for a backend that sends its requests as batches (``batch``)."""
+    the Batch API's for a backend that sends its requests as batches (``batch``). It is a first check only:
+    what bounds the spend is the backend itself, which sends a synchronous request, or submits a batch
+    (:class:`judge.backends.openai_batch.BatchClient`), only when the most it can cost (a token per prompt
+    byte, its whole completion budget) fits what the server's usage leaves of the cap."""
 
     def __init__(self) -> None:
         self.spent: dict[float, float] = {}

@@ -236,13 +236,11 @@ def run_experiment(
     plots: bool = True,
     load: Callable[[str], list[Item]] | None = None,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
-    keep_batches: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) every cell, then write ``summary.json`` and the reports. Returns the summary.
 
     Methods whose backend batches (``--batch``) have the requests the cache lacks, over every cell, answered
-    in bulk first (:mod:`judge.engine.batch`), their batches recorded in the folder's ``batches/``
-    (``keep_batches`` False, for a folder that does not outlive the run: beside the cache).
+    in bulk first (:mod:`judge.engine.batch`), their batches recorded in ``batches/`` beside the cache.
 
     Every cell is prepared (names, templates, manual sets, scales) before any model loads. Rows reach
     their cell file in item order, one fsynced line each; scores that finish early inside a window of
@@ -285,7 +283,7 @@ def run_experiment(
     bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)
     try:
-        batches.send(backends, out / "batches" if keep_batches else None, log)
+        batches.send(backends, log)
         for group in schedule_groups(todo):
             if len(group) > 1:
                 first = todo[group[0]][0]
