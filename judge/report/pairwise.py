@@ -35,7 +35,7 @@ def few(x: Mapping[str, Any] | None) -> int | None:
 
 def _ci(x: Mapping[str, Any] | None, digits: int = 2) -> str:
     if x and (k := few(x)) is not None:
-        return f" [{too_few_text(k)}]"
+        return f" [{too_few_text(x.get('strata') or k)}]"
     if not x or x.get("low") is None:
         return ""
     return f" [{fmt(x['low'], digits)}, {fmt(x['high'], digits)}]"
@@ -109,7 +109,7 @@ def ranking_rows(e: Mapping[str, Any]) -> list[list[str]]:
 
 def _ci_signed(x: Mapping[str, Any]) -> str:
     if (k := few(x)) is not None:
-        return f" [{too_few_text(k)}]"
+        return f" [{too_few_text(x.get('strata') or k)}]"
     return "" if x.get("low") is None else f" [{_signed(x['low'])}, {_signed(x['high'])}]"
 
 

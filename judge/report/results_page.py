@@ -518,7 +518,7 @@ def too_few(x: Mapping[str, Any], k: int | None) -> int | None:
 
 def _interval_cells(x: Mapping[str, Any], k: int | None, ci: str, p: str) -> list[str]:
     """The figure's CI and p columns, or ``too few conversations (k)`` and ``–`` below the floor."""
-    return [too_few_text(k), "–"] if too_few(x, k) is not None else [ci, p]
+    return [too_few_text(x.get("strata") or k), "–"] if too_few(x, k) is not None else [ci, p]
 
 
 def _cell_row(c: Mapping[str, Any]) -> str:

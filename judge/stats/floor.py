@@ -18,7 +18,7 @@ prints :func:`too_few_text` where it says no; nothing computes its own threshold
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 #: Fewest conversations a bootstrap interval or p is computed from (see the module docstring).
 MIN_CONVERSATIONS = 7
@@ -42,6 +42,8 @@ def has_interval(sizes: int | Iterable[int] | None) -> bool:
     return distinct_resamples(sizes) >= distinct_resamples(MIN_CONVERSATIONS)
 
 
-def too_few_text(k: int | None) -> str:
-    """What every report prints instead of an interval and a p below the floor."""
-    return f"too few conversations ({'?' if k is None else k})"
+def too_few_text(k: int | Sequence[int] | None) -> str:
+    """What every report prints instead of an interval and a p below the floor; a joint bootstrap's count
+    per stratum (set) reads ``2 + 5``."""
+    count = "?" if k is None else str(k) if isinstance(k, int) else " + ".join(map(str, k))
+    return f"too few conversations ({count})"

@@ -370,7 +370,7 @@ def _mean_figure(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], sam
     out: dict[str, Any] = {"value": _f(float(np.mean(points))) if parts else None, "low": None, "high": None, "p": None,
                            "n": sum(int(m.sum()) for _, m, _ in parts), "n_conversations": sum(sizes), "n_degenerate": 0}
     if not has_interval(sizes):
-        return {**out, "too_few": True}
+        return {**out, "too_few": True, "strata": sizes}
     n_boot = len(samples[0]) if samples else 0
     reps = np.array([np.mean([_masked_mean(x[s[r]], m[s[r]]) for (x, m, _), s in zip(parts, samples)])
                      for r in range(n_boot)])
