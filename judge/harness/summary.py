@@ -45,6 +45,8 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     systems = [r.get("system") for r in rows]
     if sum(1 for s in set(systems) if s is not None) >= 3:
         out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
+        if ci.too_few:  # the systems' means come from too few conversations for a p
+            out["system_spearman"]["p"] = None
     return out
 
 

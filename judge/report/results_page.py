@@ -176,7 +176,8 @@ def _comparison_entry(c: Mapping[str, Any], kinds: Mapping[str, str], abbrev: Ma
     pairs) and where it was taken: one set (``abbrev``) or the average over ``sets`` sets."""
     where = {"abbrev": abbrev.get(c["dataset"], c["dataset"])} if "dataset" in c else {"sets": c.get("n_sets")}
     together = {"resampled_together": c["resampled_together"]} if c.get("resampled_together") else {}
-    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where, **together,
+    few = {"too_few": True} if c.get("too_few") else {}
+    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where, **together, **few,
             "kind_a": kinds.get(c["a"]), "kind_b": kinds.get(c["b"])}
 
 
@@ -250,7 +251,7 @@ def _cell_entry(r: Mapping[str, Any], kind: str, split: str, abbrev: Mapping[str
             "n_conversations": r.get("n_conversations"), "spearman": r["spearman"],
             "ci_low": ci.get("low"), "ci_high": ci.get("high"), "p": ci.get("p"),
             "n_boot": ci.get("n_boot"), "n_degenerate": ci.get("n_degenerate", 0),
-            "n_failed": r.get("n_failed", 0)}
+            "n_failed": r.get("n_failed", 0), **({"too_few": True} if ci.get("too_few") else {})}
 
 
 def _average_entry(method: str, avg: Mapping[str, Any], kind: str, split: str) -> dict[str, Any]:
@@ -560,6 +561,9 @@ def figure_text(value: float | None, p: float | None) -> str:
 
 
 def ci_text(x: Mapping[str, Any]) -> str:
+    """``[low, high]``; ``too few conversations (k)`` for a figure whose bootstrap stopped at the floor."""
+    if x.get("too_few"):
+        return too_few_text(x.get("strata") or x.get("n_conversations"))
     return f"[{num(x.get('ci_low'), 2)}, {num(x.get('ci_high'), 2)}]"
 
 
