@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from ..stats.floor import has_interval, too_few_text
+from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 from .table import fmt, p_text
 
 #: Systems up to which win rates print as a matrix (above, as a list of pairs).
@@ -174,9 +174,11 @@ def system_text(e: Mapping[str, Any]) -> str | None:
 def text_lines(e: Mapping[str, Any]) -> list[str]:
     """What ``judge compare`` prints: the pairs, win rates, ranking, position, humans, length, systems."""
     boot = e["bootstrap"]
-    unit = f"{boot['n_boot']} bootstrap resamples of {boot['n_units']} conversations"
+    unit = f"95% CI from {boot['n_boot']} bootstrap resamples of {boot['n_units']} conversations"
+    if not has_interval(boot["n_units"]):
+        unit = f"no CI and no p: {too_few_text(boot['n_units'])}, fewer than {MIN_CONVERSATIONS}"
     out = [f"compared  {headline(e)}", f"method    {e['method_name']}: {e.get('settings', '')}".rstrip(": ")]
-    out.append(f"win rates row over column, a tie counting half; 95% CI from {unit}; † = not significant (p >= .05)")
+    out.append(f"win rates row over column, a tie counting half; {unit}; † = not significant (p >= .05)")
     if len(e["systems"]) <= MATRIX_MAX:
         systems, rows = win_matrix(e)
         out += _aligned([["", *systems], *rows], indent="  ")
