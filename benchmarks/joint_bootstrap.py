@@ -55,7 +55,7 @@ def main() -> int:
     alone = [stats.AveragePart(x.dataset, x.preds, x.human, x.groups) for x in joint]
     rows = []
     for label, chosen in (("each set on its own", alone), ("shared conversations together", joint)):
-        point, reps, n, units, _ = stats._average_replicates(chosen, "spearman", args.resamples, 0)
+        point, reps, n, units, *_ = stats._average_replicates(chosen, "spearman", args.resamples, 0)
         ci = stats.average_ci(chosen, n_boot=args.resamples)
         sd = float(np.nanstd(reps[0]))
         rows.append(sd)

@@ -35,6 +35,7 @@ from judge.harness.summary import cell_stats, row_groups
 from judge.harness.timing import read_timing
 from judge.records.results import cell_path, read_rows
 from judge.stats import correlation as stats
+from judge.stats.floor import too_few_text
 
 ONE_TOKEN, REASONED, SAMPLED = "q15-criteria", "q15-criteria-reason128", "q15-criteria-reason128-sampled5"
 #: Answers drawn per item, and the seed of the draws.
@@ -67,6 +68,9 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _ci(ci: dict[str, Any]) -> str:
+    """``[low, high]``, or ``too few conversations (k)`` below the floor (no interval there)."""
+    if ci.get("too_few"):
+        return too_few_text(ci.get("n_units"))
     return f"[{_fmt(ci['low'], 2)}, {_fmt(ci['high'], 2)}]"
 
 
@@ -130,11 +134,13 @@ def main() -> int:
         generated = sum(r.get("n_generated_tokens", 0) for r in every) / n
         failed = sum(r["error"] is not None for r in every)
         unparsed = sum(r.get("unparsed", 0) for r in every)
-        diff = "" if method == ONE_TOKEN else f"{_fmt(test.diff)} [{_fmt(test.low, 2)}, {_fmt(test.high, 2)}], p = {_fmt(test.p_value, 2)}"
+        diff = "" if method == ONE_TOKEN else f"{_fmt(test.diff)} " + (
+            too_few_text(test.n_units) if test.too_few
+            else f"[{_fmt(test.low, 2)}, {_fmt(test.high, 2)}], p = {_fmt(test.p_value, 2)}")
         extra = (f" ({failed} failed)" if failed else "") + (f" ({unparsed} of {SAMPLES * n} draws not Yes/No)"
                                                            if method == SAMPLED else "")
         print(f"| `{method}`{extra} | " + " | ".join(cells) +
-              f" | {_fmt(test.r_a)} {_ci({'low': avg.low, 'high': avg.high})} | {diff} | {prompt:.0f} + {generated:.0f} | "
+              f" | {_fmt(test.r_a)} {_ci({'low': avg.low, 'high': avg.high, 'too_few': avg.too_few, 'n_units': avg.n_units})} | {diff} | {prompt:.0f} + {generated:.0f} | "
               f"{seconds[method] / n:.1f} |")
     print(_answer_first(rows[REASONED]))
     print(f"\nPer set: Spearman [conversation-bootstrap 95% CI]; \\* = not significant (bootstrap p >= .05). The "

@@ -31,7 +31,9 @@ def test_bench_a_users_jsonl_by_path_with_its_declared_scale(tmp_path):
     proc = _cli("bench", str(RATED), "--selector", "bm25-context", "--k", "2", "--threads", "2", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "dataset   rated_0to2" in proc.stdout and "quality overall" in proc.stdout
-    assert "n         8" in proc.stdout and "95% CI [" in proc.stdout
+    # 8 items of 4 conversations (two replies per context): below the floor, no interval and no p
+    assert "n         8 items, 4 conversations" in proc.stdout and "too few conversations (4)" in proc.stdout
+    assert "95% CI" not in proc.stdout and "p=" not in proc.stdout
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(rows) == 8 and all(r["error"] is None and len(r["examples"]) == 2 for r in rows)
     # Empty responses are scored like any other and flagged.

@@ -87,13 +87,14 @@ def _config(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.long  # 13-25 s of real-model work
 def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_dir):
-    """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints the bootstrap CI."""
+    """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints that 4 items hold too few
+    conversations for a bootstrap CI."""
     cache = tmp_path / "cache.sqlite"
     bench_out = tmp_path / "bench.jsonl"
     proc = _cli("bench", "--data-dir", str(data_dir), "--dataset", "DZ", "--limit", "4", "--selector",
                 "bm25-context", "--k", "2", "--threads", "2", "-o", str(bench_out), cache=cache)
     assert proc.returncode == 0, proc.stderr
-    for word in ("spearman", "pearson", "kendall", "95% CI [", "s/item over 4 rows", "cache 0 hits, 4 misses",
+    for word in ("spearman", "pearson", "kendall", "too few conversations (", "s/item over 4 rows", "cache 0 hits, 4 misses",
                  "n         4"):
         assert word in proc.stdout, proc.stdout
     cfg = _config(tmp_path, 'datasets = ["DZ"]\n[[methods]]\nprompt = "yesno"\nselector = "bm25-context"\nk = 2\n'

@@ -468,6 +468,12 @@ def test_results_page_shows_collected_pairwise_cells(data_dir, tmp_path):
     section = text.split("## Pairwise: which of two replies is better")[1]
     assert "| mock-pairwise | mean of 2 sets | 35 |" in section and "| mock-pairwise | TU | 30 |" in section
     assert "(mock-criteria)" in section
+    # the mean over the two sets: a joint bootstrap over TU's 2 and DGR's 5 conversations, 3 x 126 distinct
+    # resamples, below the floor; TU alone (2 conversations) has no interval either
+    (mean,) = collected["pairwise_means"]
+    assert mean["sets"] == ["TU", "DGR"] and mean["judge"]["strata"] == [2, 5] and mean["judge"]["p"] is None
+    assert "too few conversations (2 + 5)" in section.split("| mock-pairwise | mean of 2 sets |")[1].split("\n")[0]
+    assert "too few conversations (2)" in section.split("| mock-pairwise | TU | 30 |")[1].split("\n")[0]
 
 
 def test_a_hosted_api_is_read_in_its_top_tokens_or_estimated_from_samples(monkeypatch):

@@ -47,12 +47,13 @@ def test_bradley_terry_orders_a_chain_keeps_a_clean_sweep_finite_and_marks_the_u
 def test_win_rates_count_ties_as_half_with_intervals_over_conversations():
     rows = [row("x", "y", 0.9, "a", group="g1"), row("x", "y", 0.8, "a", group="g1"), row("x", "y", 0.5, "tie", group="g2"),
             row("y", "x", 0.2, "b", group="g3")]  # the last: y as a, x wins
+    rows += [row("x", "y", 0.9, "a", group=f"g{i}") for i in range(4, 8)]  # seven conversations: the floor
     s = summarise_pairs(rows, n_boot=200, seed=1)
     (w,) = s["win_rates"]
-    assert (w["a"], w["b"], w["wins"], w["ties"], w["losses"], w["n"]) == ("x", "y", 3, 1, 0, 4)
-    assert w["value"] == pytest.approx(3.5 / 4)
-    assert s["n_conversations"] == 3 and s["bootstrap"]["n_units"] == 3 and s["bootstrap"]["unit"] == "group"
-    assert 0.5 <= w["low"] <= w["value"] <= w["high"] <= 1.0
+    assert (w["a"], w["b"], w["wins"], w["ties"], w["losses"], w["n"]) == ("x", "y", 7, 1, 0, 8)
+    assert w["value"] == pytest.approx(7.5 / 8)
+    assert s["n_conversations"] == 7 and s["bootstrap"]["n_units"] == 7 and s["bootstrap"]["unit"] == "group"
+    assert 0.5 <= w["low"] <= w["value"] <= w["high"] <= 1.0 and w["n_conversations"] == 7 and "too_few" not in w
     assert [r["system"] for r in s["ranking"]] == ["x", "y"] and s["ranking"][0]["value"] > 0
     assert s == summarise_pairs(rows, n_boot=200, seed=1)  # seeded: the same rows give the same figures
 

@@ -103,12 +103,12 @@ def test_group_bootstrap_moves_whole_groups():
 
 
 def test_degenerate_resamples_are_counted():
-    # Only item 4's score differs from the others: a resample without it has a constant score
+    # Only item 7's score differs from the others: a resample without it has a constant score
     # column, and one drawing a single item over and over has a constant human column too.
-    pred = [0.0, 0.0, 0.0, 0.0, 1.0]
-    human = [1.0, 2.0, 3.0, 4.0, 5.0]
-    want = sum(1 for row in stats._boot_indices(5, 500, 1) if 4 not in row or len(set(row)) == 1)
-    assert 100 < want < 250  # about (4/5)^5 of 500 = 164 expected
+    pred = [0.0] * 7 + [1.0]
+    human = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    want = sum(1 for row in stats._boot_indices(8, 500, 1) if 7 not in row or len(set(row)) == 1)
+    assert 100 < want < 250  # about (7/8)^8 of 500 = 172 expected
     ci = stats.bootstrap_ci(pred, human, n_boot=500, seed=1)
     assert ci.n_degenerate == want and ci.n_boot == 500
     t = stats.paired_bootstrap(pred, human, human, n_boot=500, seed=1)

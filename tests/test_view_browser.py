@@ -19,6 +19,7 @@ import pytest
 
 from judge.backends.mock import MockBackend
 from judge.cli import main
+from judge.stats.floor import MIN_CONVERSATIONS, too_few_text
 from judge.view import from_results
 from tests.conftest import skip_unless_required
 from tests.view_runs import record_prompts, run
@@ -99,8 +100,13 @@ def test_filters_narrow_the_items(seen):
     cell = view.cells[one]
     assert got["count_cell"] == len(cell.rows) == 30
     assert got["scatter_points"] == sum(r["score"] is not None and r["human"] is not None for r in cell.rows)
-    assert re.search(rf"Spearman {_rho(cell.stats['spearman']['value'])} \[{_rho(cell.stats['ci']['low'])}, "
-                     rf"{_rho(cell.stats['ci']['high'])}\]", got["cell_stats"])
+    ci = cell.stats["ci"]
+    if ci["n_units"] < MIN_CONVERSATIONS:  # below the floor: the value alone, no interval and no p
+        assert f"Spearman {_rho(cell.stats['spearman']['value'])} {too_few_text(ci['n_units'])}: no interval, no p" \
+            in got["cell_stats"].replace("  ", " ")
+    else:
+        assert re.search(rf"Spearman {_rho(cell.stats['spearman']['value'])} \[{_rho(ci['low'])}, "
+                         rf"{_rho(ci['high'])}\]", got["cell_stats"])
     failed = [r for r, row in enumerate(cell.rows) if row["error"]]
     assert failed and got["count_failed"] == len(failed)  # the injected failures, and only those
     assert sorted(r for _, r in got["failed_rows"]) == failed

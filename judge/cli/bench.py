@@ -27,7 +27,8 @@ from ..engine.spec import method_type
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
 from ..records.results import cell_path, read_rows
-from ..report.table import p_text
+from ..report.table import p_text, too_few
+from ..stats.floor import MIN_CONVERSATIONS, too_few_text
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
     add_check_option,
@@ -198,6 +199,15 @@ def print_correlations(cell: dict[str, Any], without_copies: dict[str, Any] | No
     ci = cell["ci"]
     unit = "conversations" if ci.get("unit") == "group" else "items"
     print(f"n         {cell['spearman']['n']} items, {ci.get('n_units', '?')} {unit}")
+    few = too_few(ci)
+    if few is not None:  # below the floor: values alone, no interval, no p, nothing called significant
+        for key in ("spearman", "pearson", "kendall"):
+            print(f"{key:<9} {_fmt(cell[key]['value'])}  {too_few_text(few)}: no interval and no p below "
+                  f"{MIN_CONVERSATIONS} (not significant)")
+        if without_copies is not None:
+            print(f"without   reference copies ({without_copies['n_left_out']} items left out): spearman "
+                  f"{_fmt(without_copies['spearman'])}, n {without_copies['n']} items, {too_few_text(few)}")
+        return
     for key in ("spearman", "pearson", "kendall"):
         c = cell[key]
         line = f"{key:<9} {_fmt(c['value'])}  p={_fmt_p(c['p'])}"
@@ -214,10 +224,11 @@ def print_correlations(cell: dict[str, Any], without_copies: dict[str, Any] | No
     if without_copies is not None:
         w = without_copies
         wci = w["ci"]
+        few = too_few(wci)
+        interval = (too_few_text(few) if few is not None else f"95% CI [{_fmt(wci['low'])}, {_fmt(wci['high'])}], "
+                    f"bootstrap p {p_text(wci.get('p'), wci['n_boot'], wci.get('n_degenerate', 0))}")
         print(f"without   reference copies ({w['n_left_out']} items whose response is (nearly) a reference left "
-              f"out): spearman {_fmt(w['spearman'])}  95% CI [{_fmt(wci['low'])}, {_fmt(wci['high'])}], "
-              f"bootstrap p {p_text(wci.get('p'), wci['n_boot'], wci.get('n_degenerate', 0))}, n {w['n']} items, "
-              f"{wci.get('n_units', '?')} {unit}")
+              f"out): spearman {_fmt(w['spearman'])}  {interval}, n {w['n']} items, {wci.get('n_units', '?')} {unit}")
 
 
 def _fmt(x: float | None) -> str:

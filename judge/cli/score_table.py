@@ -67,7 +67,8 @@ class ScoreTable:
         if not self.with_human or not rated:
             return
         from ..harness.summary import cell_stats
-        from ..report.table import p_text
+        from ..report.table import p_text, too_few
+        from ..stats.floor import MIN_CONVERSATIONS, too_few_text
 
         cell = cell_stats(rows, n_boot, seed)
         sp, ci = cell["spearman"], cell["ci"]
@@ -76,6 +77,11 @@ class ScoreTable:
                        "ratings)")
             return
         unit = "conversations" if ci.get("unit") == "group" else "items"
+        few = too_few(ci)
+        if few is not None:  # below the floor: the value alone, no interval, no p, nothing called significant
+            self.write(f"spearman  {sp['value']:.3f} with the human ratings  n={sp['n']}  {too_few_text(few)}: no "
+                       f"interval and no p below {MIN_CONVERSATIONS} (not significant)")
+            return
         # The significance is the conversation bootstrap's, as in judge run and judge bench: turns cut from
         # one conversation are not independent, so scipy's item-level p (shown for reference) is too small.
         p = ci.get("p")

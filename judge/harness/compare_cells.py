@@ -28,7 +28,7 @@ from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pai
 from ..engine.cost import Entry
 from ..engine.kinds import method_kinds
 from ..records.results import compare_path, read_rows
-from ..stats.pairwise import pairwise_entry
+from ..stats.pairwise import PointScores, mean_over_sets, pairwise_entry
 from .cells import CellWriter, read_done, rewrite
 from .config import CompareSpec, Experiment
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
@@ -181,21 +181,39 @@ def _retry(cell: CompareCell, path: Path, backends: BackendPool) -> None:
         rewrite(path, rows)
 
 
+def _read(cell: CompareCell, root: Path) -> tuple[list[dict[str, Any]], PointScores | None]:
+    """A cell's saved pair rows, and the pointwise method's scores of their replies (None without one)."""
+    rows = read_rows(cell.path(root, "pairs"))
+    if cell.against is None:
+        return rows, None
+    return rows, point_scores(cell.pairs, cell.items, read_rows(cell.path(root, "against")))
+
+
 def entries(cells: Sequence[CompareCell], root: Path, exp: Experiment) -> list[dict[str, Any]]:
     """The summary's ``pairwise`` entries, one per cell, from its saved rows."""
     out = []
     for cell in cells:
-        rows = read_rows(cell.path(root, "pairs"))
+        rows, scores = _read(cell, root)
         spec, against = cell.spec.method, cell.against
-        scores = None
-        if against is not None:
-            point = read_rows(cell.path(root, "against"))
-            scores = point_scores(cell.pairs, cell.items, point)
         out.append(pairwise_entry(
             rows, name=cell.spec.name, dataset=cell.dataset, abbrev=cell.abbrev, quality=cell.quality.name,
             method_name=spec.name, spec=spec.describe(), settings=spec.kind.settings_text(spec.describe()),
             kind=method_kinds(spec, cell.quality).to_dict(), pointwise=scores,
             pointwise_name=against.spec.name if against is not None else None, n_boot=exp.bootstrap, seed=exp.seed))
+    return out
+
+
+def means(cells: Sequence[CompareCell], root: Path, exp: Experiment) -> list[dict[str, Any]]:
+    """The summary's ``pairwise_means``: per ``[[compare]]`` table on two sets or more, the mean over its sets
+    of the agreement with the humans, with a joint bootstrap over the conversations of all its sets
+    (:func:`judge.stats.pairwise.mean_over_sets`)."""
+    out = []
+    for name in dict.fromkeys(c.spec.name for c in cells):
+        mine = [c for c in cells if c.spec.name == name]
+        if len(mine) < 2:
+            continue
+        out.append({"name": name, "sets": [c.abbrev or c.dataset for c in mine],
+                    **mean_over_sets([_read(c, root) for c in mine], n_boot=exp.bootstrap, seed=exp.seed)})
     return out
 
 

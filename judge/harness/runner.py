@@ -37,6 +37,7 @@ from .cells import CellWriter, read_done, rewrite
 from .compare_cells import CompareCell, plan_compares, run_compare
 from .compare_cells import cost_entries as compare_cost_entries
 from .compare_cells import entries as compare_entries
+from .compare_cells import means as compare_means
 from .compare_cells import timing as compare_timing
 from .config import Experiment
 from .fitted import read_fitted, write_fitted
@@ -314,6 +315,7 @@ def run_experiment(
                           for c, r in skipped] + compare_skipped
     if exp.compare_cells:
         summary["pairwise"] = compare_entries(compares, out, exp)
+        summary["pairwise_means"] = compare_means(compares, out, exp)
         summary["timing"].update(compare_timing(compares, out))
     not_trained_on = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                        "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on]

@@ -33,6 +33,9 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     human = [r["human"] for r in rows]
     ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=row_groups(rows))
     out: dict[str, Any] = {m: _corr(c) for m, c in stats.correlations(pred, human).items()}
+    if ci.too_few:  # below the floor on conversations no p either, the items' own included (judge.stats.floor)
+        for m in ("spearman", "pearson", "kendall"):
+            out[m]["p"] = None
     out["ci"] = _interval(ci)
     out["n_items"] = len(rows)
     out["n_failed"] = sum(1 for r in rows if r.get("error"))
@@ -42,15 +45,19 @@ def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[s
     systems = [r.get("system") for r in rows]
     if sum(1 for s in set(systems) if s is not None) >= 3:
         out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
+        if ci.too_few:  # the systems' means come from too few conversations for a p
+            out["system_spearman"]["p"] = None
     return out
 
 
 def _interval(ci: stats.Interval) -> dict[str, Any]:
     """A CI as summary.json holds it, with the bootstrap p of the same resamples (``p``; its floor is
-    1/(n_boot - n_degenerate)) that the reports' significance marks read."""
+    1/(n_boot - n_degenerate)) that the reports' significance marks read; ``too_few`` when it resampled fewer
+    conversations than the floor (:mod:`judge.stats.floor`), and then no interval and no p."""
     p = None if not math.isfinite(ci.p_value) else float(f"{ci.p_value:.6g}")
     return {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": ci.n_boot, "seed": ci.seed,
-            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate, "p": p}
+            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate, "p": p,
+            **({"too_few": True} if ci.too_few else {})}
 
 
 def _conversations(ci: dict[str, Any]) -> int | None:
@@ -288,6 +295,7 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
         out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), "n": t.n, "r_a": _f(t.r_a),
                     "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
                     "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate,
+                    **({"too_few": True} if t.too_few else {}),
                     **({"resampled_together": together} if together else {})})
     return out
 
@@ -314,8 +322,9 @@ def paired_comparison(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[st
     t = stats.paired_bootstrap(pa, pb, h, "spearman", n_boot=n_boot, seed=seed, groups=groups)
     keep = [(x, y) for x, y in zip(pa, pb) if x is not None and y is not None]
     r_ab = stats.correlate([x for x, _ in keep], [y for _, y in keep]).value if keep else float("nan")
-    w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n) if all(map(math.isfinite, (t.r_a, t.r_b, r_ab)))
-                else (float("nan"), float("nan")))
+    # Below the floor on conversations Williams' item-level test is left out too: no p from so few.
+    w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n)
+                if not t.too_few and all(map(math.isfinite, (t.r_a, t.r_b, r_ab))) else (float("nan"), float("nan")))
     return {"n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high),
             "p": _f(t.p_value), "williams_t": _f(w_t), "williams_p": _f(w_p), "n_boot": t.n_boot, "unit": t.unit,
-            "n_units": t.n_units, "n_degenerate": t.n_degenerate}
+            "n_units": t.n_units, "n_degenerate": t.n_degenerate, **({"too_few": True} if t.too_few else {})}

@@ -4,7 +4,9 @@ Rows come reference-free methods first (then reference-based, uses-future, super
 set), as the leaderboards list them; the ``kind`` column says which is which (``uses_future``: the
 method reads the next user turn, whatever its kind). ``p`` is scipy's item-level p-value; the
 significance (``significant``, ``p_bootstrap``) is the conversation bootstrap's, the CI's own unit,
-and ``p_bootstrap_text`` prints a p at its floor as ``< 1/n_boot``. The ``*_without_copies`` columns
+and ``p_bootstrap_text`` prints a p at its floor as ``< 1/n_boot``. Below the floor on conversations
+(:mod:`judge.stats.floor`) every p and CI column is empty, ``p_bootstrap_text`` says ``too few
+conversations (k)`` and ``significant`` is false. The ``*_without_copies`` columns
 repeat a reference-based cell without the items whose response is (nearly) a reference.
 """
 
@@ -14,8 +16,9 @@ import csv
 import io
 from typing import Any
 
+from ..stats.floor import too_few_text
 from .paper import paper_value
-from .table import KIND_SECTIONS, p_text, row_kind
+from .table import KIND_SECTIONS, p_text, row_kind, too_few
 
 FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_conversations", "spearman", "sd_over_seeds",
           "p", "ci_low", "ci_high", "p_bootstrap", "p_bootstrap_text", "significant", "pearson", "pearson_p",
@@ -41,6 +44,8 @@ def render_csv(summary: dict[str, Any]) -> str:
         ci = r["ci"]
         p_boot = ci["p"] if "p" in ci else r["p"]
         wc = r.get("without_copies") or {}
+        few = too_few(ci)
+        wci = (wc.get("ci") or {}) if too_few(wc.get("ci")) is None else {}
         w.writerow({
             "method": r["method"], "kind": row_kind(spec), "uses_future": bool(spec.get("uses_future")),
             "dataset": r["dataset"], "quality": r["quality"], "n": r["n"],
@@ -54,7 +59,14 @@ def render_csv(summary: dict[str, Any]) -> str:
             "system_spearman": (r.get("system_spearman") or {}).get("value"), "n_failed": r["n_failed"],
             "paper_label": label or "", "paper": "" if pv is None else pv.value,
             "spearman_without_copies": wc.get("spearman", ""), "n_without_copies": wc.get("n", ""),
-            "ci_low_without_copies": (wc.get("ci") or {}).get("low", ""),
-            "ci_high_without_copies": (wc.get("ci") or {}).get("high", ""),
+            "ci_low_without_copies": wci.get("low", ""),
+            "ci_high_without_copies": wci.get("high", ""),
+            **(_below_floor(few) if few is not None else {}),
         })
     return buf.getvalue()
+
+
+def _below_floor(k: int) -> dict[str, Any]:
+    """The columns of a row whose bootstrap resampled fewer conversations than the floor: no CI, no p."""
+    return {"p": "", "ci_low": "", "ci_high": "", "p_bootstrap": "", "p_bootstrap_text": too_few_text(k),
+            "significant": False, "pearson_p": "", "kendall_p": ""}

@@ -18,6 +18,7 @@ from .table import (
     average_comparison_cells,
     build,
     cell_label,
+    ci_text,
     fitted_cells,
     fmt,
     head_cells,
@@ -55,7 +56,7 @@ def render_html(summary: dict[str, Any], view: str | None = None) -> str:
                  f"by side: {escape(view)}</a></p>")
     for _kind, title, rows in board.sections():
         h += _leaderboard(board, title, rows)
-    h += pairwise.html(summary.get("pairwise") or [])
+    h += pairwise.html(summary.get("pairwise") or [], summary.get("pairwise_means") or [])
     h += _table("Paired comparisons of the averages (same items, stratified bootstrap over conversations)",
                 AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.get("average_comparisons") or []))
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
@@ -77,7 +78,8 @@ def _cell_html(c: CellValue, with_n: bool = False) -> str:
     if c.marked:
         cls.append("ns")
     text = cell_label(c)
-    ci = f' <span class="ci">[{fmt(c.low, 2)}, {fmt(c.high, 2)}]</span>' if c.low is not None else ""
+    ci = (f' <span class="ci">{escape(ci_text(c.low, c.high, c.too_few))}</span>'
+          if c.low is not None or c.too_few is not None else "")
     failed = f" ({c.n_failed} failed)" if c.n_failed and c.value is not None else ""
     n = f" n={c.n}" if with_n and c.n is not None and c.value is not None else ""
     return (f'<td class="{" ".join(cls)}" data-value="{"" if c.value is None else c.value}">'

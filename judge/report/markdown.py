@@ -15,12 +15,15 @@ from .table import (
     average_comparison_cells,
     build,
     cell_label,
+    ci_text,
+    comparison_p,
     fitted_cells,
     fmt,
     head_cells,
     p_text,
     resampled_together_text,
     timing_cells,
+    too_few,
 )
 
 
@@ -30,8 +33,8 @@ def cell_text(c: CellValue, *, ci: bool = True) -> str:
     s = cell_label(c, star="\\*")  # escaped: a bare * next to ** would be read as emphasis
     if c.best:
         s = f"**{s}**"
-    if ci and c.low is not None:
-        s += f" [{fmt(c.low, 2)}, {fmt(c.high, 2)}]"
+    if ci and (c.low is not None or c.too_few is not None):
+        s += " " + ci_text(c.low, c.high, c.too_few)
     if c.n_failed:
         s += f" ({c.n_failed} failed)"
     return s
@@ -46,8 +49,8 @@ def copies_text(c: CellValue) -> str:
     if c.value is None:
         return "–"
     s = cell_label(c, star="\\*")
-    if c.low is not None:
-        s += f" [{fmt(c.low, 2)}, {fmt(c.high, 2)}]"
+    if c.low is not None or c.too_few is not None:
+        s += " " + ci_text(c.low, c.high, c.too_few)
     return s + (f" n={c.n}" if c.n is not None else "")
 
 
@@ -128,10 +131,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
                 _md_row(["---"] * 4 + ["---:"] * 6)]
         for c in comps:
             out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-                                f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]",
-                                p_text(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)), p_text(c["williams_p"])]))
+                                f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}",
+                                comparison_p(c), comparison_p(c, "williams_p")]))
     out += _average_comparisons_md(summary.get("average_comparisons") or [], resampled_together_text(summary))
-    out += pairwise.markdown(summary.get("pairwise") or [])
+    out += pairwise.markdown(summary.get("pairwise") or [], summary.get("pairwise_means") or [])
     sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",

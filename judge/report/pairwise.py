@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 from .table import fmt, p_text
 
 #: Systems up to which win rates print as a matrix (above, as a list of pairs).
@@ -23,20 +24,33 @@ CSV_FIELDS = ["cell", "dataset", "quality", "method", "figure", "a", "b", "n", "
               "p_text", "significant"]
 
 
+def few(x: Mapping[str, Any] | None) -> int | None:
+    """The conversations behind a figure when they are fewer than the floor (:mod:`judge.stats.floor`):
+    then it has no interval and no p (figures written before the floor are judged by their count too)."""
+    if not x or x.get("n_conversations") is None:
+        return None
+    k = int(x["n_conversations"])
+    return k if x.get("too_few") or not has_interval(k) else None
+
+
 def _ci(x: Mapping[str, Any] | None, digits: int = 2) -> str:
+    if x and (k := few(x)) is not None:
+        return f" [{too_few_text(x.get('strata') or k)}]"
     if not x or x.get("low") is None:
         return ""
     return f" [{fmt(x['low'], digits)}, {fmt(x['high'], digits)}]"
 
 
 def _p(x: Mapping[str, Any], boot: Mapping[str, Any]) -> str:
+    if few(x) is not None:
+        return "–"
     return p_text(x.get("p"), boot.get("n_boot"), x.get("n_degenerate", 0))
 
 
 def _mark(x: Mapping[str, Any]) -> str:
-    """``†`` for a figure whose bootstrap p is 0.05 or more (or undefined)."""
+    """``†`` for a figure whose bootstrap p is 0.05 or more (or undefined, as below the floor)."""
     p = x.get("p")
-    return "" if p is not None and p < 0.05 else "†"
+    return "" if few(x) is None and p is not None and p < 0.05 else "†"
 
 
 def _signed(x: float | None) -> str:
@@ -74,9 +88,9 @@ def win_matrix(e: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
                 row.append(f"{fmt(w['value'])}{_mark(w)}{_ci(w)}")
             else:
                 assert back is not None
-                row.append(f"{fmt(1 - back['value'])}{_mark(back)}"
-                           + (f" [{fmt(1 - back['high'], 2)}, {fmt(1 - back['low'], 2)}]" if back.get("low") is not None
-                              else ""))
+                flipped = {**back, "low": None if back.get("low") is None else 1 - back["high"],
+                           "high": None if back.get("high") is None else 1 - back["low"]}
+                row.append(f"{fmt(1 - back['value'])}{_mark(back)}{_ci(flipped)}")
         rows.append(row)
     return systems, rows
 
@@ -94,6 +108,8 @@ def ranking_rows(e: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _ci_signed(x: Mapping[str, Any]) -> str:
+    if (k := few(x)) is not None:
+        return f" [{too_few_text(x.get('strata') or k)}]"
     return "" if x.get("low") is None else f" [{_signed(x['low'])}, {_signed(x['high'])}]"
 
 
@@ -144,8 +160,11 @@ def system_text(e: Mapping[str, Any]) -> str | None:
     s = e.get("system_level")
     if not s:
         return None
+    k = few(s)
     text = (f"Kendall tau of the Bradley-Terry ranking with the systems' mean human ratings {fmt(s['kendall'])} "
-            f"({s['n_systems']} systems, p {p_text(s['p'])})")
+            f"({s['n_systems']} systems, {too_few_text(k) if k is not None else 'p ' + p_text(s['p'])})")
+    if k is not None:
+        return text
     if "pointwise" in s:
         text += f"; {s['pointwise']['method']} mean scores {fmt(s['pointwise']['kendall'])} (p {p_text(s['pointwise']['p'])})"
     return text
@@ -155,9 +174,11 @@ def system_text(e: Mapping[str, Any]) -> str | None:
 def text_lines(e: Mapping[str, Any]) -> list[str]:
     """What ``judge compare`` prints: the pairs, win rates, ranking, position, humans, length, systems."""
     boot = e["bootstrap"]
-    unit = f"{boot['n_boot']} bootstrap resamples of {boot['n_units']} conversations"
+    unit = f"95% CI from {boot['n_boot']} bootstrap resamples of {boot['n_units']} conversations"
+    if not has_interval(boot["n_units"]):
+        unit = f"no CI and no p: {too_few_text(boot['n_units'])}, fewer than {MIN_CONVERSATIONS}"
     out = [f"compared  {headline(e)}", f"method    {e['method_name']}: {e.get('settings', '')}".rstrip(": ")]
-    out.append(f"win rates row over column, a tie counting half; 95% CI from {unit}; † = not significant (p >= .05)")
+    out.append(f"win rates row over column, a tie counting half; {unit}; † = not significant (p >= .05)")
     if len(e["systems"]) <= MATRIX_MAX:
         systems, rows = win_matrix(e)
         out += _aligned([["", *systems], *rows], indent="  ")
@@ -194,8 +215,24 @@ _ABOUT = ("Each pair is two systems' replies to one context; the judge reads p(l
           "Brackets: 95% bootstrap CI resampling conversations; † = not significant (p ≥ .05).")
 
 
-def markdown(entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The pairwise section of ``leaderboard.md`` (nothing without entries)."""
+def mean_text(m: Mapping[str, Any]) -> str:
+    """One ``pairwise_means`` entry: the mean over a table's sets of the agreement with the humans (and the
+    pointwise method's, and their difference), with the joint bootstrap's CI and p."""
+    boot = m["bootstrap"]
+    j = m["judge"]
+    text = (f"{m['name']}, mean over {m['n_sets']} sets ({', '.join(m['sets'])}): agreement with the humans "
+            f"{fmt(j['value'])}{_mark(j)}{_ci(j)} (p {_p(j, boot)} against chance)")
+    if "pointwise" in m:
+        pt, d = m["pointwise"], m["difference"]
+        text += (f"; pointwise {fmt(pt['value'])}{_mark(pt)}{_ci(pt)}; difference {_signed(d['value'])}{_ci_signed(d)}, "
+                 f"p {_p(d, boot)}")
+    return text + (f"; joint bootstrap over the {j['n_conversations']} conversations of its sets, each resampled "
+                   "within its set")
+
+
+def markdown(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The pairwise section of ``leaderboard.md`` (nothing without entries); ``means``: the summary's
+    ``pairwise_means``."""
     if not entries:
         return []
     out = ["", "## Pairwise comparisons", "", _ABOUT, "",
@@ -204,6 +241,8 @@ def markdown(entries: Sequence[Mapping[str, Any]]) -> list[str]:
            _md_row(["---"] * 2 + ["---:"] * 8)]
     for e in entries:
         out.append(_md_row(summary_cells(e)))
+    if means:
+        out += [""] + [f"- {mean_text(m)}." for m in means]
     for e in entries:
         out += ["", f"### {e['name']}, {e.get('abbrev') or e['dataset']} {e.get('quality') or ''}".rstrip(), "",
                 headline(e) + f"; method `{e['method_name']}`: {e.get('settings', '')}.", ""]
@@ -238,16 +277,22 @@ def summary_cells(e: Mapping[str, Any]) -> list[str]:
             f"{_signed(d['value'])}{_ci_signed(d)}, {_p(d, boot)}" if d else "–",
             f"{fmt(c['value'])}{_ci(c)}" if c else "–",
             f"{_signed(b['value'])}{_mark(b)}{_ci_signed(b)}" if b else "–",
-            f"{fmt(s['kendall'])} ({s['n_systems']}, p {p_text(s['p'])})" if s else "–"]
+            f"{fmt(s['kendall'])} ({s['n_systems']}, {_tau_p(s)})" if s else "–"]
 
 
-def html(entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The pairwise section of ``leaderboard.html``."""
+def _tau_p(s: Mapping[str, Any]) -> str:
+    k = few(s)
+    return too_few_text(k) if k is not None else f"p {p_text(s['p'])}"
+
+
+def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The pairwise section of ``leaderboard.html`` (``means``: the summary's ``pairwise_means``)."""
     if not entries:
         return []
     head = ["cell", "set", "pairs", "conv.", "agreement with humans [CI]", "pointwise beside [CI]",
             "difference [CI], p", "orders agree", "first preferred by", "Kendall tau (systems)"]
     h = ["<h2>Pairwise comparisons</h2>", f"<p>{escape(_ABOUT)}</p>", _html_table(head, [summary_cells(e) for e in entries])]
+    h += [f"<p>{escape(mean_text(m))}.</p>" for m in means]
     for e in entries:
         h.append(f"<h3>{escape(e['name'])}, {escape(e.get('abbrev') or e['dataset'])} {escape(e.get('quality') or '')}</h3>")
         h.append(f"<p>{escape(headline(e))}</p>")
@@ -289,6 +334,10 @@ def _figures(e: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not x:
             return []
         p = x.get("p")
+        k = few(x)
+        if k is not None:  # below the floor: no interval, no p, not significant
+            return [{"figure": name, "a": a, "b": b, "n": x.get("n", n), "value": x.get("value"), "ci_low": "",
+                     "ci_high": "", "p": "", "p_text": too_few_text(k), "significant": "" if "p" not in x else False}]
         return [{"figure": name, "a": a, "b": b, "n": x.get("n", n), "value": x.get("value"), "ci_low": x.get("low"),
                  "ci_high": x.get("high"), "p": p, "p_text": _p(x, boot) if "p" in x else "",
                  "significant": "" if "p" not in x else p is not None and p < 0.05}]
@@ -309,6 +358,8 @@ def _figures(e: Mapping[str, Any]) -> list[dict[str, Any]]:
     out += fig("longer_wins", ln.get("judge"), e["method_name"]) + fig("longer_wins", ln.get("humans"), "humans")
     s = e.get("system_level")
     if s:
+        k = few(s)
         out += [{"figure": "system_kendall", "a": e["method_name"], "n": s["n_systems"], "value": s["kendall"],
-                 "p": s["p"], "p_text": p_text(s["p"]), "significant": s["p"] is not None and s["p"] < 0.05}]
+                 "p": "" if k is not None else s["p"], "p_text": too_few_text(k) if k is not None else p_text(s["p"]),
+                 "significant": k is None and s["p"] is not None and s["p"] < 0.05}]
     return out

@@ -23,6 +23,7 @@ from ..core.errors import InputError
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
 from ..stats.correlation import p_at_floor, p_floor
+from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
@@ -144,6 +145,7 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
                        + [_comparison_entry(c, kinds, abbrev) for c in summary.get("comparisons", [])],
         **({"pairwise_methods": {name: _method_entry({**spec, **_kind(summary, name)}) for name, spec in compared.items()},
             "pairwise": [_pairwise_entry(e) for e in summary["pairwise"]]} if compared else {}),
+        **({"pairwise_means": summary["pairwise_means"]} if summary.get("pairwise_means") else {}),
     }
 
 
@@ -174,7 +176,8 @@ def _comparison_entry(c: Mapping[str, Any], kinds: Mapping[str, str], abbrev: Ma
     pairs) and where it was taken: one set (``abbrev``) or the average over ``sets`` sets."""
     where = {"abbrev": abbrev.get(c["dataset"], c["dataset"])} if "dataset" in c else {"sets": c.get("n_sets")}
     together = {"resampled_together": c["resampled_together"]} if c.get("resampled_together") else {}
-    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where, **together,
+    few = {"too_few": True} if c.get("too_few") else {}
+    return {**{k: c.get(k) for k in _COMPARISON_KEYS}, **where, **together, **few,
             "kind_a": kinds.get(c["a"]), "kind_b": kinds.get(c["b"])}
 
 
@@ -248,7 +251,7 @@ def _cell_entry(r: Mapping[str, Any], kind: str, split: str, abbrev: Mapping[str
             "n_conversations": r.get("n_conversations"), "spearman": r["spearman"],
             "ci_low": ci.get("low"), "ci_high": ci.get("high"), "p": ci.get("p"),
             "n_boot": ci.get("n_boot"), "n_degenerate": ci.get("n_degenerate", 0),
-            "n_failed": r.get("n_failed", 0)}
+            "n_failed": r.get("n_failed", 0), **({"too_few": True} if ci.get("too_few") else {})}
 
 
 def _average_entry(method: str, avg: Mapping[str, Any], kind: str, split: str) -> dict[str, Any]:
@@ -257,7 +260,8 @@ def _average_entry(method: str, avg: Mapping[str, Any], kind: str, split: str) -
     return {"method": method, "kind": kind, "split": split, "spearman": avg.get("overall"),
             "ci_low": ci.get("low"), "ci_high": ci.get("high"), "p": ci.get("p"), "n_boot": ci.get("n_boot"),
             "n_degenerate": ci.get("n_degenerate", 0), "sets": covered, "of_sets": total,
-            "per_set": avg.get("per_set", {}),
+            "per_set": avg.get("per_set", {}), "n_conversations": ci.get("n_units"),
+            **({"too_few": True} if ci.get("too_few") else {}),
             **({"resampled_together": avg["resampled_together"]} if avg.get("resampled_together") else {})}
 
 
@@ -333,7 +337,7 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
     """The whole of docs/results.md: the reading notes, one section per kind in ``KIND_ORDER`` (one
     table per run inside it, with its command and provenance, and what of it stands on earlier halves),
     the test items earlier development rounds read (``history``), then the pending runs."""
-    parts = [_HEADER]
+    parts = [_HEADER.replace("{floor}", str(MIN_CONVERSATIONS))]
     for kind in _kinds(summaries):
         parts.append(_kind_section(kind, summaries, history))
     if any(s.get("pairwise") for s in summaries):
@@ -377,6 +381,10 @@ How to read the tables:
   independent; a run whose averages were resampled otherwise says so below its table. A p at the
   bootstrap's floor prints as `< 1/n_boot`, e.g. `< .001`.
 - † marks a figure that is not significant (p ≥ .05).
+- No CI and no p from fewer than {floor} conversations: a bootstrap over k conversations has at most
+  C(2k−1, k) distinct resamples (3 for k = 2, 10 for k = 3), too few to read an interval from. Such a
+  figure shows `too few conversations (k)` and carries † (nothing is claimed significant); see
+  [harness.md](harness.md#statistics-judgestatscorrelationpy-judgestatsagreementpy).
 - `split = test`: the test half of each set's conversations (docs/harness.md). Methods are chosen on
   the dev half, but an earlier split put some of today's test items in a dev half that development
   rounds read: they are listed under "Test items read in earlier development rounds" at the end of
@@ -478,9 +486,13 @@ _PAIR_HEAD = "| a | b | set | n | a | b | a − b | 95% CI | p |\n|---|---|---|-
 
 def _pair_row(c: Mapping[str, Any]) -> str:
     where = c["abbrev"] if "abbrev" in c else f"avg of {c['sets']} sets"
+    # An average's comparison is below the floor only when its bootstrap said so (its strata, not its total).
+    k = c.get("n_units") if "abbrev" in c or c.get("too_few") else None
+    few = too_few(c, k) is not None
     return "| " + " | ".join([
-        c["a"], c["b"], where, str(c["n"]), num(c["r_a"]), num(c["r_b"]), figure_text(c["diff"], c["p"]),
-        ci_text({"ci_low": c["low"], "ci_high": c["high"]}), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate") or 0),
+        c["a"], c["b"], where, str(c["n"]), num(c["r_a"]), num(c["r_b"]), figure_text(c["diff"], None if few else c["p"]),
+        *_interval_cells(c, k, ci_text({"ci_low": c["low"], "ci_high": c["high"]}),
+                         p_display(c["p"], c.get("n_boot"), c.get("n_degenerate") or 0)),
     ]) + " |"
 
 
@@ -496,19 +508,38 @@ def _run_line(s: Mapping[str, Any]) -> str:
             f"`{run['commit']}`, {run['date']}; models: {loaded}.")
 
 
+def too_few(x: Mapping[str, Any], k: int | None) -> int | None:
+    """``k`` (the conversations a committed figure's bootstrap resampled) when the figure is below the floor
+    (:mod:`judge.stats.floor`): then the page prints no CI and no p. Summaries collected before the floor
+    stored an interval anyway; it is not shown."""
+    if x.get("too_few"):
+        return k
+    return None if k is None or has_interval(k) else k
+
+
+def _interval_cells(x: Mapping[str, Any], k: int | None, ci: str, p: str) -> list[str]:
+    """The figure's CI and p columns, or ``too few conversations (k)`` and ``–`` below the floor."""
+    return [too_few_text(x.get("strata") or k), "–"] if too_few(x, k) is not None else [ci, p]
+
+
 def _cell_row(c: Mapping[str, Any]) -> str:
+    k = c.get("n_conversations") if c.get("n_conversations") is not None else c.get("n")
+    few = too_few(c, k) is not None
     return "| " + " | ".join([
         c["method"], c["abbrev"], str(c["n"]), _int(c.get("n_conversations")),
-        figure_text(c["spearman"], c["p"]), ci_text(c), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate", 0)),
+        figure_text(c["spearman"], None if few else c["p"]),
+        *_interval_cells(c, k, ci_text(c), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate", 0))),
     ]) + " |"
 
 
 def _average_row(a: Mapping[str, Any]) -> str:
     where = f"avg of {a['sets']} sets" if a.get("sets") == a.get("of_sets") else f"avg of {a['sets']}/{a['of_sets']} sets"
+    few = bool(a.get("too_few"))
     # Nothing is bolded: a bold row reads as "best", and the page ranks nothing.
     return "| " + " | ".join([
-        a["method"], where, "", "", figure_text(a["spearman"], a["p"]), ci_text(a),
-        p_display(a["p"], a.get("n_boot"), a.get("n_degenerate", 0)),
+        a["method"], where, "", "", figure_text(a["spearman"], None if few else a["p"]),
+        *([too_few_text(a.get("n_conversations")), "–"] if few else
+          [ci_text(a), p_display(a["p"], a.get("n_boot"), a.get("n_degenerate", 0))]),
     ]) + " |"
 
 
@@ -530,6 +561,9 @@ def figure_text(value: float | None, p: float | None) -> str:
 
 
 def ci_text(x: Mapping[str, Any]) -> str:
+    """``[low, high]``; ``too few conversations (k)`` for a figure whose bootstrap stopped at the floor."""
+    if x.get("too_few"):
+        return too_few_text(x.get("strata") or x.get("n_conversations"))
     return f"[{num(x.get('ci_low'), 2)}, {num(x.get('ci_high'), 2)}]"
 
 
@@ -588,10 +622,11 @@ def _pairwise_section(summaries: Sequence[Mapping[str, Any]]) -> str:
         lines = [f"### pairwise, run `{s['name']}`\n", f"{_run_line(s)}\nRegenerate: `{s['run']['command']}`\n",
                  _PAIRWISE_HEAD]
         order = {a: i for i, a in enumerate(s["run"]["datasets"])}
+        joint = {m["name"]: m for m in s.get("pairwise_means") or ()}
         for name in dict.fromkeys(e["name"] for e in entries):
             mine = sorted((e for e in entries if e["name"] == name), key=lambda e: order.get(e["abbrev"], 99))
             if len(mine) >= 2:
-                lines.append(_pairwise_mean_row(name, mine))
+                lines.append(_pairwise_mean_row(name, mine, joint.get(name)))
             lines += [_pairwise_row(e) for e in mine]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
@@ -606,26 +641,72 @@ def _pairwise_row(e: Mapping[str, Any]) -> str:
     n = e.get("n_boot")
     return "| " + " | ".join([
         e["name"], e["abbrev"], str(e["n_pairs"]), str(e["n_conversations"]),
-        _share(judge), _ci(judge), p_display(judge.get("p"), n, judge.get("n_degenerate", 0)),
-        _share(point) + (f" ({point['method']})" if point.get("method") else ""), _ci(point),
-        _signed(diff.get("value")), _ci(diff), p_display(diff.get("p"), n, diff.get("n_degenerate", 0)),
-        num(cons.get("value")), _signed(bias.get("value")) + ("" if _significant(bias.get("p")) or bias.get("value") is None else " †"),
-        "–" if not sl else f"{num(sl['kendall'])} ({sl['n_systems']} systems, p {p_display(sl['p'], None)})",
+        *_figure_cells(judge, e, n),
+        *_figure_cells(point, e, n, with_p=False, suffix=f" ({point['method']})" if point.get("method") else ""),
+        *_figure_cells(diff, e, n, signed=True),
+        num(cons.get("value")), _signed(bias.get("value")) + ("" if _significant(_p_of(bias, e)) or bias.get("value") is None
+                                                             else " †"),
+        _systems_cell(sl, e),
     ]) + " |"
 
 
-def _pairwise_mean_row(name: str, entries: Sequence[Mapping[str, Any]]) -> str:
-    """The mean over a cell's sets of its agreement and of the pointwise method's (round 9's choice rule);
-    no CI: a plain mean of the per-set figures, each with its own CI below."""
+def _systems_cell(sl: Mapping[str, Any] | None, e: Mapping[str, Any]) -> str:
+    """Kendall's tau over the systems; its p only from conversations at the floor or above (the systems'
+    ratings come from the set's conversations)."""
+    if not sl:
+        return "–"
+    k = _k(sl, e)
+    p = too_few_text(k) if too_few(sl, k) is not None else f"p {p_display(sl['p'], None)}"
+    return f"{num(sl['kendall'])} ({sl['n_systems']} systems, {p})"
+
+
+def _k(x: Mapping[str, Any], e: Mapping[str, Any]) -> int | None:
+    """The conversations behind one pairwise figure: its own count, or (collected before figures kept one)
+    its set's."""
+    k = x.get("n_conversations", e.get("n_conversations"))
+    return None if k is None else int(k)
+
+
+def _p_of(x: Mapping[str, Any], e: Mapping[str, Any]) -> float | None:
+    """A figure's p, None below the floor (nothing is significant there)."""
+    return None if too_few(x, _k(x, e)) is not None else x.get("p")
+
+
+def _figure_cells(x: Mapping[str, Any], e: Mapping[str, Any], n_boot: int | None, *, with_p: bool = True,
+                  signed: bool = False, suffix: str = "") -> list[str]:
+    """A pairwise figure's value (marked † unless significant), CI and (``with_p``) p columns; below the floor
+    ``too few conversations (k)`` and no p."""
+    value = (_signed(x.get("value")) + ("" if _significant(_p_of(x, e)) or not x else " †")) if signed else \
+        _share({**x, "p": _p_of(x, e)} if x else x)
+    k = _k(x, e) if x else None
+    cells = _interval_cells(x, k, _ci(x), p_display(x.get("p"), n_boot, x.get("n_degenerate", 0))) if x else ["", "–"]
+    return [value + suffix, *(cells if with_p else cells[:1])]
+
+
+def _pairwise_mean_row(name: str, entries: Sequence[Mapping[str, Any]], joint: Mapping[str, Any] | None) -> str:
+    """The mean over a cell's sets of its agreement and of the pointwise method's (round 9's choice rule), with
+    the CI and p of a joint bootstrap over the conversations of all its sets (``joint``: the summary's
+    ``pairwise_means`` entry). A summary collected before that entry existed keeps no per-pair rows, so its
+    mean has no interval: the page says so rather than print one."""
     def mean(key: str) -> float | None:
         vals = [v for e in entries if (v := ((e.get("humans") or {}).get(key) or {}).get("value")) is not None]
         return sum(vals) / len(vals) if len(vals) == len(entries) else None
 
+    head = [name, f"mean of {len(entries)} sets", str(sum(e["n_pairs"] for e in entries)),
+            str(sum(e["n_conversations"] for e in entries))]
+    tail = ["", "", "", ""]
+    if joint is not None:
+        boot = {"n_boot": joint["bootstrap"]["n_boot"]}
+        return "| " + " | ".join([*head, *_figure_cells(joint["judge"], boot, boot["n_boot"]),
+                                  *_figure_cells(joint.get("pointwise") or {}, boot, None, with_p=False),
+                                  *_figure_cells(joint.get("difference") or {}, boot, boot["n_boot"], signed=True),
+                                  *tail[:3]]) + " |"
     judge, point = mean("judge"), mean("pointwise")
     gap = None if judge is None or point is None else judge - point
-    return "| " + " | ".join([name, f"mean of {len(entries)} sets", str(sum(e["n_pairs"] for e in entries)),
-                              str(sum(e["n_conversations"] for e in entries)), num(judge), "", "", num(point), "",
-                              _signed(gap), "", "", "", "", ""]) + " |"
+    none = "no joint CI: per-pair rows not committed"
+    mark = " †"  # no interval, no p: nothing is claimed significant
+    return "| " + " | ".join([*head, num(judge) + mark, none, "–", num(point) + mark, none, _signed(gap) + mark, none,
+                              "–", *tail[:3]]) + " |"
 
 
 def _share(x: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..stats.correlation import p_at_floor, p_floor
+from ..stats.floor import has_interval, too_few_text
 from .paper import PaperValue, paper_value
 
 
@@ -42,6 +43,8 @@ class CellValue:
     #: The bootstrap that gave ``p``: its resamples and the degenerate ones (for ``< 1/n_boot``).
     n_boot: int | None = None
     n_degenerate: int = 0
+    #: Units the bootstrap resampled (conversations, or items) when fewer than the floor: no CI, no p.
+    too_few: int | None = None
 
     @property
     def partial(self) -> bool:
@@ -57,6 +60,8 @@ class CellValue:
         undefined), or an average whose stratified bootstrap gave a p >= .05."""
         if self.value is None:
             return False
+        if self.too_few is not None:  # below the floor nothing is claimed significant
+            return True
         if self.is_average:
             return self.p is not None and not self.significant
         return not self.significant
@@ -191,10 +196,31 @@ def _conversations(ci: dict[str, Any] | None) -> int | None:
     return ci.get("n_units") if ci and ci.get("unit") == "group" else None
 
 
+def too_few(ci: dict[str, Any] | None) -> int | None:
+    """The units a stored CI resampled when they are fewer than the floor (:mod:`judge.stats.floor`), else
+    None. Summaries written before the floor stored an interval anyway: it is not shown."""
+    if not ci or ci.get("n_units") is None:
+        return None
+    k = int(ci["n_units"])
+    return k if ci.get("too_few") or not has_interval(k) else None
+
+
+def ci_text(low: float | None, high: float | None, few: int | None, digits: int = 2) -> str:
+    """A CI as the reports print it, ``[low, high]``; below the floor, ``too few conversations (k)``; empty
+    when there is none."""
+    if few is not None:
+        return f"[{too_few_text(few)}]"
+    return "" if low is None else f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
 def _cell(r: dict[str, Any], value: float | None, ci: dict[str, Any], paper: PaperValue | None = None) -> CellValue:
     """A (set, quality) cell from a summary result (or its ``without_copies`` part). Its significance is
     the conversation bootstrap's p (``ci.p``); summaries written before it was recorded give scipy's."""
     p = ci["p"] if "p" in ci else r.get("p")
+    few = too_few(ci)
+    if few is not None:
+        return CellValue(value, r.get("sd"), None, None, None, r["n"], r.get("n_failed", 0), r.get("n_estimated", 0),
+                         r.get("n_incomplete", 0), paper=paper, n_conversations=_conversations(ci), too_few=few)
     return CellValue(value, r.get("sd"), p, ci["low"], ci["high"], r["n"], r.get("n_failed", 0),
                      r.get("n_estimated", 0), r.get("n_incomplete", 0), paper=paper,
                      n_conversations=_conversations(ci), n_boot=ci.get("n_boot"),
@@ -206,6 +232,10 @@ def _average_cell(avg: dict[str, Any], ds: str) -> CellValue:
     v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
     covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
     ci = avg.get("ci") if ds == "*" else None
+    few = too_few(ci)
+    if few is not None:
+        return CellValue(v, covers=tuple(covers) if covers else None, is_average=True,
+                         n_conversations=_conversations(ci), too_few=few)
     return CellValue(v, p=ci.get("p") if ci else None, low=ci["low"] if ci else None,
                      high=ci["high"] if ci else None, covers=tuple(covers) if covers else None, is_average=True,
                      n_conversations=_conversations(ci), n_boot=ci.get("n_boot") if ci else None,
@@ -346,8 +376,14 @@ def resampled_together_text(summary: dict[str, Any]) -> str:
 def average_comparison_cells(comps: list[dict[str, Any]]) -> list[list[str]]:
     """One row of text per entry of ``summary["average_comparisons"]``."""
     return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-             f"{fmt(c['diff'])} [{fmt(c['low'], 2)}, {fmt(c['high'], 2)}]",
-             p_text(c["p"], c.get("n_boot"), c.get("n_degenerate", 0))] for c in comps]
+             f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}", comparison_p(c)] for c in comps]
+
+
+def comparison_p(c: dict[str, Any], key: str = "p") -> str:
+    """A paired comparison's p (``key``: the bootstrap's, or ``williams_p``); ``–`` below the floor."""
+    if too_few(c) is not None:
+        return "–"
+    return p_text(c[key], c.get("n_boot"), c.get("n_degenerate", 0)) if key == "p" else p_text(c[key])
 
 
 def p_text(p: float | None, n_boot: int | None = None, n_degenerate: int = 0) -> str:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .floor import has_interval
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -163,7 +165,8 @@ class Interval:
     correlation was undefined (a constant column): they are left out of the percentiles, and reported.
     ``p_value`` is the two-sided bootstrap p of "the correlation is 0" from the same resamples (the
     percentile-interval inversion, floored at 1/(usable resamples): see :func:`p_at_floor`), so that a
-    significance mark and the CI beside it come from the same unit.
+    significance mark and the CI beside it come from the same unit. ``too_few``: fewer units than the floor
+    (:mod:`judge.stats.floor`), so no interval and no p were computed.
     """
 
     low: float
@@ -175,6 +178,7 @@ class Interval:
     n_units: int = 0
     n_degenerate: int = 0
     p_value: float = float("nan")
+    too_few: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -227,8 +231,9 @@ def bootstrap_ci(
     kept_groups = _kept_groups(groups, keep)
     unit = "item" if groups is None else "group"
     n_units = len(a) if kept_groups is None else len(_group_members(kept_groups))
-    if len(a) < 3 or n_units < 2:
-        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0)
+    if len(a) < 3 or not has_interval(n_units):
+        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0,
+                        too_few=not has_interval(n_units))
     vals = _samples_corr(a, b, _boot_samples(len(a), kept_groups, n_boot, seed), method)
     return _interval_result(vals, level, n_boot, seed, unit, n_units)
 
@@ -264,6 +269,8 @@ class PairedTest:
     unit: str = "item"
     n_units: int = 0
     n_degenerate: int = 0
+    #: Fewer units than the floor (:mod:`judge.stats.floor`): no interval and no p.
+    too_few: bool = False
 
     @property
     def significant(self) -> bool:
@@ -305,8 +312,9 @@ def paired_bootstrap(
     ra = correlate(a.tolist(), h.tolist(), method).value
     rb = correlate(b.tolist(), h.tolist(), method).value
     nan = float("nan")
-    if n < 3 or n_units < 2 or not (math.isfinite(ra) and math.isfinite(rb)):
-        return PairedTest(method, ra, rb, nan, nan, nan, nan, n, n_boot, seed, unit, n_units, 0)
+    if n < 3 or not has_interval(n_units) or not (math.isfinite(ra) and math.isfinite(rb)):
+        return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, 0,
+                          too_few=not has_interval(n_units))
     samples = _boot_samples(n, kept_groups, n_boot, seed)
     d = _samples_corr(a, h, samples, method) - _samples_corr(b, h, samples, method)
     return _paired_result(method, ra, rb, d, n, n_boot, seed, level, unit, n_units)
@@ -489,8 +497,34 @@ def _joint_samples(shared: Sequence[Sequence[str]], n_boot: int, seed: int) -> t
     return samples, len(keys)
 
 
+#: One part of a stratified bootstrap: its index (its seed stream), items, each item's conversation group
+#: (None: items alone) and each item's conversation as every set names it (None: shares none).
+StratumPart = tuple[int, int, Sequence[str | None] | None, Sequence[str] | None]
+
+
+def stratified_samples(parts: Sequence[StratumPart], n_boot: int, seed: int) -> tuple[list[list[np.ndarray]], list[int]]:
+    """The joint bootstrap of a figure over several sets: every replicate resamples each part's
+    conversations within the part, all parts in the same replicate, except parts that rate some of the same
+    conversations (``shared``), which are drawn together, one draw per conversation (:func:`_joint_samples`).
+    Returns each part's item indices per replicate, and the conversations of each stratum (what
+    :func:`judge.stats.floor.has_interval` reads)."""
+    samples: dict[int, list[np.ndarray]] = {}
+    sizes: list[int] = []
+    for stratum in _strata([None if p[3] is None else set(p[3]) for p in parts]):
+        if len(stratum) == 1:
+            index, n, groups, _ = parts[stratum[0]]
+            samples[stratum[0]] = _boot_samples(n, groups, n_boot, _part_seed(seed, index))
+            sizes.append(n if groups is None else len(_group_members(groups)))
+        else:
+            joint, n_conversations = _joint_samples([parts[k][3] or [] for k in stratum], n_boot,
+                                                    _part_seed(seed, parts[stratum[0]][0]))
+            samples.update(zip(stratum, joint, strict=True))
+            sizes.append(n_conversations)
+    return [samples[k] for k in range(len(parts))], sizes
+
+
 def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, seed: int
-                        ) -> tuple[np.ndarray, np.ndarray, int, int, str]:
+                        ) -> tuple[np.ndarray, np.ndarray, int, int, str, list[int]]:
     """Per score column: the DSTC10 average (shape k) and its stratified bootstrap replicates (k, n_boot).
 
     Each part resamples its own conversations (with ``groups``) independently of the other parts, the
@@ -499,7 +533,8 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
     conversation across the parts that rate it (:func:`_joint_samples`), since their figures are not
     independent. A part whose correlation is undefined for any column is left out, as ``dstc10_average``
     leaves it out. Also returns the items and units used (a conversation rated by several parts counts
-    once), and the unit resampled (``group`` when any part has groups, else ``item``).
+    once), the unit resampled (``group`` when any part has groups, else ``item``) and the conversations of
+    each stratum.
     """
     unit = "group" if any(p.groups is not None or p.shared is not None for p in parts) else "item"
     used = []
@@ -514,18 +549,7 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
             continue
         shared = None if part.shared is None else [part.shared[j] for j in keep]
         used.append((i, part, h, cols, point, kept_groups, units, shared))
-    samples: dict[int, list[np.ndarray]] = {}
-    n_units = 0
-    for stratum in _strata([None if u[7] is None else set(u[7]) for u in used]):
-        if len(stratum) == 1:
-            i, _, h, _, _, kept_groups, units, _ = used[stratum[0]]
-            samples[stratum[0]] = _boot_samples(len(h), kept_groups, n_boot, _part_seed(seed, i))
-            n_units += units
-        else:
-            joint, n_conversations = _joint_samples([used[k][7] or [] for k in stratum], n_boot,
-                                                    _part_seed(seed, used[stratum[0]][0]))
-            samples.update(zip(stratum, joint, strict=True))
-            n_units += n_conversations
+    samples, sizes = stratified_samples([(i, len(h), g, sh) for i, _, h, _, _, g, _, sh in used], n_boot, seed)
     points: dict[str, list[np.ndarray]] = {}
     reps: dict[str, list[np.ndarray]] = {}
     n_items = 0
@@ -535,8 +559,8 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
         n_items += len(h)
     if not points:
         k = len(parts[0].preds) if parts else 1
-        return np.full(k, np.nan), np.full((k, 0), np.nan), 0, 0, unit
-    return _dstc10_rows(points), _dstc10_rows(reps), n_items, n_units, unit
+        return np.full(k, np.nan), np.full((k, 0), np.nan), 0, 0, unit, []
+    return _dstc10_rows(points), _dstc10_rows(reps), n_items, sum(sizes), unit, sizes
 
 
 def resampled_together(parts: Sequence[AveragePart]) -> list[list[str]]:
@@ -557,7 +581,9 @@ def average_ci(parts: Sequence[AveragePart], method: str = "spearman", *, n_boot
     noise of all the sets at once. Replicates with an undefined correlation in any part are left out and
     counted in ``n_degenerate``.
     """
-    _, reps, _, n_units, unit = _average_replicates(parts, method, n_boot, seed)
+    _, reps, _, n_units, unit, sizes = _average_replicates(parts, method, n_boot, seed)
+    if not has_interval(sizes):
+        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, too_few=True)
     return _interval_result(reps[0], level, n_boot, seed, unit, n_units)
 
 
@@ -568,7 +594,11 @@ def paired_average(parts: Sequence[AveragePart], method: str = "spearman", *, n_
     number of items over all the parts used."""
     if any(len(p.preds) != 2 for p in parts):
         raise ValueError("paired_average needs exactly two score columns (A, B) in every part")
-    point, reps, n, n_units, unit = _average_replicates(parts, method, n_boot, seed)
+    point, reps, n, n_units, unit, sizes = _average_replicates(parts, method, n_boot, seed)
+    if not has_interval(sizes):
+        nan = float("nan")
+        return PairedTest(method, float(point[0]), float(point[1]), float(point[0] - point[1]), nan, nan, nan, n,
+                          n_boot, seed, unit, n_units, too_few=True)
     return _paired_result(method, float(point[0]), float(point[1]), reps[0] - reps[1], n, n_boot, seed, level,
                           unit, n_units)
 

@@ -21,7 +21,10 @@ pointwise method on the same items (:mod:`judge.records.rows`), :func:`summarise
   (and the pointwise method's mean scores) over the compared items, for three systems or more.
 
 Every bootstrap draws whole conversations (the rows' ``group``) with replacement, the same draws for every
-figure of one summary, seeded: the same rows give the same numbers.
+figure of one summary, seeded: the same rows give the same numbers. A figure whose rows come from fewer
+conversations than the floor (:mod:`judge.stats.floor`; two systems that met in one conversation, a set of
+three) gets no interval and no p: ``too_few`` and its ``n_conversations`` say why. :func:`mean_over_sets`
+gives the mean of a figure over several sets its interval from a joint bootstrap of all their conversations.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from .correlation import _boot_samples, _group_members, _percentiles, _scipy_stats, _two_sided_p
+from .correlation import _boot_samples, _percentiles, _scipy_stats, _two_sided_p, stratified_samples
+from .floor import has_interval
 
 #: Half a win each way per compared pair of systems (see the module docstring).
 BT_PRIOR = 0.5
@@ -63,29 +67,41 @@ class _Boot:
 
     def __init__(self, groups: Sequence[str], n_boot: int, seed: int) -> None:
         self.n_boot, self.seed = n_boot, seed
-        self.n_units = len(_group_members(list(groups)))
-        self.samples = _boot_samples(len(groups), list(groups), n_boot, seed) if self.n_units >= 2 else []
+        index: dict[str, int] = {}
+        self.codes = np.array([index.setdefault(g, len(index)) for g in groups], dtype=np.intp)
+        self.n_units = len(index)
+        self.samples = _boot_samples(len(groups), list(groups), n_boot, seed) if has_interval(self.n_units) else []
 
-    def interval(self, values: np.ndarray, point: float, null: float | None = None) -> dict[str, Any]:
+    def conversations(self, mask: np.ndarray) -> int:
+        """How many conversations the rows in ``mask`` come from."""
+        return len(np.unique(self.codes[mask]))
+
+    def interval(self, values: np.ndarray, point: float, null: float | None = None,
+                 k: int | None = None) -> dict[str, Any]:
         """The point value, its percentile CI over the resampled ``values`` (NaN ones left out and counted)
-        and, with ``null``, the two-sided bootstrap p of "equal to ``null``"."""
+        and, with ``null``, the two-sided bootstrap p of "equal to ``null``". ``k``: the conversations the
+        figure's rows come from (default: all); below the floor no CI and no p, and ``too_few``."""
+        k = self.n_units if k is None else k
         finite = values[np.isfinite(values)]
         out: dict[str, Any] = {"value": _f(point), "low": None, "high": None}
+        if null is not None:
+            out["p"] = None
+        if not has_interval(k):
+            return {**out, "n_degenerate": 0, "n_conversations": k, "too_few": True}
         if len(finite):
             lo, hi = _percentiles(finite, LEVEL)
             out.update(low=_f(lo), high=_f(hi))
             if null is not None:
                 out["p"] = _p(_two_sided_p(finite - null))
-        elif null is not None:
-            out["p"] = None
         out["n_degenerate"] = int(len(values) - len(finite))
+        out["n_conversations"] = k
         return out
 
     def mean(self, x: np.ndarray, mask: np.ndarray, null: float | None = None) -> dict[str, Any]:
         """The mean of ``x`` over the rows in ``mask``, with its interval (see :meth:`interval`) and n."""
         point = float(x[mask].mean()) if mask.any() else float("nan")
         reps = np.array([_masked_mean(x[s], mask[s]) for s in self.samples]) if mask.any() else np.array([])
-        return {**self.interval(reps, point, null), "n": int(mask.sum())}
+        return {**self.interval(reps, point, null, self.conversations(mask)), "n": int(mask.sum())}
 
     def describe(self) -> dict[str, Any]:
         return {"n_boot": self.n_boot, "seed": self.seed, "unit": "group", "n_units": self.n_units, "level": LEVEL}
@@ -122,7 +138,7 @@ def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores
     out["position"] = _position(ok, boot)
     out["humans"] = _humans(ok, boot, pointwise, pointwise_name)
     out["length"] = _length(ok, boot)
-    out["system_level"] = _system_level(ok, strengths, pointwise, pointwise_name)
+    out["system_level"] = _system_level(ok, strengths, pointwise, pointwise_name, boot.n_units)
     return out
 
 
@@ -156,7 +172,8 @@ def _win_rates(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boo
         mine = score[code == k]
         out.append({"a": a, "b": b, "n": len(mine), "wins": int((mine == 1).sum()), "ties": int((mine == 0.5).sum()),
                     "losses": int((mine == 0).sum()),
-                    **boot.interval(reps[:, k] if len(reps) else np.array([]), float(points[k]), 0.5)})
+                    **boot.interval(reps[:, k] if len(reps) else np.array([]), float(points[k]), 0.5,
+                                    boot.conversations(code == k))})
     return out
 
 
@@ -203,8 +220,9 @@ def _bt_fit(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boot) 
     reps = np.array([bradley_terry(first[s], second[s], score[s], k) for s in boot.samples]).reshape(-1, k)
     n = np.bincount(first, minlength=k) + np.bincount(second, minlength=k)
     order = sorted(range(k), key=lambda i: (-point[i], systems[i]))
-    return [{"rank": r + 1, "system": systems[i], "comparisons": int(n[i]), **boot.interval(reps[:, i], float(point[i]))}
-            for r, i in enumerate(order)]
+    met = [boot.conversations((first == i) | (second == i)) for i in range(k)]
+    return [{"rank": r + 1, "system": systems[i], "comparisons": int(n[i]),
+             **boot.interval(reps[:, i], float(point[i]), k=met[i])} for r, i in enumerate(order)]
 
 
 def _position(rows: Sequence[Mapping[str, Any]], boot: _Boot) -> dict[str, Any]:
@@ -227,23 +245,33 @@ def _humans(rows: Sequence[Mapping[str, Any]], boot: _Boot, pointwise: PointScor
             name: str | None) -> dict[str, Any] | None:
     """Agreement with the human preference on the pairs whose human means differ, the judge's beside the
     pointwise method's on the same pairs, and their paired difference."""
-    h = np.array([_diff(r.get("human_a"), r.get("human_b")) for r in rows])
-    rated = np.isfinite(h) & (h != 0)
-    if not rated.any():
+    cols = human_columns(rows, pointwise)
+    if not cols["rated"].any():
         return None
-    judge = np.array([side((r["preference"] - 0.5) * hv) if np.isfinite(hv) else np.nan for r, hv in zip(rows, h)])
-    out: dict[str, Any] = {"n_pairs": int(rated.sum()), "n_tied_humans": int((np.isfinite(h) & (h == 0)).sum()),
-                           "judge": boot.mean(judge, rated, 0.5)}
+    h = cols["human"]
+    out: dict[str, Any] = {"n_pairs": int(cols["rated"].sum()), "n_tied_humans": int((np.isfinite(h) & (h == 0)).sum()),
+                           "judge": boot.mean(cols["judge"], cols["rated"], 0.5)}
     if pointwise is None:
         return out
-    diffs = np.array([_diff(pointwise.get((r["system_a"], r["item_a"])), pointwise.get((r["system_b"], r["item_b"])))
-                      for r in rows])
-    point = np.array([side(d * hv) if np.isfinite(d) and np.isfinite(hv) else np.nan for d, hv in zip(diffs, h)])
-    both = rated & np.isfinite(point)
-    gap = np.where(both, judge - point, np.nan)
-    out["pointwise"] = {"method": name, **boot.mean(point, both, 0.5)}
-    out["judge_same_pairs"] = boot.mean(judge, both, 0.5)
-    out["difference"] = boot.mean(gap, both, 0.0)
+    out["pointwise"] = {"method": name, **boot.mean(cols["pointwise"], cols["both"], 0.5)}
+    out["judge_same_pairs"] = boot.mean(cols["judge"], cols["both"], 0.5)
+    out["difference"] = boot.mean(cols["difference"], cols["both"], 0.0)
+    return out
+
+
+def human_columns(rows: Sequence[Mapping[str, Any]], pointwise: PointScores | None) -> dict[str, np.ndarray]:
+    """Per pair row: the human difference (a - b), whether it is rated (means differ), the judge's agreement
+    credit, and with ``pointwise`` its credit, where both are defined (``both``) and the judge's minus it."""
+    h = np.array([_diff(r.get("human_a"), r.get("human_b")) for r in rows])
+    rated = np.isfinite(h) & (h != 0)
+    judge = np.array([side((r["preference"] - 0.5) * hv) if np.isfinite(hv) else np.nan for r, hv in zip(rows, h)])
+    out = {"human": h, "rated": rated, "judge": judge}
+    if pointwise is not None:
+        diffs = np.array([_diff(pointwise.get((r["system_a"], r["item_a"])), pointwise.get((r["system_b"], r["item_b"])))
+                          for r in rows])
+        point = np.array([side(d * hv) if np.isfinite(d) and np.isfinite(hv) else np.nan for d, hv in zip(diffs, h)])
+        both = rated & np.isfinite(point)
+        out.update(pointwise=point, both=both, difference=np.where(both, judge - point, np.nan))
     return out
 
 
@@ -264,9 +292,11 @@ def _length(rows: Sequence[Mapping[str, Any]], boot: _Boot) -> dict[str, Any]:
 
 
 def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[str, Any]],
-                  pointwise: PointScores | None, name: str | None) -> dict[str, Any] | None:
+                  pointwise: PointScores | None, name: str | None, n_conversations: int) -> dict[str, Any] | None:
     """Kendall's tau of the Bradley-Terry strengths (and the pointwise method's mean scores) with the
-    systems' mean human ratings, over the distinct items compared; None under three rated systems."""
+    systems' mean human ratings, over the distinct items compared; None under three rated systems. Its p
+    treats the systems as independent; their ratings come from ``n_conversations`` conversations, and
+    below the floor there is no p (``too_few``)."""
     ratings: dict[str, dict[str, float]] = {}
     for r in rows:
         for s, item, h in ((r["system_a"], r["item_a"], r.get("human_a")), (r["system_b"], r["item_b"], r.get("human_b"))):
@@ -278,8 +308,10 @@ def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[s
         return None
     human = [math.fsum(ratings[s].values()) / len(ratings[s]) for s in names]
     tau = _scipy_stats().kendalltau([strength[s] for s in names], human)
-    out: dict[str, Any] = {"n_systems": len(names), "kendall": _f(float(tau.statistic)), "p": _p(float(tau.pvalue)),
-                           "human_means": {s: _f(h) for s, h in zip(names, human)}}
+    few = not has_interval(n_conversations)
+    out: dict[str, Any] = {"n_systems": len(names), "kendall": _f(float(tau.statistic)),
+                           "p": None if few else _p(float(tau.pvalue)), "n_conversations": n_conversations,
+                           "human_means": {s: _f(h) for s, h in zip(names, human)}, **({"too_few": True} if few else {})}
     if pointwise is not None:
         means = []
         for s in names:
@@ -287,7 +319,8 @@ def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[s
             means.append(math.fsum(scores) / len(scores) if scores else float("nan"))
         if all(math.isfinite(m) for m in means):
             pt = _scipy_stats().kendalltau(means, human)
-            out["pointwise"] = {"method": name, "kendall": _f(float(pt.statistic)), "p": _p(float(pt.pvalue))}
+            out["pointwise"] = {"method": name, "kendall": _f(float(pt.statistic)),
+                                "p": None if few else _p(float(pt.pvalue))}
     return out
 
 
@@ -300,3 +333,50 @@ def pairwise_entry(rows: Sequence[Mapping[str, Any]], *, name: str, dataset: str
     return {"name": name, "dataset": dataset, "abbrev": abbrev, "quality": quality, "method_name": method_name,
             "spec": dict(spec), "settings": settings, "kind": dict(kind), "against": pointwise_name,
             **summarise_pairs(rows, pointwise=pointwise, pointwise_name=pointwise_name, n_boot=n_boot, seed=seed)}
+
+
+#: The figures :func:`mean_over_sets` averages: (key, the rows it is taken on, the chance value p tests).
+_MEAN_FIGURES = (("judge", "rated", 0.5), ("pointwise", "both", 0.5), ("difference", "both", 0.0))
+
+
+def mean_over_sets(sets: Sequence[tuple[Sequence[Mapping[str, Any]], PointScores | None]], *, n_boot: int = 1000,
+                   seed: int = 0) -> dict[str, Any]:
+    """The mean over sets of the agreement with the humans (the judge's, the pointwise method's on the same
+    pairs, and their difference), each set's figure weighted alike, with its interval from a joint bootstrap:
+    every replicate resamples each set's conversations within the set (:func:`judge.stats.correlation.stratified_samples`),
+    all sets in the same replicate, and averages the per-set figures, as the point value does. ``sets``: per
+    set its pair rows and the pointwise scores (None: none). No interval and no p when the sets' conversations
+    together give fewer distinct resamples than the floor allows (:func:`judge.stats.floor.has_interval`)."""
+    kept = [([r for r in rows if r.get("error") is None and r.get("preference") is not None], point)
+            for rows, point in sets]
+    cols = [human_columns(rows, point) for rows, point in kept]
+    groups = [[str(r["group"]) for r in rows] for rows, _ in kept]
+    samples, _ = stratified_samples([(i, len(g), g, None) for i, g in enumerate(groups)], n_boot, seed)
+    out: dict[str, Any] = {"n_sets": len(kept), "n_pairs": sum(int(c["rated"].sum()) for c in cols),
+                           "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "group", "level": LEVEL}}
+    for key, where, null in _MEAN_FIGURES:
+        if not all(key in c for c in cols):
+            continue
+        out[key] = _mean_figure([(c[key], c[where], np.array(g)) for c, g in zip(cols, groups)], samples, null)
+    return out
+
+
+def _mean_figure(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], samples: Sequence[Sequence[np.ndarray]],
+                 null: float) -> dict[str, Any]:
+    """One figure's mean over sets (``parts``: per set its values, the rows it is taken on and their groups)
+    and its joint-bootstrap interval and p from ``samples`` (per set, the rows of each replicate)."""
+    sizes = [len(set(g[m].tolist())) for _, m, g in parts]
+    points = [_masked_mean(x, m) for x, m, _ in parts]
+    out: dict[str, Any] = {"value": _f(float(np.mean(points))) if parts else None, "low": None, "high": None, "p": None,
+                           "n": sum(int(m.sum()) for _, m, _ in parts), "n_conversations": sum(sizes), "n_degenerate": 0}
+    if not has_interval(sizes):
+        return {**out, "too_few": True, "strata": sizes}
+    n_boot = len(samples[0]) if samples else 0
+    reps = np.array([np.mean([_masked_mean(x[s[r]], m[s[r]]) for (x, m, _), s in zip(parts, samples)])
+                     for r in range(n_boot)])
+    finite = reps[np.isfinite(reps)]
+    out["n_degenerate"] = int(len(reps) - len(finite))
+    if len(finite) and out["value"] is not None:
+        lo, hi = _percentiles(finite, LEVEL)
+        out.update(low=_f(lo), high=_f(hi), p=_p(_two_sided_p(finite - null)))
+    return out

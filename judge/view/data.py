@@ -24,6 +24,8 @@ from ..harness.prompt_settings import read_prompt_settings
 from ..harness.rebuild import Key, Rebuilt, cell_keys, rebuild
 from ..records.results import cell_path, read_rows
 from ..report import load_summary
+from ..report.table import too_few
+from ..stats.floor import too_few_text
 
 
 @dataclass
@@ -160,7 +162,22 @@ def _stats(cell: dict[str, Any]) -> dict[str, Any]:
     """A cell's statistics as the reports show them (the summary's own values, never recomputed)."""
     keep = ("spearman", "pearson", "kendall", "ci", "n_items", "n_failed", "n_estimated", "n_incomplete",
             "system_spearman")
-    return {k: cell[k] for k in keep if k in cell}
+    return below_floor({k: cell[k] for k in keep if k in cell})
+
+
+def below_floor(stats: dict[str, Any]) -> dict[str, Any]:
+    """A cell's statistics without interval or p when its bootstrap resampled fewer conversations than the
+    floor (:mod:`judge.stats.floor`; summaries written before the floor stored them anyway), with the text
+    the page prints instead (``too_few_text``)."""
+    ci = stats.get("ci") or {}
+    k = too_few(ci)
+    if k is None:
+        return stats
+    out = {**stats, "ci": {**ci, "low": None, "high": None, "p": None, "too_few": True, "too_few_text": too_few_text(k)}}
+    for key in ("spearman", "pearson", "kendall"):
+        if key in out:
+            out[key] = {**out[key], "p": None}
+    return out
 
 
 def _add_prompts(cell: ViewCell, prep: Prepared | None, settings: dict[str, Any] | None, rebuilt: Rebuilt,

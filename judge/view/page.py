@@ -26,6 +26,7 @@ from typing import Any
 from ..data.items import SYSTEM, USER, Item
 from ..harness.summary import paired_comparison
 from ..stats import correlation as stats
+from ..stats.floor import too_few_text
 from .data import View, ViewCell
 
 #: Version of the embedded data's layout (``format`` in it); a page reads only its own.
@@ -113,7 +114,10 @@ def _pairs(view: View) -> Iterator[dict[str, Any]]:
             if not shared:
                 continue
             gaps = stats.rank_gap([r.get("score") for r in shared], [by_id[r["id"]].get("score") for r in shared])
-            yield {"a": a, "b": b, **paired_comparison(ca.rows, cb.rows, view.n_boot, view.seed),
+            pair = paired_comparison(ca.rows, cb.rows, view.n_boot, view.seed)
+            if pair.get("too_few"):  # below the floor: the page prints this instead of an interval and a p
+                pair["too_few_text"] = too_few_text(pair["n_units"])
+            yield {"a": a, "b": b, **pair,
                    "ids": [r["id"] for r in shared], "gap": [None if g is None else round(g, 4) for g in gaps]}
 
 

@@ -111,13 +111,14 @@
     const s = c.stats;
     if (!s || !s.spearman) return el("p", { class: "note" }, "No human ratings to correlate with.");
     const ci = s.ci || {};
-    const p = ci.p !== undefined && ci.p !== null ? ci.p : s.spearman.p;
+    const few = ci.too_few_text;  // below the floor on conversations: no interval, no p
+    const p = few ? null : ci.p !== undefined && ci.p !== null ? ci.p : s.spearman.p;
     const sig = p !== null && p !== undefined && p < 0.05;
     const unit = ci.unit === "group" ? `${ci.n_units} conversations` : `${ci.n_units || s.spearman.n} items`;
     return el("div", { class: "stats", "data-testid": "cell-stats" },
       el("b", {}, `Spearman ${rho(s.spearman.value)}`), " ",
-      ci.low !== undefined ? `[${rho(ci.low)}, ${rho(ci.high)}]` : "", " ",
-      el("span", { class: sig ? "sig" : "ns" }, sig ? `p ${num(p, 3)}` : `not significant (p ${num(p, 3)})`),
+      !few && ci.low !== undefined ? `[${rho(ci.low)}, ${rho(ci.high)}]` : "", " ",
+      el("span", { class: sig ? "sig" : "ns" }, few ? `${few}: no interval, no p` : sig ? `p ${num(p, 3)}` : `not significant (p ${num(p, 3)})`),
       el("span", { class: "muted" }, ` · n ${s.spearman.n} items, ${unit} resampled · ${s.n_failed || 0} failed · `,
         `${s.n_estimated || 0} estimated`, s.pearson ? ` · Pearson ${rho(s.pearson.value)}` : "",
         s.kendall ? ` · Kendall ${rho(s.kendall.value)}` : ""));
@@ -456,8 +457,9 @@
       const body = el("tbody");
       cis.forEach((ci) => {
         const c = CELLS[ci], s = c.stats;
-        const ci95 = s && s.ci && s.ci.low !== undefined ? `[${rho(s.ci.low)}, ${rho(s.ci.high)}]` : "";
-        const p = s && s.ci && s.ci.p !== undefined && s.ci.p !== null ? s.ci.p : s && s.spearman ? s.spearman.p : null;
+        const few = s && s.ci && s.ci.too_few_text;
+        const ci95 = few ? few : s && s.ci && s.ci.low !== undefined ? `[${rho(s.ci.low)}, ${rho(s.ci.high)}]` : "";
+        const p = few ? null : s && s.ci && s.ci.p !== undefined && s.ci.p !== null ? s.ci.p : s && s.spearman ? s.spearman.p : null;
         body.append(el("tr", { "data-cell": ci, onclick: () => { Object.assign(f, { run: D.runs.length > 1 ? String(c.run) : "",
           set: c.dataset, quality: c.quality || "", method: c.method }); rerender(); } },
         D.runs.length > 1 ? el("td", {}, runName(c)) : null, el("td", {}, c.dataset), el("td", {}, c.quality || ""),
@@ -566,11 +568,12 @@
     const p = found.pair;
     const flip = found.flip;
     const diff = flip ? -p.diff : p.diff, low = flip ? -p.high : p.low, high = flip ? -p.low : p.high;
-    const sig = p.p !== null && p.p < 0.05;
+    const few = p.too_few_text;  // below the floor on conversations: no interval, no p
+    const sig = !few && p.p !== null && p.p < 0.05;
     left.append(el("div", { class: "panel diffbox", id: "c-stats" },
       el("div", { class: "sbs" }, el("div", {}, el("h2", {}, `A: ${label(s.a)}`), statsLine(A)), el("div", {}, el("h2", {}, `B: ${label(s.b)}`), statsLine(B))),
-      el("p", {}, el("b", { "data-testid": "paired-diff" }, `A − B = ${rho(diff)}`), ` [${rho(low)}, ${rho(high)}] `,
-        el("span", { class: sig ? "sig" : "ns" }, sig ? `p ${num(p.p, 3)}` : `not significant (p ${num(p.p, 3)})`),
+      el("p", {}, el("b", { "data-testid": "paired-diff" }, `A − B = ${rho(diff)}`), few ? " " : ` [${rho(low)}, ${rho(high)}] `,
+        el("span", { class: sig ? "sig" : "ns" }, few ? `${few}: no interval, no p` : sig ? `p ${num(p.p, 3)}` : `not significant (p ${num(p.p, 3)})`),
         el("span", { class: "muted" }, ` · paired bootstrap on ${p.n} shared items, ${p.unit === "group" ? `${p.n_units} conversations` : `${p.n_units} items`} resampled, ${p.n_boot} resamples`,
           p.williams_p !== null ? ` · Williams p ${num(p.williams_p, 3)}` : "")),
       scatter(p.ids.map((id, k) => {
