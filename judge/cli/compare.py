@@ -19,8 +19,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from ..accounting.counters import report_counters
 from ..core.errors import InputError, UnknownNameError
 from ..core.io import atomic_jsonl_writer, atomic_write_text, check_output_path
@@ -31,12 +29,12 @@ from ..datasets import load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..datasets.split import split_items
-from ..engine import BackendPool, MethodSpec, build, named_method, prepare, run_rows, with_runtime
-from ..engine.batch import BatchPlan
-from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pairs
+from ..distributed.options import add_ray_options
+from ..engine import MethodSpec, named_method, prepare, with_runtime
+from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
-from ..engine.hosted_cost import check_budget, count_hosted, money_lines
 from ..engine.kinds import method_kinds
+from ..engine.session import Session
 from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default
 from ..report.pairwise import text_lines
@@ -50,6 +48,7 @@ from .options import (
     check_counts,
     parse_scales,
     resolve_quality,
+    run_options,
     spec_from_args,
 )
 
@@ -84,6 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_judge_options(p)
     add_type_options(p, method_type("pairwise"))
     add_check_option(p, "pairs", "the comparison")
+    add_ray_options(p)
     return p
 
 
@@ -107,36 +107,27 @@ def run(args: argparse.Namespace) -> int:
     if point is not None and against is not None:
         entries.append(Entry(f"{against.name} ({len(items)} items)", point, items))
     groups = [[e] for e in entries]
+    session = Session(run_options(args))
     if args.check:
-        from ..engine.cost import report
-
-        for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
+        for line in session.check(groups):
             print(line)
         return EXIT_OK
-    check_budget(groups)  # --max-cost: refuse a comparison estimated above it
-    batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
     qn = quality.name if quality else None
-    backends = BackendPool()
-    try:
-        batches.send(backends, lambda msg: print(msg, file=sys.stderr))
-        judge = build(prep, backends)
-        bar = tqdm(total=len(pairs), desc="comparing", unit="pair", file=sys.stderr,
-                   disable=True if args.no_progress else None, leave=False)
-        rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    pointwise = None
+    with session.plan(groups):
+        bar = session.bar(len(pairs), "comparing", "pair")
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = compare_rows(judge, pairs, spec.name, qn, _both(rows.append, write), bar.update)
+                failed = session.rows(prep, pairs, _both(rows.append, write), bar.update, quality=qn)
         else:
-            failed = compare_rows(judge, pairs, spec.name, qn, rows.append, bar.update)
+            failed = session.rows(prep, pairs, rows.append, bar.update, quality=qn)
         bar.close()
-        pointwise = None
         if point is not None and against is not None:
             scored: list[dict[str, Any]] = []
-            run_rows(build(point, backends), items, against.name, qn, scored.append)
+            session.rows(point, items, scored.append, quality=qn)
             pointwise = point_scores(pairs, items, scored)
-        report_counters(backends.counters())
-    finally:
-        backends.close()
+        report_counters(session.counters())
     entry = pairwise_entry(rows, name=spec.name, dataset=where, abbrev=None, quality=qn, method_name=spec.name,
                            spec=spec.describe(), settings=spec.kind.settings_text(spec.describe()),
                            kind=method_kinds(spec, quality).to_dict(), pointwise=pointwise,

@@ -11,9 +11,11 @@ from ..backends.registry import has_batch_api
 from ..core.errors import InputError
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
+from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
 from ..engine.fields import field_types
 from ..engine.named import named_method, with_runtime
+from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
 from ..prompts.context_views import CONTEXT_VIEWS
 from ..prompts.templates import builtin_prompts
@@ -163,6 +165,12 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
     with this flag."""
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (it is shown only when "
                    "stderr is a terminal)")
+
+
+def run_options(args: argparse.Namespace, log: Callable[[str], None] | None = None) -> RunOptions:
+    """How the flags say a command's run goes (``--ray`` and its actors, ``--no-progress``)."""
+    options = RunOptions(ray=ray_from_args(args), progress=not args.no_progress)
+    return options if log is None else replace(options, log=log)
 
 
 def add_view_option(p: argparse.ArgumentParser) -> None:

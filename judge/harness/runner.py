@@ -24,12 +24,11 @@ from ..core.io import atomic_write_text
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets.split import conversation_of, split_items
-from ..distributed.options import backend_pool, refuse_batches
 from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
 from ..engine import check_names as engine_check_names
-from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.schedule import family_shares
+from ..engine.session import RunOptions, Session
 from ..engine.units import LaneCost
 from ..records.results import cell_path, read_rows
 from ..scorers.base import Lane
@@ -75,6 +74,10 @@ class Cell:
     @property
     def key(self) -> tuple[str, str, str, int]:
         return (self.method.name, self.dataset, self.quality.name, self.seed)
+
+
+#: A cell to compute: the cell, its prepared method, its file, the rows saved there and their size in bytes.
+Todo = tuple[Cell, Prepared, Path, list[dict[str, Any]], int]
 
 
 def check_names(exp: Experiment) -> None:
@@ -248,8 +251,6 @@ def run_experiment(
     prefix-sorted prompts wait in the SQLite cache, so a killed run loses only the prompts in flight
     and a rerun recomputes nothing it finished.
     """
-    from tqdm import tqdm
-
     from .summary import summarise
 
     check_names(exp)
@@ -262,15 +263,10 @@ def run_experiment(
         log(f"skipped: {cell.method.name} on {cell.dataset} {cell.quality.name}: {reason}")
     for sk in compare_skipped:
         log(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}")
-    todo: list[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]] = []
-    for cell, prep in prepared:
-        path = cell_path(out, *cell.key)
-        rows, nbytes = read_done(path, [it.id for it in cell.items])
-        todo.append((cell, prep, path, rows, nbytes))
-    _check_budget(todo, compares, out)  # a run refused for its cost leaves nothing behind
-    # --batch: the requests the cache lacks, over every cell (a method that cannot be batched is refused here)
-    batches = BatchPlan().collect(_entry_groups(todo, compares, out, with_failed=exp.retry_failed))
-    refuse_batches(exp.ray, batches)
+    todo = pending(prepared, out)
+    # --max-cost, --batch (a method that cannot be batched, or not on Ray, is refused here): nothing written yet
+    session = Session(RunOptions(exp.ray, progress, log))
+    session.plan(entry_groups(todo, compares, out, exp, with_failed=exp.retry_failed)[0])
     for cell, prep, path, *_ in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
         _check_meta(path, cell_meta(cell, exp, prep))
@@ -279,34 +275,32 @@ def run_experiment(
     if done:
         log(f"resuming: {done} of {total} item results already saved in {out}")
     t0 = time.perf_counter()
-    backends = backend_pool(exp.ray, log)
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
-    bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
-               disable=None if progress else True, dynamic_ncols=True)
-    try:
-        batches.send(backends, log)
-        for group in schedule_groups(todo):
-            if len(group) > 1:
-                first = todo[group[0]][0]
-                bar.set_postfix_str(f"{len(group)} cells of {first.method.model or 'the default model'} on "
-                                    f"{abbrev[first.dataset]}", refresh=False)
-                _compute_together([todo[i] for i in group], backends, bar.update)
-            for cell, prep, path, rows, nbytes in (todo[i] for i in group):
-                bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
-                                    f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
-                remaining = cell.items[len(rows):]
-                if not cell.items and not path.exists():
-                    path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
-                if remaining and len(group) == 1:
-                    _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
-                if exp.retry_failed:
-                    _retry_failed(cell, prep, path, backends)
-        for comparing in compares:
-            bar.set_postfix_str(comparing.label, refresh=False)
-            run_compare(comparing, exp, out, backends, bar.update, _check_meta)
-    finally:
-        bar.close()
-        backends.close()
+    with session:
+        backends = session.backends
+        bar = session.bar(total, exp.name, "item", initial=done, leave=True)
+        try:
+            for group in schedule_groups(todo):
+                if len(group) > 1:
+                    first = todo[group[0]][0]
+                    bar.set_postfix_str(f"{len(group)} cells of {first.method.model or 'the default model'} on "
+                                        f"{abbrev[first.dataset]}", refresh=False)
+                    _compute_together([todo[i] for i in group], backends, bar.update)
+                for cell, prep, path, rows, nbytes in (todo[i] for i in group):
+                    bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
+                                        f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
+                    remaining = cell.items[len(rows):]
+                    if not cell.items and not path.exists():
+                        path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
+                    if remaining and len(group) == 1:
+                        _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
+                    if exp.retry_failed:
+                        _retry_failed(cell, prep, path, backends)
+            for comparing in compares:
+                bar.set_postfix_str(comparing.label, refresh=False)
+                run_compare(comparing, exp, out, session, bar.update, _check_meta)
+        finally:
+            bar.close()
     wall = time.perf_counter() - t0
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
                         timings={c.key: read_timing(p) for c, _, p, *_ in todo},
@@ -323,7 +317,7 @@ def run_experiment(
         summary["not_trained_on"] = not_trained_on
     summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                             "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
-    summary["counters"] = backends.counters()
+    summary["counters"] = session.counters()
     if "cost_micro_usd" in summary["counters"]:  # hosted APIs: the cost of the usage the server reported
         summary["cost_usd"] = summary["counters"]["cost_micro_usd"] / 1_000_000
     from ..report import render_all
@@ -332,27 +326,37 @@ def run_experiment(
     return summary
 
 
-def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
-                  compares: Sequence[CompareCell], out: Path) -> None:
-    """Refuse, before anything is sent, a run whose hosted cells are estimated above their ``max_cost``
-    (:func:`judge.engine.hosted_cost.check_budget`; the cells left to score, in the run's order)."""
-    from ..engine.hosted_cost import check_budget
+def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:
+    """Each prepared cell with its file in the results folder ``out``, the rows already saved there and their
+    size in bytes (what a resume keeps)."""
+    todo: list[Todo] = []
+    for cell, prep in prepared:
+        path = cell_path(out, *cell.key)
+        rows, nbytes = read_done(path, [it.id for it in cell.items])
+        todo.append((cell, prep, path, rows, nbytes))
+    return todo
 
-    check_budget(_entry_groups(todo, compares, out))
+
+def cell_label(cell: Cell, abbrev: str) -> str:
+    """How the cost table names a cell: method, set abbreviation, quality (and seed, for seeded methods)."""
+    seed = f" seed {cell.seed}" if cell.method.seeded else ""
+    return f"{cell.method.name} {abbrev} {cell.quality.name}{seed}"
 
 
-def _entry_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
-                  compares: Sequence[CompareCell], out: Path, with_failed: bool = False) -> list[list[Entry]]:
+def entry_groups(todo: Sequence[Todo], compares: Sequence[CompareCell], out: Path, exp: Experiment,
+                 with_failed: bool = False) -> tuple[list[list[Entry]], list[Entry]]:
     """The cells left to score as the engine's replays take them (:func:`judge.engine.cost.replay_group`): in
     the run's groups and order, each with the items it will score (``with_failed``: also the saved rows that
-    failed, which ``retry_failed`` scores again), then the ``[[compare]]`` cells' pairs and pointwise rows."""
+    failed, which ``retry_failed`` scores again), then the ``[[compare]]`` cells' pairs and pointwise rows; and
+    every entry in the cells' order (``--check``'s table)."""
+    abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     entries = []
     for c, prep, _, rows, _ in todo:
         retried = [c.items[i] for i, r in enumerate(rows) if r.get("error")] if with_failed else []
-        entries.append(Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, [*retried, *c.items[len(rows):]],
-                             len(rows)))
+        entries.append(Entry(cell_label(c, abbrev[c.dataset]), prep, [*retried, *c.items[len(rows):]], len(rows)))
     groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
-    return groups + [[e] for e in compare_cost_entries(compares, out, with_failed)]
+    extra = compare_cost_entries(compares, out, with_failed)
+    return groups + [[e] for e in extra], entries + extra
 
 
 def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
@@ -382,7 +386,7 @@ def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[It
             cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
 
 
-def schedule_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> list[list[int]]:
+def schedule_groups(todo: Sequence[Todo]) -> list[list[int]]:
     """The order cells are computed in, as groups of indices into ``todo``: the LLM cells with items left
     that run on one backend (same backend, model, options and generation settings) and one set form
     one group, computed in one prefix-scheduled pass where the first of them stands; every other cell
@@ -401,7 +405,7 @@ def schedule_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, An
     return groups
 
 
-def _compute_together(entries: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
+def _compute_together(entries: Sequence[Todo],
                       backends: BackendPool, progress: Callable[[int], None]) -> None:
     """Score the remaining items of several LLM cells of one backend and set in one pass whose prompts
     are ordered by prefix across the cells (:func:`judge.engine.run_rows_together`). Each cell gets the
