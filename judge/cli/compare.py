@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -119,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
         bar = session.bar(len(pairs), "comparing", "pair")
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = session.rows(prep, pairs, _both(rows.append, write), bar.update, quality=qn)
+                failed = session.rows(prep, pairs, rows.append, write, progress=bar.update, quality=qn)
         else:
-            failed = session.rows(prep, pairs, rows.append, bar.update, quality=qn)
+            failed = session.rows(prep, pairs, rows.append, progress=bar.update, quality=qn)
         bar.close()
         if point is not None and against is not None:
             scored: list[dict[str, Any]] = []
@@ -141,13 +140,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"judge: {failed} of {len(pairs)} pairs failed (see 'error' in the rows)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
-
-
-def _both(a: Callable[[dict[str, Any]], None], b: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-    def write(row: dict[str, Any]) -> None:
-        a(row)
-        b(row)
-    return write
 
 
 def read_pairs(args: argparse.Namespace) -> tuple[Pairing, Quality | None, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -165,12 +165,12 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = session.rows(prep, items, _also(write, table, keep), bar.update, quality=qn, seed=row_seed,
-                                      judge=scorer)
+                failed = session.rows(prep, items, write, table.add if table else None, keep, progress=bar.update,
+                                      quality=qn, seed=row_seed, judge=scorer)
             write_meta(args.output, spec, scorer, session.counters())
         else:
             show = table.add if table is not None else lambda row: print(dumps(row), flush=True)
-            failed = session.rows(prep, items, _also(show, None, keep), bar.update, quality=qn, seed=row_seed,
+            failed = session.rows(prep, items, show, keep, progress=bar.update, quality=qn, seed=row_seed,
                                   judge=scorer)
         bar.close()
         if args.view:
@@ -192,21 +192,6 @@ def output_format(args: argparse.Namespace) -> str:
     if args.format is not None:
         return str(args.format)
     return "table" if not args.output and sys.stdout.isatty() else "jsonl"
-
-
-def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None,
-          keep: Callable[[dict[str, Any]], None] | None = None) -> Callable[[dict[str, Any]], None]:
-    """The row writer, also adding each row to the table when one is printed (``-o``) and keeping it for
-    the view (``--view``)."""
-    sinks = [write, *([table.add] if table is not None else []), *([keep] if keep is not None else [])]
-    if len(sinks) == 1:
-        return write
-
-    def every(row: dict[str, Any]) -> None:
-        for sink in sinks:
-            sink(row)
-
-    return every
 
 
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer, counters: dict[str, int] | None = None) -> None:

@@ -40,7 +40,10 @@ from .hosted_cost import Budget, count_hosted, money_lines
 from .run import run_rows
 from .spec import Prepared
 
-__all__ = ["RunOptions", "Session"]
+__all__ = ["RunOptions", "Session", "Sink"]
+
+#: Where a run's rows go (a file, a table, a list), each as soon as it and every earlier one are done.
+Sink = Callable[[dict[str, Any]], None]
 
 
 def _stderr(msg: str) -> None:
@@ -117,17 +120,22 @@ class Session:
         """The scorer of ``prep`` on the session's backends (the model loads on first use)."""
         return build(prep, self.backends)
 
-    def rows(self, prep: Prepared, todo: Iterable[Item] | Sequence[Pair], write: Callable[[dict[str, Any]], None],
-             progress: Callable[[int], None] | None = None, *, quality: str | None, seed: int | None = None,
+    def rows(self, prep: Prepared, todo: Iterable[Item] | Sequence[Pair], *sinks: Sink | None,
+             progress: Callable[[int], None] | None = None, quality: str | None, seed: int | None = None,
              judge: Scorer | None = None) -> int:
         """Build ``prep`` on the session's backends (or use ``judge``, built from it) and hand the row of each item
-        (pair, for a method that compares) of ``todo`` to ``write``, in order, as soon as it and every earlier
-        one are done. Returns the number that failed."""
+        (pair, for a method that compares) of ``todo`` to every one of ``sinks``, in order, as soon as it and
+        every earlier one are done. Returns the number that failed."""
         judge = judge or self.build(prep)
-        name = prep.spec.name
+        live = [s for s in sinks if s is not None]
+
+        def write(row: dict[str, Any]) -> None:
+            for sink in live:
+                sink(row)
+
         if prep.spec.kind.compares:
-            return compare_rows(judge, todo, name, quality, write, progress)  # type: ignore[arg-type]
-        return run_rows(judge, todo, name, quality, write, progress, seed=seed)  # type: ignore[arg-type]
+            return compare_rows(judge, todo, prep.spec.name, quality, write, progress)  # type: ignore[arg-type]
+        return run_rows(judge, todo, prep.spec.name, quality, write, progress, seed=seed)  # type: ignore[arg-type]
 
     def bar(self, total: int, desc: str, unit: str, initial: int = 0, leave: bool = False) -> Any:
         """The run's progress bar on stderr: a rate and the time left on a terminal, nothing elsewhere."""

@@ -13,7 +13,6 @@ summary's ``pairwise`` entries come from those files (:func:`judge.stats.pairwis
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +29,9 @@ from ..engine.kinds import method_kinds
 from ..engine.session import Session
 from ..records.results import compare_path, read_rows
 from ..stats.pairwise import PointScores, mean_over_sets, pairwise_entry
-from .cells import CellWriter, read_done, rewrite
+from .cells import compute, read_done, retry_failed
 from .config import CompareSpec, Experiment
-from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
+from .timing import read_timing
 
 
 @dataclass
@@ -131,52 +130,17 @@ def run_compare(cell: CompareCell, exp: Experiment, root: Path, session: Session
     check_meta(pairs_file, meta(cell, exp))
     qn = cell.quality.name
     done, nbytes = read_done(pairs_file, [p.id for p in cell.pairs])
-    left = cell.pairs[len(done):]
-    if left:
-        _timed(pairs_file, nbytes, session, lambda write: session.rows(cell.prep, left, write, progress, quality=qn))
+    if len(done) < len(cell.pairs):
+        compute(pairs_file, nbytes, session, cell.prep, cell.pairs[len(done):], progress, quality=qn, cell=False)
     elif not pairs_file.exists():
         pairs_file.write_bytes(b"")
     if exp.retry_failed:
-        _retry(cell, pairs_file, session)
+        retry_failed(pairs_file, cell.pairs, session, cell.prep, quality=qn)
     if cell.against is not None:
         point_file = cell.path(root, "against")
         rows, nbytes = read_done(point_file, [it.id for it in cell.items])
-        todo = cell.items[len(rows):]
-        if todo:
-            against = cell.against
-            _timed(point_file, nbytes, session, lambda write: session.rows(against, todo, write, quality=qn))
-
-
-def _timed(path: Path, nbytes: int, session: Session, work: Callable[[Callable[[dict[str, Any]], None]], int]) -> None:
-    """Run ``work`` appending rows to ``path`` (from ``nbytes`` on), and add what it cost to the time file."""
-    writer = CellWriter(path, nbytes)
-    start = time.perf_counter()
-    before = session.counters()
-    try:
-        work(writer.append)
-    finally:
-        writer.close()
-        after = session.counters()
-        add_timing(path, CellTiming(
-            rows=writer.rows, seconds=time.perf_counter() - start,
-            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
-            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
-
-
-def _retry(cell: CompareCell, path: Path, session: Session) -> None:
-    """Compare again the pairs of a finished cell that failed; rewrite the file only if any now succeed."""
-    rows = read_rows(path)
-    failed = [i for i, r in enumerate(rows) if r.get("error")]
-    if not failed:
-        return
-    new: list[dict[str, Any]] = []
-    session.rows(cell.prep, [cell.pairs[i] for i in failed], new.append, quality=cell.quality.name)
-    changed = False
-    for i, row in zip(failed, new, strict=True):
-        if row != rows[i]:
-            rows[i], changed = row, True
-    if changed:
-        rewrite(path, rows)
+        if len(rows) < len(cell.items):
+            compute(point_file, nbytes, session, cell.against, cell.items[len(rows):], quality=qn, cell=False)
 
 
 def _read(cell: CompareCell, root: Path) -> tuple[list[dict[str, Any]], PointScores | None]:

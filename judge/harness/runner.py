@@ -24,7 +24,7 @@ from ..core.io import atomic_write_text
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets.split import conversation_of, split_items
-from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
+from ..engine import MethodSpec, Prepared, prepare, run_rows_together
 from ..engine import check_names as engine_check_names
 from ..engine.cost import Entry
 from ..engine.schedule import family_shares
@@ -32,14 +32,14 @@ from ..engine.session import RunOptions, Session
 from ..engine.units import LaneCost
 from ..records.results import cell_path, read_rows
 from ..scorers.base import Lane
-from .cells import CellWriter, read_done, rewrite
+from .cells import CellWriter, compute, read_done, retry_failed
 from .compare_cells import CompareCell, plan_compares, run_compare
 from .compare_cells import cost_entries as compare_cost_entries
 from .compare_cells import entries as compare_entries
 from .compare_cells import means as compare_means
 from .compare_cells import timing as compare_timing
 from .config import Experiment
-from .fitted import read_fitted, write_fitted
+from .fitted import read_fitted
 from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
@@ -277,7 +277,6 @@ def run_experiment(
     t0 = time.perf_counter()
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     with session:
-        backends = session.backends
         bar = session.bar(total, exp.name, "item", initial=done, leave=True)
         try:
             for group in schedule_groups(todo):
@@ -285,7 +284,7 @@ def run_experiment(
                     first = todo[group[0]][0]
                     bar.set_postfix_str(f"{len(group)} cells of {first.method.model or 'the default model'} on "
                                         f"{abbrev[first.dataset]}", refresh=False)
-                    _compute_together([todo[i] for i in group], backends, bar.update)
+                    _compute_together([todo[i] for i in group], session, bar.update)
                 for cell, prep, path, rows, nbytes in (todo[i] for i in group):
                     bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
                                         f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
@@ -293,9 +292,10 @@ def run_experiment(
                     if not cell.items and not path.exists():
                         path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
                     if remaining and len(group) == 1:
-                        _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
+                        compute(path, nbytes, session, prep, remaining, bar.update, quality=cell.quality.name,
+                                seed=_row_seed(cell))
                     if exp.retry_failed:
-                        _retry_failed(cell, prep, path, backends)
+                        retry_failed(path, cell.items, session, prep, quality=cell.quality.name, seed=_row_seed(cell))
             for comparing in compares:
                 bar.set_postfix_str(comparing.label, refresh=False)
                 run_compare(comparing, exp, out, session, bar.update, _check_meta)
@@ -359,33 +359,6 @@ def entry_groups(todo: Sequence[Todo], compares: Sequence[CompareCell], out: Pat
     return groups + [[e] for e in extra], entries + extra
 
 
-def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
-             progress: Callable[[int], None]) -> None:
-    """Score the cell's remaining items into its file, and add what that cost to its time file (also
-    when interrupted, for the rows that were saved); once all are scored, record what the method
-    learned from the ratings, if anything."""
-    writer = CellWriter(path, nbytes)
-    start = time.perf_counter()
-    load_s = seconds = 0.0
-    before = backends.counters()
-    try:
-        scorer = build(prep, backends)  # loads the model when the previous cell used another
-        load_s = time.perf_counter() - start
-        write_prompt_settings(path, scorer)
-        run_rows(scorer, items, cell.method.name, cell.quality.name, writer.append, progress, seed=_row_seed(cell))
-        fitted = scorer.fitted()
-        if fitted is not None:
-            write_fitted(path, fitted)
-    finally:
-        writer.close()
-        seconds = time.perf_counter() - start - load_s
-        after = backends.counters()
-        add_timing(path, CellTiming(
-            rows=writer.rows, seconds=seconds, load_s=load_s,
-            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
-            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
-
-
 def schedule_groups(todo: Sequence[Todo]) -> list[list[int]]:
     """The order cells are computed in, as groups of indices into ``todo``: the LLM cells with items left
     that run on one backend (same backend, model, options and generation settings) and one set form
@@ -406,7 +379,7 @@ def schedule_groups(todo: Sequence[Todo]) -> list[list[int]]:
 
 
 def _compute_together(entries: Sequence[Todo],
-                      backends: BackendPool, progress: Callable[[int], None]) -> None:
+                      session: Session, progress: Callable[[int], None]) -> None:
     """Score the remaining items of several LLM cells of one backend and set in one pass whose prompts
     are ordered by prefix across the cells (:func:`judge.engine.run_rows_together`). Each cell gets the
     rows, cache entries and files it gets alone, each row fsynced as it and the cell's earlier rows are
@@ -418,7 +391,7 @@ def _compute_together(entries: Sequence[Todo],
         lanes: list[Lane] = []
         for i, (cell, prep, *_rest) in enumerate(entries):
             start = time.perf_counter()
-            scorer = build(prep, backends)  # the first loads the model; the rest share it
+            scorer = session.build(prep)  # the first loads the model; the rest share it
             lane = scorer.lane()
             loads[i] = time.perf_counter() - start
             if lane is None:  # a type that declares a share key must build a lane scorer
@@ -466,21 +439,3 @@ def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:
 
 def _row_seed(cell: Cell) -> int | None:
     return cell.seed if cell.method.kind.records_seed else None
-
-
-def _retry_failed(cell: Cell, prep: Prepared, path: Path, backends: BackendPool) -> None:
-    """Re-score the items of a finished cell that failed; rewrite the file only if any now succeed."""
-    rows = read_rows(path)
-    failed = [i for i, r in enumerate(rows) if r.get("error")]
-    if not failed:
-        return
-    items = [cell.items[i] for i in failed]
-    changed = False
-    scorer = build(prep, backends)
-    write_prompt_settings(path, scorer)
-    new_rows = score_rows(scorer, items, cell.method.name, cell.quality.name, _row_seed(cell))
-    for i, new in zip(failed, new_rows, strict=True):
-        if new != rows[i]:
-            rows[i], changed = new, True
-    if changed:
-        rewrite(path, rows)
