@@ -35,7 +35,7 @@ from ..scorers.base import Scorer
 from .batch import BatchPlan
 from .build import BackendPool, build
 from .compare import compare_rows
-from .cost import Entry, report
+from .cost import Entry, calibrate, report
 from .hosted_cost import Budget, count_hosted, money_lines
 from .run import run_rows
 from .spec import Prepared
@@ -71,15 +71,12 @@ class Session:
         self._budget = Budget()
         self._batches = BatchPlan()
         self._backends: BackendPool | None = None
-        self._counters: dict[str, int] = {}
 
     def check(self, groups: Sequence[Sequence[Entry]], order: Sequence[Entry] | None = None,
               measure: Callable[..., Any] | None = None) -> list[str]:
         """``--check``: the cost table of ``groups`` (cells in the order of ``order``, default the groups'), then
         the money table of their hosted cells (:mod:`judge.engine.hosted_cost`). Nothing is loaded or sent."""
-        lines = report(groups, self.options.log, order=order) if measure is None else \
-            report(groups, self.options.log, measure, order)
-        return lines + money_lines(count_hosted(groups))
+        return report(groups, self.options.log, measure or calibrate, order) + money_lines(count_hosted(groups))
 
     def plan(self, groups: Sequence[Sequence[Entry]]) -> Session:
         """Count ``groups`` (the run's order) against the cost cap, refusing the run above it, and collect the
@@ -144,13 +141,12 @@ class Session:
 
     def counters(self) -> dict[str, int]:
         """What the run used over every backend it held (cache hits and misses, API usage and cost)."""
-        return self._backends.counters() if self._backends is not None else dict(self._counters)
+        return self._backends.counters() if self._backends is not None else {}
 
     def close(self) -> None:
+        """Close the backends (a closed pool still counts what they used)."""
         if self._backends is not None:
             self._backends.close()
-            self._counters = self._backends.counters()
-            self._backends = None
 
     def __enter__(self) -> Session:
         return self.open()

@@ -1,4 +1,4 @@
-"""``judge run --check`` (and ``judge bench --check``): what each cell of a run will cost, before it starts.
+"""``judge run --check`` (and ``judge bench --check``): every cell checked, listed, and what each will cost.
 
 The cells are replayed as :func:`judge.harness.runner.run_experiment` computes them: the same results
 folder (rows already saved cost nothing, as a resume skips them), the same groups of cells scored in one
@@ -8,16 +8,49 @@ tables are the run's :class:`judge.engine.session.Session`'s.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..accounting.rates import Rate
 from ..engine import Prepared
-from ..engine.cost import CellCost, estimate
+from ..engine.cost import CellCost, calibrate, estimate
 from ..engine.session import RunOptions, Session
 from .compare_cells import CompareCell
 from .config import Experiment
-from .runner import Cell, entry_groups, pending
+from .runner import Cell, applicable, check_names, entry_groups, family_report, load_sets, pending, plan
+
+
+def print_check(exp: Experiment) -> None:
+    """Check every cell of ``exp`` against its data (templates, manual sets, scales, pairs: everything short of
+    loading a model), list the cells (stdout) and those skipped (stderr), then the prompt families' shared
+    prefixes and the cost and money tables."""
+    from .compare_cells import plan_compares
+
+    check_names(exp)
+    sets = load_sets(exp)
+    prepared, skipped = applicable(plan(exp, sets=sets), exp)
+    compares, compare_skipped = plan_compares(exp, sets)
+    for c, prep in prepared:
+        without = "".join(f"\twithout {name}" for name, _ in prep.left_out)
+        print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items{without}")
+    for cc in compares:
+        print(f"{cc.spec.name}\t{cc.dataset}\t{cc.quality.name}\t{len(cc.pairs)} pairs\t{len(cc.items)} items"
+              + (f"\tbeside {cc.against.spec.name}" if cc.against is not None else ""))
+    for c, reason in skipped:
+        print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
+    for sk in compare_skipped:
+        print(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}", file=sys.stderr)
+    cells = [c for c, _ in prepared]
+    print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings"
+          + (f"; {len(compares)} compare cells, {sum(len(c.pairs) for c in compares)} pairs" if compares else ""),
+          file=sys.stderr)
+    for line in [*family_report(prepared), *cost_report(exp, prepared, _stderr, compares=compares)]:
+        print(line)
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
 
 
 def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
@@ -34,6 +67,4 @@ def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], lo
     """What each cell of the run ``exp`` would start now costs, and the rates used (see
     :func:`judge.engine.cost.estimate`)."""
     groups, entries = entry_groups(pending(prepared, Path(exp.output)), compares, Path(exp.output), exp)
-    if measure is None:
-        return estimate(groups, log, order=entries)
-    return estimate(groups, log, measure, order=entries)
+    return estimate(groups, log, measure or calibrate, order=entries)
