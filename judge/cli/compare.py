@@ -45,6 +45,7 @@ from .options import (
     add_progress_option,
     add_type_options,
     check_counts,
+    or_overall,
     parse_scales,
     resolve_quality,
     run_options,
@@ -178,11 +179,9 @@ def _quality(args: argparse.Namespace, items: list[Item], file: str) -> Quality 
             name = dataset_info(items[0].dataset).overall
         except UnknownNameError:
             name = None
-    if name is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
-        name = "overall"
     from .score import _registered_qualities
 
-    return resolve_quality(name, items, _registered_qualities(file, items), parse_scales(args))
+    return resolve_quality(or_overall(name, items), items, _registered_qualities(file, items), parse_scales(args))
 
 
 def against_spec(args: argparse.Namespace, spec: MethodSpec, items: list[Item], quality: Quality | None

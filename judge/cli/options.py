@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, fields, replace
 
 from ..backends import backend_names
@@ -167,10 +167,9 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
                    "stderr is a terminal)")
 
 
-def run_options(args: argparse.Namespace, log: Callable[[str], None] | None = None) -> RunOptions:
+def run_options(args: argparse.Namespace) -> RunOptions:
     """How the flags say a command's run goes (``--ray`` and its actors, ``--no-progress``)."""
-    options = RunOptions(ray=ray_from_args(args), progress=not args.no_progress)
-    return options if log is None else replace(options, log=log)
+    return RunOptions(ray=ray_from_args(args), progress=not args.no_progress)
 
 
 def add_view_option(p: argparse.ArgumentParser) -> None:
@@ -196,6 +195,11 @@ def check_counts(args: argparse.Namespace, *names: str) -> None:
 def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
     """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
     return dict(parse_scale(text) for text in args.scale)
+
+
+def or_overall(name: str | None, items: Iterable[Item]) -> str | None:
+    """``name``, else ``overall`` when the items are rated for it (the human rating shown beside each score)."""
+    return name if name is not None or not any("overall" in map(str.lower, it.annotations) for it in items) else "overall"
 
 
 def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Quality] = (),

@@ -9,7 +9,7 @@ from dataclasses import replace
 from ..accounting.counters import report_counters
 from ..distributed.options import add_ray_options, ray_from_args
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_progress_option
+from .options import add_progress_option, check_counts
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -40,10 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ..harness import load_experiment, run_experiment
 
-    if args.limit is not None and args.limit < 1:
-        from ..core.errors import InputError
-
-        raise InputError("--limit must be >= 1", field="limit")
+    check_counts(args, "limit")
     exp = load_experiment(args.config).with_overrides(
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
         threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None, split=args.split,

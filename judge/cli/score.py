@@ -33,6 +33,7 @@ from .options import (
     add_progress_option,
     add_view_option,
     check_counts,
+    or_overall,
     parse_scales,
     resolve_quality,
     run_options,
@@ -76,16 +77,14 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, flag)
     spec = spec_from_args(args)
-    session = Session(run_options(args, lambda msg: tqdm.write(msg, file=sys.stderr)))
+    session = Session(run_options(args))
     # --view shows the conversations of the file's items beside their rows: it reads the whole file.
     if not args.check and not args.view and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
         return run_streaming(args, spec, session)
     all_items = load_items(args.input)
     items = all_items[: args.limit] if args.limit is not None else all_items
-    qname = args.quality
-    if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
-        qname = "overall"  # report the human overall rating next to each score when the data has one
-    quality = resolve_quality(qname, items, _registered_qualities(args.input, items), parse_scales(args))
+    quality = resolve_quality(or_overall(args.quality, items), items, _registered_qualities(args.input, items),
+                              parse_scales(args))
     if quality is not None and (args.quality is not None or args.k > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
@@ -122,10 +121,7 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session) 
     def items() -> Iterator[Item]:
         return islice(stream(found), limit)
 
-    qname = args.quality
-    if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in found.samples):
-        qname = "overall"
-    quality = resolve_quality(qname, found.samples, (), parse_scales(args))
+    quality = resolve_quality(or_overall(args.quality, found.samples), found.samples, (), parse_scales(args))
     prep: Prepared | None = None
     total = width = 0
     rated = False

@@ -35,7 +35,7 @@ from ..scorers.base import Scorer
 from .batch import BatchPlan
 from .build import BackendPool, build
 from .compare import compare_rows
-from .cost import Entry, calibrate, report
+from .cost import Entry, calibrate, cost_lines, estimate
 from .hosted_cost import Budget, count_hosted, money_lines
 from .run import run_rows
 from .spec import Prepared
@@ -47,7 +47,7 @@ Sink = Callable[[dict[str, Any]], None]
 
 
 def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr)
+    tqdm.write(msg, file=sys.stderr)  # above a progress bar, when one shows
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ class Session:
               measure: Callable[..., Any] | None = None) -> list[str]:
         """``--check``: the cost table of ``groups`` (cells in the order of ``order``, default the groups'), then
         the money table of their hosted cells (:mod:`judge.engine.hosted_cost`). Nothing is loaded or sent."""
-        return report(groups, self.options.log, measure or calibrate, order) + money_lines(count_hosted(groups))
+        return cost_lines(*estimate(groups, self.options.log, measure or calibrate, order)) + \
+            money_lines(count_hosted(groups))
 
     def plan(self, groups: Sequence[Sequence[Entry]]) -> Session:
         """Count ``groups`` (the run's order) against the cost cap, refusing the run above it, and collect the

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError
 from ..core.io import atomic_write_text, dumps
 from ..data.items import Item
 from ..data.pairs import Pair
@@ -77,6 +78,20 @@ class CellWriter:
 def rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """Replace a cell file atomically (used after re-scoring failed items)."""
     atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+
+
+def check_meta(path: Path, meta: dict[str, Any]) -> None:
+    """Refuse to resume into a cell written with other settings (mixing them would corrupt results)."""
+    mpath = path.with_suffix(".meta.json")
+    if mpath.exists():
+        old = json.loads(mpath.read_text(encoding="utf-8"))
+        if old != meta:
+            diff = sorted(k for k in meta if old.get(k) != meta.get(k))
+            raise InputError(
+                f"existing results were made with different settings ({', '.join(diff)}); "
+                "write to a new results folder (-o) or delete this one", file=str(mpath))
+    else:
+        atomic_write_text(mpath, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
 
 
 def compute(path: Path, nbytes: int, session: Session, prep: Prepared, todo: Sequence[Item] | Sequence[Pair],

@@ -29,7 +29,7 @@ from ..engine.kinds import method_kinds
 from ..engine.session import Session
 from ..records.results import compare_path, read_rows
 from ..stats.pairwise import PointScores, mean_over_sets, pairwise_entry
-from .cells import compute, read_done, retry_failed
+from .cells import check_meta, compute, read_done, retry_failed
 from .config import CompareSpec, Experiment
 from .timing import read_timing
 
@@ -122,7 +122,7 @@ def _settings(described: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_compare(cell: CompareCell, exp: Experiment, root: Path, session: Session,
-                progress: Callable[[int], None], check_meta: Callable[[Path, dict[str, Any]], None]) -> None:
+                progress: Callable[[int], None]) -> None:
     """Compute what is missing of one cell (pairs, then the pointwise rows), retrying failed pairs when the
     experiment retries failures; each part's time is added to its time file."""
     pairs_file = cell.path(root, "pairs")

@@ -16,7 +16,7 @@ from ..accounting.rates import Rate
 from ..engine import Prepared
 from ..engine.cost import CellCost, calibrate, estimate
 from ..engine.session import RunOptions, Session
-from .compare_cells import CompareCell
+from .compare_cells import CompareCell, plan_compares
 from .config import Experiment
 from .runner import Cell, applicable, check_names, entry_groups, family_report, load_sets, pending, plan
 
@@ -25,8 +25,6 @@ def print_check(exp: Experiment) -> None:
     """Check every cell of ``exp`` against its data (templates, manual sets, scales, pairs: everything short of
     loading a model), list the cells (stdout) and those skipped (stderr), then the prompt families' shared
     prefixes and the cost and money tables."""
-    from .compare_cells import plan_compares
-
     check_names(exp)
     sets = load_sets(exp)
     prepared, skipped = applicable(plan(exp, sets=sets), exp)
@@ -45,12 +43,8 @@ def print_check(exp: Experiment) -> None:
     print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings"
           + (f"; {len(compares)} compare cells, {sum(len(c.pairs) for c in compares)} pairs" if compares else ""),
           file=sys.stderr)
-    for line in [*family_report(prepared), *cost_report(exp, prepared, _stderr, compares=compares)]:
+    for line in [*family_report(prepared), *cost_report(exp, prepared, RunOptions().log, compares=compares)]:
         print(line)
-
-
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr)
 
 
 def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],

@@ -9,7 +9,6 @@ writes alone.
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 import time
@@ -20,7 +19,6 @@ from typing import Any
 
 from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..core.errors import BackendError, InputError, MissingInputError, UnknownNameError
-from ..core.io import atomic_write_text
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets.split import conversation_of, split_items
@@ -32,7 +30,7 @@ from ..engine.session import RunOptions, Session
 from ..engine.units import LaneCost
 from ..records.results import cell_path, read_rows
 from ..scorers.base import Lane
-from .cells import CellWriter, compute, read_done, retry_failed
+from .cells import CellWriter, check_meta, compute, read_done, retry_failed
 from .compare_cells import CompareCell, plan_compares, run_compare
 from .compare_cells import cost_entries as compare_cost_entries
 from .compare_cells import entries as compare_entries
@@ -200,20 +198,6 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
                              field="fit", file=where)
 
 
-def _check_meta(path: Path, meta: dict[str, Any]) -> None:
-    """Refuse to resume into a cell written with other settings (mixing them would corrupt results)."""
-    mpath = path.with_suffix(".meta.json")
-    if mpath.exists():
-        old = json.loads(mpath.read_text(encoding="utf-8"))
-        if old != meta:
-            diff = sorted(k for k in meta if old.get(k) != meta.get(k))
-            raise InputError(
-                f"existing results were made with different settings ({', '.join(diff)}); "
-                "write to a new results folder (-o) or delete this one", file=str(mpath))
-    else:
-        atomic_write_text(mpath, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-
-
 def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Prepared]], list[tuple[Cell, str]]]:
     """Prepare every cell before anything is computed. Classic-scorer cells whose set lacks an input
     the scorer needs (BLEU without references, next-user sentiment without next turns) are split off
@@ -259,9 +243,9 @@ def run_experiment(
     prepared, skipped = applicable(plan(exp, sets=sets), exp)
     compares, compare_skipped = plan_compares(exp, sets)
     cells = [c for c, _ in prepared]
-    for cell, reason in skipped:
-        log(f"skipped: {cell.method.name} on {cell.dataset} {cell.quality.name}: {reason}")
-    for sk in compare_skipped:
+    skipped_rows = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
+                    for c, r in skipped] + compare_skipped
+    for sk in skipped_rows:
         log(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}")
     todo = pending(prepared, out)
     # --max-cost, --batch (a method that cannot be batched, or not on Ray, is refused here): nothing written yet
@@ -269,7 +253,7 @@ def run_experiment(
     session.plan(entry_groups(todo, compares, out, exp, with_failed=exp.retry_failed)[0])
     for cell, prep, path, *_ in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _check_meta(path, cell_meta(cell, exp, prep))
+        check_meta(path, cell_meta(cell, exp, prep))
     total = sum(len(c.items) for c, *_ in todo) + sum(len(c.pairs) for c in compares)
     done = sum(len(t[3]) for t in todo)
     if done:
@@ -298,15 +282,14 @@ def run_experiment(
                         retry_failed(path, cell.items, session, prep, quality=cell.quality.name, seed=_row_seed(cell))
             for comparing in compares:
                 bar.set_postfix_str(comparing.label, refresh=False)
-                run_compare(comparing, exp, out, session, bar.update, _check_meta)
+                run_compare(comparing, exp, out, session, bar.update)
         finally:
             bar.close()
     wall = time.perf_counter() - t0
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
                         timings={c.key: read_timing(p) for c, _, p, *_ in todo},
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
-    summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
-                          for c, r in skipped] + compare_skipped
+    summary["skipped"] = skipped_rows
     if exp.compare_cells:
         summary["pairwise"] = compare_entries(compares, out, exp)
         summary["pairwise_means"] = compare_means(compares, out, exp)
@@ -329,12 +312,8 @@ def run_experiment(
 def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:
     """Each prepared cell with its file in the results folder ``out``, the rows already saved there and their
     size in bytes (what a resume keeps)."""
-    todo: list[Todo] = []
-    for cell, prep in prepared:
-        path = cell_path(out, *cell.key)
-        rows, nbytes = read_done(path, [it.id for it in cell.items])
-        todo.append((cell, prep, path, rows, nbytes))
-    return todo
+    paths = [cell_path(out, *cell.key) for cell, _ in prepared]
+    return [(c, p, path, *read_done(path, [it.id for it in c.items])) for (c, p), path in zip(prepared, paths, strict=True)]
 
 
 def cell_label(cell: Cell, abbrev: str) -> str:
