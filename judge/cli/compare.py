@@ -104,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
     point = prepare(against, items, quality) if against is not None else None
     # What the run will ask, as the engine replays it: the pairs, then the pointwise method on their replies.
     entries = [Entry(f"{spec.name} ({len(pairs)} pairs)", prep, pairs)]
-    if point is not None and against is not None:
-        entries.append(Entry(f"{against.name} ({len(items)} items)", point, items))
+    if point is not None:
+        entries.append(Entry(f"{point.spec.name} ({len(items)} items)", point, items))
     groups = [[e] for e in entries]
     session = Session(run_options(args))
     if args.check:
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             failed = session.rows(prep, pairs, rows.append, progress=bar.update, quality=qn)
         bar.close()
-        if point is not None and against is not None:
+        if point is not None:
             scored: list[dict[str, Any]] = []
             session.rows(point, items, scored.append, quality=qn)
             pointwise = point_scores(pairs, items, scored)

@@ -91,13 +91,12 @@ def run(args: argparse.Namespace) -> int:
     # The example pool is the whole file (rated items), whatever --limit keeps for scoring; so are the
     # replies a listwise prompt compares.
     prep = prepare(spec, items, quality, pool=all_items, population=all_items)
-    quality = prep.quality
     groups = [[Entry(spec.name, prep, items)]]
     if args.check:
         for line in session.check(groups):
             print(line)
         return EXIT_OK
-    qn = quality.name if quality else None
+    qn = prep.quality.name if prep.quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
                        qn is not None and any(it.human(qn) is not None for it in items), session.plan(groups),
                        all_items)
