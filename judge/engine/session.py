@@ -93,13 +93,11 @@ class Session:
     def open(self) -> Session:
         """The backends' pool (here, or with ``ray`` on the cluster's actors, the cache and outputs kept here),
         and the collected batches sent through it (their usage is the run's)."""
-        ray = self.options.ray
-        if ray is None:
+        if self.options.ray is None:
             self._backends = BackendPool()
-        else:
+        else:  # the ray extra, imported only then
             from ..distributed.backend import RayPool
-
-            self._backends = RayPool(ray, self.options.log)
+            self._backends = RayPool(self.options.ray, self.options.log)
         try:
             self._batches.send(self._backends, self.options.log)
         except BaseException:

@@ -133,9 +133,7 @@ def retry_failed(path: Path, todo: Sequence[Item] | Sequence[Pair], session: Ses
         return
     new: list[dict[str, Any]] = []
     session.rows(prep, [todo[i] for i in failed], new.append, quality=quality, seed=seed)  # type: ignore[arg-type]
-    changed = False
-    for i, row in zip(failed, new, strict=True):
-        if row != rows[i]:
-            rows[i], changed = row, True
-    if changed:
+    if any(row != rows[i] for i, row in zip(failed, new, strict=True)):
+        for i, row in zip(failed, new, strict=True):
+            rows[i] = row
         rewrite(path, rows)
