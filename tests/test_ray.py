@@ -363,3 +363,14 @@ def test_judge_compare_on_the_cluster_writes_the_local_rows(cluster: Cluster, tm
         ray, here = (tmp_path / f"{name}{suffix}" for name in ("ray", "local"))
         assert ray.read_bytes() == here.read_bytes() and here.stat().st_size > 0
     assert sum(units for units, _ in _per_node(remote.stderr).values()) > 0, remote.stderr[-2000:]
+
+
+def test_judge_fit_on_the_cluster_learns_the_local_head(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """``judge fit --ray`` reads the hidden states on the actors (the mock backend's, one set) and writes the head
+    a local fit writes, each on its own cache."""
+    args = ["fit", "DZ", "--data-dir", str(data_dir), "--backend", "mock", "--prompt", "yesno-criteria", "--no-progress"]
+    local = _local([*args, "-o", str(tmp_path / "local.json")], tmp_path / "local.sqlite")
+    remote = _on_cluster(cluster, [*args, "-o", str(tmp_path / "ray.json")], tmp_path / "ray.sqlite")
+    assert local.returncode == remote.returncode == 0, remote.stderr[-3000:]
+    assert (tmp_path / "ray.json").read_bytes() == (tmp_path / "local.json").read_bytes()
+    assert sum(units for units, _ in _per_node(remote.stderr).values()) > 0, remote.stderr[-2000:]

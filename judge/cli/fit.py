@@ -15,6 +15,7 @@ from ..core.io import check_output_path
 from ..datasets.identity import families
 from ..datasets.source import resolve_source
 from ..datasets.split import conversation_of, split_items
+from ..distributed.options import add_ray_options
 from ..engine import prepare
 from ..engine.cost import Entry
 from ..engine.session import Session
@@ -49,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_progress_option(p)
     add_judge_options(p)
     add_check_option(p, "sets", "reading the hidden states")
+    add_ray_options(p)
     return p
 
 

@@ -2,7 +2,7 @@
 
 One dataclass, :class:`RayOptions`, holds them; its fields' metadata give each one's command-line flag
 (``--ray``, ``--ray-actors``, ...), its key in a config's ``[run]`` table (``ray``, ``ray_actors``, ...) and
-its help, so the flags of ``judge run``, ``score``, ``bench`` and ``compare``, the TOML keys and the table in
+its help, so the flags of ``judge run``, ``score``, ``bench``, ``compare`` and ``fit``, the TOML keys and the table in
 docs/distributed.md come from one place; a run's :class:`judge.engine.session.Session` turns them into the pool
 its methods get their backends from. Nothing here imports Ray: the options are read, checked and printed without it (the
 extra is needed only to run).
