@@ -30,7 +30,8 @@ from .data.items import Item, Turn
 from .data.qualities import Quality, quality_for
 from .datasets import load_benchmark, load_items
 from .datasets.benchmarks import DATASETS, dataset_info, registered_quality
-from .engine import BackendPool, MethodSpec, build, build_scorer, prepare
+from .engine import MethodSpec, build_scorer, prepare
+from .engine.session import Session
 from .prompts.templates import PromptTemplate, builtin_prompts, get_prompt, load_template
 from .scorers.base import Score, Scorer
 from .scorers.llm import LLMJudge
@@ -79,7 +80,8 @@ def make_judge(
         "manual_set": manual_set, "backend": backend, "model": model, "options": backend_options,
         "generate": config or GenerateConfig(), "top_k": top_k, "rule": rule, "reason": reason,
         "reason_temperature": reason_temperature})
-    judge = build(prepare(spec, None, quality, pool=pool, level=quality.level if quality else "turn"), BackendPool())
+    # A judge held by the caller: its session's backends stay open as long as it is used.
+    judge = Session().open().build(prepare(spec, None, quality, pool=pool, level=quality.level if quality else "turn"))
     assert isinstance(judge, LLMJudge)
     judge.spec = spec
     return judge

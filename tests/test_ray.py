@@ -340,3 +340,37 @@ def test_the_scaling_benchmark_runs_as_documented(data_dir: Path):
     assert len(re.findall(r"items/s  driver peak RSS", proc.stdout)) == 3
     assert "two actors vs one actor:" in proc.stdout and "two actors vs one 2-thread run:" in proc.stdout
     assert "rows byte-identical across the three runs: True" in proc.stdout
+
+
+def _compare_documented() -> list[str]:
+    """docs/distributed.md's ``judge compare ... --ray auto`` command, without its Ray flags and output."""
+    text = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    [line] = [x for x in text.splitlines() if x.startswith("judge compare ")]
+    args = shlex.split(line)[1:]
+    return [a for i, a in enumerate(args) if not (a.startswith(("--ray", "-o")) or args[i - 1].startswith(("--ray", "-o")))]
+
+
+def test_judge_compare_on_the_cluster_writes_the_local_rows(cluster: Cluster, tmp_path: Path):
+    """The documented ``judge compare --ray`` (on the mock backend): both orders of every pair and the pointwise
+    method beside them are answered on the two-node cluster, and the pair rows, the summary and the printed
+    report equal the local run's, each run on its own cache (so the actors computed every answer)."""
+    args = [*_compare_documented(), "--backend", "mock", "--no-progress"]
+    local = _local([*args, "-o", str(tmp_path / "local.jsonl")], tmp_path / "local.sqlite")
+    remote = _on_cluster(cluster, [*args, "-o", str(tmp_path / "ray.jsonl")], tmp_path / "ray.sqlite")
+    assert local.returncode == remote.returncode == 0, remote.stderr[-3000:]
+    assert remote.stdout == local.stdout and "win rate" in local.stdout.lower()
+    for suffix in (".jsonl", ".summary.json"):
+        ray, here = (tmp_path / f"{name}{suffix}" for name in ("ray", "local"))
+        assert ray.read_bytes() == here.read_bytes() and here.stat().st_size > 0
+    assert sum(units for units, _ in _per_node(remote.stderr).values()) > 0, remote.stderr[-2000:]
+
+
+def test_judge_fit_on_the_cluster_learns_the_local_head(cluster: Cluster, tmp_path: Path, data_dir: Path):
+    """``judge fit --ray`` reads the hidden states on the actors (the mock backend's, one set) and writes the head
+    a local fit writes, each on its own cache."""
+    args = ["fit", "DZ", "--data-dir", str(data_dir), "--backend", "mock", "--prompt", "yesno-criteria", "--no-progress"]
+    local = _local([*args, "-o", str(tmp_path / "local.json")], tmp_path / "local.sqlite")
+    remote = _on_cluster(cluster, [*args, "-o", str(tmp_path / "ray.json")], tmp_path / "ray.sqlite")
+    assert local.returncode == remote.returncode == 0, remote.stderr[-3000:]
+    assert (tmp_path / "ray.json").read_bytes() == (tmp_path / "local.json").read_bytes()
+    assert sum(units for units, _ in _per_node(remote.stderr).values()) > 0, remote.stderr[-2000:]

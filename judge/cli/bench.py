@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -112,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
             ray=ray_from_args(args),
         )
         if args.check:
-            _print_cost(exp)
+            from ..harness.cost import print_check
+
+            print_check(exp)
             return EXIT_OK
         summary = run_experiment(exp, plots=False, progress=not args.no_progress)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
@@ -131,16 +132,6 @@ def run(args: argparse.Namespace) -> int:
               f"pool: {spec.pool or summary['experiment']['example_pool']}")
     report_counters(summary.get("counters", {}))
     return EXIT_FAILED_ITEMS if any(c["n_failed"] for c in summary["cells"]) else EXIT_OK
-
-
-def _print_cost(exp: Experiment) -> None:
-    """``--check``: the run's cells and what each will cost (``judge.harness.cost``)."""
-    from ..harness.cost import cost_report
-    from ..harness.runner import applicable, plan
-
-    prepared, _ = applicable(plan(exp), exp)
-    for line in cost_report(exp, prepared, lambda msg: print(msg, file=sys.stderr)):
-        print(line)
 
 
 def _cell(exp: Experiment, seed: int) -> Path:

@@ -14,12 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from ..accounting.counters import report_counters
 from ..core.errors import InputError, UnknownNameError
@@ -31,12 +28,12 @@ from ..datasets import load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..datasets.split import split_items
-from ..engine import BackendPool, MethodSpec, build, named_method, prepare, run_rows, with_runtime
-from ..engine.batch import BatchPlan
-from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pairs
+from ..distributed.options import add_ray_options
+from ..engine import MethodSpec, named_method, prepare, with_runtime
+from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
-from ..engine.hosted_cost import check_budget, count_hosted, money_lines
 from ..engine.kinds import method_kinds
+from ..engine.session import Session
 from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default
 from ..report.pairwise import text_lines
@@ -48,8 +45,10 @@ from .options import (
     add_progress_option,
     add_type_options,
     check_counts,
+    or_overall,
     parse_scales,
     resolve_quality,
+    run_options,
     spec_from_args,
 )
 
@@ -84,6 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_judge_options(p)
     add_type_options(p, method_type("pairwise"))
     add_check_option(p, "pairs", "the comparison")
+    add_ray_options(p)
     return p
 
 
@@ -104,39 +104,30 @@ def run(args: argparse.Namespace) -> int:
     point = prepare(against, items, quality) if against is not None else None
     # What the run will ask, as the engine replays it: the pairs, then the pointwise method on their replies.
     entries = [Entry(f"{spec.name} ({len(pairs)} pairs)", prep, pairs)]
-    if point is not None and against is not None:
-        entries.append(Entry(f"{against.name} ({len(items)} items)", point, items))
+    if point is not None:
+        entries.append(Entry(f"{point.spec.name} ({len(items)} items)", point, items))
     groups = [[e] for e in entries]
+    session = Session(run_options(args))
     if args.check:
-        from ..engine.cost import report
-
-        for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
+        for line in session.check(groups):
             print(line)
         return EXIT_OK
-    check_budget(groups)  # --max-cost: refuse a comparison estimated above it
-    batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
     qn = quality.name if quality else None
-    backends = BackendPool()
-    try:
-        batches.send(backends, lambda msg: print(msg, file=sys.stderr))
-        judge = build(prep, backends)
-        bar = tqdm(total=len(pairs), desc="comparing", unit="pair", file=sys.stderr,
-                   disable=True if args.no_progress else None, leave=False)
-        rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    pointwise = None
+    with session.plan(groups):
+        bar = session.bar(len(pairs), "comparing", "pair")
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = compare_rows(judge, pairs, spec.name, qn, _both(rows.append, write), bar.update)
+                failed = session.rows(prep, pairs, rows.append, write, progress=bar.update, quality=qn)
         else:
-            failed = compare_rows(judge, pairs, spec.name, qn, rows.append, bar.update)
+            failed = session.rows(prep, pairs, rows.append, progress=bar.update, quality=qn)
         bar.close()
-        pointwise = None
-        if point is not None and against is not None:
+        if point is not None:
             scored: list[dict[str, Any]] = []
-            run_rows(build(point, backends), items, against.name, qn, scored.append)
+            session.rows(point, items, scored.append, quality=qn)
             pointwise = point_scores(pairs, items, scored)
-        report_counters(backends.counters())
-    finally:
-        backends.close()
+        report_counters(session.counters())
     entry = pairwise_entry(rows, name=spec.name, dataset=where, abbrev=None, quality=qn, method_name=spec.name,
                            spec=spec.describe(), settings=spec.kind.settings_text(spec.describe()),
                            kind=method_kinds(spec, quality).to_dict(), pointwise=pointwise,
@@ -150,13 +141,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"judge: {failed} of {len(pairs)} pairs failed (see 'error' in the rows)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
-
-
-def _both(a: Callable[[dict[str, Any]], None], b: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
-    def write(row: dict[str, Any]) -> None:
-        a(row)
-        b(row)
-    return write
 
 
 def read_pairs(args: argparse.Namespace) -> tuple[Pairing, Quality | None, str]:
@@ -195,11 +179,9 @@ def _quality(args: argparse.Namespace, items: list[Item], file: str) -> Quality 
             name = dataset_info(items[0].dataset).overall
         except UnknownNameError:
             name = None
-    if name is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
-        name = "overall"
     from .score import _registered_qualities
 
-    return resolve_quality(name, items, _registered_qualities(file, items), parse_scales(args))
+    return resolve_quality(or_overall(name, items), items, _registered_qualities(file, items), parse_scales(args))
 
 
 def against_spec(args: argparse.Namespace, spec: MethodSpec, items: list[Item], quality: Quality | None

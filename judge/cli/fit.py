@@ -7,10 +7,7 @@ values, the judge flags a method spec, and :mod:`judge.heads.train` does the res
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-from tqdm import tqdm
 
 from ..accounting.counters import report_counters
 from ..core.errors import InputError
@@ -18,12 +15,15 @@ from ..core.io import check_output_path
 from ..datasets.identity import families
 from ..datasets.source import resolve_source
 from ..datasets.split import conversation_of, split_items
-from ..engine import BackendPool, MethodSpec, prepare
+from ..distributed.options import add_ray_options
+from ..engine import prepare
+from ..engine.cost import Entry
+from ..engine.session import Session
 from ..heads.fit import ALPHAS, require_sklearn
 from ..heads.head import read_head
 from ..heads.train import RatedSet, collect, fit_head, fit_without_each, stamp
 from . import EXIT_OK
-from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, spec_from_args
+from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, run_options, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -50,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_progress_option(p)
     add_judge_options(p)
     add_check_option(p, "sets", "reading the hidden states")
+    add_ray_options(p)
     return p
 
 
@@ -70,16 +71,6 @@ def rated_sets(args: argparse.Namespace) -> list[RatedSet]:
                      str(Path(src.path).resolve()) if src.path is not None and not src.registered else None,
                      frozenset(map(conversation_of, src.items)))
             for src, items in chosen]
-
-
-def _print_cost(spec: MethodSpec, sets: list[RatedSet]) -> None:
-    """``--check``: each set's items and what their prompts cost (the hidden state comes with the answer,
-    so a set costs what the prompt costs on it)."""
-    from ..engine.cost import Entry, report
-
-    groups = [[Entry(s.name, prepare(spec, list(s.items), s.quality), s.items)] for s in sets]
-    for line in report(groups, lambda msg: print(msg, file=sys.stderr)):
-        print(line)
 
 
 def _alphas(text: str | None) -> tuple[float, ...]:
@@ -117,19 +108,18 @@ def run(args: argparse.Namespace) -> int:
     alphas = _alphas(args.alphas)
     spec = spec_from_args(args)
     sets = rated_sets(args)
+    # --check: each set's items and what their prompts cost (the hidden state comes with the answer).
+    groups = [[Entry(s.name, prepare(spec, list(s.items), s.quality), s.items)] for s in sets]
+    session = Session(run_options(args))
     if args.check:
-        _print_cost(spec, sets)
+        for line in session.check(groups):
+            print(line)
         return EXIT_OK
-    total = sum(len(s.items) for s in sets)
-    backends = BackendPool()
-    try:
-        bar = tqdm(total=total, desc="hidden states", unit="item", file=sys.stderr,
-                   disable=True if args.no_progress else None, leave=False)
-        collected = collect(spec, sets, backends, bar.update)
+    with session.plan(groups):
+        bar = session.bar(sum(len(s.items) for s in sets), "hidden states", "item")
+        collected = collect(spec, sets, session.backends, bar.update)
         bar.close()
-        report_counters(backends.counters())
-    finally:
-        backends.close()
+        report_counters(session.counters())
     if args.without_each is not None:
         folder = Path(args.without_each)
         folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, fields, replace
 
 from ..backends import backend_names
@@ -11,9 +11,11 @@ from ..backends.registry import has_batch_api
 from ..core.errors import InputError
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
+from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
 from ..engine.fields import field_types
 from ..engine.named import named_method, with_runtime
+from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
 from ..prompts.context_views import CONTEXT_VIEWS
 from ..prompts.templates import builtin_prompts
@@ -165,6 +167,11 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
                    "stderr is a terminal)")
 
 
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """How the flags say a command's run goes (``--ray`` and its actors, ``--no-progress``)."""
+    return RunOptions(ray=ray_from_args(args), progress=not args.no_progress)
+
+
 def add_view_option(p: argparse.ArgumentParser) -> None:
     """``--view FILE``: also write the ``judge view`` page of the scored cell."""
     p.add_argument("--view", default=None, metavar="FILE", help="also write a page to look at what the judge did "
@@ -188,6 +195,11 @@ def check_counts(args: argparse.Namespace, *names: str) -> None:
 def parse_scales(args: argparse.Namespace) -> dict[str, Scale]:
     """--scale QUALITY=MIN:MAX flags as a mapping (the last one wins for a quality)."""
     return dict(parse_scale(text) for text in args.scale)
+
+
+def or_overall(name: str | None, items: Iterable[Item]) -> str | None:
+    """``name``, else ``overall`` when the items are rated for it (the human rating shown beside each score)."""
+    return name if name is not None or not any("overall" in map(str.lower, it.annotations) for it in items) else "overall"
 
 
 def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Quality] = (),

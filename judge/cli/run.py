@@ -9,7 +9,7 @@ from dataclasses import replace
 from ..accounting.counters import report_counters
 from ..distributed.options import add_ray_options, ray_from_args
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_progress_option
+from .options import add_progress_option, check_counts
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -38,49 +38,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import load_experiment, plan, run_experiment
-    from ..harness.runner import applicable, check_names
+    from ..harness import load_experiment, run_experiment
 
-    if args.limit is not None and args.limit < 1:
-        from ..core.errors import InputError
-
-        raise InputError("--limit must be >= 1", field="limit")
+    check_counts(args, "limit")
     exp = load_experiment(args.config).with_overrides(
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
         threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None, split=args.split,
         methods=args.methods.split(",") if args.methods else None)
     exp = replace(exp, ray=ray_from_args(args, exp.ray))
     if args.check:
-        from ..harness.compare_cells import plan_compares
-        from ..harness.runner import load_sets
+        from ..harness.cost import print_check
 
-        check_names(exp)
-        # Templates, manual sets, scales, pairs: everything short of loading a model.
-        sets = load_sets(exp)
-        prepared, skipped = applicable(plan(exp, sets=sets), exp)
-        compares, compare_skipped = plan_compares(exp, sets)
-        cells = [c for c, _ in prepared]
-        for c, prep in prepared:
-            without = "".join(f"\twithout {name}" for name, _ in prep.left_out)
-            print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items{without}")
-        for cc in compares:
-            print(f"{cc.spec.name}\t{cc.dataset}\t{cc.quality.name}\t{len(cc.pairs)} pairs\t{len(cc.items)} items"
-                  + (f"\tbeside {cc.against.spec.name}" if cc.against is not None else ""))
-        for c, reason in skipped:
-            print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
-        for sk in compare_skipped:
-            print(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}", file=sys.stderr)
-        print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings"
-              + (f"; {len(compares)} compare cells, {sum(len(c.pairs) for c in compares)} pairs" if compares else ""),
-              file=sys.stderr)
-        from ..harness.runner import family_report
-
-        for line in family_report(prepared):
-            print(line)
-        from ..harness.cost import cost_report
-
-        for line in cost_report(exp, prepared, lambda msg: print(msg, file=sys.stderr), compares=compares):
-            print(line)
+        print_check(exp)
         return EXIT_OK
     summary = run_experiment(exp, progress=not args.no_progress)
     report_counters(summary.get("counters", {}))

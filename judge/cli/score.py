@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -20,12 +20,11 @@ from ..data.items import Item
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import scan, stream
-from ..distributed.options import RayOptions, add_ray_options, backend_pool, ray_from_args, refuse_batches
-from ..engine import MethodSpec, Prepared, build, prepare, run_rows
-from ..engine.batch import BatchPlan
+from ..distributed.options import add_ray_options
+from ..engine import MethodSpec, Prepared, prepare
 from ..engine.cost import Entry
-from ..engine.hosted_cost import Budget, check_budget
 from ..engine.kinds import scorer_kinds
+from ..engine.session import Session
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
@@ -34,8 +33,10 @@ from .options import (
     add_progress_option,
     add_view_option,
     check_counts,
+    or_overall,
     parse_scales,
     resolve_quality,
+    run_options,
     spec_from_args,
 )
 from .score_table import ScoreTable
@@ -76,44 +77,36 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, flag)
     spec = spec_from_args(args)
-    ray = ray_from_args(args)
+    session = Session(run_options(args))
     # --view shows the conversations of the file's items beside their rows: it reads the whole file.
     if not args.check and not args.view and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
-        return run_streaming(args, spec, ray)
+        return run_streaming(args, spec, session)
     all_items = load_items(args.input)
     items = all_items[: args.limit] if args.limit is not None else all_items
-    qname = args.quality
-    if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in items):
-        qname = "overall"  # report the human overall rating next to each score when the data has one
-    quality = resolve_quality(qname, items, _registered_qualities(args.input, items), parse_scales(args))
+    quality = resolve_quality(or_overall(args.quality, items), items, _registered_qualities(args.input, items),
+                              parse_scales(args))
     if quality is not None and (args.quality is not None or args.k > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
     # The example pool is the whole file (rated items), whatever --limit keeps for scoring; so are the
     # replies a listwise prompt compares.
     prep = prepare(spec, items, quality, pool=all_items, population=all_items)
-    quality = prep.quality
+    groups = [[Entry(spec.name, prep, items)]]
     if args.check:
-        from ..engine.cost import report
-        from ..engine.hosted_cost import count_hosted, money_lines
-
-        groups = [[Entry(spec.name, prep, items)]]
-        for line in report(groups, lambda msg: print(msg, file=sys.stderr)) + money_lines(count_hosted(groups)):
+        for line in session.check(groups):
             print(line)
         return EXIT_OK
-    groups = [[Entry(spec.name, prep, items)]]
-    check_budget(groups)  # --max-cost: refuse a run estimated above it
-    batches = BatchPlan().collect(groups)  # --batch: the requests the cache lacks, answered first in bulk
-    qn = quality.name if quality else None
+    qn = prep.quality.name if prep.quality else None
     return score_items(args, spec, prep, items, len(items), [it.id for it in items],
-                       qn is not None and any(it.human(qn) is not None for it in items), batches, ray, all_items)
+                       qn is not None and any(it.human(qn) is not None for it in items), session.plan(groups),
+                       all_items)
 
 
 #: Items checked together before the model loads, when a file streams (their templates rendered once).
 CHECK_CHUNK = 5_000
 
 
-def run_streaming(args: argparse.Namespace, spec: MethodSpec, ray: RayOptions | None = None) -> int:
+def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session) -> int:
     """``judge score`` of a JSONL file through a method that scores each item from the item alone
     (``MethodType.streams``): the file is read three times instead of held. A first pass checks every
     record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
@@ -127,49 +120,36 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec, ray: RayOptions | 
     def items() -> Iterator[Item]:
         return islice(stream(found), limit)
 
-    qname = args.quality
-    if qname is None and any("overall" in (k.lower() for k in it.annotations) for it in found.samples):
-        qname = "overall"
-    quality = resolve_quality(qname, found.samples, (), parse_scales(args))
+    quality = resolve_quality(or_overall(args.quality, found.samples), found.samples, (), parse_scales(args))
     prep: Prepared | None = None
     total = width = 0
     rated = False
-    budget = Budget()
-    batches = BatchPlan()
     it = items()
     while chunk := list(islice(it, CHECK_CHUNK)):
         if quality is not None and (args.quality is not None or args.k > 0):
             check_scale(chunk, quality, file=args.input)
         checked = prepare(spec, chunk, quality)
         prep = prep or checked
-        budget.add([[Entry(spec.name, prep, chunk)]])  # --max-cost: refuse a run estimated above it
-        batches.collect([[Entry(spec.name, prep, chunk)]])  # --batch: what the cache lacks, answered first
+        session.plan([[Entry(spec.name, prep, chunk)]])  # --max-cost, --batch: counted a chunk at a time
         total += len(chunk)
         width = max([width, *(len(x.id) for x in chunk)])
         shown = checked.quality  # the quality rows report: asked for, or the prompt's own
         rated = rated or (shown is not None and any(x.human(shown.name) is not None for x in chunk))
     assert prep is not None  # the scan found at least one record
-    return score_items(args, spec, prep, items(), total, ["x" * width], rated, batches, ray)
+    return score_items(args, spec, prep, items(), total, ["x" * width], rated, session)
 
 
 def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, items: Iterable[Item], total: int,
-                ids: Sequence[str], rated: bool, batches: BatchPlan, ray: RayOptions | None = None,
-                all_items: Sequence[Item] = ()) -> int:
-    """Load the model (here, or with ``ray`` on a Ray cluster's actors), answer the requests of ``batches`` in
-    bulk (their batches recorded beside the cache), score ``items`` (``total`` of them) into what ``args`` asks
-    for (-o file, table, JSONL on stdout), report the backend's counters; the exit code. ``ids`` size the
-    table's id column, ``rated`` says whether it shows human ratings; ``all_items`` are the file's items, which
-    ``--view`` shows."""
+                ids: Sequence[str], rated: bool, session: Session, all_items: Sequence[Item] = ()) -> int:
+    """Run the planned ``session`` (here, or on a Ray cluster's actors; its batches sent first): score ``items``
+    (``total`` of them) into what ``args`` asks for (-o file, table, JSONL on stdout), report the backend's
+    counters; the exit code. ``ids`` size the table's id column, ``rated`` says whether it shows human ratings;
+    ``all_items`` are the file's items, which ``--view`` shows."""
     qn = prep.quality.name if prep.quality else None
     row_seed = prep.seed if spec.kind.records_seed else None
-    refuse_batches(ray, batches)
-    backends = backend_pool(ray, lambda msg: tqdm.write(msg, file=sys.stderr))
-    try:
-        batches.send(backends, lambda msg: print(msg, file=sys.stderr))
-        scorer = build(prep, backends)
-        # On a terminal: a bar with the rate and the time left (ETA); never when stderr is not a terminal.
-        bar = tqdm(total=total, desc="scoring", unit="item", file=sys.stderr,
-                   disable=True if args.no_progress else None, leave=False)
+    with session:
+        scorer = session.build(prep)
+        bar = session.bar(total, "scoring", "item")
         table = None
         if output_format(args) == "table":
             table = ScoreTable(ids, rated, lambda line: tqdm.write(line, file=sys.stdout))
@@ -180,13 +160,13 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
             with atomic_jsonl_writer(args.output) as write:
-                failed = run_rows(scorer, items, spec.name, qn, _also(write, table, keep), bar.update, seed=row_seed)
-            write_meta(args.output, spec, scorer, backends.counters())
-        elif table is not None:
-            failed = run_rows(scorer, items, spec.name, qn, _also(table.add, None, keep), bar.update, seed=row_seed)
+                failed = session.rows(prep, items, write, table.add if table else None, keep, progress=bar.update,
+                                      quality=qn, seed=row_seed, judge=scorer)
+            write_meta(args.output, spec, scorer, session.counters())
         else:
-            failed = run_rows(scorer, items, spec.name, qn, _also(lambda row: print(dumps(row), flush=True), None, keep),
-                              bar.update, seed=row_seed)
+            show = table.add if table is not None else lambda row: print(dumps(row), flush=True)
+            failed = session.rows(prep, items, show, keep, progress=bar.update, quality=qn, seed=row_seed,
+                                  judge=scorer)
         bar.close()
         if args.view:
             from ..view import from_scored, write_view
@@ -195,9 +175,7 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
                                    scorer_kinds(scorer).to_dict(), args.input), args.view)
         if table is not None:
             table.summary()
-        report_counters(backends.counters())
-    finally:
-        backends.close()
+        report_counters(session.counters())
     if failed:
         print(f"judge: {failed} of {total} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
@@ -209,21 +187,6 @@ def output_format(args: argparse.Namespace) -> str:
     if args.format is not None:
         return str(args.format)
     return "table" if not args.output and sys.stdout.isatty() else "jsonl"
-
-
-def _also(write: Callable[[dict[str, Any]], None], table: ScoreTable | None,
-          keep: Callable[[dict[str, Any]], None] | None = None) -> Callable[[dict[str, Any]], None]:
-    """The row writer, also adding each row to the table when one is printed (``-o``) and keeping it for
-    the view (``--view``)."""
-    sinks = [write, *([table.add] if table is not None else []), *([keep] if keep is not None else [])]
-    if len(sinks) == 1:
-        return write
-
-    def every(row: dict[str, Any]) -> None:
-        for sink in sinks:
-            sink(row)
-
-    return every
 
 
 def write_meta(output: str, spec: MethodSpec, scorer: Scorer, counters: dict[str, int] | None = None) -> None:

@@ -207,7 +207,7 @@ class RayPool(BackendPool):
 
     def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
         """``spec``'s :class:`RayBackend`; ``settled`` is always empty (a run on a cluster sends no provider
-        batch: :func:`judge.distributed.options.refuse_batches`)."""
+        batch: :meth:`judge.engine.session.Session.plan`)."""
         recipe = BackendRecipe(spec.backend, spec.model, spec.generate, dict(spec.options))
         cache = Cache(spec.generate.cache_path) if spec.generate.cache else None
         return RayBackend(recipe, self.options, cache, self.log)

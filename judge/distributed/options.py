@@ -2,25 +2,21 @@
 
 One dataclass, :class:`RayOptions`, holds them; its fields' metadata give each one's command-line flag
 (``--ray``, ``--ray-actors``, ...), its key in a config's ``[run]`` table (``ray``, ``ray_actors``, ...) and
-its help, so the flags of ``judge run``, ``judge score`` and ``judge bench``, the TOML keys and the table in
-docs/distributed.md come from one place; :func:`backend_pool` turns them into the pool a run's methods get
-their backends from. Nothing here imports Ray: the options are read, checked and printed without it (the
+its help, so the flags of ``judge run``, ``score``, ``bench``, ``compare`` and ``fit``, the TOML keys and the table in
+docs/distributed.md come from one place; a run's :class:`judge.engine.session.Session` turns them into the pool
+its methods get their backends from. Nothing here imports Ray: the options are read, checked and printed without it (the
 extra is needed only to run).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
 from ..core.errors import InputError
-from ..engine.build import BackendPool
 from ..engine.fields import close_hint, convert, field_types
-
-if TYPE_CHECKING:
-    from ..engine.batch import BatchPlan
 
 
 def _option(flag: str, key: str, help: str, default: Any = None) -> Any:
@@ -129,23 +125,3 @@ def option_rows() -> list[tuple[str, str, str, str]]:
         default = "" if f.default is MISSING or f.default is None else str(f.default)
         rows.append((f.metadata["flag"], f.metadata["key"], default, f.metadata["help"]))
     return rows
-
-
-def backend_pool(ray: RayOptions | None, log: Callable[[str], None]) -> BackendPool:
-    """Where a run's methods get their backends: loaded here, or (``ray``) with their model on a Ray cluster's
-    actors, the cache and the outputs kept here (:class:`judge.distributed.backend.RayPool`, imported only
-    then: the ``ray`` extra)."""
-    if ray is None:
-        return BackendPool()
-    from .backend import RayPool
-
-    return RayPool(ray, log)
-
-
-def refuse_batches(ray: RayOptions | None, batches: BatchPlan) -> None:
-    """A run on a Ray cluster answers its requests on the actors: a method whose backend sends them through a
-    provider's batch API (``--batch``) has nothing to run there, so the pair is refused before anything is
-    written."""
-    if ray is not None and batches.pending:
-        raise InputError("a run on a Ray cluster answers requests on its actors, not through a provider's batch: "
-                         "drop --ray or the batch options", field="--batch")

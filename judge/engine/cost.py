@@ -24,7 +24,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,17 +150,11 @@ class CostPool(BackendPool):
         self.identities: dict[str, dict[str, object]] = {}
         self.labels: dict[str, tuple[str, object]] = {}
 
-    def get(self, spec: MethodSpec) -> Backend:
-        key = backend_key(spec)
-        if key != self._key or self._backend is None:
-            self.close()
-            counter = replay_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-            identity = counter.rate_identity()
-            self.identities[key] = identity
-            self.labels[key] = (counter.model_id, identity.get("threads", "?"))
-            backend: Backend = CachedBackend(counter, DryCache(spec.generate.cache_path)) if spec.generate.cache else counter
-            self._backend, self._key = backend, key
-        return self._backend
+    def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
+        counter = replay_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
+        identity = self.identities[backend_key(spec)] = counter.rate_identity()
+        self.labels[backend_key(spec)] = (counter.model_id, identity.get("threads", "?"))
+        return CachedBackend(counter, DryCache(spec.generate.cache_path)) if spec.generate.cache else counter
 
 
 @dataclass
@@ -383,9 +377,3 @@ def estimate(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
     counted = [counted_spec(c.spec) for c in cells if c.how == "counted" and c.tokens]
     specs = {backend_key(spec): spec for spec in counted}
     return cells, rates_for(pool, specs, log, measure)
-
-
-def report(groups: Sequence[Sequence[Entry]], log: Callable[[str], None],
-           measure: Callable[[MethodSpec], Rate] = calibrate, order: Sequence[Entry] | None = None) -> list[str]:
-    """The ``--check`` table of ``groups`` (see :func:`estimate`)."""
-    return cost_lines(*estimate(groups, log, measure, order))

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import InputError
 from ..core.io import atomic_write_text, dumps
+from ..data.items import Item
+from ..data.pairs import Pair
+from ..engine.session import Session
+from ..engine.spec import Prepared
+from ..records.results import read_rows
+from .fitted import write_fitted
+from .prompt_settings import write_prompt_settings
+from .timing import CellTiming, add_timing, peak_rss_mib
 
 
 def line(row: dict[str, Any]) -> bytes:
@@ -68,3 +78,62 @@ class CellWriter:
 def rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """Replace a cell file atomically (used after re-scoring failed items)."""
     atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+
+
+def check_meta(path: Path, meta: dict[str, Any]) -> None:
+    """Refuse to resume into a cell written with other settings (mixing them would corrupt results)."""
+    mpath = path.with_suffix(".meta.json")
+    if mpath.exists():
+        old = json.loads(mpath.read_text(encoding="utf-8"))
+        if old != meta:
+            diff = sorted(k for k in meta if old.get(k) != meta.get(k))
+            raise InputError(
+                f"existing results were made with different settings ({', '.join(diff)}); "
+                "write to a new results folder (-o) or delete this one", file=str(mpath))
+    else:
+        atomic_write_text(mpath, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+
+
+def compute(path: Path, nbytes: int, session: Session, prep: Prepared, todo: Sequence[Item] | Sequence[Pair],
+            progress: Callable[[int], None] | None = None, *, quality: str | None, seed: int | None = None,
+            cell: bool = True) -> None:
+    """Score ``todo`` (pairs, for a method that compares) with ``prep`` into ``path`` from ``nbytes`` on, and add
+    what that cost to the time file, the model's load apart (also when interrupted, for the rows that were
+    saved). A grid cell (``cell``) also records how its prompts were sent and, once done, what the method
+    learned from the ratings, if anything."""
+    writer = CellWriter(path, nbytes)
+    start = time.perf_counter()
+    load_s = 0.0
+    before = session.counters()
+    try:
+        judge = session.build(prep)  # loads the model when the previous cell used another
+        load_s = time.perf_counter() - start
+        if cell:
+            write_prompt_settings(path, judge)
+        session.rows(prep, todo, writer.append, progress=progress, quality=quality, seed=seed, judge=judge)
+        fitted = judge.fitted() if cell else None
+        if fitted is not None:
+            write_fitted(path, fitted)
+    finally:
+        writer.close()
+        after = session.counters()
+        add_timing(path, CellTiming(
+            rows=writer.rows, seconds=time.perf_counter() - start - load_s, load_s=load_s,
+            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
+            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
+
+
+def retry_failed(path: Path, todo: Sequence[Item] | Sequence[Pair], session: Session, prep: Prepared, *,
+                 quality: str | None, seed: int | None = None) -> None:
+    """Score again the items (pairs) of a finished cell whose saved rows failed; rewrite the file only if any
+    now succeed."""
+    rows = read_rows(path)
+    failed = [i for i, r in enumerate(rows) if r.get("error")]
+    if not failed:
+        return
+    new: list[dict[str, Any]] = []
+    session.rows(prep, [todo[i] for i in failed], new.append, quality=quality, seed=seed)  # type: ignore[arg-type]
+    if any(row != rows[i] for i, row in zip(failed, new, strict=True)):
+        for i, row in zip(failed, new, strict=True):
+            rows[i] = row
+        rewrite(path, rows)

@@ -13,7 +13,6 @@ summary's ``pairwise`` entries come from those files (:func:`judge.stats.pairwis
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +22,16 @@ from ..core.errors import InputError, MissingInputError
 from ..data.items import Item
 from ..data.pairs import Pair, pairs_within, sample_contexts
 from ..data.qualities import Quality
-from ..engine import BackendPool, Prepared, build, prepare, run_rows
-from ..engine.compare import compare_rows, pair_items, point_scores, prepare_pairs
+from ..engine import Prepared, prepare
+from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
 from ..engine.kinds import method_kinds
+from ..engine.session import Session
 from ..records.results import compare_path, read_rows
 from ..stats.pairwise import PointScores, mean_over_sets, pairwise_entry
-from .cells import CellWriter, read_done, rewrite
+from .cells import check_meta, compute, read_done, retry_failed
 from .config import CompareSpec, Experiment
-from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
+from .timing import read_timing
 
 
 @dataclass
@@ -121,8 +121,8 @@ def _settings(described: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in described.items() if k != "paper"}
 
 
-def run_compare(cell: CompareCell, exp: Experiment, root: Path, backends: BackendPool,
-                progress: Callable[[int], None], check_meta: Callable[[Path, dict[str, Any]], None]) -> None:
+def run_compare(cell: CompareCell, exp: Experiment, root: Path, session: Session,
+                progress: Callable[[int], None]) -> None:
     """Compute what is missing of one cell (pairs, then the pointwise rows), retrying failed pairs when the
     experiment retries failures; each part's time is added to its time file."""
     pairs_file = cell.path(root, "pairs")
@@ -130,55 +130,17 @@ def run_compare(cell: CompareCell, exp: Experiment, root: Path, backends: Backen
     check_meta(pairs_file, meta(cell, exp))
     qn = cell.quality.name
     done, nbytes = read_done(pairs_file, [p.id for p in cell.pairs])
-    left = cell.pairs[len(done):]
-    if left:
-        _timed(pairs_file, nbytes, backends, lambda write: compare_rows(
-            build(cell.prep, backends), left, cell.spec.method.name, qn, write, progress))
+    if len(done) < len(cell.pairs):
+        compute(pairs_file, nbytes, session, cell.prep, cell.pairs[len(done):], progress, quality=qn, cell=False)
     elif not pairs_file.exists():
         pairs_file.write_bytes(b"")
     if exp.retry_failed:
-        _retry(cell, pairs_file, backends)
+        retry_failed(pairs_file, cell.pairs, session, cell.prep, quality=qn)
     if cell.against is not None:
         point_file = cell.path(root, "against")
         rows, nbytes = read_done(point_file, [it.id for it in cell.items])
-        todo = cell.items[len(rows):]
-        if todo:
-            against = cell.against
-            _timed(point_file, nbytes, backends, lambda write: run_rows(
-                build(against, backends), todo, against.spec.name, qn, write))
-
-
-def _timed(path: Path, nbytes: int, backends: BackendPool, work: Callable[[Callable[[dict[str, Any]], None]], int]) -> None:
-    """Run ``work`` appending rows to ``path`` (from ``nbytes`` on), and add what it cost to the time file."""
-    writer = CellWriter(path, nbytes)
-    start = time.perf_counter()
-    before = backends.counters()
-    try:
-        work(writer.append)
-    finally:
-        writer.close()
-        after = backends.counters()
-        add_timing(path, CellTiming(
-            rows=writer.rows, seconds=time.perf_counter() - start,
-            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
-            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
-
-
-def _retry(cell: CompareCell, path: Path, backends: BackendPool) -> None:
-    """Compare again the pairs of a finished cell that failed; rewrite the file only if any now succeed."""
-    rows = read_rows(path)
-    failed = [i for i, r in enumerate(rows) if r.get("error")]
-    if not failed:
-        return
-    new: list[dict[str, Any]] = []
-    compare_rows(build(cell.prep, backends), [cell.pairs[i] for i in failed], cell.spec.method.name,
-                 cell.quality.name, new.append)
-    changed = False
-    for i, row in zip(failed, new, strict=True):
-        if row != rows[i]:
-            rows[i], changed = row, True
-    if changed:
-        rewrite(path, rows)
+        if len(rows) < len(cell.items):
+            compute(point_file, nbytes, session, cell.against, cell.items[len(rows):], quality=qn, cell=False)
 
 
 def _read(cell: CompareCell, root: Path) -> tuple[list[dict[str, Any]], PointScores | None]:

@@ -1,58 +1,58 @@
-"""``judge run --check`` (and ``judge bench --check``): what each cell of a run will cost, before it starts.
+"""``judge run --check`` (and ``judge bench --check``): every cell checked, listed, and what each will cost.
 
 The cells are replayed as :func:`judge.harness.runner.run_experiment` computes them: the same results
 folder (rows already saved cost nothing, as a resume skips them), the same groups of cells scored in one
-prefix-scheduled pass (:func:`schedule_groups`), in the same order. The counting itself is
-:mod:`judge.engine.cost`.
+prefix-scheduled pass (:func:`judge.harness.runner.entry_groups`), in the same order. The counting and the
+tables are the run's :class:`judge.engine.session.Session`'s.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..accounting.rates import Rate
 from ..engine import Prepared
-from ..engine.cost import CellCost, Entry, cost_lines, estimate
-from ..records.results import cell_path
-from .cells import read_done
-from .compare_cells import CompareCell, cost_entries
+from ..engine.cost import CellCost, calibrate, estimate
+from ..engine.session import RunOptions, Session
+from .compare_cells import CompareCell, plan_compares
 from .config import Experiment
-from .runner import Cell, schedule_groups
+from .runner import Cell, applicable, check_names, entry_groups, family_report, load_sets, pending, plan
 
 
-def cell_label(cell: Cell, abbrev: str) -> str:
-    """How the cost table names a cell: method, set abbreviation, quality (and seed, for seeded methods)."""
-    seed = f" seed {cell.seed}" if cell.method.seeded else ""
-    return f"{cell.method.name} {abbrev} {cell.quality.name}{seed}"
+def print_check(exp: Experiment) -> None:
+    """Check every cell of ``exp`` against its data (templates, manual sets, scales, pairs: everything short of
+    loading a model), list the cells (stdout) and those skipped (stderr), then the prompt families' shared
+    prefixes and the cost and money tables."""
+    check_names(exp)
+    sets = load_sets(exp)
+    prepared, skipped = applicable(plan(exp, sets=sets), exp)
+    compares, compare_skipped = plan_compares(exp, sets)
+    for c, prep in prepared:
+        without = "".join(f"\twithout {name}" for name, _ in prep.left_out)
+        print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items{without}")
+    for cc in compares:
+        print(f"{cc.spec.name}\t{cc.dataset}\t{cc.quality.name}\t{len(cc.pairs)} pairs\t{len(cc.items)} items"
+              + (f"\tbeside {cc.against.spec.name}" if cc.against is not None else ""))
+    for c, reason in skipped:
+        print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
+    for sk in compare_skipped:
+        print(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}", file=sys.stderr)
+    cells = [c for c, _ in prepared]
+    print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings"
+          + (f"; {len(compares)} compare cells, {sum(len(c.pairs) for c in compares)} pairs" if compares else ""),
+          file=sys.stderr)
+    for line in [*family_report(prepared), *cost_report(exp, prepared, RunOptions().log, compares=compares)]:
+        print(line)
 
 
 def cost_report(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
                 measure: Callable[..., Rate] | None = None, compares: Sequence[CompareCell] = ()) -> list[str]:
-    """The cost table of the run ``exp`` would start now (see :func:`judge.engine.cost.report`), then the money
-    table of its hosted cells (:mod:`judge.engine.hosted_cost`)."""
-    from ..engine.hosted_cost import count_hosted, money_lines
-
-    return (cost_lines(*cost_estimate(exp, prepared, log, measure, compares))
-            + money_lines(count_hosted(cost_groups(exp, prepared, compares)[0])))
-
-
-def cost_groups(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], compares: Sequence[CompareCell] = ()
-                ) -> tuple[list[list[Entry]], list[Entry]]:
-    """The run's cells as the replay takes them: groups in the run's order, and every entry in the cells' order
-    (``[[compare]]`` cells after the others, as the run computes them: their pairs, then the pointwise rows
-    beside them)."""
-    abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
-    todo = []
-    for cell, prep in prepared:
-        path = cell_path(Path(exp.output), *cell.key)
-        rows, nbytes = read_done(path, [it.id for it in cell.items])
-        todo.append((cell, prep, path, rows, nbytes))
-    entries = [Entry(cell_label(c, abbrev[c.dataset]), prep, c.items[len(rows):], len(rows))
-               for c, prep, _, rows, _ in todo]
-    groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
-    extra = cost_entries(compares, Path(exp.output))
-    return groups + [[e] for e in extra], entries + extra
+    """The cost table of the run ``exp`` would start now, then the money table of its hosted cells
+    (:meth:`judge.engine.session.Session.check`)."""
+    groups, entries = entry_groups(pending(prepared, Path(exp.output)), compares, Path(exp.output), exp)
+    return Session(RunOptions(log=log)).check(groups, entries, measure)
 
 
 def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], log: Callable[[str], None],
@@ -60,7 +60,5 @@ def cost_estimate(exp: Experiment, prepared: Sequence[tuple[Cell, Prepared]], lo
                   ) -> tuple[list[CellCost], dict[str, Rate]]:
     """What each cell of the run ``exp`` would start now costs, and the rates used (see
     :func:`judge.engine.cost.estimate`)."""
-    groups, entries = cost_groups(exp, prepared, compares)
-    if measure is None:
-        return estimate(groups, log, order=entries)
-    return estimate(groups, log, measure, order=entries)
+    groups, entries = entry_groups(pending(prepared, Path(exp.output)), compares, Path(exp.output), exp)
+    return estimate(groups, log, measure or calibrate, order=entries)

@@ -9,7 +9,6 @@ writes alone.
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 import time
@@ -20,27 +19,25 @@ from typing import Any
 
 from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..core.errors import BackendError, InputError, MissingInputError, UnknownNameError
-from ..core.io import atomic_write_text
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets.split import conversation_of, split_items
-from ..distributed.options import backend_pool, refuse_batches
-from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, run_rows, run_rows_together, score_rows
+from ..engine import MethodSpec, Prepared, prepare, run_rows_together
 from ..engine import check_names as engine_check_names
-from ..engine.batch import BatchPlan
 from ..engine.cost import Entry
 from ..engine.schedule import family_shares
+from ..engine.session import RunOptions, Session
 from ..engine.units import LaneCost
 from ..records.results import cell_path, read_rows
 from ..scorers.base import Lane
-from .cells import CellWriter, read_done, rewrite
+from .cells import CellWriter, check_meta, compute, read_done, retry_failed
 from .compare_cells import CompareCell, plan_compares, run_compare
 from .compare_cells import cost_entries as compare_cost_entries
 from .compare_cells import entries as compare_entries
 from .compare_cells import means as compare_means
 from .compare_cells import timing as compare_timing
 from .config import Experiment
-from .fitted import read_fitted, write_fitted
+from .fitted import read_fitted
 from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
@@ -75,6 +72,10 @@ class Cell:
     @property
     def key(self) -> tuple[str, str, str, int]:
         return (self.method.name, self.dataset, self.quality.name, self.seed)
+
+
+#: A cell to compute: the cell, its prepared method, its file, the rows saved there and their size in bytes.
+Todo = tuple[Cell, Prepared, Path, list[dict[str, Any]], int]
 
 
 def check_names(exp: Experiment) -> None:
@@ -197,20 +198,6 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
                              field="fit", file=where)
 
 
-def _check_meta(path: Path, meta: dict[str, Any]) -> None:
-    """Refuse to resume into a cell written with other settings (mixing them would corrupt results)."""
-    mpath = path.with_suffix(".meta.json")
-    if mpath.exists():
-        old = json.loads(mpath.read_text(encoding="utf-8"))
-        if old != meta:
-            diff = sorted(k for k in meta if old.get(k) != meta.get(k))
-            raise InputError(
-                f"existing results were made with different settings ({', '.join(diff)}); "
-                "write to a new results folder (-o) or delete this one", file=str(mpath))
-    else:
-        atomic_write_text(mpath, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-
-
 def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Prepared]], list[tuple[Cell, str]]]:
     """Prepare every cell before anything is computed. Classic-scorer cells whose set lacks an input
     the scorer needs (BLEU without references, next-user sentiment without next turns) are split off
@@ -248,8 +235,6 @@ def run_experiment(
     prefix-sorted prompts wait in the SQLite cache, so a killed run loses only the prompts in flight
     and a rerun recomputes nothing it finished.
     """
-    from tqdm import tqdm
-
     from .summary import summarise
 
     check_names(exp)
@@ -258,61 +243,53 @@ def run_experiment(
     prepared, skipped = applicable(plan(exp, sets=sets), exp)
     compares, compare_skipped = plan_compares(exp, sets)
     cells = [c for c, _ in prepared]
-    for cell, reason in skipped:
-        log(f"skipped: {cell.method.name} on {cell.dataset} {cell.quality.name}: {reason}")
-    for sk in compare_skipped:
+    skipped_rows = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
+                    for c, r in skipped] + compare_skipped
+    for sk in skipped_rows:
         log(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}")
-    todo: list[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]] = []
-    for cell, prep in prepared:
-        path = cell_path(out, *cell.key)
-        rows, nbytes = read_done(path, [it.id for it in cell.items])
-        todo.append((cell, prep, path, rows, nbytes))
-    _check_budget(todo, compares, out)  # a run refused for its cost leaves nothing behind
-    # --batch: the requests the cache lacks, over every cell (a method that cannot be batched is refused here)
-    batches = BatchPlan().collect(_entry_groups(todo, compares, out, with_failed=exp.retry_failed))
-    refuse_batches(exp.ray, batches)
+    todo = pending(prepared, out)
+    # --max-cost, --batch (a method that cannot be batched, or not on Ray, is refused here): nothing written yet
+    session = Session(RunOptions(exp.ray, progress, log))
+    session.plan(entry_groups(todo, compares, out, exp, with_failed=exp.retry_failed)[0])
     for cell, prep, path, *_ in todo:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _check_meta(path, cell_meta(cell, exp, prep))
+        check_meta(path, cell_meta(cell, exp, prep))
     total = sum(len(c.items) for c, *_ in todo) + sum(len(c.pairs) for c in compares)
     done = sum(len(t[3]) for t in todo)
     if done:
         log(f"resuming: {done} of {total} item results already saved in {out}")
     t0 = time.perf_counter()
-    backends = backend_pool(exp.ray, log)
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
-    bar = tqdm(total=total, initial=done, desc=exp.name, unit="item", file=sys.stderr,
-               disable=None if progress else True, dynamic_ncols=True)
-    try:
-        batches.send(backends, log)
-        for group in schedule_groups(todo):
-            if len(group) > 1:
-                first = todo[group[0]][0]
-                bar.set_postfix_str(f"{len(group)} cells of {first.method.model or 'the default model'} on "
-                                    f"{abbrev[first.dataset]}", refresh=False)
-                _compute_together([todo[i] for i in group], backends, bar.update)
-            for cell, prep, path, rows, nbytes in (todo[i] for i in group):
-                bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
-                                    f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
-                remaining = cell.items[len(rows):]
-                if not cell.items and not path.exists():
-                    path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
-                if remaining and len(group) == 1:
-                    _compute(cell, prep, path, nbytes, remaining, backends, bar.update)
-                if exp.retry_failed:
-                    _retry_failed(cell, prep, path, backends)
-        for comparing in compares:
-            bar.set_postfix_str(comparing.label, refresh=False)
-            run_compare(comparing, exp, out, backends, bar.update, _check_meta)
-    finally:
-        bar.close()
-        backends.close()
+    with session:
+        bar = session.bar(total, exp.name, "item", initial=done, leave=True)
+        try:
+            for group in schedule_groups(todo):
+                if len(group) > 1:
+                    first = todo[group[0]][0]
+                    bar.set_postfix_str(f"{len(group)} cells of {first.method.model or 'the default model'} on "
+                                        f"{abbrev[first.dataset]}", refresh=False)
+                    _compute_together([todo[i] for i in group], session, bar.update)
+                for cell, prep, path, rows, nbytes in (todo[i] for i in group):
+                    bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
+                                        f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
+                    remaining = cell.items[len(rows):]
+                    if not cell.items and not path.exists():
+                        path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
+                    if remaining and len(group) == 1:
+                        compute(path, nbytes, session, prep, remaining, bar.update, quality=cell.quality.name,
+                                seed=_row_seed(cell))
+                    if exp.retry_failed:
+                        retry_failed(path, cell.items, session, prep, quality=cell.quality.name, seed=_row_seed(cell))
+            for comparing in compares:
+                bar.set_postfix_str(comparing.label, refresh=False)
+                run_compare(comparing, exp, out, session, bar.update)
+        finally:
+            bar.close()
     wall = time.perf_counter() - t0
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
                         timings={c.key: read_timing(p) for c, _, p, *_ in todo},
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
-    summary["skipped"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
-                          for c, r in skipped] + compare_skipped
+    summary["skipped"] = skipped_rows
     if exp.compare_cells:
         summary["pairwise"] = compare_entries(compares, out, exp)
         summary["pairwise_means"] = compare_means(compares, out, exp)
@@ -323,7 +300,7 @@ def run_experiment(
         summary["not_trained_on"] = not_trained_on
     summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
                             "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
-    summary["counters"] = backends.counters()
+    summary["counters"] = session.counters()
     if "cost_micro_usd" in summary["counters"]:  # hosted APIs: the cost of the usage the server reported
         summary["cost_usd"] = summary["counters"]["cost_micro_usd"] / 1_000_000
     from ..report import render_all
@@ -332,57 +309,36 @@ def run_experiment(
     return summary
 
 
-def _check_budget(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
-                  compares: Sequence[CompareCell], out: Path) -> None:
-    """Refuse, before anything is sent, a run whose hosted cells are estimated above their ``max_cost``
-    (:func:`judge.engine.hosted_cost.check_budget`; the cells left to score, in the run's order)."""
-    from ..engine.hosted_cost import check_budget
-
-    check_budget(_entry_groups(todo, compares, out))
+def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:
+    """Each prepared cell with its file in the results folder ``out``, the rows already saved there and their
+    size in bytes (what a resume keeps)."""
+    paths = [cell_path(out, *cell.key) for cell, _ in prepared]
+    return [(c, p, path, *read_done(path, [it.id for it in c.items])) for (c, p), path in zip(prepared, paths, strict=True)]
 
 
-def _entry_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
-                  compares: Sequence[CompareCell], out: Path, with_failed: bool = False) -> list[list[Entry]]:
+def cell_label(cell: Cell, abbrev: str) -> str:
+    """How the cost table names a cell: method, set abbreviation, quality (and seed, for seeded methods)."""
+    seed = f" seed {cell.seed}" if cell.method.seeded else ""
+    return f"{cell.method.name} {abbrev} {cell.quality.name}{seed}"
+
+
+def entry_groups(todo: Sequence[Todo], compares: Sequence[CompareCell], out: Path, exp: Experiment,
+                 with_failed: bool = False) -> tuple[list[list[Entry]], list[Entry]]:
     """The cells left to score as the engine's replays take them (:func:`judge.engine.cost.replay_group`): in
     the run's groups and order, each with the items it will score (``with_failed``: also the saved rows that
-    failed, which ``retry_failed`` scores again), then the ``[[compare]]`` cells' pairs and pointwise rows."""
+    failed, which ``retry_failed`` scores again), then the ``[[compare]]`` cells' pairs and pointwise rows; and
+    every entry in the cells' order (``--check``'s table)."""
+    abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     entries = []
     for c, prep, _, rows, _ in todo:
         retried = [c.items[i] for i, r in enumerate(rows) if r.get("error")] if with_failed else []
-        entries.append(Entry(f"{c.method.name} {c.dataset} {c.quality.name}", prep, [*retried, *c.items[len(rows):]],
-                             len(rows)))
+        entries.append(Entry(cell_label(c, abbrev[c.dataset]), prep, [*retried, *c.items[len(rows):]], len(rows)))
     groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
-    return groups + [[e] for e in compare_cost_entries(compares, out, with_failed)]
+    extra = compare_cost_entries(compares, out, with_failed)
+    return groups + [[e] for e in extra], entries + extra
 
 
-def _compute(cell: Cell, prep: Prepared, path: Path, nbytes: int, items: list[Item], backends: BackendPool,
-             progress: Callable[[int], None]) -> None:
-    """Score the cell's remaining items into its file, and add what that cost to its time file (also
-    when interrupted, for the rows that were saved); once all are scored, record what the method
-    learned from the ratings, if anything."""
-    writer = CellWriter(path, nbytes)
-    start = time.perf_counter()
-    load_s = seconds = 0.0
-    before = backends.counters()
-    try:
-        scorer = build(prep, backends)  # loads the model when the previous cell used another
-        load_s = time.perf_counter() - start
-        write_prompt_settings(path, scorer)
-        run_rows(scorer, items, cell.method.name, cell.quality.name, writer.append, progress, seed=_row_seed(cell))
-        fitted = scorer.fitted()
-        if fitted is not None:
-            write_fitted(path, fitted)
-    finally:
-        writer.close()
-        seconds = time.perf_counter() - start - load_s
-        after = backends.counters()
-        add_timing(path, CellTiming(
-            rows=writer.rows, seconds=seconds, load_s=load_s,
-            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
-            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
-
-
-def schedule_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]]) -> list[list[int]]:
+def schedule_groups(todo: Sequence[Todo]) -> list[list[int]]:
     """The order cells are computed in, as groups of indices into ``todo``: the LLM cells with items left
     that run on one backend (same backend, model, options and generation settings) and one set form
     one group, computed in one prefix-scheduled pass where the first of them stands; every other cell
@@ -401,8 +357,8 @@ def schedule_groups(todo: Sequence[tuple[Cell, Prepared, Path, list[dict[str, An
     return groups
 
 
-def _compute_together(entries: Sequence[tuple[Cell, Prepared, Path, list[dict[str, Any]], int]],
-                      backends: BackendPool, progress: Callable[[int], None]) -> None:
+def _compute_together(entries: Sequence[Todo],
+                      session: Session, progress: Callable[[int], None]) -> None:
     """Score the remaining items of several LLM cells of one backend and set in one pass whose prompts
     are ordered by prefix across the cells (:func:`judge.engine.run_rows_together`). Each cell gets the
     rows, cache entries and files it gets alone, each row fsynced as it and the cell's earlier rows are
@@ -414,7 +370,7 @@ def _compute_together(entries: Sequence[tuple[Cell, Prepared, Path, list[dict[st
         lanes: list[Lane] = []
         for i, (cell, prep, *_rest) in enumerate(entries):
             start = time.perf_counter()
-            scorer = build(prep, backends)  # the first loads the model; the rest share it
+            scorer = session.build(prep)  # the first loads the model; the rest share it
             lane = scorer.lane()
             loads[i] = time.perf_counter() - start
             if lane is None:  # a type that declares a share key must build a lane scorer
@@ -462,21 +418,3 @@ def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:
 
 def _row_seed(cell: Cell) -> int | None:
     return cell.seed if cell.method.kind.records_seed else None
-
-
-def _retry_failed(cell: Cell, prep: Prepared, path: Path, backends: BackendPool) -> None:
-    """Re-score the items of a finished cell that failed; rewrite the file only if any now succeed."""
-    rows = read_rows(path)
-    failed = [i for i, r in enumerate(rows) if r.get("error")]
-    if not failed:
-        return
-    items = [cell.items[i] for i in failed]
-    changed = False
-    scorer = build(prep, backends)
-    write_prompt_settings(path, scorer)
-    new_rows = score_rows(scorer, items, cell.method.name, cell.quality.name, _row_seed(cell))
-    for i, new in zip(failed, new_rows, strict=True):
-        if new != rows[i]:
-            rows[i], changed = new, True
-    if changed:
-        rewrite(path, rows)

@@ -21,10 +21,11 @@ from ..data.pairs import Pair
 from ..data.qualities import Quality
 from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
-from ..engine import BackendPool, MethodSpec, Prepared, build, prepare, score_rows
+from ..engine import MethodSpec, Prepared, prepare, score_rows
 from ..engine.build import backend_key
-from ..engine.compare import compare_rows, prepare_pairs
+from ..engine.compare import prepare_pairs
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
+from ..engine.session import Session
 from ..scorers.base import Scorer
 
 #: The name request items carry as their file in error messages ("request, record items[2], field ...").
@@ -35,18 +36,18 @@ DATASET = "request"
 
 @dataclass
 class JudgeService:
-    """One built judge: spec, scorer and the backends it holds (closed by :meth:`close`); and the pairwise
-    method ``POST /v1/compare`` runs (``pairwise``: checked at startup, built on the first request, on the
-    served judge's loaded model when they run on the same one)."""
+    """One built judge: spec, scorer and the run session that holds its backends (closed by :meth:`close`); and
+    the pairwise method ``POST /v1/compare`` runs (``pairwise``: checked at startup, built on the first request,
+    on the served judge's loaded model when they run on the same one, else in a session of its own)."""
 
     spec: MethodSpec
     scorer: Scorer
-    backends: BackendPool
+    session: Session
     quality: Quality | None
     seed: int | None
     pairwise: Prepared | None = None
     _comparer: Scorer | None = field(default=None, repr=False)
-    _compare_pool: BackendPool | None = field(default=None, repr=False)
+    _compare_session: Session | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, spec: MethodSpec, quality: Quality | None, reference: Sequence[Item] | None = None,
@@ -63,20 +64,20 @@ class JudgeService:
         # A listwise prompt shows each reply alone (population ()): a batch may hold several clients'
         # requests, and one client's replies must neither reach another's prompt nor move its score.
         prep = prepare(spec, reference, quality, population=())
-        backends = BackendPool()
+        session = Session().open()
         try:
-            scorer = build(prep, backends)
+            scorer = session.build(prep)
             scorer.warm()  # an ensemble scores its reference now, before the port answers
         except BaseException:
-            backends.close()
+            session.close()
             raise
         seed = prep.seed if spec.kind.records_seed else None
-        return cls(spec, scorer, backends, prep.quality, seed, compared)
+        return cls(spec, scorer, session, prep.quality, seed, compared)
 
     @property
     def batching(self) -> bool:
         """Whether requests from several clients may be scored in one call (backends that batch)."""
-        backend = self.backends.current
+        backend = self.session.backends.current
         return bool(backend is not None and backend.capabilities.batching)
 
     def parse(self, records: Sequence[tuple[str, Any]]) -> list[Item]:
@@ -140,20 +141,21 @@ class JudgeService:
         """The pair rows of ``pairs``, in order (exactly ``judge compare``'s rows); runs on the worker thread,
         which builds the pairwise judge on the first call."""
         assert self.pairwise is not None
+        session = self._compare_session or self.session
         if self._comparer is None:
-            pool = self.backends
-            if pool.key is not None and pool.key != backend_key(self.pairwise.spec):
-                pool = self._compare_pool = BackendPool()  # another model than the served judge's
-            self._comparer = build(self.pairwise, pool)
+            key = self.session.backends.key
+            if key is not None and key != backend_key(self.pairwise.spec):
+                session = self._compare_session = Session().open()  # another model than the served judge's
+            self._comparer = session.build(self.pairwise)
         rows: list[dict[str, Any]] = []
-        qname = self.quality.name if self.quality else None
-        compare_rows(self._comparer, pairs, self.pairwise.spec.name, qname, rows.append)
+        session.rows(self.pairwise, pairs, rows.append, quality=self.quality.name if self.quality else None,
+                     judge=self._comparer)
         return rows
 
     def counters(self) -> dict[str, int]:
-        counts = self.backends.counters()
-        if self._compare_pool is not None:
-            for key, value in self._compare_pool.counters().items():
+        counts = self.session.counters()
+        if self._compare_session is not None:
+            for key, value in self._compare_session.counters().items():
                 counts[key] = counts.get(key, 0) + value
         return counts
 
@@ -173,9 +175,9 @@ class JudgeService:
         }
 
     def close(self) -> None:
-        self.backends.close()
-        if self._compare_pool is not None:
-            self._compare_pool.close()
+        self.session.close()
+        if self._compare_session is not None:
+            self._compare_session.close()
 
 
 def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
