@@ -33,6 +33,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..data.items import Item
 
@@ -69,13 +70,14 @@ def unlabelled(line: str) -> str:
 def pieces(texts: Iterable[str]) -> tuple[str, ...]:
     """Turn texts as the comparison sees them: one piece per line, unlabelled, lower-case letters and digits
     only, empty pieces dropped."""
-    out = []
-    for text in texts:
-        for line in _LINES.split(text):
-            piece = _NOT_TEXT.sub("", unlabelled(line).casefold())
-            if piece:
-                out.append(piece)
-    return tuple(out)
+    return tuple(piece for text in texts for piece in text_pieces(text))
+
+
+@lru_cache(maxsize=1 << 16)
+def text_pieces(text: str) -> tuple[str, ...]:
+    """One turn text's pieces (kept for reuse: the contexts of one file repeat their turns many times)."""
+    out = (_NOT_TEXT.sub("", unlabelled(line).casefold()) for line in _LINES.split(text))
+    return tuple(piece for piece in out if piece)
 
 
 def context_texts(item: Item) -> list[str]:
@@ -83,6 +85,7 @@ def context_texts(item: Item) -> list[str]:
     return [t.text for t in (item.context if item.level == "turn" else item.dialog)]
 
 
+@lru_cache(maxsize=1 << 16)
 def piece_key(piece: str) -> str:
     """A piece's key in the index (a short hash: the index holds no text of the sets)."""
     return hashlib.sha256(piece.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_LENGTH]

@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,14 @@ INDEX = Path(__file__).with_name("conversations.json")
 INDEX_FORMAT = "judge-conversations"
 
 
+_NOT_TEXT = re.compile(r"[\W_]+")
+
+
+@lru_cache(maxsize=1 << 16)
 def normalised(text: str) -> str:
-    """A turn's text for comparisons across files: lower case, letters and digits only."""
-    return re.sub(r"[\W_]+", "", text.casefold())
+    """A turn's text for comparisons across files: lower case, letters and digits only (kept for reuse: a
+    file's contexts repeat their turns)."""
+    return _NOT_TEXT.sub("", text.casefold())
 
 
 def shown_turns(item: Item) -> tuple[str, ...]:
