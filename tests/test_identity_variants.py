@@ -164,6 +164,7 @@ def test_labels_and_turn_numbers_are_dropped_and_names_are_not():
     assert [unlabelled(s) for s in ("Alice: hi", "Note the time", "3 dogs", "")] == \
         ["Alice: hi", "Note the time", "3 dogs", ""]
     assert pieces(["User: Don't go.\r\nSystem:  OK!", "", "  "]) == ("dontgo", "ok")
+    assert f"holding {MIN_CONTEXT} letters and digits or more" in (ROOT / "docs" / "harness.md").read_text()
 
 
 def test_what_is_not_a_registered_context_names_no_registered_conversation(fed, registered):

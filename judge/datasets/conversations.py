@@ -29,8 +29,9 @@ records say which: :mod:`judge.datasets.benchmarks`) when their texts meet by on
 
 Every group of a joined component is named after the component's group in its corpus' first set present
 (its *anchor*: FED-Dial for FED, whose dialogs hold the whole conversations); every other group keeps
-its own name. :func:`write_index` writes the names with the items' content fingerprints to
-``conversations.json`` (:mod:`judge.datasets.identity`), which every loaded item is named by, so the
+its own name. :func:`write_index` writes the names with the items' content fingerprints, and with the
+pieces of their contexts (:mod:`judge.datasets.contexts`), to ``conversations.json``
+(:mod:`judge.datasets.identity`), which every loaded item is named by, so the
 split of a registered set is a fixed function of its texts: the same wherever its file lies, whatever it
 is called and whichever other registered files are present.
 """
