@@ -20,8 +20,9 @@ from judge.cli import main
 from judge.core.errors import InputError
 from judge.data.items import Item, Turn
 from judge.datasets import load_benchmark, load_items
+from judge.datasets.benchmarks import DATASETS
 from judge.datasets.contexts import MIN_CONTEXT, ContextIndex, context_texts, piece_key, pieces, unlabelled
-from judge.datasets.identity import identify, index_digest, known_contexts
+from judge.datasets.identity import fingerprint, identify, index_digest, known_contexts, known_conversations
 from judge.datasets.split import conversation_of, split_of
 from judge.harness.config import parse_experiment
 from judge.harness.runner import attach_training, plan, prepare_cell
@@ -199,6 +200,22 @@ def test_a_context_two_conversations_hold_follows_its_group():
     assert index.matches(both) == ("conv:a", "conv:b") and index.matches(only_b) == ("conv:b",)
     identify([both, only_b, alone], known={}, contexts=index)
     assert (both.conversation, only_b.conversation, alone.conversation) == ("conv:b", "conv:b", "conv:a")
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_a_registered_set_is_named_by_its_fingerprints_never_by_context(data_dir, name):
+    """Every item of a registered set is in the index by its fingerprint, so the context rule never names one
+    and its halves are the ones before it (a set registered later gets the same by write_index)."""
+    if not (data_dir / DATASETS[name].path).exists():
+        pytest.skip(f"{name}: its file is not shipped")
+    items = load_items(data_dir / DATASETS[name].path, format=DATASETS[name].format, dataset=name,
+                       identified=False)
+    known = known_conversations()
+    assert all(fingerprint(it) in known for it in items)
+    identify(items)
+    by_fingerprint = [it.conversation for it in items]
+    identify(items, contexts=ContextIndex())
+    assert [it.conversation for it in items] == by_fingerprint
 
 
 def test_the_registered_sets_halves_did_not_move():
