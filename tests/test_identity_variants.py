@@ -1,6 +1,6 @@
 """A conversation is known by its context, whatever else the file holds: FED's release re-exported with its
 speaker labels left in the texts, with a new reply (" ok" appended), with its contexts cut to their last
-turns, or pasted as one numbered transcript per context, is still FED-Turn's and FED-Dial's. Its items get
+turns, pasted as one numbered transcript per context or joined by ``__eou__``, is still FED-Turn's and FED-Dial's. Its items get
 the registered conversations' names, so the split puts them in those conversations' halves, the shipped
 head refuses them before any model loads, and ``lodo`` never learns FED-Turn's weights on them. No model
 is loaded; real data from ../shared/data."""
@@ -63,6 +63,11 @@ def _pasted(context: tuple[Any, ...]) -> list[dict[str, str]]:
     return [{"speaker": "user", "text": "\r\n".join(lines)}] if lines else []
 
 
+def _joined(context: tuple[Any, ...]) -> list[dict[str, str]]:
+    """The whole context as one turn, its utterances joined by DailyDialog's raw end-of-utterance mark."""
+    return [{"speaker": "user", "text": " __eou__ ".join(t.text for t in context)}] if context else []
+
+
 def _last(k: int) -> Callable[[tuple[Any, ...]], list[dict[str, str]]]:
     return lambda context: [{"speaker": t.speaker, "text": t.text} for t in context[-k:]]
 
@@ -75,11 +80,13 @@ VARIANTS: dict[str, Callable[[Item], dict[str, Any]]] = {
     "new-reply": lambda it: _record(it, _same, lambda r: r + " ok"),
     # Each context pasted as one turn of numbered, labelled CR LF lines, with a new reply.
     "pasted": lambda it: _record(it, _same, lambda r: r + " ok", _pasted),
+    # Each context as one text of utterances joined by " __eou__ ", with a new reply.
+    "eou": lambda it: _record(it, _same, lambda r: r + " ok", _joined),
     # Each context cut to its last three turns (and to its last two), with a new reply.
     "last-3": lambda it: _record(it, _same, lambda r: r + " ok", _last(3)),
     "last-2": lambda it: _record(it, _same, lambda r: r + " ok", _last(2)),
 }
-TURN_ONLY = {"new-reply", "pasted", "last-3", "last-2"}
+TURN_ONLY = {"new-reply", "pasted", "eou", "last-3", "last-2"}
 
 
 def _write(fed: list[Item], variant: str, path: Path) -> Path:
@@ -165,6 +172,7 @@ def test_labels_and_turn_numbers_are_dropped_and_names_are_not():
     assert [unlabelled(s) for s in ("Alice: hi", "Note the time", "3 dogs", "")] == \
         ["Alice: hi", "Note the time", "3 dogs", ""]
     assert pieces(["User: Don't go.\r\nSystem:  OK!", "", "  "]) == ("dontgo", "ok")
+    assert pieces(["Hi __eou__ Hello! </s> 2. B: Bye [SEP] a | b\tc"]) == ("hi", "hello", "bye", "a", "b", "c")
     assert f"holding {MIN_CONTEXT} letters and digits or more" in (ROOT / "docs" / "harness.md").read_text()
 
 

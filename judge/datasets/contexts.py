@@ -3,12 +3,14 @@ reply, other labels in the texts) is still known as the registered conversation 
 
 Files that hold a registered set's conversations differ in more than case and punctuation: a transcript may
 keep its speaker labels in the texts (``"User: Hi!"``, ``"A: ..."``, ``"Speaker 1: ..."``), number its turns
-(``"3. ..."``, ``"[3]"``, ``"Turn 3:"``), paste a whole context as one turn with a line per utterance, or cut
+(``"3. ..."``, ``"[3]"``, ``"Turn 3:"``), paste a whole context as one turn with a line per utterance (or
+utterances joined by ``__eou__``, ``</s>``, ``|``), or cut
 the context to its last turns; and an item may rate a new reply to a registered context. The item's
 content fingerprint then matches nothing, yet its context is the conversation's, and its ratings say what
 the conversation's do. So an item is also compared by its context:
 
-- **Pieces.** Each turn text is split at its line breaks; each line loses its leading turn number and
+- **Pieces.** Each turn text is split at its line breaks (and tabs, bars and end-of-utterance marks such as
+  ``__eou__`` or ``</s>``, which join utterances in some corpora's raw files); each line loses its leading turn number and
   speaker label (:func:`unlabelled`, up to :data:`MAX_PREFIXES` of them) and is reduced to lower-case
   letters and digits; empty pieces are dropped. A context's pieces are those of its turns in order (a
   dialog item's: its dialog's). The registered sets' texts go through the same steps, so a label or a
@@ -49,7 +51,10 @@ _ROLES = ("user|system|human|bot|chatbot|assistant|agent|model|ai|customer|clien
           "partner|persona|you|me|a|b|s|u")
 _LABEL = rf"[\[(<]?\s*(?:{_ROLES})(?:\s*[-_#]?\s*(?:\d{{1,2}}|[a-z]))?\s*[\])>]?\s*[:\uff1a]"
 _PREFIX = re.compile(rf"^\s*(?:{_NUMBER}|{_LABEL})\s*", re.IGNORECASE)
-_LINES = re.compile(r"[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+")
+#: Where a text holding several utterances splits: line breaks, tabs, bars and the end-of-utterance marks of
+#: corpora and tokenisers (DailyDialog's raw ``__eou__``, ``</s>``, ``[SEP]``, ``<eos>``); none is in a
+#: registered set's turn.
+_LINES = re.compile(r"(?:[\r\n\t\x0b\x0c\x1c-\x1e\x85\u2028\u2029|]|__eou__|</s>|\[SEP\]|<eos>|<eou>)+", re.IGNORECASE)
 _NOT_TEXT = re.compile(r"[\W_]+")
 #: Hex digits kept of a piece's sha256 (48 bits: no two of the registered sets' few thousand pieces meet).
 KEY_LENGTH = 12
