@@ -29,8 +29,9 @@ records say which: :mod:`judge.datasets.benchmarks`) when their texts meet by on
 
 Every group of a joined component is named after the component's group in its corpus' first set present
 (its *anchor*: FED-Dial for FED, whose dialogs hold the whole conversations); every other group keeps
-its own name. :func:`write_index` writes the names with the items' content fingerprints to
-``conversations.json`` (:mod:`judge.datasets.identity`), which every loaded item is named by, so the
+its own name. :func:`write_index` writes the names with the items' content fingerprints, and with the
+pieces of their contexts (:mod:`judge.datasets.contexts`), to ``conversations.json``
+(:mod:`judge.datasets.identity`), which every loaded item is named by, so the
 split of a registered set is a fixed function of its texts: the same wherever its file lies, whatever it
 is called and whichever other registered files are present.
 """
@@ -47,6 +48,7 @@ from typing import Any
 from ..core.io import atomic_write_text
 from ..data.items import Item
 from .benchmarks import DATASETS, corpus_sets, dataset_info
+from .contexts import index_entry, known_sequences
 from .formats import load_items
 from .identity import INDEX, INDEX_FORMAT, fingerprint, normalised
 
@@ -213,26 +215,39 @@ def build_index(data_dir: str | Path, rules: Sequence[str] = RULES) -> dict[str,
     sets = {n: load_unidentified(n, data_dir) for n in present_sets(data_dir)}
     names = conversation_names(sets, rules)
     conversations: dict[str, set[str]] = {}
+    members: dict[str, list[Item]] = {}
     for n, items in sets.items():
         for it in items:
             conversations.setdefault(names[node_of(n, it)], set()).add(fingerprint(it))
+            members.setdefault(names[node_of(n, it)], []).append(it)
+    contexts = {name: index_entry(known_sequences(its)) for name, its in sorted(members.items())}
     about = {n: {"sha256": hashlib.sha256((Path(data_dir) / DATASETS[n].path).read_bytes()).hexdigest(),
                  "items": len(items), "conversations": len({names[node_of(n, it)] for it in items})}
              for n, items in sets.items()}
-    return {"format": INDEX_FORMAT, "version": 1, "rules": list(rules),
-            "about": "the registered sets' conversations by content; written by "
+    return {"format": INDEX_FORMAT, "version": 2, "rules": list(rules),
+            "about": "the registered sets' conversations by content (item fingerprints) and by context (hashes "
+                     "of their contexts' pieces, judge.datasets.contexts); written by "
                      "judge.datasets.conversations.write_index from the files listed in 'sets'",
-            "sets": about, "conversations": {name: sorted(fps) for name, fps in sorted(conversations.items())}}
+            "sets": about, "conversations": {name: sorted(fps) for name, fps in sorted(conversations.items())},
+            "contexts": {name: seqs for name, seqs in contexts.items() if seqs}}
+
+
+#: The index's keys that map each conversation to a list, written one conversation per line.
+PER_CONVERSATION = ("conversations", "contexts")
 
 
 def index_text(index: Mapping[str, Any]) -> str:
     """The index as its file holds it: one conversation per line, so a change reads as a short diff."""
-    head = {k: v for k, v in index.items() if k != "conversations"}
-    lines = [json.dumps(head, indent=1)[:-2] + ',\n "conversations": {']
-    convs = list(index["conversations"].items())
-    lines += [f"  {json.dumps(name)}: {json.dumps(fps)}{',' if i < len(convs) - 1 else ''}"
-              for i, (name, fps) in enumerate(convs)]
-    return "\n".join(lines) + "\n }\n}\n"
+    head = {k: v for k, v in index.items() if k not in PER_CONVERSATION}
+    lines = [json.dumps(head, indent=1)[:-2] + ","]
+    blocks = [key for key in PER_CONVERSATION if key in index]
+    for b, key in enumerate(blocks):
+        lines.append(f" {json.dumps(key)}: {{")
+        entries = list(index[key].items())
+        lines += [f"  {json.dumps(name)}: {json.dumps(values)}{',' if i < len(entries) - 1 else ''}"
+                  for i, (name, values) in enumerate(entries)]
+        lines.append(" }" + ("," if b < len(blocks) - 1 else ""))
+    return "\n".join(lines) + "\n}\n"
 
 
 def write_index(data_dir: str | Path, path: str | Path = INDEX) -> dict[str, Any]:

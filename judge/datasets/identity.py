@@ -13,6 +13,10 @@ sets. A name, a path or a file format says nothing about what a file holds, so n
   holding those items (a release file given by path, a copy, a re-export with other case, spacing or
   punctuation, a JSONL made from them) gets the registered names, so the registered halves and refusals,
   whatever it is called and whatever other files are present.
+- **An item of a registered conversation in other words**: a new reply to one of its contexts, its texts
+  with speaker labels or turn numbers, its context pasted as lines of one turn or cut to its last turns.
+  Its content fingerprint matches nothing, but its context is a run of a registered conversation's (the
+  rule: :mod:`judge.datasets.contexts`), and it gets that conversation's name.
 - **Other conversations** are named by their own content: the normalised text of the shortest turn
   sequence of the item's group (the loader's conversation grouping), so a copy or re-export of a user's
   file gets the same names as the original.
@@ -28,10 +32,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..data.items import Item
+from .contexts import ContextIndex, context_texts, pieces
 from .split import conversation_of
 
 #: The registered sets' conversations by content (generated; see the module doc).
@@ -39,9 +45,14 @@ INDEX = Path(__file__).with_name("conversations.json")
 INDEX_FORMAT = "judge-conversations"
 
 
+_NOT_TEXT = re.compile(r"[\W_]+")
+
+
+@lru_cache(maxsize=1 << 16)
 def normalised(text: str) -> str:
-    """A turn's text for comparisons across files: lower case, letters and digits only."""
-    return re.sub(r"[\W_]+", "", text.casefold())
+    """A turn's text for comparisons across files: lower case, letters and digits only (kept for reuse: a
+    file's contexts repeat their turns)."""
+    return _NOT_TEXT.sub("", text.casefold())
 
 
 def shown_turns(item: Item) -> tuple[str, ...]:
@@ -58,26 +69,38 @@ def fingerprint(item: Item) -> str:
 
 
 @cache
+def _index() -> Mapping[str, Any]:
+    data = json.loads(INDEX.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT:
+        raise ValueError(f"{INDEX}: not a conversation index")
+    return data
+
+
+@cache
 def known_conversations() -> Mapping[str, tuple[str, ...]]:
     """Item fingerprint -> the conversations holding an item of that content, for every item of the
     registered sets (``conversations.json``; one conversation but for a few canned exchanges)."""
-    data = json.loads(INDEX.read_text(encoding="utf-8"))
-    if data.get("format") != INDEX_FORMAT:
-        raise ValueError(f"{INDEX}: not a conversation index")
     out: dict[str, tuple[str, ...]] = {}
-    for name, fps in data["conversations"].items():
+    for name, fps in _index()["conversations"].items():
         for fp in fps:
             out[fp] = (*out.get(fp, ()), name)
     return out
 
 
 @cache
+def known_contexts() -> ContextIndex:
+    """The registered conversations' contexts (``conversations.json``, key ``contexts``), which an item whose
+    content no registered set holds is matched by (:mod:`judge.datasets.contexts`)."""
+    return ContextIndex.from_index(_index().get("contexts", {}))
+
+
+@cache
 def index_digest() -> str:
     """A short digest of the registered sets' conversations (``conversations.json``): the halves of every
     registered set are a fixed function of it, so a run summary that records it says which halves it
-    scored (``judge results collect``)."""
-    data = json.loads(INDEX.read_text(encoding="utf-8"))
-    return hashlib.sha256(json.dumps(data["conversations"], sort_keys=True).encode()).hexdigest()[:16]
+    scored (``judge results collect``). It reads the conversations' item fingerprints only: the contexts
+    beside them name no registered item otherwise, so adding them moved no half."""
+    return hashlib.sha256(json.dumps(_index()["conversations"], sort_keys=True).encode()).hexdigest()[:16]
 
 
 def content_name(items: Sequence[Item]) -> str:
@@ -95,24 +118,46 @@ def content_name(items: Sequence[Item]) -> str:
     return "conv:" + hashlib.sha1(("text:" + basis).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def identify(items: Iterable[Item], known: Mapping[str, tuple[str, ...]] | None = None) -> None:
+def identify(items: Iterable[Item], known: Mapping[str, tuple[str, ...]] | None = None,
+             contexts: ContextIndex | None = None) -> None:
     """Set ``conversation`` on freshly loaded items (in place): an item a registered set holds gets the name
-    of that set's conversation; the other items of its group (the loader's grouping: one conversation)
-    follow it; a group no registered set holds is named by its content (:func:`content_name`). An item
-    whose content two registered conversations hold takes the one its group's other items name."""
+    of that set's conversation, and so does an item whose context is a run of a registered conversation's
+    (:mod:`judge.datasets.contexts`: a new reply, labels in the texts, a context cut short) or, too short
+    to name one itself, is continued by the context of an item so named (the opening exchange of a
+    conversation whose later turns the file holds too); the other items of its group (the loader's
+    grouping: one conversation) follow them; a group no registered set holds is named by its content
+    (:func:`content_name`). An item that two registered conversations could hold takes the one its group's
+    other items name, else the first by name."""
     known = known_conversations() if known is None else known
+    contexts = known_contexts() if contexts is None else contexts
+    items = list(items)
+    candidates = {id(it): known.get(fingerprint(it)) or contexts.matches(it) for it in items}
+    unnamed = [it for it in items if not candidates[id(it)]]
+    if unnamed and len(unnamed) < len(items):
+        continued = _continued((it, candidates[id(it)][0]) for it in items if len(candidates[id(it)]) == 1)
+        for it in unnamed:
+            candidates[id(it)] = tuple(sorted(continued.get(pieces(context_texts(it)), ())))
     groups: dict[str, list[Item]] = {}
     for it in items:
         groups.setdefault(it.group or f"item:{it.id}", []).append(it)
     for members in groups.values():
-        candidates = {id(it): known.get(fingerprint(it), ()) for it in members}
-        sure = sorted({c[0] for c in candidates.values() if len(c) == 1})
-        found = sure or sorted({n for c in candidates.values() for n in c})
+        sure = sorted({c[0] for it in members if len(c := candidates[id(it)]) == 1})
+        found = sure or sorted({n for it in members for n in candidates[id(it)]})
         fallback = found[0] if found else content_name(members)
         for it in members:
             mine = candidates[id(it)]
             it.conversation = (mine[0] if len(mine) == 1 else
                                next((n for n in sure if n in mine), min(mine)) if mine else fallback)
+
+
+def _continued(named: Iterable[tuple[Item, str]]) -> dict[tuple[str, ...], set[str]]:
+    """Every proper prefix of the named items' context pieces -> the conversations of the items it begins."""
+    out: dict[tuple[str, ...], set[str]] = {}
+    for it, name in named:
+        seq = pieces(context_texts(it))
+        for k in range(1, len(seq)):
+            out.setdefault(seq[:k], set()).add(name)
+    return out
 
 
 def families(sets: Mapping[str, Iterable[Item]]) -> dict[str, str]:

@@ -6,8 +6,9 @@ with the choice fixed. Each conversation goes to one half by a seeded hash of it
 are stable across runs, machines and subset sizes. The name is the content fingerprint of the item's
 conversation (``item.conversation``, :mod:`judge.datasets.identity`): a registered set's conversation has
 one name in every file that holds it (FED-Turn's turns follow the FED-Dial dialog they were cut from, a
-release file given by path follows its registered set), so a conversation is in one half across every
-set and file that rates it. Items built in code without one fall back to their group.
+release file given by path follows its registered set, and so does a new reply to one of its contexts or
+a copy with labels in its texts: :mod:`judge.datasets.contexts`), so a conversation is in one half
+across every set and file that rates it. Items built in code without one fall back to their group.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ reference-free. ``head`` is a head file's path or a shipped head's name (``judge
 hold ``{dataset}``, replaced by the scored set's name, so that each set of a ``judge run`` is scored
 by its own head (``judge fit --without-each`` writes one per set).
 
-A head never scores what it learned from: items of a conversation it was trained on (known by content,
-``Item.conversation``: a registered set, its release file by path, a copy or a JSONL made from it are all
+A head never scores what it learned from: items of a conversation it was trained on (known by content and
+by context, ``Item.conversation``: a registered set, its release file by path, a copy or a JSONL made from
+it, new replies to its contexts, its texts with speaker labels or cut to their last turns are all
 recognised) are refused before anything loads, with how many.
 """
 
