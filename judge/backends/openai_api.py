@@ -70,6 +70,10 @@ REASONING_MODELS = re.compile(r"(?:^|/)(?:o\d+|gpt-5)(?:$|[-.:])", re.IGNORECASE
 #: another name for it, or None to drop it (the server's default then applies).
 REPLACEMENTS: dict[str, str | None] = {"max_tokens": "max_completion_tokens", "logprobs": None, "top_logprobs": None,
                                        "temperature": None, "seed": None, "n": None, "reasoning_effort": None}
+#: Most top log-probabilities a request may ask per position, by endpoint (OpenAI's API reference: chat
+#: completions' ``top_logprobs`` is 0..20, legacy completions' ``logprobs`` 0..5). Requests are capped here,
+#: whatever the server: a larger value is refused by OpenAI, alone or as a line of a batch.
+MAX_TOP_LOGPROBS = {"chat": 20, "completions": 5}
 #: Refusal codes of OpenAI's API that name a parameter the model does not take.
 REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
 #: Why a one-token read cannot score a model that thinks first.
@@ -403,7 +407,7 @@ class OpenAIBackend(Backend):
         self._tok_cache: dict[tuple[str, bool], int] = {}
         self.capabilities = Capabilities(
             full_vocab=False,
-            top_n=config.top_n,
+            top_n=min(config.top_n, MAX_TOP_LOGPROBS["chat" if self._chat_by_default(config) else "completions"]),
             chat_template=endpoint != "completions",
             max_context=max_context or config.max_context or 4096,
             batching=True,
@@ -427,6 +431,13 @@ class OpenAIBackend(Backend):
                 raise _Permanent("chat prompt but endpoint=completions (use --no-chat or --endpoint chat)")
             return False
         return prompt.chat
+
+    def _chat_by_default(self, config: GenerateConfig) -> bool:
+        """Whether this run's prompts go to chat completions: the endpoint, else the run's ``chat`` setting (None:
+        the chat template this backend offers)."""
+        if self.endpoint != "auto":
+            return self.endpoint == "chat"
+        return config.chat is not False
 
     def request(self, prompt: Prompt, top_n: int) -> tuple[str, dict[str, Any]]:
         """The endpoint (``/v1/chat/completions`` or ``/v1/completions``) and JSON body of the request that
@@ -591,6 +602,10 @@ class OpenAIBackend(Backend):
         return THINKS_FIRST.format(model=self.model_id, why=why)
 
     def _logprob_params(self, chat: bool, top_n: int, max_tokens: int = 1, temperature: float = 0.0) -> dict[str, Any]:
+        """The parameters asking the top ``top_n`` tokens per position, at most the endpoint's maximum
+        (:data:`MAX_TOP_LOGPROBS`): a plain prompt sent to completions when the backend declared chat's 20 is
+        read from its top 5, which its distribution's ``top`` shows."""
+        top_n = min(top_n, MAX_TOP_LOGPROBS["chat" if chat else "completions"])
         if chat:
             return {"max_tokens": max_tokens, "temperature": temperature, "logprobs": True, "top_logprobs": top_n}
         return {"max_tokens": max_tokens, "temperature": temperature, "logprobs": top_n}
