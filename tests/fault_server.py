@@ -1,5 +1,20 @@
 """A small OpenAI-compatible HTTP server on 127.0.0.1 that fails on purpose (for tests and benchmarks).
 
+It answers as OpenAI does, following OpenAI's API reference (read as documentation, no code taken):
+"Create chat completion" (https://platform.openai.com/docs/api-reference/chat/create), "Create completion"
+(legacy, https://platform.openai.com/docs/api-reference/completions/create), "Files"
+(https://platform.openai.com/docs/api-reference/files), "Batch" (https://platform.openai.com/docs/api-reference/batch),
+"Error codes" (https://platform.openai.com/docs/guides/error-codes), the Batch API guide
+(https://platform.openai.com/docs/guides/batch), "Rate limits" (https://platform.openai.com/docs/guides/rate-limits),
+and openai-python's request and error types. **Request bodies** are checked first, on both endpoints and inside
+batches alike (:mod:`openai_rules`, which quotes the rule and message of each): unknown arguments, missing
+``model``/``messages``/``prompt``, types, ``logprobs`` (completions: an integer 0..5; chat: a boolean),
+``top_logprobs`` (0..20, only with ``logprobs`` true), ``max_tokens`` with ``max_completion_tokens``, ``n``
+(1..128), ``temperature`` (0..2), ``top_p`` (0..1); a refused body gets HTTP 400 and
+``{"error": {"message", "type", "param", "code"}}`` with OpenAI's code (``integer_above_max_value``,
+``invalid_type``, ``invalid_parameter_combination``, ...), never counted against a rate limit; every other
+error body (404, 401, 429, 5xx) has the same four fields.
+
 It answers ``POST /v1/completions`` and ``POST /v1/chat/completions`` with ``max_tokens=1``-style
 responses carrying top log-probabilities that depend only on the prompt (``expected_goodness``), so
 a test can check the scores that come out. Faults are scripted per prompt: every prompt containing
@@ -46,12 +61,17 @@ minute refill at 100 a second; reset times are given in real seconds.
 **Files and batches** (the Batch API): ``POST /v1/files`` (multipart: ``file``, ``purpose=batch``; a ``.jsonl``
 name, at most ``max_file_bytes``), ``GET /v1/files/{id}`` and ``/v1/files/{id}/content``; ``POST /v1/batches``
 (``input_file_id``, ``endpoint``, ``completion_window="24h"``), ``GET /v1/batches`` (newest first) and
-``/v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. A batch is ``validating`` for ``batch_validate_s``,
-then fails with ``errors.data`` (``line``, ``code``: ``invalid_json_line``, ``missing_required_parameter``,
-``invalid_method``, ``url_mismatch``, ``duplicate_custom_id``, ``model_mismatch``, ``empty_file``,
-``too_many_tasks``) or runs ``in_progress`` for ``batch_run_s`` (``request_counts.completed`` growing), then
+``/v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``; ``GET /v1/batches`` and ``GET /v1/files`` are cursor
+pages, newest first (``limit``: 1..100, default 20, for batches; 1..10,000 for files, with ``order`` and
+``purpose``; ``after``: an id; ``has_more``, ``first_id``, ``last_id``). A batch is ``validating`` for
+``batch_validate_s``, then fails with ``errors.data`` (``line``, ``code``: ``invalid_json_line``,
+``missing_required_parameter``, ``invalid_method``, ``url_mismatch``, ``duplicate_custom_id``, ``model_mismatch``,
+``empty_file``, ``too_many_tasks``; ``token_limit_exceeded`` when its prompt tokens, with those its model has
+enqueued in batches validated and not yet ended, pass ``enqueued_tokens``, a limit for every model or per model
+name) or runs ``in_progress`` for ``batch_run_s`` (``request_counts.completed`` growing), then
 ``finalizing`` for ``batch_finalize_s``, then ``completed`` with an output file (answers as the synchronous
-endpoints give them) and an error file, their lines in shuffled order. ``expire_batches(n)`` makes the next
+endpoints give them) and an error file, their lines in shuffled order; a line whose body is refused (or
+that a reasoning model refuses) is in the error file with the status and error body it gets alone. ``expire_batches(n)`` makes the next
 n batches expire with ``expire_share`` of their requests done (the rest in the error file as
 ``batch_expired``); prompts holding ``batch_fail_marker`` come back as HTTP 500 lines in the error file.
 
@@ -938,9 +958,12 @@ def main() -> None:
     ap.add_argument("--rpm", type=float, default=None, help="requests per minute the server allows")
     ap.add_argument("--tpm", type=float, default=None, help="tokens per minute the server allows")
     ap.add_argument("--time-scale", type=float, default=1.0, help="speed of the server's clock (10: a minute is 6 s)")
+    ap.add_argument("--enqueued-tokens", type=int, default=None,
+                    help="prompt tokens a model may have enqueued in batches at once (default: no limit)")
     args = ap.parse_args()
     limit = RateLimit(args.rpm, args.tpm, args.time_scale) if (args.rpm or args.tpm) else None
-    srv = FaultServer(latency=args.latency, logprobs=not args.no_logprobs, port=args.port, limit=limit).start()
+    srv = FaultServer(latency=args.latency, logprobs=not args.no_logprobs, port=args.port, limit=limit,
+                      enqueued_tokens=args.enqueued_tokens).start()
     print(f"serving on {srv.base_url}", flush=True)
     try:
         while True:
