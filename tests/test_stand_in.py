@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from judge.backends import LabelDist, Prompt, create_backend
+from judge.backends import Failure, LabelDist, Prompt, create_backend
 from judge.core.config import GenerateConfig
+from judge.core.errors import InputError
 from tests.fault_server import FaultServer, prompt_tokens
 
 openai = pytest.importorskip("openai")
@@ -247,3 +248,19 @@ def test_plain_prompts_of_an_auto_backend_are_read_from_the_top_5():
             assert set(dist.logprobs) == {"Yes", "No"}
         finally:
             api.close()
+
+
+def test_a_backend_told_its_server_gives_more_asks_for_more_and_openai_says_why_not():
+    with FaultServer() as srv:
+        api = create_backend("openai", "fault-model", GenerateConfig(max_retries=0), base_url=srv.base_url,
+                             endpoint="completions", max_top_logprobs=20)
+        try:
+            assert api.capabilities.top_n == 20 and api.settings()["max_top_logprobs"] == 20
+            dist = api.label_logprobs([Prompt("Good? Answer:")], ["Yes", "No"], top_n=20)[0]
+        finally:
+            api.close()
+    assert isinstance(dist, Failure) and "HTTP 400" in dist.reason and "Expected a value <= 5, but got 20" in dist.reason
+    for bad in (0, True, "20"):
+        with pytest.raises(InputError, match="max_top_logprobs"):
+            create_backend("openai", "fault-model", GenerateConfig(), base_url="http://127.0.0.1:9/v1",
+                           max_top_logprobs=bad)
