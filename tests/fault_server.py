@@ -71,9 +71,10 @@ enqueued in batches validated and not yet ended, pass ``enqueued_tokens``, a lim
 name) or runs ``in_progress`` for ``batch_run_s`` (``request_counts.completed`` growing), then
 ``finalizing`` for ``batch_finalize_s``, then ``completed`` with an output file (answers as the synchronous
 endpoints give them) and an error file, their lines in shuffled order; a line whose body is refused (or
-that a reasoning model refuses) is in the error file with the status and error body it gets alone. ``expire_batches(n)`` makes the next
-n batches expire with ``expire_share`` of their requests done (the rest in the error file as
-``batch_expired``); prompts holding ``batch_fail_marker`` come back as HTTP 500 lines in the error file.
+that a reasoning model refuses) is in the error file with the status and error body it gets alone.
+``expire_batches(n)`` makes the next n batches expire with ``expire_share`` of their requests done (the rest
+in the error file as ``batch_expired``); prompts holding ``batch_fail_marker`` come back as HTTP 500 lines in
+the error file.
 
 Run it alone: ``python tests/fault_server.py --port 8011 --latency 0.2`` (``--rpm 600 --time-scale 10``).
 """
