@@ -1,5 +1,20 @@
 """A small OpenAI-compatible HTTP server on 127.0.0.1 that fails on purpose (for tests and benchmarks).
 
+It answers as OpenAI does, following OpenAI's API reference (read as documentation, no code taken):
+"Create chat completion" (https://platform.openai.com/docs/api-reference/chat/create), "Create completion"
+(legacy, https://platform.openai.com/docs/api-reference/completions/create), "Files"
+(https://platform.openai.com/docs/api-reference/files), "Batch" (https://platform.openai.com/docs/api-reference/batch),
+"Error codes" (https://platform.openai.com/docs/guides/error-codes), the Batch API guide
+(https://platform.openai.com/docs/guides/batch), "Rate limits" (https://platform.openai.com/docs/guides/rate-limits),
+and openai-python's request and error types. **Request bodies** are checked first, on both endpoints and inside
+batches alike (:mod:`openai_rules`, which quotes the rule and message of each): unknown arguments, missing
+``model``/``messages``/``prompt``, types, ``logprobs`` (completions: an integer 0..5; chat: a boolean),
+``top_logprobs`` (0..20, only with ``logprobs`` true), ``max_tokens`` with ``max_completion_tokens``, ``n``
+(1..128), ``temperature`` (0..2), ``top_p`` (0..1); a refused body gets HTTP 400 and
+``{"error": {"message", "type", "param", "code"}}`` with OpenAI's code (``integer_above_max_value``,
+``invalid_type``, ``invalid_parameter_combination``, ...), never counted against a rate limit; every other
+error body (404, 401, 429, 5xx) has the same four fields.
+
 It answers ``POST /v1/completions`` and ``POST /v1/chat/completions`` with ``max_tokens=1``-style
 responses carrying top log-probabilities that depend only on the prompt (``expected_goodness``), so
 a test can check the scores that come out. Faults are scripted per prompt: every prompt containing
@@ -46,14 +61,20 @@ minute refill at 100 a second; reset times are given in real seconds.
 **Files and batches** (the Batch API): ``POST /v1/files`` (multipart: ``file``, ``purpose=batch``; a ``.jsonl``
 name, at most ``max_file_bytes``), ``GET /v1/files/{id}`` and ``/v1/files/{id}/content``; ``POST /v1/batches``
 (``input_file_id``, ``endpoint``, ``completion_window="24h"``), ``GET /v1/batches`` (newest first) and
-``/v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``. A batch is ``validating`` for ``batch_validate_s``,
-then fails with ``errors.data`` (``line``, ``code``: ``invalid_json_line``, ``missing_required_parameter``,
-``invalid_method``, ``url_mismatch``, ``duplicate_custom_id``, ``model_mismatch``, ``empty_file``,
-``too_many_tasks``) or runs ``in_progress`` for ``batch_run_s`` (``request_counts.completed`` growing), then
+``/v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``; ``GET /v1/batches`` and ``GET /v1/files`` are cursor
+pages, newest first (``limit``: 1..100, default 20, for batches; 1..10,000 for files, with ``order`` and
+``purpose``; ``after``: an id; ``has_more``, ``first_id``, ``last_id``). A batch is ``validating`` for
+``batch_validate_s``, then fails with ``errors.data`` (``line``, ``code``: ``invalid_json_line``,
+``missing_required_parameter``, ``invalid_method``, ``url_mismatch``, ``duplicate_custom_id``, ``model_mismatch``,
+``empty_file``, ``too_many_tasks``; ``token_limit_exceeded`` when its prompt tokens, with those its model has
+enqueued in batches validated and not yet ended, pass ``enqueued_tokens``, a limit for every model or per model
+name) or runs ``in_progress`` for ``batch_run_s`` (``request_counts.completed`` growing), then
 ``finalizing`` for ``batch_finalize_s``, then ``completed`` with an output file (answers as the synchronous
-endpoints give them) and an error file, their lines in shuffled order. ``expire_batches(n)`` makes the next
-n batches expire with ``expire_share`` of their requests done (the rest in the error file as
-``batch_expired``); prompts holding ``batch_fail_marker`` come back as HTTP 500 lines in the error file.
+endpoints give them) and an error file, their lines in shuffled order; a line whose body is refused (or
+that a reasoning model refuses) is in the error file with the status and error body it gets alone.
+``expire_batches(n)`` makes the next n batches expire with ``expire_share`` of their requests done (the rest
+in the error file as ``batch_expired``); prompts holding ``batch_fail_marker`` come back as HTTP 500 lines in
+the error file.
 
 Run it alone: ``python tests/fault_server.py --port 8011 --latency 0.2`` (``--rpm 600 --time-scale 10``).
 """
@@ -76,7 +97,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
+
+try:  # as tests.fault_server (the tests, the benchmarks) or as a script from tests/
+    from tests.openai_rules import enqueued_limit_error, error, page, refuse
+except ModuleNotFoundError:
+    from openai_rules import enqueued_limit_error, error, page, refuse  # type: ignore[no-redef]
 
 #: What the Batch API takes: endpoints, requests per file and bytes per file (OpenAI's documented limits).
 BATCH_ENDPOINTS = ("/v1/responses", "/v1/chat/completions", "/v1/embeddings", "/v1/completions")
@@ -217,6 +243,9 @@ class FaultServer:
     batch_fail_marker: str | None = None
     max_batch_requests: int = MAX_BATCH_REQUESTS
     max_file_bytes: int = MAX_FILE_BYTES
+    #: Prompt tokens a model may have enqueued in batches at once (validated, not yet ended): one number for
+    #: every model, or per model name (a model not named has no limit); None: no limit.
+    enqueued_tokens: int | dict[str, int] | None = None
 
     def __post_init__(self) -> None:
         self._rules: list[tuple[str, deque[str]]] = []
@@ -345,6 +374,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     owner: FaultServer
     protocol_version = "HTTP/1.1"  # keep-alive, like real servers: "die" must also close open connections
+    disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart (delayed ACKs)
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -354,36 +384,36 @@ class _Handler(BaseHTTPRequestHandler):
         if srv.dead:
             self._reset()
             return
-        parts = urlsplit(self.path).path.rstrip("/").split("/")
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        parts = url.path.rstrip("/").split("/")
         if parts == ["", "v1", "batches"]:
+            _advance_all(srv)
             with srv._lock:
-                ids = [b["id"] for b in sorted(srv.batches.values(), key=lambda b: -b["_n"])]
-            for bid in ids:
-                _advance(srv, bid)
+                data = [_public(b) for b in sorted(srv.batches.values(), key=lambda b: -b["_n"])]
+            self._send(*page(data, query, "batches"))
+        elif parts == ["", "v1", "files"]:
             with srv._lock:
-                data = [_public(srv.batches[bid]) for bid in ids]
-            self._send(200, {"object": "list", "data": data, "first_id": ids[0] if ids else None,
-                             "last_id": ids[-1] if ids else None, "has_more": False})
+                data = [_public(f) for f in sorted(srv.files.values(), key=lambda f: -f["_n"])]
+            self._send(*page(data, query, "files"))
         elif len(parts) == 4 and parts[2] == "batches":
             if parts[3] not in srv.batches:
-                self._send(404, {"error": {"message": f"No batch found with id '{parts[3]}'.",
-                                           "type": "invalid_request_error"}})
+                self._error(404, f"No batch found with id '{parts[3]}'.")
                 return
-            _advance(srv, parts[3])
+            _advance_all(srv)
             with srv._lock:
                 batch = _public(srv.batches[parts[3]])
             self._send(200, batch)
         elif len(parts) in (4, 5) and parts[2] == "files":
             f = srv.files.get(parts[3])
             if f is None:
-                self._send(404, {"error": {"message": f"No such File object: {parts[3]}",
-                                           "type": "invalid_request_error"}})
+                self._error(404, f"No such File object: {parts[3]}", "id")
             elif len(parts) == 5 and parts[4] == "content":
                 self._send_raw(200, f["_bytes"], {"Content-Type": "application/octet-stream"})
             else:
                 self._send(200, _public(f))
         else:
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            self._error(404, f"Invalid URL (GET {url.path})")
 
     def do_POST(self) -> None:
         srv = self.owner
@@ -399,7 +429,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:
-            self._send(400, {"error": {"message": "bad json"}})
+            self._error(400, "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.")
             return
         if path == "/v1/batches":
             self._create_batch(body)
@@ -407,9 +437,16 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith("/v1/batches/") and path.endswith("/cancel"):
             self._cancel_batch(path.split("/")[3])
             return
-        chat = path.endswith("/chat/completions")
-        if not chat and not path.endswith("/completions"):
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+        if path not in ("/v1/chat/completions", "/v1/completions"):
+            self._error(404, f"Invalid URL (POST {path})")
+            return
+        chat = path == "/v1/chat/completions"
+        refused = refuse(body, "chat" if chat else "completions")
+        if refused is not None:  # refused before it is counted against any budget
+            with srv._lock:
+                srv.requests.append(Request(self.path, self.headers.get("Authorization"), _text_of(body), body,
+                                            time.monotonic(), "invalid"))
+            self._send(400, refused)
             return
         prompt = prompt_of(body, chat)
         spend = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
@@ -420,8 +457,8 @@ class _Handler(BaseHTTPRequestHandler):
                                             time.monotonic(), "limited"))
             if srv.latency:
                 time.sleep(srv.latency)
-            self._send(429, {"error": {"message": "Rate limit reached for requests", "type": "requests",
-                                       "code": "rate_limit_exceeded"}}, limit_headers)
+            self._send(429, error("Rate limit reached for requests", "requests", None, "rate_limit_exceeded"),
+                       limit_headers)
             return
         action = srv._next_action(prompt)
         with srv._lock:
@@ -441,15 +478,16 @@ class _Handler(BaseHTTPRequestHandler):
             action = "ok"
         if action.startswith("429"):
             _, _, wait = action.partition(":")
-            self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+            self._send(429, error("Rate limit reached for requests", "requests", None, "rate_limit_exceeded"),
                        {"Retry-After": wait} if wait else {})
             return
         if action == "echo401":  # like a provider that echoes the rejected key in its error message
             auth = self.headers.get("Authorization") or ""
-            self._send(401, {"error": {"message": f"Incorrect API key provided: {auth.removeprefix('Bearer ')}"}})
+            self._send(401, error(f"Incorrect API key provided: {auth.removeprefix('Bearer ')}", code="invalid_api_key"))
             return
         if action.isdigit():
-            self._send(int(action), {"error": {"message": f"injected {action}"}})
+            status = int(action)
+            self._send(status, error(f"injected {action}", "server_error" if status >= 500 else "invalid_request_error"))
             return
         if action == "malformed":
             self._send_raw(200, b'{"id": "x", "choices": [{"text": "Yes", "logprobs": {"top_lo')
@@ -486,9 +524,8 @@ class _Handler(BaseHTTPRequestHandler):
         return answer(self.owner, prompt, body, chat, with_lp)
 
     # -- files and batches ------------------------------------------------------------------------
-    def _error(self, code: int, message: str, param: str | None = None) -> None:
-        self._send(code, {"error": {"message": message, "type": "invalid_request_error", "param": param,
-                                    "code": None}})
+    def _error(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
+        self._send(status, error(message, param=param, code=code))
 
     def _upload(self, raw: bytes) -> None:
         srv = self.owner
@@ -507,7 +544,8 @@ class _Handler(BaseHTTPRequestHandler):
         fid = srv._new_id("file")
         with srv._lock:
             srv.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
-                              "filename": name, "purpose": purpose, "status": "processed", "_bytes": data}
+                              "filename": name, "purpose": purpose, "status": "processed", "_bytes": data,
+                              "_n": srv._ids}
             out = _public(srv.files[fid])
         self._send(200, out)
 
@@ -537,6 +575,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "cancelled_at": None, "request_counts": {"total": 0, "completed": 0, "failed": 0},
                 "metadata": body.get("metadata"),
                 "_n": len(srv.batches), "_t0": time.monotonic(), "_expire": expire, "_lines": None, "_cancel": False,
+                "_cancel_t": 0.0, "_tokens": None, "_model": None,
             }
             out = _public(srv.batches[bid])
         self._send(200, out)
@@ -546,11 +585,11 @@ class _Handler(BaseHTTPRequestHandler):
         if bid not in srv.batches:
             self._error(404, f"No batch found with id '{bid}'.")
             return
-        _advance(srv, bid)
+        _advance_all(srv)
         with srv._lock:
             b = srv.batches[bid]
             if b["status"] in ("validating", "in_progress", "finalizing"):
-                b["_cancel"] = True
+                b["_cancel"], b["_cancel_t"] = True, time.monotonic()
                 b["status"], b["cancelling_at"] = "cancelling", int(time.time())
             out = _public(b)
         self._send(200, out)
@@ -628,6 +667,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.close()
         except OSError:
             pass
+
+
+def _text_of(body: object) -> str:
+    """The prompt text of a request body that may be malformed (what :meth:`FaultServer.count` looks in)."""
+    if not isinstance(body, dict):
+        return ""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    return str(body.get("prompt", ""))
 
 
 def prompt_of(body: dict[str, Any], chat: bool) -> str:
@@ -749,6 +798,8 @@ def _advance(srv: FaultServer, bid: str) -> None:
             return
         if b["_lines"] is None:
             lines, errors = _validate(srv, b, srv.files[b["input_file_id"]]["_bytes"])
+            if not errors:
+                errors = _over_enqueued(srv, b, lines)
             if errors:
                 b.update(status="failed", failed_at=now, errors={"object": "list", "data": errors})
                 return
@@ -771,6 +822,52 @@ def _advance(srv: FaultServer, bid: str) -> None:
             _finish(srv, b, "completed", total, "")
 
 
+def _advance_all(srv: FaultServer) -> None:
+    """Advance every batch, oldest first: a batch's validation then sees the batches validated before it."""
+    with srv._lock:
+        ids = [b["id"] for b in sorted(srv.batches.values(), key=lambda b: b["_n"])]
+    for bid in ids:
+        _advance(srv, bid)
+
+
+def _enqueue_limit(srv: FaultServer, model: str) -> int | None:
+    if isinstance(srv.enqueued_tokens, dict):
+        return srv.enqueued_tokens.get(model)
+    return srv.enqueued_tokens
+
+
+def _holds_tokens(srv: FaultServer, b: dict[str, Any], at: float) -> bool:
+    """Whether batch ``b`` had its prompt tokens enqueued at (monotonic) time ``at``: from its validation until
+    it ended (completed, expired or cancelled), whenever it was last looked at."""
+    if b["_tokens"] is None:
+        return False
+    start = b["_t0"] + srv.batch_validate_s
+    if b["_cancel"]:
+        end = b["_cancel_t"]
+    elif b["_expire"]:
+        end = start + srv.batch_run_s * srv.expire_share
+    else:
+        end = start + srv.batch_run_s + srv.batch_finalize_s
+    return start <= at < end
+
+
+def _over_enqueued(srv: FaultServer, b: dict[str, Any], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The error that fails batch ``b`` at validation when its prompt tokens, with those its model has enqueued
+    in other batches at that moment, pass the model's limit (``enqueued_tokens``); else none (the server's
+    lock held). The tokens are counted as the server counts every prompt (``prompt_tokens``)."""
+    model = str(lines[0]["body"].get("model")) if isinstance(lines[0]["body"], dict) else ""
+    tokens = sum(prompt_tokens(_text_of(r["body"])) for r in lines)
+    limit = _enqueue_limit(srv, model)
+    at = b["_t0"] + srv.batch_validate_s
+    if limit is not None:
+        held = sum(o["_tokens"] for o in srv.batches.values()
+                   if o is not b and o["_model"] == model and _holds_tokens(srv, o, at))
+        if held + tokens > limit:
+            return [enqueued_limit_error(model, limit)]
+    b["_tokens"], b["_model"] = tokens, model
+    return []
+
+
 def _finish(srv: FaultServer, b: dict[str, Any], status: str, done: int, missing_code: str) -> None:
     """End a batch (the server's lock held): the first ``done`` requests answered (into the output file, or
     the error file for a prompt holding ``batch_fail_marker``), the rest errors of ``missing_code``."""
@@ -785,11 +882,16 @@ def _finish(srv: FaultServer, b: dict[str, Any], status: str, done: int, missing
             continue
         body = req["body"]
         chat = req["url"].endswith("/chat/completions")
+        refused = _refused_in_batch(srv, body, chat)
+        if refused is not None:  # the answer this body gets alone, as a line of the error file
+            err.append({"id": rid, "custom_id": req["custom_id"], "error": None,
+                        "response": {"status_code": refused[0], "request_id": f"req_{rid}", "body": refused[1]}})
+            continue
         prompt = prompt_of(body, chat)
         if srv.batch_fail_marker and srv.batch_fail_marker in prompt:
             err.append({"id": rid, "custom_id": req["custom_id"], "error": None,
                         "response": {"status_code": 500, "request_id": f"req_{rid}",
-                                     "body": {"error": {"message": "injected 500", "type": "server_error"}}}})
+                                     "body": error("injected 500", "server_error")}})
             continue
         srv._lock.release()  # answer() takes the lock for sampled answers
         try:
@@ -809,11 +911,20 @@ def _finish(srv: FaultServer, b: dict[str, Any], status: str, done: int, missing
             data = "".join(json.dumps(r) + "\n" for r in rows).encode()
             srv.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": now,
                               "filename": f"{b['id']}_{kind.split('_')[0]}.jsonl", "purpose": "batch_output",
-                              "status": "processed", "_bytes": data}
+                              "status": "processed", "_bytes": data, "_n": srv._ids}
             b[kind] = fid
     b["request_counts"] = {"total": len(b["_lines"]), "completed": len(out), "failed": len(err)}
     b["status"] = status
     b[f"{status}_at"] = now
+
+
+def _refused_in_batch(srv: FaultServer, body: object, chat: bool) -> tuple[int, dict[str, Any]] | None:
+    """The status and error body a batch line's request gets, as it would alone: an invalid body (400), or a
+    parameter a reasoning model refuses; None when it is answered."""
+    refused = refuse(body, "chat" if chat else "completions")
+    if refused is not None:
+        return 400, refused
+    return _refusal(body) if srv.reasoning and isinstance(body, dict) else None
 
 
 def _entry(token: str, prompt: str, answer: bool) -> dict[str, Any]:
@@ -848,9 +959,12 @@ def main() -> None:
     ap.add_argument("--rpm", type=float, default=None, help="requests per minute the server allows")
     ap.add_argument("--tpm", type=float, default=None, help="tokens per minute the server allows")
     ap.add_argument("--time-scale", type=float, default=1.0, help="speed of the server's clock (10: a minute is 6 s)")
+    ap.add_argument("--enqueued-tokens", type=int, default=None,
+                    help="prompt tokens a model may have enqueued in batches at once (default: no limit)")
     args = ap.parse_args()
     limit = RateLimit(args.rpm, args.tpm, args.time_scale) if (args.rpm or args.tpm) else None
-    srv = FaultServer(latency=args.latency, logprobs=not args.no_logprobs, port=args.port, limit=limit).start()
+    srv = FaultServer(latency=args.latency, logprobs=not args.no_logprobs, port=args.port, limit=limit,
+                      enqueued_tokens=args.enqueued_tokens).start()
     print(f"serving on {srv.base_url}", flush=True)
     try:
         while True:

@@ -20,6 +20,9 @@ pytest.importorskip("openai")
 #: position (logits_all) in different batch splits, which moves llama.cpp's float results slightly, and
 #: (b) label spellings outside the top 20 that the API cannot read. The test allows 2e-3.
 TOLERANCE = 2e-3
+#: The same gap on completions read from the top 5 only (OpenAI's maximum there, the backend's default): max
+#: |diff| 2.5e-2 over the same 4 prompts on 2026-12-01, the spellings of Yes and No past the fifth token lost.
+TOP5_TOLERANCE = 5e-2
 
 CTX = (Turn(USER, "Hi, I'm planning a trip to Japan next spring."), Turn(SYSTEM, "Nice! Which cities?"),
        Turn(USER, "Tokyo and Kyoto. Any tips for seeing the cherry blossoms?"))
@@ -37,17 +40,27 @@ def items() -> list[Item]:
 
 @pytest.fixture(scope="module")
 def api(llama_server):
+    """The backend as it comes: OpenAI's maxima of top log-probabilities (20 on chat, 5 on completions)."""
     backend = create_backend("openai", "smollm2", GenerateConfig(concurrency=2, max_retries=2, timeout=120),
                              base_url=llama_server)
     yield backend
     backend.close()
 
 
+@pytest.fixture(scope="module")
+def wide(llama_server):
+    """The backend told that its server gives the top 20 on both endpoints, as llama.cpp's does."""
+    backend = create_backend("openai", "smollm2", GenerateConfig(concurrency=2, max_retries=2, timeout=120),
+                             base_url=llama_server, max_top_logprobs=20)
+    yield backend
+    backend.close()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("chat", [True, False], ids=["chat", "completions"])
-def test_api_goodness_matches_llamacpp_backend(api, smollm2, chat):
+def test_api_goodness_matches_llamacpp_backend(wide, smollm2, chat):
     local = list(LLMJudge(get_prompt("yesno"), smollm2, chat=chat).score(items()))
-    remote = list(LLMJudge(get_prompt("yesno"), api, chat=chat).score(items()))
+    remote = list(LLMJudge(get_prompt("yesno"), wide, chat=chat).score(items()))
     assert all(s.ok for s in local + remote), [s.error for s in local + remote]
     gaps = [abs(a.value - b.value) for a, b in zip(local, remote)]
     print(f"API vs llama.cpp goodness gap (chat={chat}): max {max(gaps):.2e}, values {[r.value for r in remote]}")
@@ -74,3 +87,17 @@ def test_capabilities_usage_and_server_tokenizer(api, smollm2):
     assert after["requests"] == before["requests"] + 1
     assert after["prompt_tokens"] - before["prompt_tokens"] == dist.n_prompt_tokens == ref.n_prompt_tokens
     assert after["completion_tokens"] - before["completion_tokens"] == 1
+
+
+@pytest.mark.slow
+def test_the_default_bodies_are_taken_by_the_real_server_and_read_from_the_top_5(api, smollm2):
+    """OpenAI's maxima (``logprobs`` 5 on completions) are what the backend sends unless told otherwise: the real
+    server takes those bodies too, and the plain prompts are read from their top 5."""
+    assert api.capabilities.top_n == 20 and api.settings().get("max_top_logprobs") is None
+    local = list(LLMJudge(get_prompt("yesno"), smollm2, chat=False).score(items()))
+    remote = list(LLMJudge(get_prompt("yesno"), api, chat=False).score(items()))
+    assert all(s.ok for s in remote), [s.error for s in remote]
+    assert all(0 < len(s.top) <= 5 for s in remote)
+    gaps = [abs(a.value - b.value) for a, b in zip(local, remote)]
+    print(f"API (top 5) vs llama.cpp goodness gap on completions: max {max(gaps):.2e}")
+    assert max(gaps) <= TOP5_TOLERANCE and remote[0].value > remote[1].value

@@ -70,6 +70,11 @@ REASONING_MODELS = re.compile(r"(?:^|/)(?:o\d+|gpt-5)(?:$|[-.:])", re.IGNORECASE
 #: another name for it, or None to drop it (the server's default then applies).
 REPLACEMENTS: dict[str, str | None] = {"max_tokens": "max_completion_tokens", "logprobs": None, "top_logprobs": None,
                                        "temperature": None, "seed": None, "n": None, "reasoning_effort": None}
+#: Most top log-probabilities a request may ask per position, by endpoint (OpenAI's API reference: chat
+#: completions' ``top_logprobs`` is 0..20, legacy completions' ``logprobs`` 0..5). Requests are capped here
+#: unless the backend is told its server allows more (``max_top_logprobs``): OpenAI refuses a larger value,
+#: alone or as a line of a batch.
+MAX_TOP_LOGPROBS = {"chat": 20, "completions": 5}
 #: Refusal codes of OpenAI's API that name a parameter the model does not take.
 REFUSAL_CODES = ("unsupported_parameter", "unsupported_value")
 #: Why a one-token read cannot score a model that thinks first.
@@ -329,6 +334,7 @@ class OpenAIBackend(Backend):
         batch_queue_tokens: int | None = None,
         reasoning_effort: str | None = None,
         reasoning: bool | None = None,
+        max_top_logprobs: int | None = None,
     ) -> None:
         """``rpm`` / ``tpm``: caps on requests / tokens per minute (None: only the server's own budget);
         ``pace``: adapt to the server's rate-limit headers and 429s (False: ``concurrency`` requests in flight
@@ -341,7 +347,11 @@ class OpenAIBackend(Backend):
         reason) or ``sync`` (sent one by one as the run reaches them); ``batch_file``: write the requests as a
         Batch API input file for another runner (``vllm run-batch``) and stop; ``batch_results``: read such
         a runner's output file into the cache first; ``batch_queue_tokens``: the model's batch queue limit in
-        prompt tokens, over the shipped table's (``judge/accounting/batch_limits.toml``)."""
+        prompt tokens, over the shipped table's (``judge/accounting/batch_limits.toml``).
+
+        ``max_top_logprobs``: the most top log-probabilities the server gives per position, on either endpoint
+        (None: OpenAI's documented maxima, 20 on chat completions and 5 on completions; a llama.cpp or vLLM
+        server gives 20 on both, so that a plain prompt is read from as many tokens as a chat one)."""
         try:
             import openai
             import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
@@ -356,6 +366,10 @@ class OpenAIBackend(Backend):
         for name, cap in (("rpm", rpm), ("tpm", tpm), ("max_cost", max_cost)):
             if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
                 raise InputError(f"must be a number > 0, got {cap!r}", field=f"--{name.replace('_', '-')}")
+        if max_top_logprobs is not None and (isinstance(max_top_logprobs, bool) or not isinstance(max_top_logprobs, int)
+                                             or max_top_logprobs < 1):
+            raise InputError(f"must be a whole number >= 1, got {max_top_logprobs!r}", field="max_top_logprobs")
+        self.max_top_logprobs = max_top_logprobs
         self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback,
                                      batch_queue_tokens)
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -403,7 +417,7 @@ class OpenAIBackend(Backend):
         self._tok_cache: dict[tuple[str, bool], int] = {}
         self.capabilities = Capabilities(
             full_vocab=False,
-            top_n=config.top_n,
+            top_n=min(config.top_n, self._top_logprobs_cap(self._chat_by_default(config))),
             chat_template=endpoint != "completions",
             max_context=max_context or config.max_context or 4096,
             batching=True,
@@ -427,6 +441,19 @@ class OpenAIBackend(Backend):
                 raise _Permanent("chat prompt but endpoint=completions (use --no-chat or --endpoint chat)")
             return False
         return prompt.chat
+
+    def _chat_by_default(self, config: GenerateConfig) -> bool:
+        """Whether this run's prompts go to chat completions: the endpoint, else the run's ``chat`` setting (None:
+        the chat template this backend offers)."""
+        if self.endpoint != "auto":
+            return self.endpoint == "chat"
+        return config.chat is not False
+
+    def _top_logprobs_cap(self, chat: bool) -> int:
+        """The most top log-probabilities one request to the chat (or completions) endpoint may ask for."""
+        if self.max_top_logprobs is not None:
+            return self.max_top_logprobs
+        return MAX_TOP_LOGPROBS["chat" if chat else "completions"]
 
     def request(self, prompt: Prompt, top_n: int) -> tuple[str, dict[str, Any]]:
         """The endpoint (``/v1/chat/completions`` or ``/v1/completions``) and JSON body of the request that
@@ -591,6 +618,10 @@ class OpenAIBackend(Backend):
         return THINKS_FIRST.format(model=self.model_id, why=why)
 
     def _logprob_params(self, chat: bool, top_n: int, max_tokens: int = 1, temperature: float = 0.0) -> dict[str, Any]:
+        """The parameters asking the top ``top_n`` tokens per position, at most the endpoint's maximum
+        (:data:`MAX_TOP_LOGPROBS`, or ``max_top_logprobs``): a plain prompt sent to completions when the backend
+        declared chat's 20 is read from its top 5, which its distribution's ``top`` shows."""
+        top_n = min(top_n, self._top_logprobs_cap(chat))
         if chat:
             return {"max_tokens": max_tokens, "temperature": temperature, "logprobs": True, "top_logprobs": top_n}
         return {"max_tokens": max_tokens, "temperature": temperature, "logprobs": top_n}
@@ -843,6 +874,8 @@ class OpenAIBackend(Backend):
                                   "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
         if self.reasoning_effort is not None:
             out["reasoning_effort"] = self.reasoning_effort
+        if self.max_top_logprobs is not None:  # only when given, for the same reason
+            out["max_top_logprobs"] = self.max_top_logprobs
         return out
 
     def counters(self) -> dict[str, int]:
