@@ -140,7 +140,7 @@ def test_without_each_writes_one_head_per_set_that_never_saw_it_or_its_conversat
 
 
 def _readme_fit_commands() -> list[str]:
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Learning from your ratings: heads\n", 1)[1]
+    section = (ROOT / "docs" / "heads.md").read_text(encoding="utf-8").split("\n## Try it\n", 1)[1]
     block = section.split("```bash\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.startswith("judge fit ")]
 

@@ -28,7 +28,7 @@ def test_missing_benchmark_data_is_one_message_and_skips(tmp_path):
 
 def test_ci_runs_the_readmes_test_command_exactly_then_the_slow_suites():
     """The README's command first, then every slow test but the ``long`` ones: together the whole suite less what
-    the README's paragraph names as run before a release (``pytest -m long``)."""
+    CONTRIBUTING.md names as run before a release (``pytest -m long``)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     test_command = next(line for line in first_block if "pytest" in line)
@@ -36,7 +36,7 @@ def test_ci_runs_the_readmes_test_command_exactly_then_the_slow_suites():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert test_command in ci
     assert ci.index('pytest -m "slow and not long"') > ci.index(test_command)
-    assert "`pytest -m long`" in readme
+    assert "`pytest -m long`" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 
 
 def test_ci_prints_each_phases_time_and_sets_no_threading_variable():

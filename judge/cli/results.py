@@ -21,8 +21,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--allow-mock", action="store_true", help=argparse.SUPPRESS)  # tests only: never published
     c.add_argument("--command", default=None, help="the command that regenerates the run (default: rebuilt "
                    "from its config; needed when the run overrode a method's model or backend)")
-    r = verbs.add_parser("render", help="write docs/results.md and judge/models/models_quality.json from every committed "
-                         "summary")
+    r = verbs.add_parser("render", help="write docs/results.md, judge/models/models_quality.json and "
+                         "README.md's figures from every committed summary")
     k = verbs.add_parser("check", help="exit 1 when those files differ from what render would write")
     for verb in (c, r, k):
         verb.add_argument("--root", default=".", help="repository root holding benchmarks/results/ and docs/ "
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         from ..core.io import atomic_write_text
 
         for path, text in published.rendered(page.load_summaries(root / page.SUMMARY_DIR),
-                                             page.load_history(root)).items():
+                                             page.load_history(root), root).items():
             atomic_write_text(root / path, text)
             print(root / path)
         return EXIT_OK

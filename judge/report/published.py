@@ -1,5 +1,6 @@
-"""Every file generated from the committed run summaries: the results page (:mod:`.results_page`) and the
-quality lines ``judge models`` prints (:mod:`.model_figures`). ``judge results render`` writes them and
+"""Every file generated from the committed run summaries: the results page (:mod:`.results_page`), the
+quality lines ``judge models`` prints (:mod:`.model_figures`) and the README's figures (:mod:`.readme_figures`,
+a block inside README.md). ``judge results render`` writes them and
 ``judge results check`` (and the tests) compare them with what is on disk, so none is ever typed.
 """
 
@@ -11,13 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from .model_figures import QUALITY, render_quality
+from .readme_figures import README, render_block, splice
 from .results_page import PAGE, SUMMARY_DIR, load_history, load_summaries, render_page
 
 
-def rendered(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> dict[Path, str]:
+def rendered(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None,
+             root: str | Path | None = None) -> dict[Path, str]:
     """Every generated file (path relative to the repository root -> its text); ``history``: which test items
-    earlier splits put in dev halves and which the last split change moved (``results_page.HISTORY``)."""
-    return {PAGE: render_page(summaries, history), QUALITY: render_quality(summaries, history)}
+    earlier splits put in dev halves and which the last split change moved (``results_page.HISTORY``). With
+    ``root`` holding a README.md, the README too, its figures block replaced (the rest of it as it is)."""
+    out = {PAGE: render_page(summaries, history), QUALITY: render_quality(summaries, history)}
+    readme = Path(root) / README if root is not None else None
+    if readme is not None and readme.is_file():
+        out[README] = splice(readme.read_text(encoding="utf-8"), render_block(summaries, history))
+    return out
 
 
 def differs(root: str | Path = ".") -> list[str]:
@@ -25,7 +33,7 @@ def differs(root: str | Path = ".") -> list[str]:
     under ``root`` (empty when they agree)."""
     root = Path(root)
     out: list[str] = []
-    for path, want in rendered(load_summaries(root / SUMMARY_DIR), load_history(root)).items():
+    for path, want in rendered(load_summaries(root / SUMMARY_DIR), load_history(root), root).items():
         have = (root / path).read_text(encoding="utf-8") if (root / path).is_file() else ""
         out += difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
                                     fromfile=f"{path} (on disk)", tofile=f"{path} (rendered)")
