@@ -618,6 +618,29 @@ def test_lodo_reports_a_training_set_it_could_not_use(tmp_path, data_dir):
     assert "dropped" not in fitted["persona-usr"]
     assert "the other 1 sets; not used: persona-usr Overall (constant human ratings)" in \
         (tmp_path / "res" / "leaderboard.md").read_text()
+    # The meta file: the sets offered to the fit (a setting), then what the fit used and why it left one out.
+    meta_file = cell_path(tmp_path / "res", "lodo", "topical-usr", "Overall", 0).with_suffix(".meta.json")
+    meta = json.loads(meta_file.read_text())
+    assert meta["training_offered"] == ["dailydialog-zhao appropriateness", "persona-usr Overall"]
+    assert meta["trained_on"] == ["dailydialog-zhao appropriateness"]
+    assert meta["dropped"] == {"persona-usr Overall": "constant human ratings"}
+
+    def rerun(config: Path = cfg) -> dict:
+        return run_experiment(load_experiment(config), progress=False, plots=False, load=load, log=lambda m: None)
+
+    # A resume with the same settings is accepted: one killed after the fit file but before its meta got the
+    # fit's outcome completes it, and so does one of a folder whose meta named the offered sets `trained_on`.
+    for earlier in ({k: v for k, v in meta.items() if k not in ("trained_on", "dropped")},
+                    {**{k: v for k, v in meta.items() if k not in ("training_offered", "dropped")},
+                     "trained_on": meta["training_offered"]}):
+        meta_file.write_text(json.dumps(earlier))
+        rerun()
+        assert json.loads(meta_file.read_text()) == meta
+    # Other sets offered to the fit would give other weights: the resume is refused.
+    fewer = tmp_path / "fewer.toml"
+    fewer.write_text(cfg.read_text().replace('datasets = ["TU", "DZ", "PU"]', 'datasets = ["TU", "DZ"]'))
+    with pytest.raises(InputError, match=r"different settings \(training_offered\)"):
+        rerun(fewer)
 
 
 def test_fit_weights_report_names_every_set_it_leaves_out():
