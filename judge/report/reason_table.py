@@ -82,5 +82,5 @@ def _difference(c: Mapping[str, Any] | None) -> str:
     if c is None or c.get("diff") is None:
         return "–"
     sign = "+" if c["diff"] >= 0 else ""
-    return (f"{sign}{num(c['diff'])} {ci_text({'ci_low': c['low'], 'ci_high': c['high']})}, p "
+    return (f"{sign}{figure_text(c['diff'], c['p'])} {ci_text({'ci_low': c['low'], 'ci_high': c['high']})}, p "
             f"{p_display(c['p'], c.get('n_boot'), c.get('n_degenerate') or 0)}")
