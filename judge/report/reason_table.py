@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..stats.floor import too_few_text
 from .results_page import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 
 
@@ -70,7 +71,8 @@ def _figure(x: Mapping[str, Any] | None) -> str:
     """A correlation and its CI as the page prints them (``†`` when not significant)."""
     if x is None or x.get("spearman") is None:
         return "–"
-    return f"{figure_text(x['spearman'], x.get('p'))} {ci_text(x)}"
+    # Below the floor on conversations: no interval, no p, so nothing is marked significant (ci_text says so).
+    return f"{figure_text(x['spearman'], None if x.get('too_few') else x.get('p'))} {ci_text(x)}"
 
 
 def _constant(value: float) -> str:
@@ -82,5 +84,7 @@ def _difference(c: Mapping[str, Any] | None) -> str:
     if c is None or c.get("diff") is None:
         return "–"
     sign = "+" if c["diff"] >= 0 else ""
+    if c.get("too_few"):
+        return f"{sign}{figure_text(c['diff'], None)} {too_few_text(c.get('n_units'))}"
     return (f"{sign}{figure_text(c['diff'], c['p'])} {ci_text({'ci_low': c['low'], 'ci_high': c['high']})}, p "
             f"{p_display(c['p'], c.get('n_boot'), c.get('n_degenerate') or 0)}")
