@@ -10,17 +10,24 @@ no No among its draws fails). Then it prints, per set and on the 3-set average: 
 ratings and its conversation-bootstrap 95% CI, the paired bootstrap difference against the one-token read
 (conversations resampled, as ``judge run``'s comparisons), and per item the prompt and generated tokens
 and the seconds of model time. The statistics are the harness's own (:mod:`judge.harness.summary`,
-:mod:`judge.stats.correlation`), with the run's bootstrap settings.
+:mod:`judge.stats.correlation`), with the run's bootstrap settings; the script recomputes the run's own two
+candidates the same way and stops if they differ from its ``summary.json``.
+
+The table is rendered from the run collected as the results page collects every run (``judge results
+collect``), with the derived candidate added in the run's own form and a ``measure`` block (tokens, seconds,
+draws, rationales that open with their verdict): ``--collect NAME`` writes that summary to
+``benchmarks/results/NAME.json``, and ``judge results render`` puts its table on docs/results.md
+(:mod:`judge.report.reason_table`).
 
     JUDGE_CACHE=/tmp/reason-q15-dev/cache.sqlite judge run benchmarks/configs/reason_q15_dev.toml --data-dir ../shared/data
-    python benchmarks/reason_measure.py results/reason-q15-dev
+    python benchmarks/reason_measure.py results/reason-q15-dev --collect reason-q15-dev
+    judge results render
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import sys
 from pathlib import Path
@@ -31,11 +38,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.harness.summary import cell_stats, row_groups
+from judge.harness import load_experiment
+from judge.harness.summary import cell_stats, paired_comparison, row_groups
 from judge.harness.timing import read_timing
 from judge.records.results import cell_path, read_rows
+from judge.report import load_summary
+from judge.report import results_page as page
+from judge.report.reason_table import measure_table
 from judge.stats import correlation as stats
-from judge.stats.floor import too_few_text
 
 ONE_TOKEN, REASONED, SAMPLED = "q15-criteria", "q15-criteria-reason128", "q15-criteria-reason128-sampled5"
 #: Answers drawn per item, and the seed of the draws.
@@ -60,21 +70,7 @@ def sampled(row: dict[str, Any], k: int = SAMPLES, seed: int = SAMPLE_SEED) -> d
             "label_probs": {"yes": counts[0] / k, "no": counts[1] / k}}
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    text = f"{abs(x):.{digits}f}"
-    return ("−" if x < 0 else "") + (text[1:] if text.startswith("0.") else text)
-
-
-def _ci(ci: dict[str, Any]) -> str:
-    """``[low, high]``, or ``too few conversations (k)`` below the floor (no interval there)."""
-    if ci.get("too_few"):
-        return too_few_text(ci.get("n_units"))
-    return f"[{_fmt(ci['low'], 2)}, {_fmt(ci['high'], 2)}]"
-
-
-def _answer_first(rows: dict[str, list[dict[str, Any]]]) -> str:
+def answer_first(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """How many rationales open with the answer itself (their first word Yes or No), and the range of the
     exact p(Yes) read after them: a rationale that states its verdict first justifies it rather than
     reasoning towards it, and leaves the read little to grade."""
@@ -82,17 +78,76 @@ def _answer_first(rows: dict[str, list[dict[str, Any]]]) -> str:
     first = [(r.get("rationale") or "").strip().split()[:1] for r in every]
     opened = sum(1 for w in first if w and w[0].strip(".,:!").lower() in ("yes", "no"))
     yes = [r["label_probs"]["yes"] for r in every if r.get("label_probs")]
-    spread = f"; p(Yes) after the rationale from {min(yes):.4f} to {max(yes):.4f}" if yes else ""
-    return f"\nRationales whose first word is the answer (Yes or No): {opened} of {len(every)}{spread}."
+    return {"opened": opened, "of": len(every), "p_yes_low": min(yes, default=math.nan),
+            "p_yes_high": max(yes, default=math.nan)}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", help="the run's folder (judge run ... -o FOLDER)")
-    args = ap.parse_args()
-    out = Path(args.results)
-    summary = json.loads((out / "summary.json").read_text())
+def _r(x: float) -> float | None:
+    """A figure as ``summary.json`` holds it (6 decimals; None when undefined)."""
+    return None if x is None or not math.isfinite(x) else round(float(x), 6)
+
+
+def _interval(ci: stats.Interval) -> dict[str, Any]:
+    """An average's CI in the form ``summary.json`` gives it (the harness's ``averages[m]["ci"]``)."""
+    p = None if not math.isfinite(ci.p_value) else float(f"{ci.p_value:.6g}")
+    return {"low": _r(ci.low), "high": _r(ci.high), "level": ci.level, "n_boot": ci.n_boot, "seed": ci.seed,
+            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate, "p": p,
+            **({"too_few": True} if ci.too_few else {})}
+
+
+def derived(summary: dict[str, Any], rows: dict[str, list[dict[str, Any]]], method: str, baseline: str,
+            against: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One candidate's ``summary.json`` entries computed from its rows (per set: ``rows[dataset]``) as ``judge
+    run`` computes a method's: a result per set, the average over the sets with its CI, and its paired
+    comparison against ``baseline`` (rows ``against``) per set and on the average."""
     n_boot, seed = summary["experiment"]["bootstrap"], summary["experiment"]["seed"]
+    quality = {r["dataset"]: r["quality"] for r in summary["results"]}
+    results, parts, paired, comparisons = [], [], [], []
+    for ds, mine in rows.items():
+        st = cell_stats(mine, n_boot, seed)
+        results.append({"method": method, "dataset": ds, "quality": quality[ds], "seeds": [0],
+                        "spearman": st["spearman"]["value"], "sd": None, "p": st["spearman"]["p"], "ci": st["ci"],
+                        "n": st["spearman"]["n"], "p_boot": st["ci"]["p"],
+                        "n_conversations": st["ci"]["n_units"] if st["ci"]["unit"] == "group" else None,
+                        **{k: st[k] for k in ("n_failed", "n_estimated", "n_incomplete")}})
+        human, groups = [r["human"] for r in mine], row_groups(mine)
+        assert [r["id"] for r in mine] == [r["id"] for r in against[ds]], ds
+        parts.append(stats.AveragePart(ds, ([r["score"] for r in mine],), human, groups))
+        paired.append(stats.AveragePart(ds, ([r["score"] for r in mine], [r["score"] for r in against[ds]]), human,
+                                        groups))
+        comparisons.append({"a": method, "b": baseline, "dataset": ds, "quality": quality[ds],
+                            **paired_comparison(mine, against[ds], n_boot, seed)})
+    per_set, overall = stats.dstc10_average({(r["dataset"], r["quality"]): r["spearman"] if r["spearman"] is not None
+                                             else math.nan for r in results})
+    average = {"per_set": {k: _r(v) for k, v in per_set.items()}, "overall": _r(overall),
+               "per_set_n": {ds: [int(math.isfinite(v)), 1] for ds, v in per_set.items()},
+               "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)), len(rows)],
+               "ci": _interval(stats.average_ci(parts, n_boot=n_boot, seed=seed))}
+    t = stats.paired_average(paired, n_boot=n_boot, seed=seed)
+    versus = {"a": method, "b": baseline, "n_sets": len(rows), "n": t.n, "r_a": _r(t.r_a), "r_b": _r(t.r_b),
+              "diff": _r(t.diff), "low": _r(t.low), "high": _r(t.high), "p": _r(t.p_value), "n_boot": t.n_boot,
+              "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate,
+              **({"too_few": True} if t.too_few else {})}
+    return {"results": results, "average": average, "comparisons": comparisons, "average_comparison": versus}
+
+
+def _check_recomputed(summary: dict[str, Any], mine: dict[str, Any], method: str) -> None:
+    """The run's own candidate recomputed here equals what ``judge run`` wrote: the derived one's figures then
+    come from the same statistics."""
+    theirs = {r["dataset"]: (r["spearman"], r["ci"]) for r in summary["results"] if r["method"] == method}
+    ours = {r["dataset"]: (r["spearman"], r["ci"]) for r in mine["results"]}
+    versus = mine["average_comparison"]
+    compared = [c for c in summary["average_comparisons"] if (c["a"], c["b"]) == (versus["a"], versus["b"])]
+    if ours != theirs or mine["average"]["ci"] != summary["averages"][method]["ci"] or \
+            any({k: c.get(k) for k in versus} != versus for c in compared):
+        raise SystemExit(f"reason_measure: {method} recomputed differs from the run's summary.json")
+
+
+def measured(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's ``summary.json`` with the sampled candidate added in its own form, and the ``measure`` block:
+    per candidate the tokens and seconds per item, failures, draws that were no answer and the sets it scored
+    as a constant; and how many rationales open with their verdict."""
+    summary = load_summary(out)
     quality = {r["dataset"]: r["quality"] for r in summary["results"]}  # each set's overall quality
     sets = list(quality)
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -104,50 +159,65 @@ def main() -> int:
             seconds[method] = seconds.get(method, 0.0) + read_timing(path).seconds
     rows[SAMPLED] = {ds: [sampled(r) for r in rows[REASONED][ds]] for ds in sets}
     seconds[SAMPLED] = seconds[REASONED]  # the same rationales; the draws cost nothing
-    shown = ", ".join(f"{ds} ({q})" for ds, q in quality.items())
-    print(f"reason_measure: run {summary['experiment']['name']} ({out}), sets {shown}; bootstrap {n_boot} "
-          f"resamples, seed {seed}; sampled answers: {SAMPLES} per item, seed {SAMPLE_SEED}")
-    header = "| candidate | " + " | ".join(sets) + " | 3-set average [95% CI] | − one-token, p | tokens/item (prompt + generated) | s/item |"
-    print("\n" + header)
-    print("|---|" + "---:|" * (len(sets) + 4))
+    for method in (ONE_TOKEN, REASONED):
+        _check_recomputed(summary, derived(summary, rows[method], method, ONE_TOKEN, rows[ONE_TOKEN]), method)
+    extra = derived(summary, rows[SAMPLED], SAMPLED, ONE_TOKEN, rows[ONE_TOKEN])
+    merged = {**summary,
+              "methods": {**summary["methods"], SAMPLED: {**summary["methods"][REASONED],
+                                                          "sampled_answers": {"from": REASONED, "answers": SAMPLES,
+                                                                              "seed": SAMPLE_SEED}}},
+              "results": [*summary["results"], *extra["results"]],
+              "averages": {**summary["averages"], SAMPLED: extra["average"]},
+              "comparisons": [*summary["comparisons"], *extra["comparisons"]],
+              "average_comparisons": [*summary["average_comparisons"], extra["average_comparison"]]}
+    abbrev = {d["name"]: d.get("abbrev", d["name"]) for d in summary["datasets"]}
+    candidates = {}
     for method in (ONE_TOKEN, REASONED, SAMPLED):
-        cells = []
-        parts, paired = [], []
-        for ds in sets:
-            mine, base = rows[method][ds], rows[ONE_TOKEN][ds]
-            st = cell_stats(mine, n_boot, seed)
-            mark = "" if (st["ci"]["p"] is not None and st["ci"]["p"] < 0.05) else "\\*"
-            scores = {r["score"] for r in mine if r["score"] is not None}
-            if len(scores) == 1:  # no correlation exists: say why rather than print n/a
-                cells.append(f"constant (every item {_fmt(scores.pop(), 1)})")
-            else:
-                cells.append(f"{_fmt(st['spearman']['value'])}{mark} {_ci(st['ci'])}")
-            human, groups = [r["human"] for r in mine], row_groups(mine)
-            parts.append(stats.AveragePart(ds, ([r["score"] for r in mine],), human, groups))
-            assert [r["id"] for r in mine] == [r["id"] for r in base], ds
-            paired.append(stats.AveragePart(ds, ([r["score"] for r in mine], [r["score"] for r in base]), human, groups))
-        avg = stats.average_ci(parts, n_boot=n_boot, seed=seed)
-        test = stats.paired_average(paired, n_boot=2 * n_boot, seed=seed)
         every = [r for ds in sets for r in rows[method][ds]]
         n = len(every)
-        prompt = sum(r["n_prompt_tokens"] for r in every) / n
-        generated = sum(r.get("n_generated_tokens", 0) for r in every) / n
-        failed = sum(r["error"] is not None for r in every)
-        unparsed = sum(r.get("unparsed", 0) for r in every)
-        diff = "" if method == ONE_TOKEN else f"{_fmt(test.diff)} " + (
-            too_few_text(test.n_units) if test.too_few
-            else f"[{_fmt(test.low, 2)}, {_fmt(test.high, 2)}], p = {_fmt(test.p_value, 2)}")
-        extra = (f" ({failed} failed)" if failed else "") + (f" ({unparsed} of {SAMPLES * n} draws not Yes/No)"
-                                                           if method == SAMPLED else "")
-        print(f"| `{method}`{extra} | " + " | ".join(cells) +
-              f" | {_fmt(test.r_a)} {_ci({'low': avg.low, 'high': avg.high, 'too_few': avg.too_few, 'n_units': avg.n_units})} | {diff} | {prompt:.0f} + {generated:.0f} | "
-              f"{seconds[method] / n:.1f} |")
-    print(_answer_first(rows[REASONED]))
-    print(f"\nPer set: Spearman [conversation-bootstrap 95% CI]; \\* = not significant (bootstrap p >= .05). The "
-          f"difference is the paired stratified bootstrap of the 3-set average ({2 * n_boot} resamples). Seconds: model "
-          "time per item from the cells' time files (the two read candidates of one set share a pass); the sampled "
-          "candidate reuses the rationales, so its cost is theirs (an API without log-probabilities would generate "
-          f"{SAMPLES} completions per item).")
+        constant = {}
+        for ds in sets:
+            scores = {r["score"] for r in rows[method][ds] if r["score"] is not None}
+            if len(scores) == 1:  # no correlation exists: the table says why rather than print nothing
+                constant[abbrev[ds]] = scores.pop()
+        candidates[method] = {
+            "items": n, "prompt_tokens": _r(sum(r["n_prompt_tokens"] for r in every) / n),
+            "generated_tokens": _r(sum(r.get("n_generated_tokens", 0) for r in every) / n),
+            "seconds": _r(seconds[method] / n), "failed": sum(r["error"] is not None for r in every),
+            **({"draws": SAMPLES * n, "unparsed": sum(r.get("unparsed", 0) for r in every)} if method == SAMPLED else {}),
+            **({"constant": constant} if constant else {})}
+    first = answer_first(rows[REASONED])
+    block = {"script": "benchmarks/reason_measure.py", "baseline": ONE_TOKEN, "samples": SAMPLES,
+             "sample_seed": SAMPLE_SEED, "candidates": candidates,
+             "answer_first": {**first, "p_yes_low": _r(first["p_yes_low"]), "p_yes_high": _r(first["p_yes_high"])}}
+    return merged, block
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", help="the run's folder (judge run ... -o FOLDER)")
+    ap.add_argument("--collect", metavar="NAME", default=None, help="write the run with the derived candidate to "
+                    "benchmarks/results/NAME.json, as 'judge results collect' writes a run (then: judge results render)")
+    ap.add_argument("--root", default=str(ROOT), help="repository root (default: this script's)")
+    args = ap.parse_args()
+    out, root = Path(args.results), Path(args.root)
+    name = args.collect or load_summary(out)["experiment"]["name"]
+    merged, block = measured(out)
+    # The command of the run itself (the derived candidate is not the config's: it is this script's). A run that
+    # overrode the backend (the mock, in tests) has none, and is never written.
+    run = load_summary(out)
+    command = (page.regenerate_command(run, name, load_experiment) if args.collect
+               else f"judge run {run['experiment']['config']}")
+    collected = page.collect(out, name, load_config=load_experiment, root=root, command=command,
+                             allow_mock=args.collect is None, summary=merged)
+    collected["measure"] = {**block, "command": f"python benchmarks/reason_measure.py results/{name} --collect {name}"}
+    if args.collect:
+        print(page.write_summary(collected, root / page.SUMMARY_DIR))
+    print(f"reason_measure: run {merged['experiment']['name']} ({out}), sets "
+          + ", ".join(f"{d['name']} ({', '.join(d['qualities'])})" for d in merged["datasets"])
+          + f"; bootstrap {merged['experiment']['bootstrap']} resamples, seed {merged['experiment']['seed']}; "
+          f"sampled answers: {SAMPLES} per item, seed {SAMPLE_SEED}\n")
+    print(measure_table(collected))
     return 0
 
 

@@ -178,7 +178,7 @@ def test_reason_measure_reads_a_run_and_adds_the_sampled_candidate(tmp_path, dat
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == ["q15-criteria", "q15-criteria-reason128", "q15-criteria-reason128-sampled5"]
-    assert "p = " in rows[1] and "p = " in rows[2] and " + 0 |" in rows[0] and " + 0 |" not in rows[1]
+    assert "], p " in rows[1] and "], p " in rows[2] and " + 0 |" in rows[0] and " + 0 |" not in rows[1]
     spec = importlib.util.spec_from_file_location("reason_measure", ROOT / "benchmarks" / "reason_measure.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -188,9 +188,13 @@ def test_reason_measure_reads_a_run_and_adds_the_sampled_candidate(tmp_path, dat
     assert module.sampled({**row, "label_probs": {"yes": 1.0, "no": 0.0}})["score"] == 1.0
     assert module.sampled({**row, "label_probs": {"yes": 0.0, "no": 0.0}})["score"] is None
     assert "Rationales whose first word is the answer (Yes or No): " in proc.stdout
-    opened = module._answer_first({"DZ": [{"rationale": " Yes. The reply fits.", "label_probs": {"yes": 0.99, "no": 0.01}},
-                                          {"rationale": "The reply, so: no.", "label_probs": {"yes": 0.4, "no": 0.6}}]})
-    assert "1 of 2; p(Yes) after the rationale from 0.4000 to 0.9900" in opened
+    opened = module.answer_first({"DZ": [{"rationale": " Yes. The reply fits.", "label_probs": {"yes": 0.99, "no": 0.01}},
+                                         {"rationale": "The reply, so: no.", "label_probs": {"yes": 0.4, "no": 0.6}}]})
+    assert opened == {"opened": 1, "of": 2, "p_yes_low": 0.4, "p_yes_high": 0.99}
+    # A mock run is never collected for publishing.
+    refused = subprocess.run([sys.executable, "benchmarks/reason_measure.py", str(out), "--collect", "x", "--root",
+                              str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and not (tmp_path / "benchmarks").exists()
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.harness import load_experiment, run_experiment
 from judge.harness.config import parse_experiment
+from judge.harness.fitted import meta_settings
 from judge.records.results import cell_path, read_rows
 from judge.scorers.classic import create_classic
 from judge.scorers.ensemble import percentile
@@ -618,6 +619,29 @@ def test_lodo_reports_a_training_set_it_could_not_use(tmp_path, data_dir):
     assert "dropped" not in fitted["persona-usr"]
     assert "the other 1 sets; not used: persona-usr Overall (constant human ratings)" in \
         (tmp_path / "res" / "leaderboard.md").read_text()
+    # The meta file: the sets offered to the fit (a setting), then what the fit used and why it left one out.
+    meta_file = cell_path(tmp_path / "res", "lodo", "topical-usr", "Overall", 0).with_suffix(".meta.json")
+    meta = json.loads(meta_file.read_text())
+    assert meta["training_offered"] == ["dailydialog-zhao appropriateness", "persona-usr Overall"]
+    assert meta["trained_on"] == ["dailydialog-zhao appropriateness"]
+    assert meta["dropped"] == {"persona-usr Overall": "constant human ratings"}
+
+    def rerun(config: Path = cfg) -> dict:
+        return run_experiment(load_experiment(config), progress=False, plots=False, load=load, log=lambda m: None)
+
+    # A resume with the same settings is accepted, and one killed after the fit file but before its meta got the
+    # fit's outcome completes it; a meta that named the offered sets `trained_on` reads as the same settings.
+    meta_file.write_text(json.dumps({k: v for k, v in meta.items() if k not in ("trained_on", "dropped")}))
+    rerun()
+    assert json.loads(meta_file.read_text()) == meta
+    earlier = {**{k: v for k, v in meta.items() if k not in ("training_offered", "dropped")},
+               "trained_on": meta["training_offered"]}
+    assert meta_settings(earlier) == meta_settings(meta)
+    # Other sets offered to the fit would give other weights: the resume is refused.
+    fewer = tmp_path / "fewer.toml"
+    fewer.write_text(cfg.read_text().replace('datasets = ["TU", "DZ", "PU"]', 'datasets = ["TU", "DZ"]'))
+    with pytest.raises(InputError, match=r"different settings \(training_offered\)"):
+        rerun(fewer)
 
 
 def test_fit_weights_report_names_every_set_it_leaves_out():

@@ -21,7 +21,7 @@ from ..data.pairs import Pair
 from ..engine.session import Session
 from ..engine.spec import Prepared
 from ..records.results import read_rows
-from .fitted import write_fitted
+from .fitted import meta_settings, record_fit, write_fitted
 from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib
 
@@ -84,9 +84,9 @@ def check_meta(path: Path, meta: dict[str, Any]) -> None:
     """Refuse to resume into a cell written with other settings (mixing them would corrupt results)."""
     mpath = path.with_suffix(".meta.json")
     if mpath.exists():
-        old = json.loads(mpath.read_text(encoding="utf-8"))
+        old = meta_settings(json.loads(mpath.read_text(encoding="utf-8")))  # what a fit recorded after it ran is no setting
         if old != meta:
-            diff = sorted(k for k in meta if old.get(k) != meta.get(k))
+            diff = sorted(k for k in {*meta, *old} if old.get(k) != meta.get(k))
             raise InputError(
                 f"existing results were made with different settings ({', '.join(diff)}); "
                 "write to a new results folder (-o) or delete this one", file=str(mpath))
@@ -114,6 +114,7 @@ def compute(path: Path, nbytes: int, session: Session, prep: Prepared, todo: Seq
         fitted = judge.fitted() if cell else None
         if fitted is not None:
             write_fitted(path, fitted)
+            record_fit(path)  # the sets a lodo fit learned on, in the meta file
     finally:
         writer.close()
         after = session.counters()

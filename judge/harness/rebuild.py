@@ -24,6 +24,7 @@ from ..datasets.source import resolve_source
 from ..engine.spec import MethodSpec, Prepared, method_type
 from ..records.results import cell_path
 from .config import DatasetSpec, Experiment
+from .fitted import meta_settings
 from .runner import cell_meta, plan, prepare_cell
 
 #: A cell's key: (method, set, quality, seed).
@@ -83,6 +84,7 @@ def rebuild(results_dir: str | Path, summary: dict[str, Any], *, data_dir: str |
             out.problems[cell.key] = f"the method no longer prepares on the data: {exc}"
             continue
         recorded = metas.get(cell.key)
+        recorded = None if recorded is None else meta_settings(recorded)  # a fit's outcome is no setting
         now = cell_meta(cell, live, prep)
         if recorded is None:
             out.problems[cell.key] = "the cell has no meta file"

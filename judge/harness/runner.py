@@ -37,7 +37,7 @@ from .compare_cells import entries as compare_entries
 from .compare_cells import means as compare_means
 from .compare_cells import timing as compare_timing
 from .config import Experiment
-from .fitted import read_fitted
+from .fitted import read_fitted, record_fit
 from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
@@ -149,8 +149,8 @@ def cell_meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
     }
     if _uses_examples(prep):  # where the examples came from: another pool gives other prompts
         meta["example_pool"] = prep.spec.pool or exp.example_pool()
-    if prep.training:  # other datasets give other weights: a resume must not mix them
-        meta["trained_on"] = [t.label for t in prep.training]
+    if prep.training:  # the sets offered to the fit (other sets give other weights): a resume must not mix them
+        meta["training_offered"] = [t.label for t in prep.training]  # what it used: ``record_fit``, after it
     if cell.not_trained_on:  # the experiment's sets lodo must not learn on for this one, and why
         meta["not_trained_on"] = dict(cell.not_trained_on)
     if prep.left_out:  # an ensemble without some optional members on this set
@@ -286,6 +286,8 @@ def run_experiment(
         finally:
             bar.close()
     wall = time.perf_counter() - t0
+    for _, _, path, *_ in todo:  # a run killed between a fit file and its meta: the next one completes it
+        record_fit(path)
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
                         timings={c.key: read_timing(p) for c, _, p, *_ in todo},
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})

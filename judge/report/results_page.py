@@ -100,13 +100,16 @@ class RunConfig(Protocol):
 
 
 def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunConfig], root: str | Path = ".",
-            command: str | None = None, allow_mock: bool = False) -> dict[str, Any]:
+            command: str | None = None, allow_mock: bool = False,
+            summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The small committed summary of the ``judge run`` folder ``run_dir``. ``command`` overrides the
     regenerating command that is otherwise rebuilt from the config (refused when the run's methods
     differ from the config's, as after --model or --backend, since that command would not rebuild them).
     A run with a method on the mock backend is refused unless ``allow_mock`` (tests): its figures mean
-    nothing and must never be published. ``load_config`` reads the run's config (``load_experiment``)."""
-    summary = _load_run(Path(run_dir))
+    nothing and must never be published. ``load_config`` reads the run's config (``load_experiment``).
+    ``summary``: the run's ``summary.json`` with a candidate a script derives from its rows added in the same
+    form (benchmarks/reason_measure.py), instead of the file as the run wrote it."""
+    summary = dict(summary) if summary is not None else _load_run(Path(run_dir))
     compared = {e["name"]: e["spec"] for e in summary.get("pairwise", [])}
     mocked = [m for m, info in {**summary["methods"], **compared}.items() if uses_mock(info)]
     if mocked and not allow_mock:
@@ -342,6 +345,10 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
         parts.append(_kind_section(kind, summaries, history))
     if any(s.get("pairwise") for s in summaries):
         parts.append(_pairwise_section(summaries))
+    if any(s.get("measure") for s in summaries):  # a measurement with a candidate its script derives
+        from .reason_table import measure_section
+
+        parts.append(measure_section(summaries))
     if history is not None:
         parts.append(_read_in_dev_section(history))
     parts.append(_pending_section())
