@@ -101,7 +101,7 @@ def test_the_head_preset_scores_benches_and_runs_on_smollm2(tmp_path: Path, monk
     """The head preset's own table, its model and head swapped for the embedded SmolLM2 and a head fitted on it
     (from one example system's file, conversations the scored file does not hold), through ``judge
     score``, ``judge bench`` and ``judge run`` with the real model, each on a fresh cache: rows with finite
-    scores, bench's summary (issue 53: it scored every item, then died in the summary on a key the head's
+    scores, bench's summary (it once scored every item, then died in the summary on a key the head's
     description lacks), the run's cell. The shipped head on its Qwen runs in tests/test_shipped_heads.py."""
     import math
 
@@ -141,7 +141,7 @@ def test_the_head_preset_scores_benches_and_runs_on_smollm2(tmp_path: Path, monk
 @pytest.mark.long  # the real Qwen2.5-Coder-1.5B: the SmolLM2 test above takes the same way through the commands
 def test_the_head_preset_scores_benches_and_runs_with_its_model(tmp_path: Path):
     """On rated conversations it did not learn from, with its own model: ``judge bench`` prints its summary
-    (issue 53: it scored every item, then died in the summary on a key the head's description lacks)."""
+    (it once scored every item, then died in the summary on a key the head's description lacks)."""
     def judge(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=900)
