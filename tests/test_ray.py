@@ -305,13 +305,18 @@ def _documented() -> list[list[str]]:
     return [shlex.split(line.split("#", 1)[0])[1:] for line in block.splitlines() if line.startswith("judge ")]
 
 
-@pytest.mark.long
-def test_the_documented_commands_run_on_the_cluster(cluster: Cluster, tmp_path: Path, data_dir: Path):
+#: CI runs the documented commands on the mock backend (what they add is finding the cluster and sharing the work
+#: out: the answers of real models on the actors are the shipped configs' and the killed-actor test's);
+#: `pytest -m long` as written, with SmolLM2.
+@pytest.mark.parametrize("backend", [pytest.param("mock"), pytest.param("as-written", marks=pytest.mark.long)])
+def test_the_documented_commands_run_on_the_cluster(cluster: Cluster, tmp_path: Path, data_dir: Path, backend: str):
     """docs/distributed.md's ``judge run``, ``judge score`` and ``judge bench`` with ``--ray auto`` (the cluster
-    found through ``RAY_ADDRESS``, as on a cluster's machine), SmolLM2: each writes the rows of the same command
+    found through ``RAY_ADDRESS``, as on a cluster's machine): each writes the rows of the same command
     without Ray (run and bench: the local command reads the actors' answers from the cache, so every key must
     be the local one; score: computed here too, 12 items)."""
-    commands = {args[0]: [str(data_dir) if a == "../shared/data" else a for a in args] for args in _documented()}
+    extra = ["--backend", "mock"] if backend == "mock" else []
+    commands = {args[0]: [*(str(data_dir) if a == "../shared/data" else a for a in args), *extra]
+                for args in _documented()}
     assert sorted(commands) == ["bench", "run", "score"]
     out = {"run": ["-o"], "bench": ["--results"], "score": ["--format", "jsonl", "-o"]}
     for name, args in commands.items():
