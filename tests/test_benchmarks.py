@@ -14,6 +14,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_every_benchmark_script_imports_what_it_uses(monkeypatch):
+    """Each script's imports resolve (module moves show here, in the README's command, though the runs that time
+    a model are ``long``); loading one runs nothing (each keeps its work behind ``__main__``)."""
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    assert len(scripts) >= 20
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as when run: the script's folder first
+    for path in scripts:
+        spec = importlib.util.spec_from_file_location(f"benchmark_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 @pytest.mark.long  # 13-25 s of real-model work
 def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     """Two timed DailyDialog-Zhao items, 1-shot, SmolLM2: the defaults against flash attention in ABBA
