@@ -14,6 +14,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_every_benchmark_script_imports_what_it_uses(monkeypatch):
+    """Each script's imports resolve (module moves show here, in the README's command, though the runs that time
+    a model are ``long``); loading one runs nothing (each keeps its work behind ``__main__``)."""
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    assert len(scripts) >= 20
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # as when run: the script's folder first
+    for path in scripts:
+        spec = importlib.util.spec_from_file_location(f"benchmark_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 @pytest.mark.long  # 13-25 s of real-model work
 def test_long_prompts_compares_llama_cpp_settings_on_the_same_items(data_dir):
     """Two timed DailyDialog-Zhao items, 1-shot, SmolLM2: the defaults against flash attention in ABBA
@@ -239,19 +251,27 @@ def test_joint_bootstrap_prints_both_rules_and_the_widening(data_dir):
     assert float(last.split("SD ratio ")[1].split()[0]) > 1
 
 
-@pytest.mark.slow  # 13 s of timed runs against the fault server: kept out of the README's 10-minute command
-def test_api_limits_prints_adaptive_against_fixed_concurrency():
+@pytest.mark.slow  # 9 s of timed runs against the fault server: kept out of the README's 10-minute command
+def test_api_limits_paces_under_the_limit_that_the_same_concurrency_unpaced_meets():
     """The smallest run of benchmarks/api_limits.py: each mode's row, ratios against the best fixed
-    concurrency of the same run, and the verdict line (the adaptive run fails no item)."""
+    concurrency of the same run, and the verdict line. The control, 16 in flight unpaced, meets the server's
+    limit (27 to 30 429s here); adaptive pacing with the same 16 at most sends no request over it and fails no
+    item. With pacing off the adaptive row is that control again and this fails. Which run is faster is
+    printed, not asserted: on a shared host the wall times of a 2-second run are noise."""
     proc = subprocess.run([sys.executable, "benchmarks/api_limits.py", "--items", "120", "--rpm", "60",
-                           "--time-scale", "30", "--fixed", "4", "--concurrency", "8"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+                           "--time-scale", "30", "--fixed", "4", "16", "--concurrency", "16"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^\s+fixed 4\s+120\s+0\s+\d+\s+\d+\s+4\s+[\d.]+\s+[\d.]+\s+1\.00x", proc.stdout, re.M), proc.stdout
-    adaptive = re.search(r"^\s+adaptive \(1\.\.8\)\s+120\s+(\d+)\s+", proc.stdout, re.M)
-    assert adaptive and adaptive[1] == "0", proc.stdout
-    assert re.search(r"^target \(adaptive: 0 failed, at least as fast as the best fixed concurrency, fixed 4\): "
-                     r"(met|NOT met) \(", proc.stdout, re.M), proc.stdout
+    row = r"^\s+{}\s+120\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)x"
+    fixed4, fixed16, adaptive = (re.search(row.format(re.escape(mode)), proc.stdout, re.M)
+                                 for mode in ("fixed 4", "fixed 16", "adaptive (1..16)"))
+    assert fixed4 and fixed16 and adaptive, proc.stdout
+    assert fixed4[1] == fixed16[1] == "0", proc.stdout  # retried: every item scored
+    assert int(fixed16[2]) >= 10, proc.stdout  # the limit bites at 16 in flight ...
+    assert adaptive[1] == "0" and int(adaptive[2]) <= 2, proc.stdout  # ... and pacing keeps under it
+    assert "1.00" in (fixed4[5], fixed16[5]), proc.stdout  # the best fixed concurrency is the ratios' base
+    assert re.search(r"^target \(adaptive: 0 failed, at least as fast as the best fixed concurrency, fixed (4|16)\): "
+                     r"(met|NOT met) \(\d+\.\d+ s vs \d+\.\d+ s, 0 failed\)$", proc.stdout, re.M), proc.stdout
 
 
 @pytest.mark.slow  # four judge score processes and batches of 4 s against the fault server

@@ -85,20 +85,23 @@ def _config(tmp_path: Path, text: str) -> Path:
     return p
 
 
-@pytest.mark.long  # 13-25 s of real-model work
-def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_dir):
+#: Which rows bench and run write is the engine's: CI runs it on the mock backend, `pytest -m long` with SmolLM2
+#: (13-25 s of real-model work).
+@pytest.mark.parametrize("backend", [pytest.param("mock", marks=pytest.mark.slow),
+                                     pytest.param("llamacpp", marks=pytest.mark.long)])
+def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_dir, backend):
     """`judge bench` is a one-cell `judge run`: same rows byte for byte, and it prints that 4 items hold too few
     conversations for a bootstrap CI."""
     cache = tmp_path / "cache.sqlite"
     bench_out = tmp_path / "bench.jsonl"
     proc = _cli("bench", "--data-dir", str(data_dir), "--dataset", "DZ", "--limit", "4", "--selector",
-                "bm25-context", "--k", "2", "--threads", "2", "-o", str(bench_out), cache=cache)
+                "bm25-context", "--k", "2", "--threads", "2", "--backend", backend, "-o", str(bench_out), cache=cache)
     assert proc.returncode == 0, proc.stderr
     for word in ("spearman", "pearson", "kendall", "too few conversations (", "s/item over 4 rows", "cache 0 hits, 4 misses",
                  "n         4"):
         assert word in proc.stdout, proc.stdout
     cfg = _config(tmp_path, 'datasets = ["DZ"]\n[[methods]]\nprompt = "yesno"\nselector = "bm25-context"\nk = 2\n'
-                            'generate = { threads = 2 }\n')
+                            f'backend = "{backend}"\ngenerate = {{ threads = 2 }}\n')
     run_out = tmp_path / "run"
     proc = _cli("run", str(cfg), "--data-dir", str(data_dir), "--limit", "4", "-o", str(run_out), "--no-progress",
                 cache=cache)

@@ -102,13 +102,14 @@ datasets = ["FT"]
 limit = 8
 [defaults]
 generate = {{ threads = 2 }}
+{backend}
 [[methods]]
 name = "yn"
 prompt = "yesno"
 [[methods]]
 name = "yn-short"
 prompt = "yesno"
-generate = {{ threads = 2, max_context = 160 }}
+{short}
 [[methods]]
 type = "classic"
 scorer = "length"
@@ -128,18 +129,28 @@ fit = "cv"
 """
 
 
-@pytest.mark.long  # SmolLM2 with a 160-token window on 8 FED-Turn items, for the failed-member accounting
-def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir):
+#: The short member's window: some FED-Turn prompts are too long for it, in SmolLM2's tokens and in the mock's
+#: (4 characters each).
+SHORT = {"smollm2": ("", "generate = { threads = 2, max_context = 160 }"),
+         "mock": ('backend = "mock"', "generate = { threads = 2, max_context = 200 }")}
+
+
+#: The accounting and the resume are harness logic: CI runs them on the mock backend (slow suite: 2-3 s);
+#: `pytest -m long` with SmolLM2.
+@pytest.mark.parametrize("backend", [pytest.param("mock", marks=pytest.mark.slow),
+                                     pytest.param("smollm2", marks=pytest.mark.long)])
+def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir, backend):
     cfg = tmp_path / "ens.toml"
     out = tmp_path / "res"
-    cfg.write_text(CONFIG.format(data=data_dir, out=out))
+    top, short = SHORT[backend]
+    cfg.write_text(CONFIG.format(data=data_dir, out=out, backend=top, short=short))
     exp = load_experiment(cfg)
     summary = run_experiment(exp, progress=False, plots=False)
     n = len(read_rows(cell_path(out, "yn", "fed-turn", "Overall", 0)))
     assert n == 8
     short = read_rows(cell_path(out, "yn-short", "fed-turn", "Overall", 0))
     failed = [i for i, r in enumerate(short) if r["error"]]
-    assert failed and len(failed) < n, "the window should cut some FED-Turn prompts, not all"
+    assert failed and len(failed) < n, "the short member should fail some items, not all"
     f = len(failed)
     # Each member prompt that got an answer was computed once; the ensembles' passes over the members
     # were cache hits. A prompt too long for its window has no answer to store, so it is asked again
@@ -195,19 +206,22 @@ def test_config_errors_name_the_entry(tmp_path):
     assert ok.with_overrides(methods=["ens-x"] if False else [ens.name]).methods == (ens,)
 
 
-@pytest.mark.long  # 13-25 s of real-model work
-def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path):
+#: How the commands build the ensemble is the engine's: CI runs it on the mock backend, `pytest -m long` with
+#: SmolLM2 (13-25 s of real-model work).
+@pytest.mark.parametrize("backend", [pytest.param("mock", marks=pytest.mark.slow),
+                                     pytest.param("llamacpp", marks=pytest.mark.long)])
+def test_cli_bench_member_flags_build_the_same_ensemble(tmp_path, backend):
     """`judge bench FILE --member ... --member ...` prints the ensemble's statistics; its rows equal a
     `judge score` of the same members (both build through the engine)."""
     bench_rows = tmp_path / "bench.jsonl"
     proc = _cli("bench", str(EXAMPLES), "--member", "prompt=yesno", "--member", "scorer=length", "--weights", "2,1",
-                "--threads", "2", "-o", str(bench_rows))
+                "--threads", "2", "--backend", backend, "-o", str(bench_rows))
     assert proc.returncode == 0, proc.stderr
     assert "rank-mean ensemble of yesno-none-k0, length (weights 2, 1)" in proc.stdout
     assert "spearman" in proc.stdout
     score_rows = tmp_path / "score.jsonl"
     proc = _cli("score", str(EXAMPLES), "--member", "prompt=yesno", "--member", "scorer=length", "--weights", "2,1",
-                "--threads", "2", "-o", str(score_rows))
+                "--threads", "2", "--backend", backend, "-o", str(score_rows))
     assert proc.returncode == 0, proc.stderr
     a = [json.loads(x) for x in bench_rows.read_text().splitlines()]
     b = [json.loads(x) for x in score_rows.read_text().splitlines()]

@@ -47,7 +47,7 @@ def seen(tmp_path_factory, data_dir):
             "set": "topical-usr", "search": SEARCH, "compare": ["topical-usr · Overall", "yesno", "bm25c-2"]}
     proc = run_isolated([sys.executable, str(ROOT / "tests" / "view_browser.py"), json.dumps(plan)], cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = {**json.loads(proc.stdout.strip().splitlines()[-1]), "page": plan["page"]}
     assert got["errors"] == []  # no script error in the page's console
     return got, view, sent, Path(plan["shots"])
 
@@ -79,6 +79,14 @@ def test_the_page_shows_every_item_in_disagreement_order(seen):
     assert got["first_page"] == by_disagreement(view, flat(view))[:50]
     assert got["ready_ms"] > 0
     assert (shots / "items.png").stat().st_size > 10_000
+
+
+def test_the_page_makes_no_request_beyond_its_own_file(seen):
+    """Through the whole scenario (filters, search, detail, side by side) the browser asked for the view
+    file and for nothing else: no script, style, font or image from anywhere, not even a file beside it."""
+    got, *_ = seen
+    page = Path(got["page"]).resolve().as_uri()
+    assert got["requests"] == [page], got["requests"]
 
 
 def test_an_items_prompt_is_the_prompt_the_backend_was_sent(seen):

@@ -10,6 +10,7 @@ It opens the page, reads the item count, the first page of rows and the item ope
 filters to one method and set (count, scatter points, the cell's statistics), to failed items, then by
 text; opens another row; and switches to the side-by-side section (the paired difference, the order of
 the shared items, both prompts of the item opened). Each view is saved as a screenshot in ``shots``.
+Every request the browser makes on the way is listed (``requests``), the page file's own included.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ def main() -> None:
     shots.mkdir(parents=True, exist_ok=True)
     seen: dict[str, Any] = {"errors": []}
     with browser_page() as page:
+        # Every request of the browser context (the page, its frames, any worker), from the file's own
+        # navigation on: the page promises to read nothing but itself.
+        seen["requests"] = []
+        page.context.on("request", lambda r: seen["requests"].append(r.url))
         page.on("pageerror", lambda e: seen["errors"].append(str(e)))
         page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
         seen["ready_ms"] = open_view(page, plan["page"])
