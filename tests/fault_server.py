@@ -504,9 +504,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         if srv.reasoning:
-            refused = _refusal(body)
-            if refused is not None:
-                self._send(*refused, limit_headers)
+            refusal = _refusal(body)
+            if refusal is not None:
+                self._send(*refusal, limit_headers)
                 return
             self._send(200, self._reasoned(prompt, body, chat, with_lp=False), limit_headers)
             return

@@ -165,7 +165,7 @@ def page(objects: Sequence[dict[str, Any]], query: dict[str, list[str]], kind: s
         return 400, wrong
     rows = list(objects)
     if kind == "files":
-        purpose = (query.get("purpose") or [None])[0]
+        purpose = next(iter(query.get("purpose") or ()), None)
         if purpose is not None:
             rows = [r for r in rows if r.get("purpose") == purpose]
         order = (query.get("order") or ["desc"])[0]
@@ -174,7 +174,7 @@ def page(objects: Sequence[dict[str, Any]], query: dict[str, list[str]], kind: s
                               param="order", code="invalid_value")
         if order == "asc":
             rows.reverse()
-    after = (query.get("after") or [None])[0]
+    after = next(iter(query.get("after") or ()), None)
     if after is not None:
         ids = [r["id"] for r in rows]
         rows = rows[ids.index(after) + 1:] if after in ids else []
