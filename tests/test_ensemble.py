@@ -139,7 +139,10 @@ SHORT = {"smollm2": ("", "generate = { threads = 2, max_context = 160 }"),
 #: `pytest -m long` with SmolLM2.
 @pytest.mark.parametrize("backend", [pytest.param("mock", marks=pytest.mark.slow),
                                      pytest.param("smollm2", marks=pytest.mark.long)])
-def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir, backend):
+def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identically(tmp_path, data_dir, backend,
+                                                                                  monkeypatch):
+    # A cache of its own: the counts below are this run's, whatever the suite's shared cache already holds.
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
     cfg = tmp_path / "ens.toml"
     out = tmp_path / "res"
     top, short = SHORT[backend]
