@@ -77,6 +77,9 @@ class Item:
     #: The dev/test split and every guard that keeps a conversation on one side read it; None (items built
     #: in code) falls back to ``group``.
     conversation: str | None = None
+    #: What the log said about the item beyond its text (conversation id, model, version, timestamp, a user's
+    #: feedback): plain values a report can group by (``--by model,version``); empty for the benchmark sets.
+    meta: dict[str, str | int | float | bool | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.group is None:

@@ -17,6 +17,8 @@ DIGITS = 6
 #: Row keys, in the order they are written.
 ROW_KEYS = ("id", "method", "seed", "quality", "human", "score", "label_probs", "examples", "flags", "estimated",
             "complete", "error", "system", "group", "n_prompt_tokens")
+#: The key after ROW_KEYS in the rows of items whose file carried metadata (``Item.meta``), and only in them.
+META_KEY = "meta"
 #: Keys after those in the rows of a method that reasons first (``reason = N``), and only in them, so that every
 #: other method's rows stay as they were: what the judge said (capped at RATIONALE_CHARS, with its full
 #: length), the tokens it generated, and the sampled completions whose answer could not be read.
@@ -47,7 +49,7 @@ def item_row(item: Item, score: Score, method: str, quality: str | None, seed: i
     when the backend returned only its top-N tokens, so a label spelling outside them counted as 0.
     ``group`` is the conversation the leakage guard used (omitted for plain same-context groups).
     ``seed`` is the selection seed of LLM methods (None for classic scorers). A method that reasons first
-    adds :data:`REASON_KEYS` (``rationale`` None where the item failed).
+    adds :data:`REASON_KEYS` (``rationale`` None where the item failed); an item with metadata adds ``meta``.
     """
     human = item.human(quality) if quality is not None else None
     row = {
@@ -67,6 +69,8 @@ def item_row(item: Item, score: Score, method: str, quality: str | None, seed: i
         "group": item.group if item.group is None or not item.group.startswith("ctx:") else None,
         "n_prompt_tokens": score.n_prompt_tokens,
     }
+    if item.meta:
+        row[META_KEY] = dict(item.meta)
     said = score.said
     if said is not None:
         row.update(rationale=said.rationale[:RATIONALE_CHARS] if score.error is None else None,
