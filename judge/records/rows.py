@@ -52,7 +52,7 @@ def item_row(item: Item, score: Score, method: str, quality: str | None, seed: i
     adds :data:`REASON_KEYS` (``rationale`` None where the item failed); an item with metadata adds ``meta``.
     """
     human = item.human(quality) if quality is not None else None
-    row = {
+    row: dict[str, Any] = {
         "id": item.id,
         "method": method,
         "seed": seed,
