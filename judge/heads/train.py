@@ -16,10 +16,9 @@ import numpy as np
 
 from ..accounting.rates import today
 from ..core.errors import InputError
-from ..data.items import Item
+from ..data.items import Item, conversation_of
 from ..data.qualities import Quality
 from ..datasets.identity import fingerprint
-from ..datasets.split import conversation_of
 from ..engine import BackendPool, MethodSpec, build, prepare
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
