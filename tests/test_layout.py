@@ -280,8 +280,11 @@ def test_the_import_graph_has_no_loop():
 
 
 def test_no_import_runs_back_up_the_layers():
-    """Each module imports only from its folder and the layers below (``LAYERS`` says why they are in that
-    order); nothing imports the root package."""
+    """Each module imports only from its folder and the layers below, following the flow load -> select ->
+    render -> backend -> score -> statistics -> report: core < models, accounting, stats < data < datasets <
+    prompts < selectors < backends < scorers < records < engine < distributed, heads < methods < report <
+    harness, serve < view < cli (``LAYERS`` says where and why the code's dependencies differ from the bare
+    flow). Nothing imports the root package."""
     offenders = _upward(_without_allowed(_import_graph()))
     assert not offenders, "\n".join(offenders.values())
 
