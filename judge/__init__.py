@@ -24,7 +24,7 @@ set_thread_defaults()
 
 from .backends import Prompt, backend_names, create_backend
 from .core.config import GenerateConfig
-from .core.distribution import check_not_shadowed
+from .core.distribution import SOURCE_VERSION, check_not_shadowed
 from .core.errors import InputError, JudgeError, TemplateError, UnknownNameError
 from .data.items import Item, Turn
 from .data.qualities import Quality, quality_for
@@ -38,7 +38,7 @@ from .scorers.llm import LLMJudge
 from .selectors import Selector, get_selector
 from .stats.correlation import correlate, correlations
 
-__version__ = "0.1.0"  # of the distribution dialogue-judge (judge.core.distribution)
+__version__ = SOURCE_VERSION  # of the distribution dialogue-judge (judge.core.distribution)
 
 # Refuse to run beside the unrelated PyPI package 'judge', which would otherwise half-replace this one.
 check_not_shadowed()

@@ -18,12 +18,12 @@ import pytest
 
 from judge.cli import main
 from judge.core.errors import InputError
-from judge.data.items import Item, Turn
+from judge.data.items import Item, Turn, conversation_of
 from judge.datasets import load_benchmark, load_items
 from judge.datasets.benchmarks import DATASETS
 from judge.datasets.contexts import MIN_CONTEXT, ContextIndex, context_texts, piece_key, pieces, unlabelled
 from judge.datasets.identity import fingerprint, identify, index_digest, known_contexts, known_conversations
-from judge.datasets.split import conversation_of, split_of
+from judge.datasets.split import split_of
 from judge.harness.config import parse_experiment
 from judge.harness.runner import attach_training, plan, prepare_cell
 from judge.heads.head import locate_head, read_head

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from judge.datasets.paper import paper_value
 from judge.harness import load_experiment, run_experiment
 from judge.report import load_summary, render_all, render_csv, render_markdown
-from judge.report.paper import paper_value
 
 CONFIG = """
 name = "rep"

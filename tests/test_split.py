@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from judge.core.errors import InputError
+from judge.data.items import conversation_of
 from judge.datasets import load_benchmark, load_items, resolve_source
 from judge.datasets.benchmarks import DATASETS
 from judge.datasets.conversations import build_index, index_text
 from judge.datasets.identity import INDEX
-from judge.datasets.split import conversation_of, split_items, split_of
+from judge.datasets.split import split_items, split_of
 from judge.harness import load_experiment, plan
 from judge.harness.config import parse_experiment
 

@@ -1,4 +1,7 @@
-"""Command line: ``judge score``, ``judge bench`` and the other subcommands (thin layers over the API)."""
+"""Command line: ``judge score``, ``judge bench`` and the other subcommands (thin layers over the API).
+
+Building the parser imports every subcommand's module, so what only one command uses (the viewer, the results
+page, the ``--check`` estimate, downloads, the web server) is imported inside that command's ``run``."""
 
 from __future__ import annotations
 

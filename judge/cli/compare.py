@@ -51,6 +51,7 @@ from .options import (
     run_options,
     spec_from_args,
 )
+from .score import _registered_qualities
 
 #: The pointwise method compared beside the pairwise judge by default (a shipped preset: the criteria prompt).
 DEFAULT_AGAINST = "criteria"
@@ -179,7 +180,6 @@ def _quality(args: argparse.Namespace, items: list[Item], file: str) -> Quality 
             name = dataset_info(items[0].dataset).overall
         except UnknownNameError:
             name = None
-    from .score import _registered_qualities
 
     return resolve_quality(or_overall(name, items), items, _registered_qualities(file, items), parse_scales(args))
 

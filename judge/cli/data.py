@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.errors import JudgeError
 from . import EXIT_OK, EXIT_USAGE
 
 
@@ -38,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     from pathlib import Path
 
-    from ..core.errors import JudgeError
 
     failed = 0
     for f in DATA_FILES:

@@ -11,6 +11,10 @@ import tomllib
 from importlib import resources
 from typing import Any
 
+from ..core.errors import InputError
+from ..engine.named import PRESETS, load_methods
+from ..heads.head import read_head, shipped_heads
+from ..models.packaged import DEFAULT_MODEL, PACKAGED, SplitModel, ensure_assembled, installed_state
 from . import EXIT_OK
 
 NOT_MEASURED = "not measured"
@@ -42,8 +46,6 @@ def shipped_heads_by_model() -> dict[str, list[dict[str, Any]]]:
     learned from (and their items), its cross-validated figures, the preset that scores with it
     (``--method``), and the test-half line of heads on its model (generated from the committed runs,
     judge/models/models_quality.json). Each file is read once for the whole listing."""
-    from ..engine.named import PRESETS, load_methods
-    from ..heads.head import read_head, shipped_heads
     from ..report.model_figures import read_head_quality
 
     presets = {str(m.head): name for name, m in load_methods(PRESETS).items() if m.head}
@@ -81,8 +83,6 @@ def _size_text(size: int | None) -> str:
 
 def listing() -> list[dict[str, Any]]:
     """One record per packaged model: name, state, size, install command, provenance, sha256, figures."""
-    from ..models.packaged import DEFAULT_MODEL, PACKAGED, SplitModel, installed_state
-
     figures = measured()
     heads = shipped_heads_by_model()
     out = []
@@ -122,11 +122,7 @@ def _print_listing(records: list[dict[str, Any]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.errors import InputError
-
     if args.action == "assemble":
-        from ..models.packaged import PACKAGED, SplitModel, ensure_assembled
-
         split = {n: m for n, m in PACKAGED.items() if isinstance(m, SplitModel)}
         if args.name not in split:
             raise InputError(f"name one of the split models: {', '.join(split)}", field="NAME")

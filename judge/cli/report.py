@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..report import load_summary, render_all, render_markdown
 from . import EXIT_OK
 
 
@@ -16,8 +17,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import load_summary, render_all, render_markdown
-
     summary = load_summary(args.results_dir)
     for path in render_all(args.results_dir, None, plots=not args.no_plots):
         print(path)

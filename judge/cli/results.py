@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.io import atomic_write_text
+from ..harness import load_experiment
 from . import EXIT_OK
 
 #: Exit code of ``judge results check`` when a generated file differs from what ``render`` would write.
@@ -31,7 +33,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import load_experiment
     from ..report import published
     from ..report import results_page as page
 
@@ -42,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
         print(page.write_summary(summary, root / page.SUMMARY_DIR))
         return EXIT_OK
     if args.action == "render":
-        from ..core.io import atomic_write_text
-
         for path, text in published.rendered(page.load_summaries(root / page.SUMMARY_DIR),
                                              page.load_history(root), root).items():
             atomic_write_text(root / path, text)

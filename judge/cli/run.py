@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from ..accounting.counters import report_counters
 from ..distributed.options import add_ray_options, ray_from_args
+from ..harness import load_experiment, run_experiment
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_progress_option, check_counts
 
@@ -38,8 +39,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..harness import load_experiment, run_experiment
-
     check_counts(args, "limit")
     exp = load_experiment(args.config).with_overrides(
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,

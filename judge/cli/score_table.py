@@ -13,6 +13,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..harness.summary import cell_stats
+from ..report.table import p_text, too_few
+from ..stats.floor import MIN_CONVERSATIONS, too_few_text
+
 #: Widest id shown in full; longer ids are cut with an ellipsis (the JSONL output keeps them whole).
 MAX_ID = 32
 
@@ -66,9 +70,6 @@ class ScoreTable:
         rated = [r for r in rows if r.get("human") is not None]
         if not self.with_human or not rated:
             return
-        from ..harness.summary import cell_stats
-        from ..report.table import p_text, too_few
-        from ..stats.floor import MIN_CONVERSATIONS, too_few_text
 
         cell = cell_stats(rows, n_boot, seed)
         sp, ci = cell["spearman"], cell["ci"]

@@ -10,9 +10,12 @@ import sys
 from typing import Any
 
 from ..core.errors import InputError
+from ..datasets import load_items
 from ..engine import MethodSpec
 from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default
+from ..serve import require_extra
+from ..serve.service import JudgeService, check_servable
 from . import EXIT_OK
 from .options import (
     FLAGS,
@@ -25,6 +28,7 @@ from .options import (
     spec_from_args,
     spec_from_flags,
 )
+from .score import _registered_qualities
 
 #: Default limit of a request body (bytes).
 MAX_BODY_BYTES = 1 << 20
@@ -104,10 +108,6 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets import load_items
-    from ..serve import require_extra
-    from .score import _registered_qualities
-
     check_args(args)
     token = read_token(args.token_env)
     require_extra()
@@ -118,14 +118,11 @@ def run(args: argparse.Namespace) -> int:
     labelled = load_items(spec.pool) if spec.pool else reference or []
     known = _registered_qualities(source, labelled) if source else ()
     quality = resolve_quality(args.quality, labelled, known, parse_scales(args))
-    from ..serve.service import check_servable
-
     check_servable(spec, reference)  # before the port opens: e.g. a method that reads the next user turn
     pairwise = compare_spec(args)
     sock = bind(args.host, args.port)
     try:
-        from ..serve.app import Settings, create_app
-        from ..serve.service import JudgeService
+        from ..serve.app import Settings, create_app  # starlette loads only when a server starts
 
         service = JudgeService.build(spec, quality, reference, pairwise)
         try:

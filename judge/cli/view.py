@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from ..core.errors import InputError
-from ..core.io import check_output_path
+from ..core.io import atomic_write_text, check_output_path
 from ..records.results import VIEW_FILE
+from ..report import load_summary, render_html
 from . import EXIT_OK
 
 
@@ -29,7 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import load_summary
     from ..view import from_results, write_view
 
     for run_dir in args.runs:
@@ -59,8 +59,5 @@ def run(args: argparse.Namespace) -> int:
 
 def link_leaderboard(run_dir: Path, view: Path) -> None:
     """Render the folder's leaderboard.html again, now linking to the view."""
-    from ..core.io import atomic_write_text
-    from ..report import load_summary, render_html
-
     target = Path(os.path.relpath(view.resolve(), run_dir.resolve())).as_posix()
     atomic_write_text(run_dir / "leaderboard.html", render_html(load_summary(run_dir), view=target))

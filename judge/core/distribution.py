@@ -17,6 +17,9 @@ from pathlib import Path
 
 #: The name this project is installed and published under (``pip install dialogue-judge``).
 DISTRIBUTION = "dialogue-judge"
+#: The version of this source tree (pyproject.toml's), which ``judge.__version__`` re-exports; held here so that
+#: modules inside the package read it without importing the package's public API.
+SOURCE_VERSION = "0.1.0"
 #: The unrelated PyPI package: its name, its summary, and the modules it puts into ``judge/``.
 UNRELATED_NAME = "judge"
 UNRELATED_SUMMARY = "Choose values based on a tree of conditions"

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import InputError
+
 #: Characters that str.splitlines() (and JavaScript) treat as line breaks but JSON leaves unescaped.
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -85,8 +87,6 @@ def atomic_jsonl_writer(path: str | Path) -> Iterator[Any]:
 
 def check_output_path(path: str | Path, flag: str = "--output") -> None:
     """Refuse an output path that cannot be written, before any work is done (InputError naming it)."""
-    from .errors import InputError
-
     path = Path(path)
     try:
         if path.is_dir():

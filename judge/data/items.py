@@ -130,6 +130,12 @@ class Item:
         return "\n".join(t.text for t in self.dialog if t.speaker == SYSTEM)
 
 
+def conversation_of(item: Item) -> str:
+    """The name an item's conversation goes by: its fingerprint across sets, else its group, else its id
+    (what the dev/test halves are drawn by and bootstraps resample)."""
+    return item.conversation or item.group or f"item:{item.id}"
+
+
 #: A turn (or response) longer than this many characters is flagged ``long_turn``: chat messages are
 #: rarely longer, and a long one takes most of a small model's context window and attention.
 LONG_TURN_CHARS = 1000

@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import InputError, MissingInputError
-from ..datasets.split import conversation_of
 from .alternatives import context_key
-from .items import Item
+from .items import Item, conversation_of
 
 
 def context_id(item: Item) -> str:

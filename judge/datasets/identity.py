@@ -36,9 +36,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..data.items import Item
+from ..data.items import Item, conversation_of
 from .contexts import ContextIndex, context_texts, pieces
-from .split import conversation_of
 
 #: The registered sets' conversations by content (generated; see the module doc).
 INDEX = Path(__file__).with_name("conversations.json")

@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Sequence
 
 from ..core.errors import InputError
-from ..data.items import Item
+from ..data.items import Item, conversation_of
 
 SPLITS = ("dev", "test")
 
@@ -26,11 +26,6 @@ def split_of(group: str, seed: int = 0) -> str:
     """``"dev"`` or ``"test"`` for one conversation group (half each, by a seeded hash)."""
     digest = hashlib.sha256(f"{seed}:{group}".encode()).digest()
     return "dev" if digest[0] < 128 else "test"
-
-
-def conversation_of(item: Item) -> str:
-    """The name an item's half is drawn by: its conversation across sets, else its group, else its id."""
-    return item.conversation or item.group or f"item:{item.id}"
 
 
 def split_items(items: Sequence[Item], split: str | None, seed: int = 0) -> list[Item]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import InputError
-from ..report.paper import paper_labels
+from ..datasets.paper import paper_labels
 from .spec import DEFAULT_TYPE, METHOD_TYPES, MethodSpec, MethodType, method_type
 
 

@@ -22,6 +22,7 @@ from ..core.errors import InputError, MissingInputError
 from ..data.items import Item
 from ..data.pairs import Pair, pairs_within, sample_contexts
 from ..data.qualities import Quality
+from ..datasets.split import split_items
 from ..engine import Prepared, prepare
 from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
@@ -31,7 +32,7 @@ from ..records.results import compare_path, read_rows
 from ..stats.pairwise import PointScores, mean_over_sets, pairwise_entry
 from .cells import check_meta, compute, read_done, retry_failed
 from .config import CompareSpec, Experiment
-from .timing import read_timing
+from .timing import method_timing, read_timing
 
 
 @dataclass
@@ -60,8 +61,6 @@ def plan_compares(exp: Experiment, sets: dict[str, list[Item]]
                   ) -> tuple[list[CompareCell], list[dict[str, str]]]:
     """Every ``[[compare]]`` cell, prepared (errors name the config entry and the set), and the cells skipped
     for a set that has no pairs (as ``summary["skipped"]`` lists them: method, dataset, quality, reason)."""
-    from ..datasets.split import split_items
-
     cells: list[CompareCell] = []
     skipped: list[dict[str, str]] = []
     for spec in exp.compare_cells:
@@ -181,8 +180,6 @@ def means(cells: Sequence[CompareCell], root: Path, exp: Experiment) -> list[dic
 
 def timing(cells: Sequence[CompareCell], root: Path) -> dict[str, dict[str, Any]]:
     """Per ``[[compare]]`` table: what its pairs cost (and, as ``<name> against``, its pointwise rows)."""
-    from .timing import method_timing
-
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(c.spec.name for c in cells):
         mine = [c for c in cells if c.spec.name == name]

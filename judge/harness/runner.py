@@ -21,6 +21,7 @@ from ..backends.registry import BACKENDS, VOCABULARIES, sending_options
 from ..core.errors import BackendError, InputError, MissingInputError, UnknownNameError
 from ..data.items import Item
 from ..data.qualities import Quality
+from ..datasets import load_benchmark
 from ..datasets.split import conversation_of, split_items
 from ..engine import MethodSpec, Prepared, prepare, run_rows_together
 from ..engine import check_names as engine_check_names
@@ -29,6 +30,7 @@ from ..engine.schedule import family_shares
 from ..engine.session import RunOptions, Session
 from ..engine.units import LaneCost
 from ..records.results import cell_path, read_rows
+from ..report import render_all
 from ..scorers.base import Lane
 from .cells import CellWriter, check_meta, compute, read_done, retry_failed
 from .compare_cells import CompareCell, plan_compares, run_compare
@@ -39,6 +41,7 @@ from .compare_cells import timing as compare_timing
 from .config import Experiment
 from .fitted import read_fitted, record_fit
 from .prompt_settings import write_prompt_settings
+from .summary import summarise
 from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
 
 
@@ -92,8 +95,6 @@ def check_names(exp: Experiment) -> None:
 def load_sets(exp: Experiment, load: Callable[[str], list[Item]] | None = None) -> dict[str, list[Item]]:
     """Every set of the experiment, loaded once: a file given by path as read with the config, a registered
     set by ``load`` (default: from the data directory)."""
-    from ..datasets import load_benchmark
-
     load = load or (lambda name: load_benchmark(name, exp.data_dir))
     return {ds.name: list(ds.source.items) if ds.source is not None else load(ds.name) for ds in exp.datasets}
 
@@ -235,8 +236,6 @@ def run_experiment(
     prefix-sorted prompts wait in the SQLite cache, so a killed run loses only the prompts in flight
     and a rerun recomputes nothing it finished.
     """
-    from .summary import summarise
-
     check_names(exp)
     out = Path(exp.output)
     sets = load_sets(exp, load)
@@ -305,7 +304,6 @@ def run_experiment(
     summary["counters"] = session.counters()
     if "cost_micro_usd" in summary["counters"]:  # hosted APIs: the cost of the usage the server reported
         summary["cost_usd"] = summary["counters"]["cost_micro_usd"] / 1_000_000
-    from ..report import render_all
 
     render_all(out, summary, plots=plots)
     return summary

@@ -24,8 +24,7 @@ import numpy as np
 from ..backends.base import Backend
 from ..core.errors import InputError, UnknownNameError
 from ..core.io import atomic_write_text
-from ..data.items import Item
-from ..datasets.split import conversation_of
+from ..data.items import Item, conversation_of
 from ..prompts.templates import PromptTemplate
 
 FORMAT = "judge-head"

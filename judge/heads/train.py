@@ -16,14 +16,13 @@ import numpy as np
 
 from ..accounting.rates import today
 from ..core.errors import InputError
-from ..data.items import Item
+from ..data.items import Item, conversation_of
 from ..data.qualities import Quality
 from ..datasets.identity import fingerprint
-from ..datasets.split import conversation_of
 from ..engine import BackendPool, MethodSpec, build, prepare
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
-from .fit import ALPHAS, Fitted, Rows, cross_validate, fit, ridge
+from .fit import ALPHAS, Fitted, Rows, choose_alpha, cross_validate, fit, ridge
 from .head import Head, TrainingSet, prompt_hash
 
 
@@ -171,8 +170,6 @@ def fit_without_each(sets: Sequence[RatedSet], collected: Collected, *, with_ans
     one group of sets is left out together), for scoring each set with a head that never saw it. Each
     head's ``cv`` holds the held-out figure of its set, where :func:`fit_head`'s cross-validation over
     all the sets reads it (the same procedure: strength chosen inside the training part)."""
-    from .fit import choose_alpha
-
     rows = with_answer_column(collected.rows, collected.answers) if with_answer else collected.rows
     family = np.asarray(rows.family)
     out: dict[str, Head] = {}

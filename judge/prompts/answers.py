@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..core.errors import TemplateError
 
-if TYPE_CHECKING:  # the backends import this module
-    from ..backends.base import Backend
+
+class Vocabulary(Protocol):
+    """What :func:`check_labels` asks of a backend: whether a text is one token of its model, and the model's
+    name (declared here so that rendering never imports the backends it feeds)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def single_token(self, text: str) -> bool | None: ...
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,7 @@ def unreadable_labels(answer: AnswerType, single_token: Callable[[str], bool | N
     return [label for label, forms in answer.variants().items() if not any(single_token(f) for f in forms)]
 
 
-def check_labels(answer: AnswerType, backend: Backend, *, template: str = "the prompt") -> None:
+def check_labels(answer: AnswerType, backend: Vocabulary, *, template: str = "the prompt") -> None:
     """Refuse a template/model pair whose answer labels the model cannot say in one token.
 
     Scores are read from the next-token distribution, so a label that is several tokens long

@@ -15,6 +15,7 @@ from ..core.errors import InputError
 from ..core.io import atomic_write_text
 from ..records.results import VIEW_FILE, cell_path, read_rows, slug
 from . import pairwise
+from . import plots as pl
 from .csv_table import render_csv
 from .html import render_html
 from .markdown import render_markdown
@@ -65,8 +66,6 @@ def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *
         atomic_write_text(root / name, text)
         written.append(root / name)
     if plots and summary["results"]:
-        from . import plots as pl
-
         pdir = root / "plots"
         pdir.mkdir(parents=True, exist_ok=True)
         written.append(pl.heatmap(summary, pdir / "heatmap.png"))

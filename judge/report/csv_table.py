@@ -16,8 +16,8 @@ import csv
 import io
 from typing import Any
 
+from ..datasets.paper import paper_value
 from ..stats.floor import too_few_text
-from .paper import paper_value
 from .table import KIND_SECTIONS, p_text, row_kind, too_few
 
 FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_conversations", "spearman", "sd_over_seeds",

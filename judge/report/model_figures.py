@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..models.packaged import PACKAGED
 from .results_page import KIND_ORDER, ci_text, earlier_halves, figure_text, num, p_display
 
 #: The generated file, relative to the repository root (read at run time as package data).
@@ -101,8 +102,6 @@ def _figure(method: str, avg: Mapping[str, Any]) -> str:
 def render_quality(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> str:
     """The text of ``judge/models/models_quality.json`` for every packaged model: its quality line, and its heads'
     test-half line where a run measured one."""
-    from ..models.packaged import PACKAGED
-
     data = {"quality": model_quality(summaries, list(PACKAGED), history),
             "heads": head_quality(summaries, list(PACKAGED), history)}
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"

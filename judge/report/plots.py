@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import MissingExtraError
 from .table import build
 
 DPI = 100
@@ -30,8 +31,6 @@ def _plt():
     try:
         import matplotlib
     except ImportError as exc:
-        from ..core.errors import MissingExtraError
-
         raise MissingExtraError("plots", "report", "matplotlib") from exc
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt

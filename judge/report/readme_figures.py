@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..datasets.benchmarks import dataset_info
-from .paper import paper_tables
+from ..datasets.paper import paper_tables
 from .results_page import ci_text, earlier_halves, figure_text, num, p_display
 
 README = Path("README.md")

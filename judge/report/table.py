@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..datasets.paper import PaperValue, paper_value
 from ..stats.correlation import p_at_floor, p_floor
 from ..stats.floor import has_interval, too_few_text
-from .paper import PaperValue, paper_value
 
 
 @dataclass

@@ -28,6 +28,8 @@ from pathlib import Path
 from ..core.errors import InputError, UnknownNameError
 from ..data.items import Item
 from ..data.qualities import Quality
+from ..datasets import load_items
+from ..prompts.templates import prompts_dir
 from .base import Selector
 from .guard import allowed
 
@@ -73,8 +75,6 @@ class ManualSet:
 
 def manual_dir() -> Path:
     """Folder of the shipped manual sets (``prompts/manual``)."""
-    from ..prompts.templates import prompts_dir
-
     return prompts_dir() / "manual"
 
 
@@ -96,8 +96,6 @@ def load_manual_set(name_or_path: str | Path) -> ManualSet:
                 raise UnknownNameError("manual set", str(name_or_path), sets)
             raise InputError("manual set file not found", file=str(path))
     if path.suffix.lower() == ".jsonl":
-        from ..datasets import load_items
-
         items = load_items(path)
         return ManualSet(path.stem, path, entries={(_ANY, _ANY): Entry(tuple(it.id for it in items))},
                          inline={it.id: it for it in items})

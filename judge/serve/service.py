@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from ..core.distribution import DISTRIBUTION, SOURCE_VERSION, version
 from ..core.errors import InputError
 from ..data.alternatives import context_key
 from ..data.items import Item
@@ -22,6 +23,7 @@ from ..data.qualities import Quality
 from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
 from ..engine import MethodSpec, Prepared, prepare, score_rows
+from ..engine.batch import BatchPlan
 from ..engine.build import backend_key
 from ..engine.compare import prepare_pairs
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
@@ -185,8 +187,6 @@ def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
     ``--reference-set`` (and nothing else does), and no served method may read the user's turn after
     the rated response (a live request has none yet), ``allow_future`` or not. Nor can it wait hours for
     a provider's batch (``--batch``)."""
-    from ..engine.batch import BatchPlan
-
     check_live(spec, method_kinds(spec))
     spec.kind.check_served(spec, reference)
     if BatchPlan().batched(spec):
@@ -197,10 +197,7 @@ def check_servable(spec: MethodSpec, reference: Sequence[Item] | None) -> None:
 def versions() -> dict[str, str | None]:
     """Versions of this project (its installed distribution, else the source tree's), Python and the
     libraries that shape scores or serving."""
-    from .. import __version__
-    from ..core.distribution import DISTRIBUTION, version
-
-    out: dict[str, str | None] = {"python": platform.python_version(), DISTRIBUTION: version() or __version__}
+    out: dict[str, str | None] = {"python": platform.python_version(), DISTRIBUTION: version() or SOURCE_VERSION}
     for dist in ("llama-cpp-python", "starlette", "uvicorn"):
         try:
             out[dist] = metadata.version(dist)

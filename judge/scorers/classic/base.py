@@ -6,9 +6,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ...core.errors import InputError
-from ...data.items import Item
+from ...data.items import SYSTEM, Item
 from ..base import Score, Scorer
-from . import check_inputs
+from .registry import check_inputs
 
 #: Inputs whose use changes what kind of method a scorer is (see ``Scorer.reads``).
 DECLARED_READS = frozenset({"reference", "next_user"})
@@ -52,6 +52,4 @@ def no_model(name: str, model: str | None) -> None:
 
 def system_turn_indices(item: Item) -> list[int]:
     """Positions of the system's turns in a dialog (the side being evaluated)."""
-    from ...data.items import SYSTEM
-
     return [i for i, t in enumerate(item.dialog) if t.speaker == SYSTEM]

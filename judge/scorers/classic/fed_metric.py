@@ -25,8 +25,9 @@ import numpy as np
 from ...core.errors import InputError, MissingInputError, UnknownNameError
 from ...data.items import Item
 from ..base import Score
-from . import hf, register_classic
+from . import hf
 from .base import ClassicScorer
+from .registry import register_classic
 
 FOLLOWUPS_FILE = Path(__file__).with_name("fed_followups.toml")
 

@@ -21,8 +21,9 @@ import numpy as np
 from ...core.errors import InputError
 from ...data.items import Item
 from ..base import Score
-from . import hf, register_classic
+from . import hf
 from .base import ClassicScorer
+from .registry import check_inputs, register_classic
 from .regression import FitHook, cross_validated_predictions
 
 INPUTS = ("response", "context", "fact")
@@ -98,8 +99,6 @@ class GlueProxy(ClassicScorer):
                          fit="linear regression, group k-fold cross-validated; features min-max scaled")
 
     def check(self, items: Sequence[Item]) -> None:
-        from . import check_inputs
-
         check_inputs(self.name, items, ("context", "response"), self.levels)
         if self.quality is None:
             raise InputError("scorer 'glue-proxy' fits a regression on human ratings: give the quality",

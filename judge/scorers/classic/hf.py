@@ -14,6 +14,7 @@ from typing import Any
 
 from ...backends.hf import save_safetensors
 from ...core.errors import BackendError, MissingExtraError
+from ...models.packaged import PACKAGED, resolve_model_path
 
 _CACHE: dict[tuple[str, str], tuple[Any, Any]] = {}
 _ALIASES = {"smollm2": "smollm2-135m-instruct"}
@@ -34,8 +35,6 @@ def torch_modules(what: str) -> tuple[Any, Any]:
 
 def _locate(model: str) -> tuple[str, dict[str, Any]]:
     """Where ``from_pretrained`` should look, and the extra keyword arguments (gguf_file) it needs."""
-    from ...models.packaged import PACKAGED, resolve_model_path
-
     name = _ALIASES.get(model, model)
     if name in PACKAGED:
         path = resolve_model_path(name)

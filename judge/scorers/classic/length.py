@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from ...data.items import SYSTEM, Item
 from ..base import Score
-from . import register_classic
 from .base import ClassicScorer, no_model
+from .registry import register_classic
 
 
 class LengthScorer(ClassicScorer):

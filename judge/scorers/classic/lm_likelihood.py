@@ -15,9 +15,10 @@ import numpy as np
 from ...core.errors import InputError, MissingInputError
 from ...data.items import Item
 from ..base import Score
-from . import hf, register_classic
+from . import hf
 from .base import ClassicScorer, system_turn_indices
 from .lm import TokenStats, join_turns, resolve_separator, token_stats
+from .registry import register_classic
 
 
 def utterance_requests(item: Item, context: str) -> list[tuple[list[str], str]]:

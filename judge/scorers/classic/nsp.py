@@ -11,8 +11,9 @@ from typing import Any
 from ...core.errors import InputError, MissingInputError
 from ...data.items import Item
 from ..base import Score
-from . import hf, register_classic
+from . import hf
 from .base import ClassicScorer, system_turn_indices
+from .registry import register_classic
 
 
 def nsp_probabilities(tok: Any, net: Any, pairs: Sequence[tuple[str, str]], batch_size: int = 16,

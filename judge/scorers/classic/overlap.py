@@ -15,9 +15,9 @@ from typing import Any
 from ...core.errors import InputError
 from ...data.items import Item
 from ..base import Score
-from . import register_classic
 from .base import ClassicScorer, no_model
 from .hf import require
+from .registry import register_classic
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -15,9 +15,9 @@ import numpy as np
 from ...core.errors import MissingInputError
 from ...data.items import USER, Item
 from ..base import Score
-from . import register_classic
 from .base import ClassicScorer, no_model, system_turn_indices
 from .hf import require
+from .registry import register_classic
 
 
 def next_user_turns(item: Item) -> list[str]:

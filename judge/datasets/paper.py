@@ -1,4 +1,7 @@
-"""The paper's published numbers (paper_values.toml), looked up by row label, set and quality."""
+"""The paper's published numbers (paper_values.toml), looked up by row label, set and quality.
+
+Facts about the registered sets, kept beside them: method tables name a row (``paper = ...``) that
+:mod:`judge.engine.tables` checks when it reads them, and the reports print the values beside ours."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from functools import cache
 from importlib import resources
 
 from ..core.errors import UnknownNameError
-from ..datasets.benchmarks import dataset_info
+from .benchmarks import dataset_info
 
 
 @dataclass(frozen=True)
