@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,18 @@ def require_list(data: Any, file: str, what: str) -> list[Any]:
     if not data:
         raise InputError(f"no records (empty array of {what})", file=file)
     return data
+
+
+def object_records(data: Any, file: str, what: str, label: Callable[[int, Any], str] = lambda i, _: f"#{i}"
+                   ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each record of a benchmark file's non-empty JSON array (``what``: of what), as ``(how errors name it,
+    record)``, once it is checked to be an object of valid Unicode."""
+    for index, record in enumerate(require_list(data, file, what)):
+        rec = label(index, record)
+        if not isinstance(record, dict):
+            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        check_unicode(record, file=file, rec=rec)
+        yield rec, record
 
 
 def type_name(value: Any) -> str:

@@ -2,51 +2,33 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
 from ._common import (
     assign_groups,
-    check_unicode,
     check_unique_ids,
     clean_fact,
     context_turns,
-    dataset_name,
     get_field,
     non_blank,
+    object_records,
     parse_annotations,
     parse_json,
     parse_turns,
-    read_json,
     record_label,
-    require_list,
     string_list,
     strip_system_prefix,
-    type_name,
 )
 
 
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load a DSTC10 ``*_eval.json`` file (turn records, or ``dialog`` records as in fed-dial)."""
-    return from_records(read_json(path), str(path), dataset or dataset_name(path))
-
-
-def from_records(data: Any, file: str, dataset: str) -> list[Item]:
-    """Items from the parsed JSON array; each record is turn level unless it has a ``dialog``."""
-    records = require_list(data, file, "DSTC10 records")
+def from_text(text: str, file: str, dataset: str) -> list[Item]:
+    """Items of a DSTC10 ``*_eval.json`` file: each record is turn level unless it has a ``dialog`` (fed-dial)."""
     items: list[Item] = []
     labels: list[str] = []
-    for index, record in enumerate(records):
-        rec = record_label(index, record)
-        if not isinstance(record, dict):
-            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
-        check_unicode(record, file=file, rec=rec)
-        if "dialog" in record:
-            items.append(_dialog_item(record, file, rec, dataset))
-        else:
-            items.append(_turn_item(record, file, rec, dataset))
+    for rec, record in object_records(parse_json(text, file), file, "DSTC10 records", record_label):
+        items.append((_dialog_item if "dialog" in record else _turn_item)(record, file, rec, dataset))
         labels.append(rec)
     check_unique_ids(items, labels, file, field="dialogue_id")
     assign_groups(items)
@@ -94,7 +76,3 @@ def _dialog_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> I
         annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
     )
 
-
-def from_text(text: str, file: str, name: str) -> list[Item]:
-    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
-    return from_records(parse_json(text, file), file, name)

@@ -25,7 +25,6 @@ from ._common import (
     get_field,
     parse_json,
     parse_turns,
-    read_text,
     string_list,
     to_number,
     type_name,
@@ -37,11 +36,6 @@ from .groups import GroupIndex, sequence
 ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores",
                 "scales")
 _TURN_ONLY = ("context", "response", "reference", "next_user")
-
-
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load a JSONL file of users' items (see docs/data-format.md)."""
-    return from_text(read_text(path), str(path), dataset or dataset_name(path))
 
 
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
