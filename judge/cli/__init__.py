@@ -11,19 +11,8 @@ from ..core.distribution import ShadowedError, check_not_shadowed
 from ..core.errors import JudgeError, RunStopped
 
 #: Subcommand name -> module under judge.cli with ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = {
-    "score": "score",
-    "bench": "bench",
-    "compare": "compare",
-    "run": "run",
-    "report": "report",
-    "results": "results",
-    "fit": "fit",
-    "data": "data",
-    "models": "models",
-    "serve": "serve",
-    "view": "view",
-}
+COMMANDS = {"score": "score", "bench": "bench", "compare": "compare", "run": "run", "report": "report",
+            "results": "results", "fit": "fit", "data": "data", "models": "models", "serve": "serve", "view": "view"}
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.
 EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3

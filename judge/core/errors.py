@@ -13,14 +13,8 @@ class JudgeError(Exception):
 class InputError(JudgeError):
     """Bad input data: names the file, the record (line or index) and the field."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str | None = None,
-        record: str | int | None = None,
-        field: str | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, file: str | None = None, record: str | int | None = None,
+                 field: str | None = None) -> None:
         self.file = file
         self.record = record
         self.field = field

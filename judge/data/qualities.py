@@ -108,14 +108,8 @@ def _generic_description(name: str, level: Level | None) -> str:
     return f"good {who} overall" if name.lower() == "overall" else f"good {who} in terms of {name}"
 
 
-def quality_for(
-    name: str,
-    source: Mapping[str, Scale] | Sequence[Item] = (),
-    level: Level | None = None,
-    *,
-    known: Sequence[Quality] = (),
-    strict: bool = True,
-) -> Quality:
+def quality_for(name: str, source: Mapping[str, Scale] | Sequence[Item] = (), level: Level | None = None, *,
+                known: Sequence[Quality] = (), strict: bool = True) -> Quality:
     """The Quality (with its scale) that ``name`` means for this data.
 
     Looked up in this order: a declared scale (``source``: a mapping quality -> (min, max), or

@@ -213,14 +213,9 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
     if group is not None and not group.strip():
         raise InputError("empty group (leave the key out to group by context)", file=file, record=line, field="group")
     scores = _scores(record.get("scores"), file, line)
-    common: dict[str, Any] = {
-        "id": item_id,
-        "fact": opt("fact"),
-        "system": opt("system"),
-        "group": group.strip() if group is not None else None,
-        "dataset": dataset,
-        "annotations": scores,
-    }
+    common: dict[str, Any] = {"id": item_id, "fact": opt("fact"), "system": opt("system"),
+                              "group": group.strip() if group is not None else None, "dataset": dataset,
+                              "annotations": scores}
 
     if "dialog" in record:
         both = [k for k in _TURN_ONLY if k in record]
@@ -247,14 +242,9 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
     # loaded as "" and scored; Item.flags reports it.
     response = get_field(record, "response", str, file=file, rec=line)
     return (
-        Item(
-            level="turn",
-            context=context,
-            response=response.strip(),
-            references=string_list(record.get("reference"), file=file, rec=line, field="reference"),
-            next_user=opt("next_user"),
-            **common,
-        ),
+        Item(level="turn", context=context, response=response.strip(),
+             references=string_list(record.get("reference"), file=file, rec=line, field="reference"),
+             next_user=opt("next_user"), **common),
         group is not None,
     )
 

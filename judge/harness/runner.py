@@ -217,14 +217,9 @@ def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Pre
     return keep, skipped
 
 
-def run_experiment(
-    exp: Experiment,
-    *,
-    progress: bool = True,
-    plots: bool = True,
-    load: Callable[[str], list[Item]] | None = None,
-    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
-) -> dict[str, Any]:
+def run_experiment(exp: Experiment, *, progress: bool = True, plots: bool = True,
+                   load: Callable[[str], list[Item]] | None = None,
+                   log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) every cell, then write ``summary.json`` and the reports. Returns the summary.
 
     Methods whose backend batches (``--batch``) have the requests the cache lacks, over every cell, answered

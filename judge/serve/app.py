@@ -139,14 +139,9 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
     async def metrics_text(request: Request) -> Response:
         return Response(metrics.render(service.counters(), batcher.pending), media_type=CONTENT_TYPE)
 
-    routes = [
-        Route("/v1/score", score_one, methods=["POST"]),
-        Route("/v1/score/batch", score_batch, methods=["POST"]),
-        Route("/v1/compare", compare, methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/v1/info", info, methods=["GET"]),
-        Route("/metrics", metrics_text, methods=["GET"]),
-    ]
+    routes = [Route("/v1/score", score_one, methods=["POST"]), Route("/v1/score/batch", score_batch, methods=["POST"]),
+              Route("/v1/compare", compare, methods=["POST"]), Route("/healthz", healthz, methods=["GET"]),
+              Route("/v1/info", info, methods=["GET"]), Route("/metrics", metrics_text, methods=["GET"])]
     handlers = {HTTPError: _on_http_error, InputError: _on_input_error, BackendError: _on_backend_error,
                 JudgeError: _on_judge_error, RuntimeError: _on_runtime_error}
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers,

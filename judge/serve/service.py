@@ -161,18 +161,10 @@ class JudgeService:
 
     def info(self) -> dict[str, Any]:
         """What ``GET /v1/info`` shows: the method, the scorer's resolved settings and versions."""
-        return {
-            "method": self.spec.name,
-            "quality": self.quality.name if self.quality else None,
-            "seed": self.seed,
-            "batching": self.batching,
-            "spec": self.spec.describe(),
-            "scorer": self.scorer.describe(),
-            "kind": scorer_kinds(self.scorer).to_dict(),
-            "fitted": self.scorer.fitted(),
-            "compare": None if self.pairwise is None else self.pairwise.spec.describe(),
-            "versions": versions(),
-        }
+        return {"method": self.spec.name, "quality": self.quality.name if self.quality else None, "seed": self.seed,
+                "batching": self.batching, "spec": self.spec.describe(), "scorer": self.scorer.describe(),
+                "kind": scorer_kinds(self.scorer).to_dict(), "fitted": self.scorer.fitted(),
+                "compare": None if self.pairwise is None else self.pairwise.spec.describe(), "versions": versions()}
 
     def close(self) -> None:
         self.session.close()

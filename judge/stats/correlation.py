@@ -280,17 +280,9 @@ class PairedTest:
         return asdict(self)
 
 
-def paired_bootstrap(
-    pred_a: Sequence[float | None],
-    pred_b: Sequence[float | None],
-    human: Sequence[float | None],
-    method: str = "spearman",
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
-    groups: Sequence[str | None] | None = None,
-) -> PairedTest:
+def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | None], human: Sequence[float | None],
+                     method: str = "spearman", *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+                     groups: Sequence[str | None] | None = None) -> PairedTest:
     """Paired bootstrap of corr(A, human) - corr(B, human) over the items both methods scored.
 
     Each resample draws the same items (or, with ``groups``, the same whole groups) for A and B, so
@@ -391,12 +383,8 @@ def group_means(values: Sequence[float | None], groups: Sequence[str]) -> dict[s
     return {g: math.fsum(v) / len(v) for g, v in sums.items()}
 
 
-def system_level(
-    pred: Sequence[float | None],
-    human: Sequence[float | None],
-    systems: Sequence[str | None],
-    method: str = "spearman",
-) -> Correlation:
+def system_level(pred: Sequence[float | None], human: Sequence[float | None], systems: Sequence[str | None],
+                 method: str = "spearman") -> Correlation:
     """System-level correlation (USR / Yeh et al. 2021): average both scores per generating system,
     then correlate the per-system averages (n = number of systems). Items without a system are skipped.
     """
@@ -408,9 +396,7 @@ def system_level(
     return correlate([ps[s] for s in names], [hs[s] for s in names], method)
 
 
-def dialog_level(
-    turn_scores: Sequence[float | None], dialogs: Sequence[str]
-) -> dict[str, float]:
+def dialog_level(turn_scores: Sequence[float | None], dialogs: Sequence[str]) -> dict[str, float]:
     """Dialog-level scores from turn-level ones: the mean of each dialog's turn scores."""
     return group_means(turn_scores, dialogs)
 

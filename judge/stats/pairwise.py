@@ -122,13 +122,11 @@ def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores
     ok = [r for r in rows if r.get("error") is None and r.get("preference") is not None]
     systems = list(dict.fromkeys(s for r in ok for s in (r["system_a"], r["system_b"])))
     boot = _Boot([str(r["group"]) for r in ok], n_boot, seed)
-    out: dict[str, Any] = {
-        "n_pairs": len(rows), "n_failed": len(rows) - len(ok),
-        "n_estimated": sum(1 for r in ok if r.get("estimated")),
-        "n_incomplete": sum(1 for r in ok if not r.get("complete", True)),
-        "n_contexts": len({r["context"] for r in ok}), "n_conversations": boot.n_units,
-        "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe(),
-    }
+    out: dict[str, Any] = {"n_pairs": len(rows), "n_failed": len(rows) - len(ok),
+                           "n_estimated": sum(1 for r in ok if r.get("estimated")),
+                           "n_incomplete": sum(1 for r in ok if not r.get("complete", True)),
+                           "n_contexts": len({r["context"] for r in ok}), "n_conversations": boot.n_units,
+                           "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe()}
     if not ok:
         return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
                 "system_level": None}
