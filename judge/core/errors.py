@@ -70,10 +70,6 @@ class MissingExtraError(BackendError):
         )
 
 
-class PromptTooLongError(JudgeError):
-    """The test item alone does not fit in the model's context window."""
-
-
 class RunStopped(Exception):
     """A run that stopped on purpose before scoring, having done what was asked (``--batch-file``: the requests
     are written for another runner). Not an error: the CLI prints the message, which says what to do next,

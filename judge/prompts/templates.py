@@ -97,11 +97,6 @@ class PromptTemplate:
     #: (it reads ``reason``); None for the others, whose last line is their cue (:meth:`render_reasoned`).
     cue: str | None = None
 
-    @property
-    def reads_reason(self) -> bool:
-        """Whether the template asks for the rationale itself (its own text reads ``reason``)."""
-        return self.cue is not None
-
     def shared_chars(self, text: str) -> int:
         """How many leading characters of a rendered prompt its family shares: up to the last occurrence
         of ``shared_until`` (0 when undeclared or absent). The llama.cpp backend evaluates that part as

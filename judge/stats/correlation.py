@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.components import components
 from .floor import has_interval
 
 if TYPE_CHECKING:
@@ -445,23 +446,9 @@ def _strata(keys: Sequence[set[str] | None]) -> list[list[int]]:
     """The parts (indices) that are resampled together: parts joined, directly or through others, by a
     conversation they both rate; a part without ``shared`` keys (or sharing none) stands alone. Each
     stratum is listed from its first part."""
-    parent = list(range(len(keys)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     owner: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        for key in sorted(k or ()):
-            j = owner.setdefault(key, i)
-            parent[find(i)] = find(j)
-    strata: dict[int, list[int]] = {}
-    for i in range(len(keys)):
-        strata.setdefault(find(i), []).append(i)
-    return sorted(strata.values())
+    return components(range(len(keys)), ((i, owner.setdefault(key, i)) for i, k in enumerate(keys)
+                                         for key in sorted(k or ())))
 
 
 def _joint_samples(shared: Sequence[Sequence[str]], n_boot: int, seed: int) -> tuple[list[list[np.ndarray]], int]:
