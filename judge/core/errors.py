@@ -65,9 +65,8 @@ class MissingExtraError(BackendError):
     """An optional dependency is not installed; names the extra that provides it."""
 
     def __init__(self, what: str, extra: str, module: str) -> None:
-        super().__init__(
-            f"{what} needs the optional dependency '{module}'. Install it with: pip install 'dialogue-judge[{extra}]'"
-        )
+        super().__init__(f"{what} needs the optional dependency '{module}'. Install it with: pip install "
+                         f"'dialogue-judge[{extra}]'")
 
 
 class RunStopped(Exception):

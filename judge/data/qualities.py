@@ -48,12 +48,9 @@ class Quality:
     def scale(self, purpose: str = "this step") -> Scale:
         """(min, max); InputError when the scale is unknown, because guessing one mislabels data."""
         if not self.has_scale:
-            raise InputError(
-                f"quality '{self.name}' has no known scale, and {purpose} needs one: declare it with "
-                f"--scale {self.name}=MIN:MAX, or with \"scales\": {{\"{self.name}\": [MIN, MAX]}} "
-                "in the JSONL lines",
-                field="quality",
-            )
+            raise InputError(f"quality '{self.name}' has no known scale, and {purpose} needs one: declare it with "
+                             f"--scale {self.name}=MIN:MAX, or with \"scales\": {{\"{self.name}\": [MIN, MAX]}} "
+                             "in the JSONL lines", field="quality")
         return self.min, self.max
 
 

@@ -28,7 +28,7 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
     items: list[Item] = []
     labels: list[str] = []
     for rec, record in object_records(parse_json(text, file), file, "DSTC10 records", record_label):
-        items.append((_dialog_item if "dialog" in record else _turn_item)(record, file, rec, dataset))
+        items.append(_item(record, file, rec, dataset))
         labels.append(rec)
     check_unique_ids(items, labels, file, field="dialogue_id")
     assign_groups(items)
@@ -44,35 +44,22 @@ def _system(record: dict[str, Any], file: str, rec: str) -> str | None:
     return None
 
 
-def _turn_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
+def _item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
+    """A turn-level record, or a dialog-level one (with ``dialog``, as in fed-dial)."""
     item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
-    context = get_field(record, "context", str, file=file, rec=rec)
-    # An empty response is data (a chatbot said nothing and people rated it): kept, flagged by Item.flags.
-    response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
-    return Item(
-        id=item_id,
-        level="turn",
-        context=context_turns(context, file=file, rec=rec),
-        response=response,
-        references=string_list(record.get("reference"), file=file, rec=rec, field="reference"),
-        fact=clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False)),
-        system=_system(record, file, rec),
-        dataset=dataset,
-        annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
-    )
-
-
-def _dialog_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
-    item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
-    turns = parse_turns(record.get("dialog"), file=file, rec=rec, field="dialog")
-    if not turns:
-        raise InputError("empty dialog", file=file, record=rec, field="dialog")
-    return Item(
-        id=item_id,
-        level="dialog",
-        dialog=turns,
-        system=_system(record, file, rec),
-        dataset=dataset,
-        annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
-    )
-
+    fields: dict[str, Any]
+    if "dialog" in record:
+        turns = parse_turns(record.get("dialog"), file=file, rec=rec, field="dialog")
+        if not turns:
+            raise InputError("empty dialog", file=file, record=rec, field="dialog")
+        fields = {"level": "dialog", "dialog": turns}
+    else:
+        context = get_field(record, "context", str, file=file, rec=rec)
+        # An empty response is data (a chatbot said nothing and people rated it): kept, flagged by Item.flags.
+        response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
+        fields = {"level": "turn", "context": context_turns(context, file=file, rec=rec), "response": response,
+                  "references": string_list(record.get("reference"), file=file, rec=rec, field="reference"),
+                  "fact": clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False))}
+    return Item(id=item_id, system=_system(record, file, rec), dataset=dataset, **fields,
+                annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file,
+                                              rec=rec))

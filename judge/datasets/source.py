@@ -111,11 +111,8 @@ def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:
             # A config's data_dir is read from where judge runs, which is easy to forget outside the repo.
             where = (f"no such directory relative to the working directory {Path.cwd()} (run from the folder "
                      "the path is written for, or pass --data-dir)")
-        raise InputError(
-            f"benchmark '{info.name}' ({info.abbrev}) expects the file '{info.path}' under the data "
-            f"directory '{data_dir}', but {where}",
-            file=str(path),
-        )
+        raise InputError(f"benchmark '{info.name}' ({info.abbrev}) expects the file '{info.path}' under the data "
+                         f"directory '{data_dir}', but {where}", file=str(path))
     return load_items(path, format=info.format, dataset=info.name)
 
 
