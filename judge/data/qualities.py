@@ -70,10 +70,6 @@ def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:
 QUALITY_GROUPS = _read_groups(RECORDS)
 FED_TURN = QUALITY_GROUPS["fed-turn"]
 FED_DIAL = QUALITY_GROUPS["fed-dial"]
-USR = QUALITY_GROUPS["usr"]
-ZHAO = QUALITY_GROUPS["zhao"]
-GUPTA = QUALITY_GROUPS["gupta"]
-GRADE = QUALITY_GROUPS["grade"]
 
 #: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
 #: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
