@@ -57,11 +57,6 @@ def parse_json(text: str, file: str, line_offset: int = 0) -> Any:
         raise InputError(f"invalid JSON: {type(e).__name__}: {e}", file=file, record=1 + line_offset) from None
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a whole JSON file (InputError on bad UTF-8 or bad JSON)."""
-    return parse_json(read_text(path), str(path))
-
-
 def find_bad_unicode(value: Any, path: str = "") -> str | None:
     """Path of the first string (key or value) holding a lone surrogate (JSON ``"\\ud800"``), else None.
 
