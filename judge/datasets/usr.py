@@ -49,10 +49,10 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
         fact = clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False))
         responses = get_field(record, "responses", list, file=file, rec=rec)
         parsed = [_response(r, ri, file, rec) for ri, r in enumerate(responses)]
-        references = tuple(text for model, text, _ in parsed if model == GROUND_TRUTH)
+        references = tuple(reply for model, reply, _ in parsed if model == GROUND_TRUTH)
         ordered = [p for p in parsed if p[0] != GROUND_TRUTH] + [p for p in parsed if p[0] == GROUND_TRUTH]
-        for model, text, ratings in ordered:
-            items.append(Item(id=f"{prefix}_{len(items):05d}", level="turn", context=context, response=text,
+        for model, reply, ratings in ordered:
+            items.append(Item(id=f"{prefix}_{len(items):05d}", level="turn", context=context, response=reply,
                               references=references, fact=fact, system=model, dataset=dataset, annotations=ratings))
     assign_groups(items)
     return items
