@@ -1,9 +1,9 @@
 """``judge fit``'s library half: read the hidden states of rated items through the engine, fit a head.
 
 The hidden states come from the same engine every method runs on (:func:`judge.engine.prepare`, built by the
-run's :class:`judge.engine.session.Session`): the prompt the ``head`` method will render, the backend and cache it will
-use. The cache keeps each vector beside its answer, so the answers of the plain prompt are computed in
-the same pass, and a second ``judge fit`` over the same items reads no model at all.
+run's :class:`judge.engine.session.Session`): the prompt the ``head`` method will render, the backend and
+cache it will use. The cache keeps each vector beside its answer, so the answers of the plain prompt are
+computed in the same pass, and a second ``judge fit`` over the same items reads no model at all.
 """
 
 from __future__ import annotations
