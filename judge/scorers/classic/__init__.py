@@ -21,12 +21,14 @@ ScorerFactory = Callable[..., Scorer]
 SCORERS: Registry[ScorerFactory] = Registry("scorer", "judge.scorers")
 
 #: Inputs a scorer may require, and how to tell whether an item has them.
-INPUTS: dict[str, Callable[[Item], bool]] = {"context": lambda it: bool(it.context),
-                                             "response": lambda it: it.response is not None,
-                                             "reference": lambda it: bool(it.references),
-                                             "fact": lambda it: bool(it.fact),
-                                             "next_user": lambda it: bool(it.next_user),
-                                             "dialog": lambda it: bool(it.dialog)}
+INPUTS: dict[str, Callable[[Item], bool]] = {
+    "context": lambda it: bool(it.context),
+    "response": lambda it: it.response is not None,
+    "reference": lambda it: bool(it.references),
+    "fact": lambda it: bool(it.fact),
+    "next_user": lambda it: bool(it.next_user),
+    "dialog": lambda it: bool(it.dialog),
+}
 
 
 def register_classic(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
