@@ -73,12 +73,6 @@ def json_response(status: int, payload: dict[str, Any], headers: dict[str, str] 
     return Response(dumps(payload), status_code=status, media_type="application/json", headers=headers)
 
 
-def rows_response(rows: list[dict[str, Any]], one: bool = False) -> Response:
-    """The row of a one-item request (``one``), else ``{"rows": [...]}``, each row as ``judge score`` writes it."""
-    text = dumps(rows[0]) if one else '{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}"
-    return Response(text, media_type="application/json")
-
-
 def error_response(status: int, message: str, *, field: str | None = None, record: object = None,
                    headers: dict[str, str] | None = None) -> Response:
     payload: dict[str, Any] = {"error": message, "status": status}
@@ -111,21 +105,27 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
         metrics.scored(rows)
         return rows
 
-    async def body(request: Request) -> Any:
-        return parse_body(await read_body(request, settings.max_body_bytes))
-
     async def score_one(request: Request) -> Response:
-        rows = await score_items(service.parse([("item", await body(request))]))
-        return rows_response(rows, one=True)
+        record = parse_body(await read_body(request, settings.max_body_bytes))
+        items = service.parse([("item", record)])
+        rows = await score_items(items)
+        return Response(dumps(rows[0]), media_type="application/json")
 
     async def score_batch(request: Request) -> Response:
-        return rows_response(await score_items(service.parse(batch_records(await body(request), settings.max_batch))))
+        body = parse_body(await read_body(request, settings.max_body_bytes))
+        records = batch_records(body, settings.max_batch)
+        items = service.parse(records)
+        rows = await score_items(items)
+        return Response('{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}", media_type="application/json")
 
     async def compare(request: Request) -> Response:
-        given = await body(request)
-        rows = await batcher.submit(service.parse_pairs(given, settings.max_batch), service.compare)
+        body = parse_body(await read_body(request, settings.max_body_bytes))
+        pairs = service.parse_pairs(body, settings.max_batch)
+        rows = await batcher.submit(pairs, service.compare)
         metrics.scored(rows)
-        return rows_response(rows, one=not (isinstance(given, dict) and "pairs" in given))
+        if isinstance(body, dict) and "pairs" in body:
+            return Response('{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}", media_type="application/json")
+        return Response(dumps(rows[0]), media_type="application/json")
 
     async def healthz(request: Request) -> Response:
         return json_response(200, {"status": "ok"})
@@ -139,9 +139,14 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
     async def metrics_text(request: Request) -> Response:
         return Response(metrics.render(service.counters(), batcher.pending), media_type=CONTENT_TYPE)
 
-    routes = [Route("/v1/score", score_one, methods=["POST"]), Route("/v1/score/batch", score_batch, methods=["POST"]),
-              Route("/v1/compare", compare, methods=["POST"]), Route("/healthz", healthz, methods=["GET"]),
-              Route("/v1/info", info, methods=["GET"]), Route("/metrics", metrics_text, methods=["GET"])]
+    routes = [
+        Route("/v1/score", score_one, methods=["POST"]),
+        Route("/v1/score/batch", score_batch, methods=["POST"]),
+        Route("/v1/compare", compare, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/v1/info", info, methods=["GET"]),
+        Route("/metrics", metrics_text, methods=["GET"]),
+    ]
     handlers = {HTTPError: _on_http_error, InputError: _on_input_error, BackendError: _on_backend_error,
                 JudgeError: _on_judge_error, RuntimeError: _on_runtime_error}
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers,
