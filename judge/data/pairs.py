@@ -77,6 +77,10 @@ class Pairing:
     matched_by: str = "contexts"
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def n_contexts(self) -> int:
+        return len({p.context for p in self.pairs})
+
 
 def _check_turn_level(items: Sequence[Item], file: str) -> None:
     for it in items:

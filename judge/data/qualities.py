@@ -70,6 +70,7 @@ def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:
 QUALITY_GROUPS = _read_groups(RECORDS)
 FED_TURN = QUALITY_GROUPS["fed-turn"]
 FED_DIAL = QUALITY_GROUPS["fed-dial"]
+ZHAO = QUALITY_GROUPS["zhao"]
 
 #: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
 #: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
