@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from judge.core.config import GenerateConfig
 from judge.data.items import USER, Item, Turn
 from judge.datasets import load_items
-from judge.engine import MethodSpec, build_scorer
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from tests.fault_server import FaultServer
 
 
@@ -44,11 +45,11 @@ def run(base_url: str, model: str, items: list[Item], concurrency: int, chat: bo
     cfg = GenerateConfig(concurrency=concurrency, max_retries=2, timeout=300, chat=chat, batch_size=len(items),
                          cache=False)
     spec = MethodSpec(prompt="yesno", backend="openai", model=model, options={"base_url": base_url}, generate=cfg)
-    judge = build_scorer(spec, items)
-    t0 = time.perf_counter()
-    scores = list(judge.score(items))
-    wall = time.perf_counter() - t0
-    judge.backend.close()  # type: ignore[attr-defined]
+    with Session(RunOptions(progress=False)) as session:
+        judge = session.build(prepare(spec, items))
+        t0 = time.perf_counter()
+        scores = list(judge.score(items))
+        wall = time.perf_counter() - t0
     failed = sum(not s.ok for s in scores)
     return {"concurrency": concurrency, "items": len(items), "failed": failed, "wall_s": wall,
             "items_per_s": len(items) / wall, "peak_rss_mb": peak_rss_mb(),

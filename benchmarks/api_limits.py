@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from judge.core.config import GenerateConfig
 from judge.data.items import USER, Item, Turn
-from judge.engine import MethodSpec, build_scorer
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from tests.fault_server import FaultServer, RateLimit
 
 
@@ -49,20 +50,19 @@ def synthetic_items(n: int) -> list[Item]:
 
 def run(args: argparse.Namespace, concurrency: int, pace: bool) -> dict:
     limit = RateLimit(requests_per_minute=args.rpm, time_scale=args.time_scale)
-    with FaultServer(latency=args.latency, limit=limit) as srv:
+    with FaultServer(latency=args.latency, limit=limit) as srv, Session(RunOptions(progress=False)) as session:
         cfg = GenerateConfig(concurrency=concurrency, max_retries=args.max_retries, timeout=60, batch_size=args.items,
                              cache=False)
         options = {"base_url": srv.base_url} if pace else {"base_url": srv.base_url, "pace": False}
         spec = MethodSpec(prompt="yesno", backend="openai", model="fault-model", options=options, generate=cfg)
         items = synthetic_items(args.items)
-        judge = build_scorer(spec, items)
+        judge = session.build(prepare(spec, items))
         t0 = time.perf_counter()
         scores = list(judge.score(items))
         wall = time.perf_counter() - t0
         backend = judge.backend  # type: ignore[attr-defined]
         counters = backend.counters()
         pacer = backend.pacer
-        backend.close()
         return {"mode": f"adaptive (1..{concurrency})" if pace else f"fixed {concurrency}", "pace": pace,
                 "items": len(items), "failed": sum(not s.ok for s in scores), "wall_s": wall,
                 "items_per_s": len(items) / wall, "limited": srv.limited, "retries": counters["retries"],

@@ -3,7 +3,7 @@
 
 Usage: python benchmarks/classic_measure.py DATA_DIR OUT.jsonl '[["length", {}, null], ["lm-maxprob", {"model": "smollm2", "threads": 1}, 20]]'
 Each entry is [scorer, options, limit] (limit null: every rated item). --sets narrows the sets.
-Each scorer is a classic MethodSpec built by judge.engine.build_scorer, as `judge bench --scorer` does.
+Each scorer is a classic MethodSpec built through a judge.engine Session, as `judge bench --scorer` does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 from judge.core.errors import InputError
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
-from judge.engine import MethodSpec, build_scorer
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from judge.harness.runner import seeded_subset
 from judge.stats.correlation import correlations
 
@@ -38,8 +39,9 @@ def measure(data_dir: str, name: str, options: dict[str, Any], limit: int | None
     items = [it for it in seeded_subset(load_benchmark(dataset, data_dir), limit, 0) if it.human(quality.name) is not None]
     start = time.time()
     try:
-        scorer = build_scorer(MethodSpec(type="classic", scorer=name, options=options), items, quality)
-        scores = list(scorer.score(items))
+        with Session(RunOptions(progress=False)) as session:
+            scorer = session.build(prepare(MethodSpec(type="classic", scorer=name, options=options), items, quality))
+            scores = list(scorer.score(items))
     except InputError as exc:
         return {"scorer": name, "dataset": dataset, "skip": str(exc)[:120]}
     c = correlations([s.value for s in scores], [it.human(quality.name) for it in items])

@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from judge.core.config import GenerateConfig
 from judge.core.io import atomic_jsonl_writer
 from judge.datasets.benchmarks import dataset_info
-from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from judge.harness.config import DatasetSpec, Experiment
 from judge.harness.runner import plan, run_experiment
 from judge.records.results import cell_path, read_rows
@@ -62,21 +63,14 @@ def run_pass(exp: Experiment) -> tuple[float, dict[tuple[str, str], float | None
 def score_pass(exp: Experiment, out: Path) -> tuple[float, dict[tuple[str, str], float | None]]:
     """Per quality, exactly the calls `judge score` makes: prepare, build, rows into an atomic JSONL."""
     t0 = time.perf_counter()
-    backends = BackendPool()
     scores = {}
-    try:
+    with Session(RunOptions(progress=False)) as session:
         for cell in plan(exp):
             prep = prepare(cell.method, cell.items, cell.quality, pool=cell.pool)
-            path = out / f"{cell.quality.name}.jsonl"
             rows: list[dict] = []
-            with atomic_jsonl_writer(path) as write:
-                def keep(row: dict, write=write, rows: list[dict] = rows) -> None:
-                    write(row)
-                    rows.append(row)
-                run_rows(build(prep, backends), cell.items, cell.method.name, cell.quality.name, keep)
+            with atomic_jsonl_writer(out / f"{cell.quality.name}.jsonl") as write:
+                session.rows(prep, cell.items, write, rows.append, quality=cell.quality.name)
             scores.update({(cell.quality.name, r["id"]): r["score"] for r in rows})
-    finally:
-        backends.close()
     return time.perf_counter() - t0, scores
 
 

@@ -45,7 +45,8 @@ def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
     from judge.datasets.split import split_items
-    from judge.engine import BackendPool, MethodSpec, build, prepare
+    from judge.engine import MethodSpec, prepare
+    from judge.engine.session import RunOptions, Session
     from judge.harness.runner import seeded_subset
     from judge.scorers.llm import LLMJudge
 
@@ -55,19 +56,16 @@ def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
              if it.human(quality.name) is not None]
     items = seeded_subset(items, spec["items"], 0)
     method = MethodSpec(prompt=spec["prompt"], model=spec["model"], generate=GenerateConfig(threads=spec["threads"]))
-    pool = BackendPool()
-    try:
+    with Session(RunOptions(progress=False)) as session:
         t0 = time.perf_counter()
-        judge = build(prepare(method, items, quality), pool)
+        judge = session.build(prepare(method, items, quality))
         assert isinstance(judge, LLMJudge)
         judge.hidden = spec["hidden"]
         load = time.perf_counter() - t0
         t1 = time.perf_counter()
         scores = list(judge.score(items))
         wall = time.perf_counter() - t1
-        tokens = pool.counters().get("tokens_evaluated", 0)
-    finally:
-        pool.close()
+        tokens = session.counters().get("tokens_evaluated", 0)
     return {"wall": wall, "load": load, "rows": len(scores), "tokens": tokens, "peak_mb": peak_rss_mb(),
             "answers": [s.label_probs for s in scores], "vectors": sum(s.vector is not None for s in scores),
             "failed": sum(not s.ok for s in scores)}

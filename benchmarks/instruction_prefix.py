@@ -65,21 +65,21 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
     from judge.core.config import GenerateConfig
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
-    from judge.engine import BackendPool, MethodSpec, build_scorer
+    from judge.engine import MethodSpec, prepare
+    from judge.engine.session import RunOptions, Session
     from judge.harness.runner import seeded_subset
 
     generate = GenerateConfig(threads=spec["threads"], cache_path=spec["cache"])
     rule = {"rule": "expected"} if Path(spec["prompt"]).stem.startswith("rating") else {}
     method = MethodSpec(prompt=spec["prompt"], model=spec["model"], generate=generate, **rule)  # type: ignore[arg-type]
-    backends = BackendPool()
     out: dict[str, Any] = {"sets": {}}
-    try:
+    with Session(RunOptions(progress=False)) as session:
         for name in spec["sets"]:
             info = dataset_info(name)
             quality = info.quality(info.overall)
             items = seeded_subset([it for it in load_benchmark(info.name, spec["data_dir"])
                                    if it.human(quality.name) is not None], spec["items"][name], 0)
-            scorer = build_scorer(method, items, quality, backends=backends)
+            scorer = session.build(prepare(method, items, quality))
             start = time.perf_counter()
             scores = list(scorer.score(items))
             wall = time.perf_counter() - start
@@ -89,8 +89,6 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
                 "evaluated": sum(s.n_evaluated_tokens for s in scores),
                 "scores": {s.item_id: s.value for s in scores},
                 "probs": {s.item_id: s.label_probs for s in scores}}
-    finally:
-        backends.close()
     out["peak_mb"] = peak_rss_mb()
     return out
 

@@ -29,7 +29,8 @@ from judge.cli.options import key_value
 from judge.core.config import GenerateConfig
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
-from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from judge.harness.runner import seeded_subset
 
 
@@ -43,15 +44,12 @@ def one_pass(options: dict[str, object], args: argparse.Namespace, items: list, 
     tokens evaluated and scores of the rest."""
     spec = MethodSpec(prompt="yesno", selector="bm25-context", k=args.k, model=args.model, options=options,
                       generate=GenerateConfig(threads=args.threads, cache=False))
-    backends = BackendPool()
-    try:
-        scorer = build_scorer(spec, items, quality, pool=pool, backends=backends)  # type: ignore[arg-type]
+    with Session(RunOptions(progress=False)) as session:
+        scorer = session.build(prepare(spec, items, quality, pool=pool))  # type: ignore[arg-type]
         list(scorer.score(items[:1]))
         start = time.perf_counter()
         scores = list(scorer.score(items[1:]))
         seconds = time.perf_counter() - start
-    finally:
-        backends.close()
     return seconds, sum(s.n_evaluated_tokens for s in scores), [s.value for s in scores]
 
 

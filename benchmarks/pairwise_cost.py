@@ -68,32 +68,28 @@ def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
     """One side: the pairs compared in one or both orders, or their replies scored by the criteria prompt."""
     os.environ["JUDGE_CACHE"] = str(Path(spec["work"]) / "cache.sqlite")
     from judge.core.config import GenerateConfig
-    from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows
-    from judge.engine.compare import compare_rows, pair_items, prepare_pairs
+    from judge.engine import MethodSpec, prepare
+    from judge.engine.compare import pair_items, prepare_pairs
+    from judge.engine.session import RunOptions, Session
 
     pairs, quality = pairs_of(spec)
     generate = GenerateConfig(threads=spec["threads"])
-    pool = BackendPool()
     rows: list[dict[str, Any]] = []
-    try:
+    with Session(RunOptions(progress=False)) as session:
         t0 = time.perf_counter()
         if spec["side"] == "pointwise":
-            items = pair_items(pairs)
-            method = MethodSpec(prompt="yesno-criteria", model=spec["model"], generate=generate)
-            scorer = build(prepare(method, items, quality), pool)
-            load = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            run_rows(scorer, items, method.name, quality.name, rows.append)
+            todo: Any = pair_items(pairs)
+            prep = prepare(MethodSpec(prompt="yesno-criteria", model=spec["model"], generate=generate), todo, quality)
         else:
+            todo = pairs
             method = MethodSpec(type="pairwise", orders=spec["side"], model=spec["model"], generate=generate)
-            judge = build(prepare_pairs(method, pairs, quality), pool)
-            load = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            compare_rows(judge, pairs, method.name, quality.name, rows.append)
+            prep = prepare_pairs(method, pairs, quality)
+        judge = session.build(prep)
+        load = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        session.rows(prep, todo, rows.append, quality=quality.name, judge=judge)
         wall = time.perf_counter() - t1
-        counters = pool.counters()
-    finally:
-        pool.close()
+        counters = session.counters()
     return {"wall": wall, "load": load, "rows": len(rows), "pairs": len(pairs),
             "tokens": counters.get("tokens_evaluated", 0), "decodes": counters.get("decodes", 0),
             "failed": sum(r["error"] is not None for r in rows), "peak_mb": peak_rss_mb()}

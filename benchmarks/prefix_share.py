@@ -154,21 +154,21 @@ def raw_prompts(data_dir: str, limit: int, threads: int) -> tuple[list[list[int]
     from judge.core.config import GenerateConfig
     from judge.datasets import load_benchmark
     from judge.datasets.benchmarks import dataset_info
-    from judge.engine import BackendPool, MethodSpec, build_scorer
+    from judge.engine import MethodSpec, prepare
+    from judge.engine.session import RunOptions, Session
     from judge.harness.runner import seeded_subset
     from judge.scorers.llm import LLMJudge
 
     items = [it for it in seeded_subset(load_benchmark("topical-usr", data_dir), limit, 0)
              if it.human("Overall") is not None]
-    backends = BackendPool()
-    judge = build_scorer(MethodSpec(prompt="yesno-criteria", generate=GenerateConfig(threads=threads, cache=False)),
-                         items, dataset_info("topical-usr").quality("overall"), backends=backends)
-    assert isinstance(judge, LLMJudge)
-    backend = judge.backend
-    toks = [backend.tokens(judge.build_prompt(it)[0]) for it in items]  # type: ignore[attr-defined]
-    path, n_ctx = str(backend.path), backend.capabilities.max_context  # type: ignore[attr-defined]
-    extra = bool(backend.extra_buffers)  # type: ignore[attr-defined]
-    backends.close()
+    spec = MethodSpec(prompt="yesno-criteria", generate=GenerateConfig(threads=threads, cache=False))
+    with Session(RunOptions(progress=False)) as session:
+        judge = session.build(prepare(spec, items, dataset_info("topical-usr").quality("overall")))
+        assert isinstance(judge, LLMJudge)
+        backend = judge.backend
+        toks = [backend.tokens(judge.build_prompt(it)[0]) for it in items]  # type: ignore[attr-defined]
+        path, n_ctx = str(backend.path), backend.capabilities.max_context  # type: ignore[attr-defined]
+        extra = bool(backend.extra_buffers)  # type: ignore[attr-defined]
     return toks, path, n_ctx, extra
 
 

@@ -33,7 +33,8 @@ from judge.core.config import GenerateConfig
 from judge.data.items import Item
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
-from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from judge.scorers.llm import LLMJudge
 from judge.selectors import get_selector
 from judge.selectors.bm25 import BM25Selector
@@ -43,13 +44,13 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def k_curve(backends: BackendPool, threads: int | None, items: list[Item], pool: list[Item], quality,
+def k_curve(session: Session, threads: int | None, items: list[Item], pool: list[Item], quality,
             ks: list[int]) -> list[dict]:
     rows = []
     for k in ks:
         spec = MethodSpec(prompt="yesno", selector="bm25-context" if k else "none", k=k,
                           generate=GenerateConfig(threads=threads, cache=False))
-        judge = build_scorer(spec, items, quality, pool=pool, backends=backends)
+        judge = session.build(prepare(spec, items, quality, pool=pool))
         assert isinstance(judge, LLMJudge)
         judge.backend.llm.reset()  # type: ignore[attr-defined]  # each k starts from an empty KV cache  # each k starts from an empty KV cache
         t0 = time.perf_counter()
@@ -108,9 +109,8 @@ def main() -> int:
     rated = [it for it in data if it.human(quality.name) is not None]
     items = rated[: args.n]
     load = os.getloadavg()
-    backends = BackendPool()
-    krows = k_curve(backends, args.threads, items, rated, quality, args.ks)
-    backends.close()
+    with Session(RunOptions(progress=False)) as session:
+        krows = k_curve(session, args.threads, items, rated, quality, args.ks)
     prows = pool_curve(rated, rated[: args.queries], args.pools, quality, 4)
     load_end = os.getloadavg()
 

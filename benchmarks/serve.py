@@ -1,7 +1,8 @@
 """``serve`` benchmark: ``judge serve`` under 1, 4 and 16 concurrent clients vs the engine in-process.
 
 The same items are scored (1) in this process through the engine, exactly as ``judge score`` does
-(``prepare`` -> ``build`` -> ``score_rows``, model already loaded, timing excludes the load), then
+(``prepare``, then a ``Session`` builds the scorer and hands its rows; model already loaded, timing excludes
+the load), then
 (2) by ``python -m judge serve`` in a subprocess, one ``POST /v1/score`` per item from 1, 4 and 16
 client threads, and (3) in one ``POST /v1/score/batch``. Both sides use the packaged SmolLM2 via
 llama.cpp with the same threads and no judge cache, so every item is a model evaluation. llama.cpp
@@ -33,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from judge.core.config import GenerateConfig
 from judge.datasets.jsonl import items_from_records
-from judge.engine import BackendPool, MethodSpec, build, prepare, score_rows
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
 
@@ -58,14 +60,13 @@ def in_process(recs: list[dict], threads: int) -> tuple[float, list[dict]]:
     """Wall seconds of scoring ``recs`` through the engine in this process (model load excluded)."""
     items = items_from_records([(str(i), r) for i, r in enumerate(recs)], "bench", "bench")
     spec = MethodSpec(generate=GenerateConfig(threads=threads, cache=False))
-    pool = BackendPool()
-    try:
-        scorer = build(prepare(spec, items), pool)
+    prep = prepare(spec, items)
+    with Session(RunOptions(progress=False)) as session:
+        scorer = session.build(prep)
         start = time.perf_counter()
-        rows = list(score_rows(scorer, items, spec.name, None, 0))
+        rows: list[dict] = []
+        session.rows(prep, items, rows.append, quality=None, seed=0, judge=scorer)
         return time.perf_counter() - start, rows
-    finally:
-        pool.close()
 
 
 def start_service(threads: int, log: Path) -> tuple[subprocess.Popen, str]:

@@ -44,7 +44,8 @@ from judge.core.config import GenerateConfig
 from judge.data.items import Item
 from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
-from judge.engine import BackendPool, MethodSpec, build_scorer
+from judge.engine import MethodSpec, prepare
+from judge.engine.session import RunOptions, Session
 from judge.prompts.answers import candidates
 from judge.scorers.llm import LLMJudge
 from judge.scorers.rules import ScoringError, score_distribution
@@ -54,13 +55,13 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def make_judges(backends: BackendPool, items: list[Item], pool: list[Item], k: int, threads: int) -> list[LLMJudge]:
+def make_judges(session: Session, items: list[Item], pool: list[Item], k: int, threads: int) -> list[LLMJudge]:
     """One judge per FED turn quality, built by the engine from the spec of
     ``judge score --prompt fed --selector manual --k 3 --no-cache``."""
     spec = MethodSpec(prompt="fed", selector="manual", k=k, generate=GenerateConfig(threads=threads, cache=False))
     judges = []
     for q in dataset_info("fed-turn").qualities:
-        judge = build_scorer(spec, items, q, pool=pool, backends=backends)
+        judge = session.build(prepare(spec, items, q, pool=pool))
         assert isinstance(judge, LLMJudge)
         judges.append(judge)
     return judges
@@ -170,8 +171,8 @@ def main() -> int:
 
     pool = load_benchmark("fed-turn", args.data_dir)
     items = pool[: args.limit]
-    backends = BackendPool()
-    judges = make_judges(backends, items, pool, args.k, args.threads)
+    session = Session(RunOptions(progress=False)).open()  # held until the process exits, as the model is
+    judges = make_judges(session, items, pool, args.k, args.threads)
     backend = llama_backend(judges)
     if args.tokens_only:
         token_counts(judges, pool, args.tokens_only)

@@ -1,4 +1,4 @@
-"""Regenerate prompts/manual/fed.toml from the FED data by the rule in judge.selectors.manual.pick_spanning.
+"""Regenerate prompts/manual/fed.toml from the FED data by the rule of :func:`pick_spanning`.
 
     python3 tools/make_manual_sets.py ../shared/data            # print
     python3 tools/make_manual_sets.py ../shared/data --write    # overwrite prompts/manual/fed.toml
@@ -9,15 +9,18 @@ Only item ids are written, never benchmark text.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judge.data.qualities import FED_DIAL, FED_TURN
+from judge.data.items import Item
+from judge.data.qualities import FED_DIAL, FED_TURN, Quality
 from judge.datasets import load_benchmark
-from judge.selectors.manual import pick_spanning
+from judge.selectors.manual import Entry
 
 HEADER = '''# Manual in-context examples for FED (Mehri & Eskenazi 2020), one set of 3 per quality.
 # Only item ids are stored; they resolve against the user's copy of the data at run time
@@ -34,6 +37,50 @@ test item). Alternates per example: the next 3 in that order whose conversations
 picks and from one another; they stand in when the test item is the example or shares its \\
 conversation."""
 '''
+
+
+def pick_spanning(items: Sequence[Item], quality: Quality, n: int = 3, n_alternates: int = 3,
+                  min_raters: int = 3) -> Entry:
+    """Examples spanning a quality's scale, chosen by a fixed rule (documented in the shipped set).
+
+    Candidates: items with at least ``min_raters`` ratings for the quality. Targets: ``n`` points
+    evenly spread from the scale minimum to its maximum (3: min, midpoint, max). For each target in
+    turn, candidates are sorted by distance of their mean rating to the target, then by the
+    ratings' standard deviation (agreement), then by id; the first one whose group (conversation)
+    no earlier pick has is taken. Alternates per example: the next ``n_alternates`` in that order
+    whose groups differ from all picks and from one another.
+    """
+    cands = []
+    for it in items:
+        vals = it.annotations.get(quality.name) or next(
+            (v for k, v in it.annotations.items() if k.lower() == quality.name.lower()), ())
+        if len(vals) >= min_raters:
+            mean = math.fsum(vals) / len(vals)
+            sd = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
+            cands.append((it, mean, sd))
+    if len(cands) < n:
+        raise ValueError(f"only {len(cands)} items have {min_raters}+ ratings for {quality.name}")
+    lo, hi = quality.scale("choosing examples across the rating scale")
+    targets = [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [lo]
+    def nearest(target: float) -> list[tuple[Item, float, float]]:
+        return sorted(cands, key=lambda c: (round(abs(c[1] - target), 9), round(c[2], 9), c[0].id))
+
+    orders = [nearest(t) for t in targets]
+    picks: list[Item] = []
+    for order in orders:
+        used = {p.group for p in picks}
+        picks.append(next(c[0] for c in order if c[0].group not in used))
+    pick_groups = {p.group for p in picks}
+    alternates = []
+    for order in orders:
+        alts: list[Item] = []
+        for c in order:
+            if len(alts) == n_alternates:
+                break
+            if c[0].group not in pick_groups and all(a.group != c[0].group for a in alts):
+                alts.append(c[0])
+        alternates.append(tuple(a.id for a in alts))
+    return Entry(tuple(p.id for p in picks), tuple(alternates))
 
 
 def render(data_dir: str) -> str:

@@ -13,20 +13,8 @@ from collections.abc import Sequence
 from ..core.distribution import ShadowedError, check_not_shadowed
 from ..core.errors import JudgeError, RunStopped
 
-#: Subcommand name -> module under judge.cli with ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS = {
-    "score": "score",
-    "bench": "bench",
-    "compare": "compare",
-    "run": "run",
-    "report": "report",
-    "results": "results",
-    "fit": "fit",
-    "data": "data",
-    "models": "models",
-    "serve": "serve",
-    "view": "view",
-}
+#: The subcommands, each a module under judge.cli of its name with ``add_parser(subparsers)`` and ``run(args) -> int``.
+COMMANDS = ("score", "bench", "compare", "run", "report", "results", "fit", "data", "models", "serve", "view")
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.
 EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3
@@ -35,7 +23,7 @@ EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="judge", description="Language models as judges of dialogue quality.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS.values():
+    for module in COMMANDS:
         mod = importlib.import_module(f"{__name__}.{module}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)

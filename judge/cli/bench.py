@@ -104,12 +104,10 @@ def run(args: argparse.Namespace) -> int:
     prepare(spec, [it for it in items if it.human(quality.name) is not None], quality)
     with tempfile.TemporaryDirectory(prefix="judge-bench-") as tmp:
         dataset = DatasetSpec(info.name, (quality.name,), info=info, source=src)
-        exp = Experiment(
-            path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir or ".", output=args.results or tmp,
-            limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
-            methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
-            ray=ray_from_args(args),
-        )
+        exp = Experiment(path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir or ".",
+                         output=args.results or tmp, limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
+                         methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
+                         ray=ray_from_args(args))
         if args.check:
             from ..harness.cost import print_check
 

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     with session.plan(groups):
         bar = session.bar(sum(len(s.items) for s in sets), "hidden states", "item")
-        collected = collect(spec, sets, session.backends, bar.update)
+        collected = collect(spec, sets, session, bar.update)
         bar.close()
         report_counters(session.counters())
     if args.without_each is not None:

@@ -87,18 +87,10 @@ def listing() -> list[dict[str, Any]]:
     heads = shipped_heads_by_model()
     out = []
     for name, m in PACKAGED.items():
-        out.append({
-            "name": name,
-            "default": name == DEFAULT_MODEL,
-            "state": installed_state(m),
-            "size": m.size,
-            "install": m.install,
-            "provenance": m.provenance,
-            "sha256": m.sha256,
-            "parts": len(m.parts) if isinstance(m, SplitModel) else 1,
-            "measured": figures.get(name, {}),
-            "heads": heads.get(name, []),
-        })
+        out.append({"name": name, "default": name == DEFAULT_MODEL, "state": installed_state(m), "size": m.size,
+                    "install": m.install, "provenance": m.provenance, "sha256": m.sha256,
+                    "parts": len(m.parts) if isinstance(m, SplitModel) else 1, "measured": figures.get(name, {}),
+                    "heads": heads.get(name, [])})
     return out
 
 

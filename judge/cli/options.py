@@ -305,8 +305,6 @@ def spec_from_flags(values: Mapping[str, object], flags: Mapping[str, str] = FLA
         raise InputError(exc.reason, field=flag_for(exc.field, flags)) from None
 
 
-#: ``--member`` keys beyond spec fields: ``chat`` (short for generate.chat) and ``optional``.
-MEMBER_EXTRA = ("chat", "optional")
 #: Spec fields a ``--member`` does not set: the ensemble's own, and the entry's bookkeeping.
 _NOT_MEMBER = frozenset({"type", "index", "paper", "allow_future"})
 #: Spec fields that hold scalars (a ``--member`` value is one word).

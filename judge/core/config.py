@@ -44,15 +44,9 @@ class GenerateConfig:
     def __post_init__(self) -> None:
         """Refuse out-of-range settings wherever the config is made (CLI, experiment config, library), so
         no entry point quietly turns ``concurrency=0`` into 1 or ``max_retries=-1`` into 0."""
-        for name, minimum in _MINIMUM.items():
+        for name, minimum in {**_MINIMUM, **_MINIMUM_OR_NONE}.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"must be an integer, got {value!r}", field=name)
-            if value < minimum:
-                raise InputError(f"must be >= {minimum}, got {value}", field=name)
-        for name, minimum in _MINIMUM_OR_NONE.items():
-            value = getattr(self, name)
-            if value is None:
+            if value is None and name in _MINIMUM_OR_NONE:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InputError(f"must be an integer, got {value!r}", field=name)

@@ -13,14 +13,8 @@ class JudgeError(Exception):
 class InputError(JudgeError):
     """Bad input data: names the file, the record (line or index) and the field."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        file: str | None = None,
-        record: str | int | None = None,
-        field: str | None = None,
-    ) -> None:
+    def __init__(self, message: str, *, file: str | None = None, record: str | int | None = None,
+                 field: str | None = None) -> None:
         self.file = file
         self.record = record
         self.field = field
@@ -71,13 +65,8 @@ class MissingExtraError(BackendError):
     """An optional dependency is not installed; names the extra that provides it."""
 
     def __init__(self, what: str, extra: str, module: str) -> None:
-        super().__init__(
-            f"{what} needs the optional dependency '{module}'. Install it with: pip install 'dialogue-judge[{extra}]'"
-        )
-
-
-class PromptTooLongError(JudgeError):
-    """The test item alone does not fit in the model's context window."""
+        super().__init__(f"{what} needs the optional dependency '{module}'. Install it with: pip install "
+                         f"'dialogue-judge[{extra}]'")
 
 
 class RunStopped(Exception):

@@ -13,22 +13,9 @@ Level = Literal["turn", "dialog"]
 USER = "user"
 SYSTEM = "system"
 
-_SPEAKER_ALIASES = {
-    "user": USER,
-    "human": USER,
-    "a": USER,
-    "person a": USER,
-    "speaker 1": USER,
-    "customer": USER,
-    "system": SYSTEM,
-    "model": SYSTEM,
-    "bot": SYSTEM,
-    "assistant": SYSTEM,
-    "agent": SYSTEM,
-    "b": SYSTEM,
-    "person b": SYSTEM,
-    "speaker 2": SYSTEM,
-}
+_SPEAKER_ALIASES = {"user": USER, "human": USER, "a": USER, "person a": USER, "speaker 1": USER, "customer": USER,
+                    "system": SYSTEM, "model": SYSTEM, "bot": SYSTEM, "assistant": SYSTEM, "agent": SYSTEM, "b": SYSTEM,
+                    "person b": SYSTEM, "speaker 2": SYSTEM}
 
 KNOWN_SPEAKERS = tuple(sorted(_SPEAKER_ALIASES))
 

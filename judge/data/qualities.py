@@ -48,12 +48,9 @@ class Quality:
     def scale(self, purpose: str = "this step") -> Scale:
         """(min, max); InputError when the scale is unknown, because guessing one mislabels data."""
         if not self.has_scale:
-            raise InputError(
-                f"quality '{self.name}' has no known scale, and {purpose} needs one: declare it with "
-                f"--scale {self.name}=MIN:MAX, or with \"scales\": {{\"{self.name}\": [MIN, MAX]}} "
-                "in the JSONL lines",
-                field="quality",
-            )
+            raise InputError(f"quality '{self.name}' has no known scale, and {purpose} needs one: declare it with "
+                             f"--scale {self.name}=MIN:MAX, or with \"scales\": {{\"{self.name}\": [MIN, MAX]}} "
+                             "in the JSONL lines", field="quality")
         return self.min, self.max
 
 
@@ -73,10 +70,7 @@ def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:
 QUALITY_GROUPS = _read_groups(RECORDS)
 FED_TURN = QUALITY_GROUPS["fed-turn"]
 FED_DIAL = QUALITY_GROUPS["fed-dial"]
-USR = QUALITY_GROUPS["usr"]
 ZHAO = QUALITY_GROUPS["zhao"]
-GUPTA = QUALITY_GROUPS["gupta"]
-GRADE = QUALITY_GROUPS["grade"]
 
 #: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
 #: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
@@ -108,14 +102,8 @@ def _generic_description(name: str, level: Level | None) -> str:
     return f"good {who} overall" if name.lower() == "overall" else f"good {who} in terms of {name}"
 
 
-def quality_for(
-    name: str,
-    source: Mapping[str, Scale] | Sequence[Item] = (),
-    level: Level | None = None,
-    *,
-    known: Sequence[Quality] = (),
-    strict: bool = True,
-) -> Quality:
+def quality_for(name: str, source: Mapping[str, Scale] | Sequence[Item] = (), level: Level | None = None, *,
+                known: Sequence[Quality] = (), strict: bool = True) -> Quality:
     """The Quality (with its scale) that ``name`` means for this data.
 
     Looked up in this order: a declared scale (``source``: a mapping quality -> (min, max), or

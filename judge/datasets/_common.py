@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,8 @@ def read_text(path: str | Path) -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InputError(
-            f"invalid UTF-8 (byte 0x{data[e.start]:02x} at column {column}); save the file as UTF-8",
-            file=file,
-            record=line,
-        ) from None
+        raise InputError(f"invalid UTF-8 (byte 0x{data[e.start]:02x} at column {column}); save the file as UTF-8",
+                         file=file, record=line) from None
 
 
 def unreadable(exc: OSError, file: str) -> InputError:
@@ -58,11 +55,6 @@ def parse_json(text: str, file: str, line_offset: int = 0) -> Any:
     except (ValueError, RecursionError) as e:
         # ValueError: integers longer than Python's digit limit; RecursionError: absurd nesting.
         raise InputError(f"invalid JSON: {type(e).__name__}: {e}", file=file, record=1 + line_offset) from None
-
-
-def read_json(path: str | Path) -> Any:
-    """Parse a whole JSON file (InputError on bad UTF-8 or bad JSON)."""
-    return parse_json(read_text(path), str(path))
 
 
 def find_bad_unicode(value: Any, path: str = "") -> str | None:
@@ -93,12 +85,8 @@ def check_unicode(record: Any, *, file: str, rec: str | int) -> None:
     """InputError naming the field when ``record`` holds a lone surrogate (see find_bad_unicode)."""
     bad = find_bad_unicode(record)
     if bad is not None:
-        raise InputError(
-            "invalid Unicode: a lone surrogate escape such as \\ud800 (text must be valid UTF-8)",
-            file=file,
-            record=rec,
-            field=bad.encode("utf-8", "backslashreplace").decode("utf-8") or None,
-        )
+        raise InputError("invalid Unicode: a lone surrogate escape such as \\ud800 (text must be valid UTF-8)",
+                         file=file, record=rec, field=bad.encode("utf-8", "backslashreplace").decode("utf-8") or None)
 
 
 def _has_surrogate(text: str) -> bool:
@@ -126,6 +114,18 @@ def require_list(data: Any, file: str, what: str) -> list[Any]:
     return data
 
 
+def object_records(data: Any, file: str, what: str, label: Callable[[int, Any], str] = lambda i, _: f"#{i}"
+                   ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each record of a benchmark file's non-empty JSON array (``what``: of what), as ``(how errors name it,
+    record)``, once it is checked to be an object of valid Unicode."""
+    for index, record in enumerate(require_list(data, file, what)):
+        rec = label(index, record)
+        if not isinstance(record, dict):
+            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
+        check_unicode(record, file=file, rec=rec)
+        yield rec, record
+
+
 def type_name(value: Any) -> str:
     """JSON-ish name of a value's type, for error messages."""
     if value is None:
@@ -143,16 +143,8 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def get_field(
-    record: Any,
-    key: str,
-    kind: type | tuple[type, ...],
-    *,
-    file: str,
-    rec: str | int,
-    required: bool = True,
-    prefix: str = "",
-) -> Any:
+def get_field(record: Any, key: str, kind: type | tuple[type, ...], *, file: str, rec: str | int, required: bool = True,
+              prefix: str = "") -> Any:
     """``record[key]`` checked against ``kind``; None when optional and absent (or null)."""
     if not isinstance(record, Mapping):
         raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
@@ -249,12 +241,8 @@ def prefixed_turns(lines: Sequence[str], *, file: str, rec: str | int, field: st
     for i, line in enumerate(lines):
         m = _PREFIX.match(line)
         if not m:
-            raise InputError(
-                f"line {i + 1} of the text has no 'User: ' or 'System: ' label: {_short(line)}",
-                file=file,
-                record=rec,
-                field=field,
-            )
+            raise InputError(f"line {i + 1} of the text has no 'User: ' or 'System: ' label: {_short(line)}", file=file,
+                             record=rec, field=field)
         speaker = normalize_speaker(m.group(1))
         text = m.group(2).strip()
         if speaker is None or not text:
@@ -365,12 +353,9 @@ def check_scale(items: Iterable[Item], quality: Quality, *, file: str | None = N
                 continue
             for value in values:
                 if not lo <= value <= hi:
-                    raise InputError(
-                        f"score {value:g} is outside the {quality.name} scale [{lo:g}, {hi:g}]",
-                        file=file if file is not None else item.dataset,
-                        record=item.id,
-                        field=f"scores.{name}",
-                    )
+                    raise InputError(f"score {value:g} is outside the {quality.name} scale [{lo:g}, {hi:g}]",
+                                     file=file if file is not None else item.dataset, record=item.id,
+                                     field=f"scores.{name}")
 
 
 # --- small shared rules -------------------------------------------------------------------------------
@@ -382,19 +367,13 @@ def clean_fact(text: str | None) -> str | None:
     return None if text == "_nofact" else text
 
 
-def check_unique_ids(
-    items: Sequence[Item], labels: Sequence[str | int], file: str, field: str = "id"
-) -> None:
+def check_unique_ids(items: Sequence[Item], labels: Sequence[str | int], file: str, field: str = "id") -> None:
     """InputError naming both records when two items share an id."""
     seen: dict[str, str | int] = {}
     for item, label in zip(items, labels):
         if item.id in seen:
-            raise InputError(
-                f"duplicate id '{item.id}' (already used by {_where(seen[item.id])})",
-                file=file,
-                record=label,
-                field=field,
-            )
+            raise InputError(f"duplicate id '{item.id}' (already used by {_where(seen[item.id])})", file=file,
+                             record=label, field=field)
         seen[item.id] = label
 
 
@@ -405,9 +384,7 @@ def _where(label: str | int) -> str:
 _TURN_KEYS = ("speaker", "text")
 
 
-def parse_turns(
-    raw: Any, *, file: str, rec: str | int, field: str, strict_keys: bool = False
-) -> tuple[Turn, ...]:
+def parse_turns(raw: Any, *, file: str, rec: str | int, field: str, strict_keys: bool = False) -> tuple[Turn, ...]:
     """A JSON array of ``{"speaker": ..., "text": ...}`` -> Turns with normalised speakers (texts stripped;
     a blank text becomes "", which the item's flags report).
 
@@ -419,31 +396,19 @@ def parse_turns(
     for i, turn in enumerate(raw):
         where = f"{field}[{i}]"
         if not isinstance(turn, Mapping):
-            raise InputError(
-                f'expected a turn object {{"speaker": ..., "text": ...}}, got {type_name(turn)}',
-                file=file,
-                record=rec,
-                field=where,
-            )
+            raise InputError(f'expected a turn object {{"speaker": ..., "text": ...}}, got {type_name(turn)}',
+                             file=file, record=rec, field=where)
         if strict_keys:
             extra = sorted(str(k) for k in turn if k not in _TURN_KEYS)
             if extra:
-                raise InputError(
-                    f"unknown key '{extra[0]}' in a turn; allowed: {', '.join(_TURN_KEYS)}",
-                    file=file,
-                    record=rec,
-                    field=f"{where}.{extra[0]}",
-                )
+                raise InputError(f"unknown key '{extra[0]}' in a turn; allowed: {', '.join(_TURN_KEYS)}", file=file,
+                                 record=rec, field=f"{where}.{extra[0]}")
         speaker = get_field(turn, "speaker", str, file=file, rec=rec, prefix=where + ".")
         text = get_field(turn, "text", str, file=file, rec=rec, prefix=where + ".")
         role = normalize_speaker(speaker)
         if role is None:
-            raise InputError(
-                f"unknown speaker {_short(speaker)}; known speakers: {', '.join(KNOWN_SPEAKERS)}",
-                file=file,
-                record=rec,
-                field=where + ".speaker",
-            )
+            raise InputError(f"unknown speaker {_short(speaker)}; known speakers: {', '.join(KNOWN_SPEAKERS)}",
+                             file=file, record=rec, field=where + ".speaker")
         # An empty or blank turn is data (a real log's bot that said nothing, an empty message): it is
         # kept as "" and the item is flagged (Item.flags: empty_context_turn), never refused.
         turns.append(Turn(role, text.strip()))

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.components import components
 from ..core.io import atomic_write_text
 from ..data.items import Item
 from .benchmarks import DATASETS, corpus_sets, dataset_info
@@ -92,27 +93,10 @@ def conversation_names(sets: Mapping[str, Sequence[Item]], rules: Sequence[str] 
 
 
 def _components(nodes: list[tuple[Node, Item]], order: Sequence[str], rules: Sequence[str]) -> dict[Node, str]:
-    parent: dict[Node, Node] = {}
-
-    def find(x: Node) -> Node:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for node, _ in nodes:
-        find(node)
     links = {"prefix": _prefix_links, "pair": _pair_links, "window": _window_links}
-    for rule in rules:
-        for a, b in links[rule](nodes):
-            parent[find(a)] = find(b)
-    components: dict[Node, list[Node]] = {}
-    for node in parent:
-        components.setdefault(find(node), []).append(node)
     rank = {n: i for i, n in enumerate(order)}
     out: dict[Node, str] = {}
-    for members in components.values():
+    for members in components((node for node, _ in nodes), (ln for rule in rules for ln in links[rule](nodes))):
         anchor = min(members, key=lambda m: (rank[m[0]], m[0], m[1]))
         for m in members:
             out[m] = anchor[1]

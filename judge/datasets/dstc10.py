@@ -2,51 +2,33 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
 from ._common import (
     assign_groups,
-    check_unicode,
     check_unique_ids,
     clean_fact,
     context_turns,
-    dataset_name,
     get_field,
     non_blank,
+    object_records,
     parse_annotations,
     parse_json,
     parse_turns,
-    read_json,
     record_label,
-    require_list,
     string_list,
     strip_system_prefix,
-    type_name,
 )
 
 
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load a DSTC10 ``*_eval.json`` file (turn records, or ``dialog`` records as in fed-dial)."""
-    return from_records(read_json(path), str(path), dataset or dataset_name(path))
-
-
-def from_records(data: Any, file: str, dataset: str) -> list[Item]:
-    """Items from the parsed JSON array; each record is turn level unless it has a ``dialog``."""
-    records = require_list(data, file, "DSTC10 records")
+def from_text(text: str, file: str, dataset: str) -> list[Item]:
+    """Items of a DSTC10 ``*_eval.json`` file: each record is turn level unless it has a ``dialog`` (fed-dial)."""
     items: list[Item] = []
     labels: list[str] = []
-    for index, record in enumerate(records):
-        rec = record_label(index, record)
-        if not isinstance(record, dict):
-            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
-        check_unicode(record, file=file, rec=rec)
-        if "dialog" in record:
-            items.append(_dialog_item(record, file, rec, dataset))
-        else:
-            items.append(_turn_item(record, file, rec, dataset))
+    for rec, record in object_records(parse_json(text, file), file, "DSTC10 records", record_label):
+        items.append(_item(record, file, rec, dataset))
         labels.append(rec)
     check_unique_ids(items, labels, file, field="dialogue_id")
     assign_groups(items)
@@ -62,39 +44,22 @@ def _system(record: dict[str, Any], file: str, rec: str) -> str | None:
     return None
 
 
-def _turn_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
+def _item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
+    """A turn-level record, or a dialog-level one (with ``dialog``, as in fed-dial)."""
     item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
-    context = get_field(record, "context", str, file=file, rec=rec)
-    # An empty response is data (a chatbot said nothing and people rated it): kept, flagged by Item.flags.
-    response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
-    return Item(
-        id=item_id,
-        level="turn",
-        context=context_turns(context, file=file, rec=rec),
-        response=response,
-        references=string_list(record.get("reference"), file=file, rec=rec, field="reference"),
-        fact=clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False)),
-        system=_system(record, file, rec),
-        dataset=dataset,
-        annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
-    )
-
-
-def _dialog_item(record: dict[str, Any], file: str, rec: str, dataset: str) -> Item:
-    item_id = get_field(record, "dialogue_id", str, file=file, rec=rec)
-    turns = parse_turns(record.get("dialog"), file=file, rec=rec, field="dialog")
-    if not turns:
-        raise InputError("empty dialog", file=file, record=rec, field="dialog")
-    return Item(
-        id=item_id,
-        level="dialog",
-        dialog=turns,
-        system=_system(record, file, rec),
-        dataset=dataset,
-        annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file, rec=rec),
-    )
-
-
-def from_text(text: str, file: str, name: str) -> list[Item]:
-    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
-    return from_records(parse_json(text, file), file, name)
+    fields: dict[str, Any]
+    if "dialog" in record:
+        turns = parse_turns(record.get("dialog"), file=file, rec=rec, field="dialog")
+        if not turns:
+            raise InputError("empty dialog", file=file, record=rec, field="dialog")
+        fields = {"level": "dialog", "dialog": turns}
+    else:
+        context = get_field(record, "context", str, file=file, rec=rec)
+        # An empty response is data (a chatbot said nothing and people rated it): kept, flagged by Item.flags.
+        response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
+        fields = {"level": "turn", "context": context_turns(context, file=file, rec=rec), "response": response,
+                  "references": string_list(record.get("reference"), file=file, rec=rec, field="reference"),
+                  "fact": clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False))}
+    return Item(id=item_id, system=_system(record, file, rec), dataset=dataset, **fields,
+                annotations=parse_annotations(get_field(record, "annotations", dict, file=file, rec=rec), file=file,
+                                              rec=rec))

@@ -2,47 +2,31 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from ..core.errors import InputError
 from ..data.items import Item
 from ._common import (
     assign_groups,
-    check_unicode,
-    dataset_name,
     get_field,
     non_blank,
+    object_records,
     parse_annotations,
     parse_json,
     prefixed_turns,
-    read_json,
-    require_list,
     split_lines,
     strip_system_prefix,
-    type_name,
 )
 
 
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load ``fed_data.json``: records with a ``response`` are turn level, the others dialog level."""
-    return from_records(read_json(path), str(path), dataset or dataset_name(path))
-
-
-def from_records(data: Any, file: str, dataset: str) -> list[Item]:
-    """Items in file order; ids ``fed-turn_%05d`` / ``fed-dial_%05d`` count each level separately.
+def from_text(text: str, file: str, dataset: str) -> list[Item]:
+    """Items of ``fed_data.json`` in file order: records with a ``response`` are turn level, the others dialog
+    level; ids ``fed-turn_%05d`` / ``fed-dial_%05d`` count each level separately.
 
     Numbering turn and dialog records separately in file order reproduces the ids of the
     DSTC10 copies (fed-turn_eval.json / fed-dial_eval.json), which keep the original order.
     """
-    records = require_list(data, file, "FED records")
     items: list[Item] = []
     n_turn = n_dial = 0
-    for index, record in enumerate(records):
-        rec = f"#{index}"
-        if not isinstance(record, dict):
-            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
-        check_unicode(record, file=file, rec=rec)
+    for rec, record in object_records(parse_json(text, file), file, "FED records"):
         context = get_field(record, "context", str, file=file, rec=rec)
         turns = prefixed_turns(split_lines(context), file=file, rec=rec, field="context")
         system = non_blank(get_field(record, "system", str, file=file, rec=rec, required=False))
@@ -51,31 +35,14 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
         if "response" in record:
             # An empty response is data (kept and flagged by Item.flags), not an error.
             response = strip_system_prefix(get_field(record, "response", str, file=file, rec=rec))
-            items.append(
-                Item(
-                    id=f"fed-turn_{n_turn:05d}",
-                    level="turn",
-                    context=turns,
-                    response=response,
-                    system=system,
-                    dataset=dataset,
-                    annotations=annotations,
-                )
-            )
+            items.append(Item(id=f"fed-turn_{n_turn:05d}", level="turn", context=turns, response=response,
+                              system=system, dataset=dataset, annotations=annotations))
             n_turn += 1
         else:
             if not turns:
                 raise InputError("empty dialog", file=file, record=rec, field="context")
-            items.append(
-                Item(
-                    id=f"fed-dial_{n_dial:05d}",
-                    level="dialog",
-                    dialog=turns,
-                    system=system,
-                    dataset=dataset,
-                    annotations=annotations,
-                )
-            )
+            items.append(Item(id=f"fed-dial_{n_dial:05d}", level="dialog", dialog=turns, system=system,
+                              dataset=dataset, annotations=annotations))
             n_dial += 1
     # Groups (see assign_groups): FED cuts 3 turn items from each of its 125 conversations, and a
     # later turn's context extends an earlier one's, so "one context is a prefix of the other"
@@ -87,7 +54,3 @@ def from_records(data: Any, file: str, dataset: str) -> list[Item]:
     assign_groups(items)
     return items
 
-
-def from_text(text: str, file: str, name: str) -> list[Item]:
-    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
-    return from_records(parse_json(text, file), file, name)

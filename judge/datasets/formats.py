@@ -52,21 +52,16 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
         return _json_format(parse_json(text, str(path)), str(path))
     if "human_average_rating" in head.split("\n", 1)[0]:
         return "gupta"
-    raise InputError(
-        f"cannot tell the file's format from its name or content; pass format= one of {', '.join(FORMATS)}",
-        file=str(path),
-    )
+    raise InputError(f"cannot tell the file's format from its name or content; pass format= one of "
+                     f"{', '.join(FORMATS)}", file=str(path))
 
 
 def _json_format(data: Any, file: str) -> str:
     """Which JSON array format, judged from the first record's keys."""
     first = data[0] if isinstance(data, list) and data else None
     if not isinstance(first, dict):
-        raise InputError(
-            "cannot tell the format: expected a non-empty JSON array of objects "
-            f"(DSTC10, FED or USR); pass format= one of {', '.join(FORMATS)}",
-            file=file,
-        )
+        raise InputError("cannot tell the format: expected a non-empty JSON array of objects (DSTC10, FED or USR); "
+                         f"pass format= one of {', '.join(FORMATS)}", file=file)
     keys = set(first)
     if "responses" in keys:
         return "usr"
@@ -77,10 +72,7 @@ def _json_format(data: Any, file: str) -> str:
     raise InputError(
         f"cannot tell the format from the first record's keys ({', '.join(sorted(map(str, keys)))}): "
         "DSTC10 records have 'dialogue_id', USR ones 'responses', FED ones 'context' and 'system'; "
-        f"pass format= one of {', '.join(FORMATS)}",
-        file=file,
-        record="#0",
-    )
+        f"pass format= one of {', '.join(FORMATS)}", file=file, record="#0")
 
 
 def load_items(path: str | Path, *, format: str | None = None, dataset: str | None = None,

@@ -5,34 +5,26 @@ from __future__ import annotations
 import csv
 import io
 import math
-from pathlib import Path
 
 from ..core.errors import InputError
 from ..data.items import Item
-from ._common import alternate, assign_groups, dataset_name, non_blank, read_text
+from ._common import alternate, assign_groups, non_blank
 
 #: Columns the loader needs (``prevgt``, the original next utterance, is also among the references).
 COLUMNS = ("model", "context_id", "human_average_rating", "response", "all_references", "context")
 CONTEXT_SEP = "||||"
 
 
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load the CSV; ids ``dailydialog-gupta_%05d`` in row order (as in the DSTC10 copy)."""
-    return from_text(read_text(path), str(path), dataset or dataset_name(path))
-
-
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
-    """Items from the CSV text: context split on ``||||``, references on TAB, one pre-averaged rating."""
+    """Items from the CSV text: context split on ``||||``, references on TAB, one pre-averaged rating; ids
+    ``dailydialog-gupta_%05d`` in row order (as in the DSTC10 copy)."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = reader.fieldnames or []
         missing = [c for c in COLUMNS if c not in header]
         if missing:
-            raise InputError(
-                f"missing CSV column(s) {', '.join(missing)}; expected the header {','.join(COLUMNS)} (and prevgt)",
-                file=file,
-                record=1,
-            )
+            raise InputError(f"missing CSV column(s) {', '.join(missing)}; expected the header {','.join(COLUMNS)} "
+                             "(and prevgt)", file=file, record=1)
         rows = list(reader)
     except csv.Error as e:
         raise InputError(f"invalid CSV: {e}", file=file, record=reader.line_num or None) from None
@@ -46,18 +38,11 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
         if None in row or any(row.get(c) is None for c in COLUMNS):
             raise InputError(f"expected {len(header)} columns", file=file, record=rec)
         response = row["response"].strip()  # may be empty: data, flagged by Item.flags
-        items.append(
-            Item(
-                id=f"dailydialog-gupta_{i:05d}",
-                level="turn",
-                context=alternate([t.strip() for t in row["context"].split(CONTEXT_SEP) if t.strip()]),
-                response=response,
-                references=tuple(r.strip() for r in row["all_references"].split("\t") if r.strip()),
-                system=non_blank(row["model"]),
-                dataset=dataset,
-                annotations={"overall": (_rating(row["human_average_rating"], file, rec),)},
-            )
-        )
+        items.append(Item(
+            id=f"dailydialog-gupta_{i:05d}", level="turn", response=response, system=non_blank(row["model"]),
+            context=alternate([t.strip() for t in row["context"].split(CONTEXT_SEP) if t.strip()]),
+            references=tuple(r.strip() for r in row["all_references"].split("\t") if r.strip()), dataset=dataset,
+            annotations={"overall": (_rating(row["human_average_rating"], file, rec),)}))
         # context_id is "<dialog>_<turn>" in the DailyDialog test set: same dialog, same conversation.
         dialog_id = row["context_id"].strip().split("_")[0]
         if dialog_id:

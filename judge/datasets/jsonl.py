@@ -25,7 +25,6 @@ from ._common import (
     get_field,
     parse_json,
     parse_turns,
-    read_text,
     string_list,
     to_number,
     type_name,
@@ -37,11 +36,6 @@ from .groups import GroupIndex, sequence
 ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores",
                 "scales")
 _TURN_ONLY = ("context", "response", "reference", "next_user")
-
-
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load a JSONL file of users' items (see docs/data-format.md)."""
-    return from_text(read_text(path), str(path), dataset or dataset_name(path))
 
 
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
@@ -202,9 +196,8 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
     if unknown:
         close = difflib.get_close_matches(unknown[0], ALLOWED_KEYS, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise InputError(
-            f"unknown key{hint}; allowed keys: {', '.join(ALLOWED_KEYS)}", file=file, record=line, field=unknown[0]
-        )
+        raise InputError(f"unknown key{hint}; allowed keys: {', '.join(ALLOWED_KEYS)}", file=file, record=line,
+                         field=unknown[0])
 
     def opt(key: str) -> str | None:
         value = get_field(record, key, str, file=file, rec=line, required=False)
@@ -219,21 +212,15 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
     if group is not None and not group.strip():
         raise InputError("empty group (leave the key out to group by context)", file=file, record=line, field="group")
     scores = _scores(record.get("scores"), file, line)
-    common: dict[str, Any] = {
-        "id": item_id,
-        "fact": opt("fact"),
-        "system": opt("system"),
-        "group": group.strip() if group is not None else None,
-        "dataset": dataset,
-        "annotations": scores,
-    }
+    common: dict[str, Any] = {"id": item_id, "fact": opt("fact"), "system": opt("system"),
+                              "group": group.strip() if group is not None else None, "dataset": dataset,
+                              "annotations": scores}
 
     if "dialog" in record:
         both = [k for k in _TURN_ONLY if k in record]
         if both:
-            raise InputError(
-                f"a dialog-level record (with 'dialog') cannot have '{both[0]}'", file=file, record=line, field=both[0]
-            )
+            raise InputError(f"a dialog-level record (with 'dialog') cannot have '{both[0]}'", file=file, record=line,
+                             field=both[0])
         dialog = parse_turns(record["dialog"], file=file, rec=line, field="dialog", strict_keys=True)
         if not dialog:
             raise InputError("empty dialog", file=file, record=line, field="dialog")
@@ -241,61 +228,42 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
 
     for key in ("response", "context"):
         if key not in record:
-            raise InputError(
-                "missing required field: a record needs 'context' and 'response' (turn level) "
-                "or 'dialog' (dialog level)",
-                file=file,
-                record=line,
-                field=key,
-            )
+            raise InputError("missing required field: a record needs 'context' and 'response' (turn level) or 'dialog' "
+                             "(dialog level)", file=file, record=line, field=key)
     context = parse_turns(record["context"], file=file, rec=line, field="context", strict_keys=True)
     # An empty or blank response is data (a chatbot that said nothing, rated by people): it is
     # loaded as "" and scored; Item.flags reports it.
     response = get_field(record, "response", str, file=file, rec=line)
-    return (
-        Item(
-            level="turn",
-            context=context,
-            response=response.strip(),
-            references=string_list(record.get("reference"), file=file, rec=line, field="reference"),
-            next_user=opt("next_user"),
-            **common,
-        ),
-        group is not None,
-    )
+    return Item(level="turn", context=context, response=response.strip(), next_user=opt("next_user"),
+                references=string_list(record.get("reference"), file=file, rec=line, field="reference"),
+                **common), group is not None
+
+
+def _by_quality(raw: Any, file: str, line: int | str, key: str, what: str) -> Iterator[tuple[str, Any, str]]:
+    """Each ``(quality, value, field)`` of the object ``raw`` under ``key`` (``what``: what a value is); nothing
+    when it is absent."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object of quality -> {what}, got {type_name(raw)}", file=file, record=line,
+                         field=key)
+    for quality, value in raw.items():
+        if not quality.strip():
+            raise InputError("empty quality name", file=file, record=line, field=f"{key}.{quality}")
+        yield quality, value, f"{key}.{quality}"
 
 
 def _scores(raw: Any, file: str, line: int | str) -> dict[str, tuple[float, ...]]:
     """``scores``: quality -> number or list of numbers (finite; booleans and strings rejected)."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(
-            f"expected an object of quality -> number, got {type_name(raw)}", file=file, record=line, field="scores"
-        )
-    out: dict[str, tuple[float, ...]] = {}
-    for quality, value in raw.items():
-        where = f"scores.{quality}"
-        if not quality.strip():
-            raise InputError("empty quality name", file=file, record=line, field=where)
-        values = value if isinstance(value, list) else [value]
-        out[quality] = tuple(to_number(v, file=file, rec=line, field=where) for v in values)
-    return out
+    return {quality: tuple(to_number(v, file=file, rec=line, field=where)
+                           for v in (value if isinstance(value, list) else [value]))
+            for quality, value, where in _by_quality(raw, file, line, "scores", "number")}
 
 
 def _scales(raw: Any, file: str, line: int | str) -> dict[str, Scale]:
     """``scales``: quality -> [min, max] (finite numbers, min < max)."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InputError(
-            f"expected an object of quality -> [min, max], got {type_name(raw)}", file=file, record=line, field="scales"
-        )
     out: dict[str, Scale] = {}
-    for quality, value in raw.items():
-        where = f"scales.{quality}"
-        if not quality.strip():
-            raise InputError("empty quality name", file=file, record=line, field=where)
+    for quality, value, where in _by_quality(raw, file, line, "scales", "[min, max]"):
         if not isinstance(value, list) or len(value) != 2:
             raise InputError(f"expected [min, max], got {type_name(value)}", file=file, record=line, field=where)
         lo, hi = (to_number(v, file=file, rec=line, field=where) for v in value)
@@ -303,20 +271,15 @@ def _scales(raw: Any, file: str, line: int | str) -> dict[str, Scale]:
     return out
 
 
-def _merge_scales(
-    declared: dict[str, tuple[Scale, int | str]], new: dict[str, Scale], file: str, line: int | str
-) -> None:
+def _merge_scales(declared: dict[str, tuple[Scale, int | str]], new: dict[str, Scale], file: str,
+                  line: int | str) -> None:
     """Add one line's declarations; a line that contradicts an earlier one is an error naming both."""
     for quality, scale in new.items():
         seen = declared.setdefault(quality.lower(), (scale, line))
         if seen[0] != scale:
-            raise InputError(
-                f"scale [{scale[0]:g}, {scale[1]:g}] disagrees with [{seen[0][0]:g}, {seen[0][1]:g}] declared "
-                f"on {_where(seen[1])} (a file has one scale per quality)",
-                file=file,
-                record=line,
-                field=f"scales.{quality}",
-            )
+            raise InputError(f"scale [{scale[0]:g}, {scale[1]:g}] disagrees with [{seen[0][0]:g}, {seen[0][1]:g}] "
+                             f"declared on {_where(seen[1])} (a file has one scale per quality)", file=file,
+                             record=line, field=f"scales.{quality}")
 
 
 def _spelling(items: list[Item], key: str) -> str:
@@ -335,9 +298,5 @@ def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int | str]], fi
         (lo, hi), where = declared[name.lower()]
         for value in values:
             if not lo <= value <= hi:
-                raise InputError(
-                    f"score {value:g} is outside the declared {name} scale [{lo:g}, {hi:g}] ({_where(where)})",
-                    file=file,
-                    record=line,
-                    field=f"scores.{name}",
-                )
+                raise InputError(f"score {value:g} is outside the declared {name} scale [{lo:g}, {hi:g}] "
+                                 f"({_where(where)})", file=file, record=line, field=f"scores.{name}")

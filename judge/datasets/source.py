@@ -44,14 +44,8 @@ class Source:
         return self.info.quality(self.info.overall)
 
 
-def resolve_source(
-    spec: str | Path,
-    data_dir: str | Path | None = None,
-    *,
-    name: str | None = None,
-    quality: str | None = None,
-    scales: Mapping[str, Scale] | None = None,
-) -> Source:
+def resolve_source(spec: str | Path, data_dir: str | Path | None = None, *, name: str | None = None,
+                   quality: str | None = None, scales: Mapping[str, Scale] | None = None) -> Source:
     """Load ``spec``: a registered set's name or abbreviation (read under ``data_dir``), or a file path.
 
     A path to a registered set's file (the published file, recognised by its sha256 wherever it lies and
@@ -117,11 +111,8 @@ def load_benchmark(name: str, data_dir: str | Path) -> list[Item]:
             # A config's data_dir is read from where judge runs, which is easy to forget outside the repo.
             where = (f"no such directory relative to the working directory {Path.cwd()} (run from the folder "
                      "the path is written for, or pass --data-dir)")
-        raise InputError(
-            f"benchmark '{info.name}' ({info.abbrev}) expects the file '{info.path}' under the data "
-            f"directory '{data_dir}', but {where}",
-            file=str(path),
-        )
+        raise InputError(f"benchmark '{info.name}' ({info.abbrev}) expects the file '{info.path}' under the data "
+                         f"directory '{data_dir}', but {where}", file=str(path))
     return load_items(path, format=info.format, dataset=info.name)
 
 
@@ -135,15 +126,8 @@ def _registered(spec: str | Path, data_dir: str | Path | None) -> DatasetInfo | 
         return None
 
 
-def _build_info(
-    items: Sequence[Item],
-    registered: DatasetInfo | None,
-    name: str | None,
-    quality: str | None,
-    scales: Mapping[str, Scale],
-    file: str,
-    fmt: str,
-) -> DatasetInfo:
+def _build_info(items: Sequence[Item], registered: DatasetInfo | None, name: str | None, quality: str | None,
+                scales: Mapping[str, Scale], file: str, fmt: str) -> DatasetInfo:
     """A DatasetInfo for these items: registered scales, then the file's declared ones, then ``scales``."""
     annotated = sorted({k for it in items for k in it.annotations}, key=str.lower)
     known = registered.qualities if registered else ()
@@ -170,15 +154,9 @@ def _build_info(
             except InputError as exc:
                 raise InputError(exc.reason, file=file, field=exc.field) from None
     set_name = name or (registered.name if registered else items[0].dataset or Path(file).stem)
-    return DatasetInfo(
-        name=set_name,
-        abbrev=registered.abbrev if registered and not name else set_name,
-        path=registered.path if registered else file,
-        format=fmt,
-        level=level,
-        overall=_spelled(chosen, annotated),
-        qualities=tuple(qualities),
-    )
+    return DatasetInfo(name=set_name, abbrev=registered.abbrev if registered and not name else set_name,
+                       path=registered.path if registered else file, format=fmt, level=level,
+                       overall=_spelled(chosen, annotated), qualities=tuple(qualities))
 
 
 def _choose(quality: str | None, registered: DatasetInfo | None, annotated: list[str],

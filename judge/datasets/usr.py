@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
 from ._common import (
     assign_groups,
-    check_unicode,
     clean_fact,
     context_turns,
-    dataset_name,
     get_field,
     non_blank,
+    object_records,
     parse_annotations,
     parse_json,
-    read_json,
     require_list,
     type_name,
 )
@@ -25,11 +22,6 @@ from ._common import (
 #: The human reference response of each context; DSTC10 also uses it as the item's `reference`.
 GROUND_TRUTH = "Original Ground Truth"
 _NOT_QUALITIES = ("response", "model")
-
-
-def load(path: str | Path, dataset: str | None = None) -> list[Item]:
-    """Load a USR file: one item per rated response, ids ``topical-usr_%05d`` / ``persona-usr_%05d``."""
-    return from_records(read_json(path), str(path), dataset or dataset_name(path))
 
 
 def set_name(records: list[Any]) -> str:
@@ -41,41 +33,27 @@ def set_name(records: list[Any]) -> str:
     return "topical-usr"
 
 
-def from_records(data: Any, file: str, dataset: str) -> list[Item]:
-    """Items in DSTC10 order, so ids and order match ``topical-usr_eval.json`` / ``persona-usr_eval.json``.
+def from_text(text: str, file: str, dataset: str) -> list[Item]:
+    """One item per rated response, ids ``topical-usr_%05d`` / ``persona-usr_%05d`` in DSTC10 order, so ids
+    and order match ``topical-usr_eval.json`` / ``persona-usr_eval.json``.
 
     The DSTC10 copies list each context's responses in the original order except that the
     ``Original Ground Truth`` response is moved last; we do the same. Every item gets the
     ground-truth response as its reference, as in the DSTC10 copies.
     """
-    records = require_list(data, file, "USR contexts")
+    records = require_list(parse_json(text, file), file, "USR contexts")
     prefix = set_name(records)
     items: list[Item] = []
-    for ci, record in enumerate(records):
-        rec = f"#{ci}"
-        if not isinstance(record, dict):
-            raise InputError(f"expected an object, got {type_name(record)}", file=file, record=rec)
-        check_unicode(record, file=file, rec=rec)
+    for rec, record in object_records(records, file, "USR contexts"):
         context = context_turns(get_field(record, "context", str, file=file, rec=rec), file=file, rec=rec)
         fact = clean_fact(get_field(record, "fact", str, file=file, rec=rec, required=False))
         responses = get_field(record, "responses", list, file=file, rec=rec)
         parsed = [_response(r, ri, file, rec) for ri, r in enumerate(responses)]
-        references = tuple(text for model, text, _ in parsed if model == GROUND_TRUTH)
+        references = tuple(reply for model, reply, _ in parsed if model == GROUND_TRUTH)
         ordered = [p for p in parsed if p[0] != GROUND_TRUTH] + [p for p in parsed if p[0] == GROUND_TRUTH]
-        for model, text, ratings in ordered:
-            items.append(
-                Item(
-                    id=f"{prefix}_{len(items):05d}",
-                    level="turn",
-                    context=context,
-                    response=text,
-                    references=references,
-                    fact=fact,
-                    system=model,
-                    dataset=dataset,
-                    annotations=ratings,
-                )
-            )
+        for model, reply, ratings in ordered:
+            items.append(Item(id=f"{prefix}_{len(items):05d}", level="turn", context=context, response=reply,
+                              references=references, fact=fact, system=model, dataset=dataset, annotations=ratings))
     assign_groups(items)
     return items
 
@@ -90,7 +68,3 @@ def _response(raw: Any, ri: int, file: str, rec: str) -> tuple[str | None, str, 
     scores = {k: v for k, v in raw.items() if k not in _NOT_QUALITIES}
     return model, text, parse_annotations(scores, file=file, rec=rec, field=where)
 
-
-def from_text(text: str, file: str, name: str) -> list[Item]:
-    """The format loader registered in ``judge.datasets.FORMAT_LOADERS``: parse the JSON, then the records."""
-    return from_records(parse_json(text, file), file, name)

@@ -168,21 +168,23 @@ def means(cells: Sequence[CompareCell], root: Path, exp: Experiment) -> list[dic
     """The summary's ``pairwise_means``: per ``[[compare]]`` table on two sets or more, the mean over its sets
     of the agreement with the humans, with a joint bootstrap over the conversations of all its sets
     (:func:`judge.stats.pairwise.mean_over_sets`)."""
-    out = []
-    for name in dict.fromkeys(c.spec.name for c in cells):
-        mine = [c for c in cells if c.spec.name == name]
-        if len(mine) < 2:
-            continue
-        out.append({"name": name, "sets": [c.abbrev or c.dataset for c in mine],
-                    **mean_over_sets([_read(c, root) for c in mine], n_boot=exp.bootstrap, seed=exp.seed)})
+    return [{"name": name, "sets": [c.abbrev or c.dataset for c in mine],
+             **mean_over_sets([_read(c, root) for c in mine], n_boot=exp.bootstrap, seed=exp.seed)}
+            for name, mine in _by_table(cells).items() if len(mine) >= 2]
+
+
+def _by_table(cells: Sequence[CompareCell]) -> dict[str, list[CompareCell]]:
+    """The cells of each ``[[compare]]`` table, tables in the cells' order."""
+    out: dict[str, list[CompareCell]] = {}
+    for c in cells:
+        out.setdefault(c.spec.name, []).append(c)
     return out
 
 
 def timing(cells: Sequence[CompareCell], root: Path) -> dict[str, dict[str, Any]]:
     """Per ``[[compare]]`` table: what its pairs cost (and, as ``<name> against``, its pointwise rows)."""
     out: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(c.spec.name for c in cells):
-        mine = [c for c in cells if c.spec.name == name]
+    for name, mine in _by_table(cells).items():
         for label, part in ((name, "pairs"), (f"{name} against", "against")):
             t = method_timing(read_timing(c.path(root, part)) for c in mine)
             if t is not None:

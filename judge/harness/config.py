@@ -172,17 +172,11 @@ class Experiment:
             kept = tuple(x for x in self.datasets if x.name in wanted)
             cells = [replace(c, datasets=tuple(d for d in c.datasets if d in wanted)) for c in cells
                      if not c.datasets or set(c.datasets) & set(wanted)]
-        return replace(
-            self,
-            compare_cells=tuple(cells),
-            datasets=kept,
-            limit=limit if limit is not None else self.limit,
-            split=split if split is not None else self.split,
-            data_dir=data_dir or self.data_dir,
-            output=output or self.output,
-            methods=tuple(chosen),
-            compare=tuple((a, b) for a, b in self.compare if methods is None or {a, b} <= set(methods)),
-        )
+        return replace(self, compare_cells=tuple(cells), datasets=kept,
+                       limit=limit if limit is not None else self.limit,
+                       split=split if split is not None else self.split, data_dir=data_dir or self.data_dir,
+                       output=output or self.output, methods=tuple(chosen),
+                       compare=tuple((a, b) for a, b in self.compare if methods is None or {a, b} <= set(methods)))
 
 
 def _qualities_for(path: str, where: str, info: DatasetInfo, wanted: list[str] | str) -> tuple[str, ...]:
@@ -293,25 +287,14 @@ def parse_experiment(data: dict[str, Any], path: str = "<config>") -> Experiment
     if data.get("split") not in (None, *SPLITS):
         raise _err(path, "split", f"must be one of {', '.join(SPLITS)}, got {data['split']!r}")
     stem = Path(path).stem if path != "<config>" else "experiment"
-    return Experiment(
-        path=path,
-        name=data.get("name", stem),
-        description=data.get("description", ""),
-        data_dir=data.get("data_dir", "data"),
-        output=data.get("output", f"results/{slug(data.get('name', stem))}"),
-        limit=limit,
-        limit_seed=data.get("limit_seed", 0),
-        datasets=tuple(datasets),
-        methods=tuple(methods),
-        bootstrap=data.get("bootstrap", 1000),
-        seed=data.get("seed", 0),
-        compare=tuple(compare),
-        retry_failed=data.get("retry_failed", True),
-        split=data.get("split"),
-        split_seed=data.get("split_seed", 0),
-        ray=ray_from_table(data.get("run", {}), path),
-        compare_cells=tuple(cells),
-    )
+    return Experiment(path=path, name=data.get("name", stem), description=data.get("description", ""),
+                      data_dir=data.get("data_dir", "data"),
+                      output=data.get("output", f"results/{slug(data.get('name', stem))}"), limit=limit,
+                      limit_seed=data.get("limit_seed", 0), datasets=tuple(datasets), methods=tuple(methods),
+                      bootstrap=data.get("bootstrap", 1000), seed=data.get("seed", 0), compare=tuple(compare),
+                      retry_failed=data.get("retry_failed", True), split=data.get("split"),
+                      split_seed=data.get("split_seed", 0), ray=ray_from_table(data.get("run", {}), path),
+                      compare_cells=tuple(cells))
 
 
 def _compare_cell(path: str, j: int, table: dict[str, Any], defaults: dict[str, Any], methods: dict[str, MethodSpec],

@@ -16,28 +16,23 @@ from ..accounting.rates import Rate
 from ..engine import Prepared
 from ..engine.cost import CellCost, calibrate, estimate
 from ..engine.session import RunOptions, Session
-from .compare_cells import CompareCell, plan_compares
+from .compare_cells import CompareCell
 from .config import Experiment
-from .runner import Cell, applicable, check_names, entry_groups, family_report, load_sets, pending, plan
+from .runner import Cell, entry_groups, family_report, pending, prepare_run
 
 
 def print_check(exp: Experiment) -> None:
     """Check every cell of ``exp`` against its data (templates, manual sets, scales, pairs: everything short of
     loading a model), list the cells (stdout) and those skipped (stderr), then the prompt families' shared
     prefixes and the cost and money tables."""
-    check_names(exp)
-    sets = load_sets(exp)
-    prepared, skipped = applicable(plan(exp, sets=sets), exp)
-    compares, compare_skipped = plan_compares(exp, sets)
+    prepared, compares, skipped = prepare_run(exp)
     for c, prep in prepared:
         without = "".join(f"\twithout {name}" for name, _ in prep.left_out)
         print(f"{c.method.name}\t{c.dataset}\t{c.quality.name}\tseed {c.seed}\t{len(c.items)} items{without}")
     for cc in compares:
         print(f"{cc.spec.name}\t{cc.dataset}\t{cc.quality.name}\t{len(cc.pairs)} pairs\t{len(cc.items)} items"
               + (f"\tbeside {cc.against.spec.name}" if cc.against is not None else ""))
-    for c, reason in skipped:
-        print(f"skipped: {c.method.name} on {c.dataset} {c.quality.name}: {reason}", file=sys.stderr)
-    for sk in compare_skipped:
+    for sk in skipped:
         print(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}", file=sys.stderr)
     cells = [c for c, _ in prepared]
     print(f"{len(cells)} cells, {sum(len(c.items) for c in cells)} item scorings"

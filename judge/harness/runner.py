@@ -218,14 +218,9 @@ def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Pre
     return keep, skipped
 
 
-def run_experiment(
-    exp: Experiment,
-    *,
-    progress: bool = True,
-    plots: bool = True,
-    load: Callable[[str], list[Item]] | None = None,
-    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr),
-) -> dict[str, Any]:
+def run_experiment(exp: Experiment, *, progress: bool = True, plots: bool = True,
+                   load: Callable[[str], list[Item]] | None = None,
+                   log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> dict[str, Any]:
     """Run (or resume) every cell, then write ``summary.json`` and the reports. Returns the summary.
 
     Methods whose backend batches (``--batch``) have the requests the cache lacks, over every cell, answered
@@ -236,14 +231,9 @@ def run_experiment(
     prefix-sorted prompts wait in the SQLite cache, so a killed run loses only the prompts in flight
     and a rerun recomputes nothing it finished.
     """
-    check_names(exp)
     out = Path(exp.output)
-    sets = load_sets(exp, load)
-    prepared, skipped = applicable(plan(exp, sets=sets), exp)
-    compares, compare_skipped = plan_compares(exp, sets)
+    prepared, compares, skipped_rows = prepare_run(exp, load)
     cells = [c for c, _ in prepared]
-    skipped_rows = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name, "reason": r}
-                    for c, r in skipped] + compare_skipped
     for sk in skipped_rows:
         log(f"skipped: {sk['method']} on {sk['dataset']} {sk['quality']}: {sk['reason']}")
     todo = pending(prepared, out)
@@ -307,6 +297,18 @@ def run_experiment(
 
     render_all(out, summary, plots=plots)
     return summary
+
+
+def prepare_run(exp: Experiment, load: Callable[[str], list[Item]] | None = None
+                ) -> tuple[list[tuple[Cell, Prepared]], list[CompareCell], list[dict[str, str]]]:
+    """Every cell of ``exp`` prepared before any model loads (:func:`applicable`), its ``[[compare]]`` cells, and
+    the cells skipped, as ``summary["skipped"]`` lists them (method, dataset, quality, reason)."""
+    check_names(exp)
+    sets = load_sets(exp, load)
+    prepared, skipped = applicable(plan(exp, sets=sets), exp)
+    compares, compare_skipped = plan_compares(exp, sets)
+    return prepared, compares, [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
+                                 "reason": r} for c, r in skipped] + compare_skipped
 
 
 def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:

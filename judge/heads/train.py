@@ -1,9 +1,9 @@
 """``judge fit``'s library half: read the hidden states of rated items through the engine, fit a head.
 
-The hidden states come from the same engine every method runs on (:func:`judge.engine.prepare` and
-:func:`judge.engine.build`): the prompt the ``head`` method will render, the backend and cache it will
-use. The cache keeps each vector beside its answer, so the answers of the plain prompt are computed in
-the same pass, and a second ``judge fit`` over the same items reads no model at all.
+The hidden states come from the same engine every method runs on (:func:`judge.engine.prepare`, built by the
+run's :class:`judge.engine.session.Session`): the prompt the ``head`` method will render, the backend and
+cache it will use. The cache keeps each vector beside its answer, so the answers of the plain prompt are
+computed in the same pass, and a second ``judge fit`` over the same items reads no model at all.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from ..core.errors import InputError
 from ..data.items import Item, conversation_of
 from ..data.qualities import Quality
 from ..datasets.identity import fingerprint
-from ..engine import BackendPool, MethodSpec, build, prepare
+from ..engine import MethodSpec, prepare
+from ..engine.session import Session
 from ..scorers.base import Score
 from ..scorers.llm import LLMJudge
 from .fit import ALPHAS, Fitted, Rows, choose_alpha, cross_validate, fit, ridge
@@ -57,9 +58,9 @@ class Collected:
     judge: LLMJudge
 
 
-def hidden_judge(spec: MethodSpec, rated: RatedSet, backends: BackendPool) -> LLMJudge:
-    """The prompt's judge as the engine builds it, asking for hidden states with its answers."""
-    scorer = build(prepare(spec, list(rated.items), rated.quality), backends)
+def hidden_judge(spec: MethodSpec, rated: RatedSet, session: Session) -> LLMJudge:
+    """The prompt's judge as the session builds it, asking for hidden states with its answers."""
+    scorer = session.build(prepare(spec, list(rated.items), rated.quality))
     if not isinstance(scorer, LLMJudge):
         raise InputError(f"a head reads the hidden state of a prompt; method type {spec.type!r} has none",
                          field="type")
@@ -67,7 +68,7 @@ def hidden_judge(spec: MethodSpec, rated: RatedSet, backends: BackendPool) -> LL
     return scorer
 
 
-def collect(spec: MethodSpec, sets: Sequence[RatedSet], backends: BackendPool,
+def collect(spec: MethodSpec, sets: Sequence[RatedSet], session: Session,
             progress: Callable[[int], None] = lambda _n: None) -> Collected:
     """Score every item with the hidden state read (cached); items whose answer failed are counted per set
     and kept out of the rows."""
@@ -77,9 +78,9 @@ def collect(spec: MethodSpec, sets: Sequence[RatedSet], backends: BackendPool,
     failed: dict[str, int] = {}
     judge: LLMJudge | None = None
     t0 = time.perf_counter()
-    tokens0 = backends.counters().get("tokens_evaluated", 0)
+    tokens0 = session.counters().get("tokens_evaluated", 0)
     for rated in sets:
-        judge = hidden_judge(spec, rated, backends)
+        judge = hidden_judge(spec, rated, session)
         failed[rated.name] = 0
         for item, score in zip(rated.items, judge.score(rated.items), strict=True):
             progress(1)
@@ -97,7 +98,7 @@ def collect(spec: MethodSpec, sets: Sequence[RatedSet], backends: BackendPool,
     rows = Rows(np.asarray(xs, dtype=np.float64), np.asarray(human, dtype=np.float64), tuple(dataset),
                 tuple(family), tuple(conversation))
     return Collected(rows, np.asarray(answers, dtype=np.float64), failed,
-                     backends.counters().get("tokens_evaluated", 0) - tokens0, time.perf_counter() - t0, judge)
+                     session.counters().get("tokens_evaluated", 0) - tokens0, time.perf_counter() - t0, judge)
 
 
 def _usable(score: Score) -> bool:

@@ -119,11 +119,9 @@ def check_labels(answer: AnswerType, backend: Vocabulary, *, template: str = "th
     bad = unreadable_labels(answer, backend.single_token)
     if bad:
         model = backend.model_id
-        raise TemplateError(
-            f"{template}: the answer label(s) {', '.join(repr(b) for b in bad)} are not a single token of "
-            f"{model}'s vocabulary, so their probability cannot be read (another label would take it); "
-            "use a scale whose labels are single tokens (e.g. 1-5) or another model"
-        )
+        raise TemplateError(f"{template}: the answer label(s) {', '.join(repr(b) for b in bad)} are not a single "
+                            f"token of {model}'s vocabulary, so their probability cannot be read (another label "
+                            "would take it); use a scale whose labels are single tokens (e.g. 1-5) or another model")
 
 
 def _round_half_up(x: float) -> int:

@@ -97,11 +97,6 @@ class PromptTemplate:
     #: (it reads ``reason``); None for the others, whose last line is their cue (:meth:`render_reasoned`).
     cue: str | None = None
 
-    @property
-    def reads_reason(self) -> bool:
-        """Whether the template asks for the rationale itself (its own text reads ``reason``)."""
-        return self.cue is not None
-
     def shared_chars(self, text: str) -> int:
         """How many leading characters of a rendered prompt its family shares: up to the last occurrence
         of ``shared_until`` (0 when undeclared or absent). The llama.cpp backend evaluates that part as
@@ -297,14 +292,10 @@ TEMPLATE_READS = {"reference": "references", "next_user": "next_user", "alternat
 def item_view(item: Item, reads: frozenset[str] = frozenset(), alternatives: Sequence[str] = ()) -> dict[str, Any]:
     """A plain mapping of an item for templates (no Python objects reach the sandbox). References, the
     next user turn and the alternatives are shown only when ``reads`` declares them."""
-    view: dict[str, Any] = {
-        "id": item.id,
-        "level": item.level,
-        "context": [{"speaker": t.speaker, "text": t.text} for t in item.context],
-        "response": item.response,
-        "dialog": [{"speaker": t.speaker, "text": t.text} for t in item.dialog],
-        "fact": item.fact,
-    }
+    view: dict[str, Any] = {"id": item.id, "level": item.level,
+                            "context": [{"speaker": t.speaker, "text": t.text} for t in item.context],
+                            "response": item.response,
+                            "dialog": [{"speaker": t.speaker, "text": t.text} for t in item.dialog], "fact": item.fact}
     if "reference" in reads:
         view["references"] = list(item.references)
     if "next_user" in reads:
@@ -346,12 +337,8 @@ class _Loader(jinja2.BaseLoader):
 
 def _environment(path: Path) -> jinja2.Environment:
     """The sandbox a template of ``path`` renders in (its includes resolved beside it, then built-in)."""
-    return StrictSandbox(
-        loader=_Loader(path.parent),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=False,
-        autoescape=False,
-    )
+    return StrictSandbox(loader=_Loader(path.parent), undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
+                         autoescape=False)
 
 
 @lru_cache(maxsize=256)

@@ -46,14 +46,8 @@ SELECTOR_NAMES = ("none", "manual", "random", "bm25-context", "bm25-response", "
 
 
 
-def get_selector(
-    name: str | None,
-    *,
-    seed: int = 0,
-    group_guard: bool = True,
-    manual_set: str | Path | None = None,
-    order: str = "ascending",
-) -> Selector:
+def get_selector(name: str | None, *, seed: int = 0, group_guard: bool = True, manual_set: str | Path | None = None,
+                 order: str = "ascending") -> Selector:
     """A selector by name ("none" for zero-shot). Every selector takes the same options and ignores
     those it does not use: ``seed`` (random), ``group_guard``, ``manual_set`` (manual), ``order``
     ("ascending": most relevant last, the default; "descending"; "as-selected")."""

@@ -85,10 +85,8 @@ class BM25Selector(Selector):
         if k <= 0 or not pool:
             return []
         scores = self.scores(item, pool)
-        order = sorted(
-            (i for i, cand in enumerate(pool) if allowed(item, cand, self.group_guard)),
-            key=lambda i: (-scores[i], i),
-        )
+        order = sorted((i for i, cand in enumerate(pool) if allowed(item, cand, self.group_guard)),
+                       key=lambda i: (-scores[i], i))
         return [pool[i] for i in order[:k]]
 
     def describe(self) -> dict[str, object]:

@@ -3,7 +3,7 @@
 A set is stored as references to dataset item ids (never benchmark text), resolved against the
 pool (the user's copy of the data) at run time. Shipped sets live in ``prompts/manual/*.toml``
 (``fed``: 3 examples per FED quality, turn and dialog level, spanning the rating range; see
-:func:`pick_spanning` for the rule that chose them). Users can name their own file:
+``tools/make_manual_sets.py`` for the rule that chose them). Users can name their own file:
 
 * TOML, the shipped schema: ``[turn."Overall"]`` / ``[dialog."Coherent"]`` tables (or a top-level
   table for every quality) with ``examples = ["id", ...]`` and optionally
@@ -19,7 +19,6 @@ item); "descending" reverses it.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -223,49 +222,3 @@ def create(name: str, *, manual_set: str | Path | None = None, seed: int = 0, gr
            order: str = "ascending", **_unused: object) -> ManualSelector:
     """Registry factory."""
     return ManualSelector(manual_set=manual_set, seed=seed, group_guard=group_guard, order=order)
-
-
-# -- choosing a spanning set (how the shipped FED set was made) -------------------------------------
-
-def pick_spanning(items: Sequence[Item], quality: Quality, n: int = 3, n_alternates: int = 3,
-                  min_raters: int = 3) -> Entry:
-    """Examples spanning a quality's scale, chosen by a fixed rule (documented in the shipped set).
-
-    Candidates: items with at least ``min_raters`` ratings for the quality. Targets: ``n`` points
-    evenly spread from the scale minimum to its maximum (3: min, midpoint, max). For each target in
-    turn, candidates are sorted by distance of their mean rating to the target, then by the
-    ratings' standard deviation (agreement), then by id; the first one whose group (conversation)
-    no earlier pick has is taken. Alternates per example: the next ``n_alternates`` in that order
-    whose groups differ from all picks and from one another.
-    """
-    cands = []
-    for it in items:
-        vals = it.annotations.get(quality.name) or next(
-            (v for k, v in it.annotations.items() if k.lower() == quality.name.lower()), ())
-        if len(vals) >= min_raters:
-            mean = math.fsum(vals) / len(vals)
-            sd = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
-            cands.append((it, mean, sd))
-    if len(cands) < n:
-        raise ValueError(f"only {len(cands)} items have {min_raters}+ ratings for {quality.name}")
-    lo, hi = quality.scale("choosing examples across the rating scale")
-    targets = [lo + (hi - lo) * i / (n - 1) for i in range(n)] if n > 1 else [lo]
-    def nearest(target: float) -> list[tuple[Item, float, float]]:
-        return sorted(cands, key=lambda c: (round(abs(c[1] - target), 9), round(c[2], 9), c[0].id))
-
-    orders = [nearest(t) for t in targets]
-    picks: list[Item] = []
-    for order in orders:
-        used = {p.group for p in picks}
-        picks.append(next(c[0] for c in order if c[0].group not in used))
-    pick_groups = {p.group for p in picks}
-    alternates = []
-    for order in orders:
-        alts: list[Item] = []
-        for c in order:
-            if len(alts) == n_alternates:
-                break
-            if c[0].group not in pick_groups and all(a.group != c[0].group for a in alts):
-                alts.append(c[0])
-        alternates.append(tuple(a.id for a in alts))
-    return Entry(tuple(p.id for p in picks), tuple(alternates))

@@ -58,17 +58,12 @@ class Metrics:
             _head(out, "judge_requests_total", "counter", "HTTP requests answered, by endpoint and status")
             for (endpoint, status), n in sorted(self.requests.items()):
                 out.append(f'judge_requests_total{{endpoint="{endpoint}",status="{status}"}} {n}')
-            _head(out, "judge_items_total", "counter", "items scored")
-            out.append(f"judge_items_total {self.items}")
-            _head(out, "judge_item_failures_total", "counter", "items whose row carries an error")
-            out.append(f"judge_item_failures_total {self.item_failures}")
-            _head(out, "judge_scoring_batches_total", "counter", "scoring calls of the worker thread")
-            out.append(f"judge_scoring_batches_total {self.batches}")
+            _head(out, "judge_items_total", "counter", "items scored", self.items)
+            _head(out, "judge_item_failures_total", "counter", "items whose row carries an error", self.item_failures)
+            _head(out, "judge_scoring_batches_total", "counter", "scoring calls of the worker thread", self.batches)
             _head(out, "judge_scoring_batched_requests_total", "counter",
-                  "requests handled by those calls (above batches: requests were merged)")
-            out.append(f"judge_scoring_batched_requests_total {self.batched_requests}")
-            _head(out, "judge_queue_pending", "gauge", "requests waiting for the worker thread")
-            out.append(f"judge_queue_pending {pending}")
+                  "requests handled by those calls (above batches: requests were merged)", self.batched_requests)
+            _head(out, "judge_queue_pending", "gauge", "requests waiting for the worker thread", pending)
             _head(out, "judge_request_duration_seconds", "histogram", "request latency, by endpoint")
             for endpoint in sorted(self.buckets):
                 for bound, n in zip(LATENCY_BUCKETS, self.buckets[endpoint], strict=True):
@@ -80,16 +75,13 @@ class Metrics:
         for key in ("cache_hits", "cache_misses"):
             name = f"judge_{key}_total"
             _head(out, name, "counter", f"label distributions {'served from' if key == 'cache_hits' else 'not in'} "
-                  "the SQLite cache")
-            out.append(f"{name} {counters.get(key, 0)}")
+                  "the SQLite cache", counters.get(key, 0))
         for key, value in sorted(counters.items()):
             if key not in ("cache_hits", "cache_misses"):
-                name = f"judge_backend_{key}_total"
-                _head(out, name, "counter", f"backend counter '{key}'")
-                out.append(f"{name} {value}")
+                _head(out, f"judge_backend_{key}_total", "counter", f"backend counter '{key}'", value)
         return "\n".join(out) + "\n"
 
 
-def _head(out: list[str], name: str, kind: str, help_text: str) -> None:
-    out.append(f"# HELP {name} {help_text}")
-    out.append(f"# TYPE {name} {kind}")
+def _head(out: list[str], name: str, kind: str, help_text: str, value: int | None = None) -> None:
+    """A metric's HELP and TYPE lines, and with ``value`` its one sample."""
+    out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", *([f"{name} {value}"] if value is not None else [])]

@@ -22,7 +22,7 @@ from ..data.pairs import Pair
 from ..data.qualities import Quality
 from ..datasets.identity import identify
 from ..datasets.jsonl import items_from_records
-from ..engine import MethodSpec, Prepared, prepare, score_rows
+from ..engine import MethodSpec, Prepared, prepare
 from ..engine.batch import BatchPlan
 from ..engine.build import backend_key
 from ..engine.compare import prepare_pairs
@@ -38,11 +38,13 @@ DATASET = "request"
 
 @dataclass
 class JudgeService:
-    """One built judge: spec, scorer and the run session that holds its backends (closed by :meth:`close`); and
-    the pairwise method ``POST /v1/compare`` runs (``pairwise``: checked at startup, built on the first request,
-    on the served judge's loaded model when they run on the same one, else in a session of its own)."""
+    """One built judge: spec, its prepared method and scorer, and the run session that holds its backends and
+    hands its rows (closed by :meth:`close`); and the pairwise method ``POST /v1/compare`` runs (``pairwise``:
+    checked at startup, built on the first request, on the served judge's loaded model when they run on the same
+    one, else in a session of its own)."""
 
     spec: MethodSpec
+    prep: Prepared
     scorer: Scorer
     session: Session
     quality: Quality | None
@@ -74,7 +76,7 @@ class JudgeService:
             session.close()
             raise
         seed = prep.seed if spec.kind.records_seed else None
-        return cls(spec, scorer, session, prep.quality, seed, compared)
+        return cls(spec, prep, scorer, session, prep.quality, seed, compared)
 
     @property
     def batching(self) -> bool:
@@ -96,8 +98,10 @@ class JudgeService:
 
     def score(self, items: Sequence[Item]) -> list[dict[str, Any]]:
         """The rows of ``items``, in order: exactly ``judge score``'s rows (failed items carry ``error``)."""
-        qname = self.quality.name if self.quality else None
-        return list(score_rows(self.scorer, items, self.spec.name, qname, self.seed))
+        rows: list[dict[str, Any]] = []
+        self.session.rows(self.prep, items, rows.append, quality=self.quality.name if self.quality else None,
+                          seed=self.seed, judge=self.scorer)
+        return rows
 
     def parse_pairs(self, body: Any, max_pairs: int) -> list[Pair]:
         """Pairs from a ``/v1/compare`` body: ``{"a": record, "b": record}`` (one pair) or ``{"pairs": [{"a": ...,
@@ -163,18 +167,10 @@ class JudgeService:
 
     def info(self) -> dict[str, Any]:
         """What ``GET /v1/info`` shows: the method, the scorer's resolved settings and versions."""
-        return {
-            "method": self.spec.name,
-            "quality": self.quality.name if self.quality else None,
-            "seed": self.seed,
-            "batching": self.batching,
-            "spec": self.spec.describe(),
-            "scorer": self.scorer.describe(),
-            "kind": scorer_kinds(self.scorer).to_dict(),
-            "fitted": self.scorer.fitted(),
-            "compare": None if self.pairwise is None else self.pairwise.spec.describe(),
-            "versions": versions(),
-        }
+        return {"method": self.spec.name, "quality": self.quality.name if self.quality else None, "seed": self.seed,
+                "batching": self.batching, "spec": self.spec.describe(), "scorer": self.scorer.describe(),
+                "kind": scorer_kinds(self.scorer).to_dict(), "fitted": self.scorer.fitted(),
+                "compare": None if self.pairwise is None else self.pairwise.spec.describe(), "versions": versions()}
 
     def close(self) -> None:
         self.session.close()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.components import components
 from .floor import has_interval
 
 if TYPE_CHECKING:
@@ -280,17 +281,9 @@ class PairedTest:
         return asdict(self)
 
 
-def paired_bootstrap(
-    pred_a: Sequence[float | None],
-    pred_b: Sequence[float | None],
-    human: Sequence[float | None],
-    method: str = "spearman",
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
-    level: float = 0.95,
-    groups: Sequence[str | None] | None = None,
-) -> PairedTest:
+def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | None], human: Sequence[float | None],
+                     method: str = "spearman", *, n_boot: int = 2000, seed: int = 0, level: float = 0.95,
+                     groups: Sequence[str | None] | None = None) -> PairedTest:
     """Paired bootstrap of corr(A, human) - corr(B, human) over the items both methods scored.
 
     Each resample draws the same items (or, with ``groups``, the same whole groups) for A and B, so
@@ -391,12 +384,8 @@ def group_means(values: Sequence[float | None], groups: Sequence[str]) -> dict[s
     return {g: math.fsum(v) / len(v) for g, v in sums.items()}
 
 
-def system_level(
-    pred: Sequence[float | None],
-    human: Sequence[float | None],
-    systems: Sequence[str | None],
-    method: str = "spearman",
-) -> Correlation:
+def system_level(pred: Sequence[float | None], human: Sequence[float | None], systems: Sequence[str | None],
+                 method: str = "spearman") -> Correlation:
     """System-level correlation (USR / Yeh et al. 2021): average both scores per generating system,
     then correlate the per-system averages (n = number of systems). Items without a system are skipped.
     """
@@ -408,9 +397,7 @@ def system_level(
     return correlate([ps[s] for s in names], [hs[s] for s in names], method)
 
 
-def dialog_level(
-    turn_scores: Sequence[float | None], dialogs: Sequence[str]
-) -> dict[str, float]:
+def dialog_level(turn_scores: Sequence[float | None], dialogs: Sequence[str]) -> dict[str, float]:
     """Dialog-level scores from turn-level ones: the mean of each dialog's turn scores."""
     return group_means(turn_scores, dialogs)
 
@@ -459,23 +446,9 @@ def _strata(keys: Sequence[set[str] | None]) -> list[list[int]]:
     """The parts (indices) that are resampled together: parts joined, directly or through others, by a
     conversation they both rate; a part without ``shared`` keys (or sharing none) stands alone. Each
     stratum is listed from its first part."""
-    parent = list(range(len(keys)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
     owner: dict[str, int] = {}
-    for i, k in enumerate(keys):
-        for key in sorted(k or ()):
-            j = owner.setdefault(key, i)
-            parent[find(i)] = find(j)
-    strata: dict[int, list[int]] = {}
-    for i in range(len(keys)):
-        strata.setdefault(find(i), []).append(i)
-    return sorted(strata.values())
+    return components(range(len(keys)), ((i, owner.setdefault(key, i)) for i, k in enumerate(keys)
+                                         for key in sorted(k or ())))
 
 
 def _joint_samples(shared: Sequence[Sequence[str]], n_boot: int, seed: int) -> tuple[list[list[np.ndarray]], int]:

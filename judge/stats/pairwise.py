@@ -1,30 +1,13 @@
 """Statistics of pairwise judgements, with conversations as the unit every interval resamples.
 
-From the pair rows of a pairwise judge (:mod:`judge.engine.compare`) and, when given, the rows of a
-pointwise method on the same items (:mod:`judge.records.rows`), :func:`summarise_pairs` computes:
-
-* **win rates**: for every two systems compared, the share of their pairs the first one wins, a tie
-  counting half (verdicts: both orders agree, else a tie), with a 95% bootstrap CI and the bootstrap p of
-  "no better than even" (0.5);
-* a **Bradley-Terry** model of all the systems (strengths on the log-odds scale, centred; a win is worth 1,
-  a tie half to each side; a pseudo-count of half a win each way per compared pair of systems keeps a
-  system that wins or loses every comparison finite), each strength with its bootstrap CI, and the ranking;
-* **position**: how often the two orders of a pair give the same verdict (consistency) and how far the
-  reply shown first is preferred on average (bias: mean p(first better) - 0.5, with CI and p);
-* against **human ratings**, on the pairs whose two human means differ: how often the judge's preference
-  (p(a better) above or below 0.5; exactly 0.5 counts half) sides with the higher-rated reply, beside how
-  often a pointwise method's score difference does on the same pairs, and the paired bootstrap test of the
-  difference;
-* **length**: the share of pairs (replies of different lengths) where the longer reply wins, for the judge
-  (its preference) and for the humans (pairs whose means differ);
-* **system level**: Kendall's tau between the Bradley-Terry strengths and the systems' mean human ratings
-  (and the pointwise method's mean scores) over the compared items, for three systems or more.
-
-Every bootstrap draws whole conversations (the rows' ``group``) with replacement, the same draws for every
-figure of one summary, seeded: the same rows give the same numbers. A figure whose rows come from fewer
-conversations than the floor (:mod:`judge.stats.floor`; two systems that met in one conversation, a set of
-three) gets no interval and no p: ``too_few`` and its ``n_conversations`` say why. :func:`mean_over_sets`
-gives the mean of a figure over several sets its interval from a joint bootstrap of all their conversations.
+:func:`summarise_pairs` turns the pair rows of a pairwise judge (:mod:`judge.engine.compare`) and, when given,
+a pointwise method's rows on the same items into the figures docs/pairwise.md lists ("The statistics"): win
+rates, a Bradley-Terry ranking (a pseudo-count of :data:`BT_PRIOR` wins each way per compared pair of systems
+keeps every strength finite), position consistency and bias, agreement with the humans beside the pointwise
+method's, length bias and system-level Kendall tau. Every bootstrap draws whole conversations (the rows'
+``group``), the same seeded draws for every figure of one summary; a figure from fewer conversations than the
+floor (:mod:`judge.stats.floor`) gets no interval and no p (``too_few``). :func:`mean_over_sets` gives the mean
+of a figure over several sets its interval from a joint bootstrap of all their conversations.
 """
 
 from __future__ import annotations
@@ -122,13 +105,11 @@ def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores
     ok = [r for r in rows if r.get("error") is None and r.get("preference") is not None]
     systems = list(dict.fromkeys(s for r in ok for s in (r["system_a"], r["system_b"])))
     boot = _Boot([str(r["group"]) for r in ok], n_boot, seed)
-    out: dict[str, Any] = {
-        "n_pairs": len(rows), "n_failed": len(rows) - len(ok),
-        "n_estimated": sum(1 for r in ok if r.get("estimated")),
-        "n_incomplete": sum(1 for r in ok if not r.get("complete", True)),
-        "n_contexts": len({r["context"] for r in ok}), "n_conversations": boot.n_units,
-        "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe(),
-    }
+    out: dict[str, Any] = {"n_pairs": len(rows), "n_failed": len(rows) - len(ok),
+                           "n_estimated": sum(1 for r in ok if r.get("estimated")),
+                           "n_incomplete": sum(1 for r in ok if not r.get("complete", True)),
+                           "n_contexts": len({r["context"] for r in ok}), "n_conversations": boot.n_units,
+                           "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe()}
     if not ok:
         return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
                 "system_level": None}

@@ -29,15 +29,12 @@ from .regression import FitHook, cross_validated_predictions
 INPUTS = ("response", "context", "fact")
 
 #: The thesis's classifiers (BERT-base fine-tuned on each GLUE task; hub ids of public fine-tunes).
-DEFAULT_CLASSIFIERS = (
-    "textattack/bert-base-uncased-CoLA@response#1",
-    "textattack/bert-base-uncased-SST-2@response#1",
-    "textattack/bert-base-uncased-STS-B@context+fact",
-    "textattack/bert-base-uncased-MRPC@context+fact#1",
-    "textattack/bert-base-uncased-QQP@context+fact#1",
-    "textattack/bert-base-uncased-QNLI@context+fact#0",
-    "textattack/bert-base-uncased-RTE@context+fact#0",
-)
+DEFAULT_CLASSIFIERS = ("textattack/bert-base-uncased-CoLA@response#1", "textattack/bert-base-uncased-SST-2@response#1",
+                       "textattack/bert-base-uncased-STS-B@context+fact",
+                       "textattack/bert-base-uncased-MRPC@context+fact#1",
+                       "textattack/bert-base-uncased-QQP@context+fact#1",
+                       "textattack/bert-base-uncased-QNLI@context+fact#0",
+                       "textattack/bert-base-uncased-RTE@context+fact#0")
 
 
 @dataclass(frozen=True)

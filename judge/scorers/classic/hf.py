@@ -76,11 +76,9 @@ def load(model: str, kind: str, what: str) -> tuple[Any, Any]:
         return _CACHE[key]
     _torch, transformers = torch_modules(what)
     where, extra = _locate(model)
-    auto = {
-        "causal-lm": transformers.AutoModelForCausalLM,
-        "nsp": getattr(transformers, "AutoModelForNextSentencePrediction", None),
-        "seq-cls": transformers.AutoModelForSequenceClassification,
-    }[kind]
+    auto = {"causal-lm": transformers.AutoModelForCausalLM,
+            "nsp": getattr(transformers, "AutoModelForNextSentencePrediction", None),
+            "seq-cls": transformers.AutoModelForSequenceClassification}[kind]
     try:
         tok = transformers.AutoTokenizer.from_pretrained(where, **extra)
         mdl = auto.from_pretrained(where, **extra)

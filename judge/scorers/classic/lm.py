@@ -55,14 +55,8 @@ def encode_pair(tokenizer: Any, prefix: str, target: str, max_tokens: int) -> tu
     return list(p) + list(t), len(t)
 
 
-def token_stats(
-    tokenizer: Any,
-    net: Any,
-    pairs: Sequence[tuple[str, str]],
-    *,
-    batch_size: int = 8,
-    max_tokens: int | None = None,
-) -> list[TokenStats]:
+def token_stats(tokenizer: Any, net: Any, pairs: Sequence[tuple[str, str]], *, batch_size: int = 8,
+                max_tokens: int | None = None) -> list[TokenStats]:
     """TokenStats of each (prefix, target) pair, in input order."""
     import torch
 
