@@ -32,7 +32,8 @@ from judge.engine import MethodSpec, prepare
 from judge.engine.session import RunOptions, Session
 from judge.harness.config import DatasetSpec, Experiment
 from judge.harness.runner import plan, run_experiment
-from judge.records.results import cell_path, read_rows
+from judge.records.results import cell_path
+from judge.records.rows import Row, read_rows
 
 
 def peak_rss_mb() -> float:
@@ -56,7 +57,7 @@ def run_pass(exp: Experiment) -> tuple[float, dict[tuple[str, str], float | None
     for ds in exp.datasets:
         for q in ds.qualities:
             for r in read_rows(cell_path(Path(exp.output), exp.methods[0].name, ds.name, q, 0)):
-                scores[(q, r["id"])] = r["score"]
+                scores[(q, r.id)] = r.score
     return wall, scores
 
 
@@ -67,10 +68,11 @@ def score_pass(exp: Experiment, out: Path) -> tuple[float, dict[tuple[str, str],
     with Session(RunOptions(progress=False)) as session:
         for cell in plan(exp):
             prep = prepare(cell.method, cell.items, cell.quality, pool=cell.pool)
-            rows: list[dict] = []
+            rows: list[Row] = []
             with atomic_jsonl_writer(out / f"{cell.quality.name}.jsonl") as write:
-                session.rows(prep, cell.items, write, rows.append, quality=cell.quality.name)
-            scores.update({(cell.quality.name, r["id"]): r["score"] for r in rows})
+                session.rows(prep, cell.items, lambda row, write=write: write(row.to_dict()), rows.append,
+                             quality=cell.quality.name)
+            scores.update({(cell.quality.name, r.id): r.score for r in rows})
     return time.perf_counter() - t0, scores
 
 
