@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.core.config import GenerateConfig
-from judge.core.io import atomic_jsonl_writer
+from judge.core.io import atomic_write_text
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import MethodSpec, prepare
 from judge.engine.session import RunOptions, Session
@@ -69,9 +69,8 @@ def score_pass(exp: Experiment, out: Path) -> tuple[float, dict[tuple[str, str],
         for cell in plan(exp):
             prep = prepare(cell.method, cell.items, cell.quality, pool=cell.pool)
             rows: list[Row] = []
-            with atomic_jsonl_writer(out / f"{cell.quality.name}.jsonl") as write:
-                session.rows(prep, cell.items, lambda row, write=write: write(row.to_dict()), rows.append,
-                             quality=cell.quality.name)
+            session.rows(prep, cell.items, rows.append, quality=cell.quality.name)
+            atomic_write_text(out / f"{cell.quality.name}.jsonl", "".join(r.to_json() + "\n" for r in rows))
             scores.update({(cell.quality.name, r.id): r.score for r in rows})
     return time.perf_counter() - t0, scores
 

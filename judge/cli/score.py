@@ -160,8 +160,9 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
             with atomic_file(args.output) as f:
-                failed = session.rows(prep, items, lambda row: f.write(row.to_json() + "\n"), table.add if table else None, keep, progress=bar.update,
-                                      quality=qn, seed=row_seed, judge=scorer)
+                failed = session.rows(prep, items, lambda row: f.write(row.to_json() + "\n"),
+                                      table.add if table else None, keep, progress=bar.update, quality=qn,
+                                      seed=row_seed, judge=scorer)
             write_meta(args.output, spec, scorer, session.counters())
         else:
             show = table.add if table is not None else lambda row: print(row.to_json(), flush=True)

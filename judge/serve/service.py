@@ -100,7 +100,7 @@ class JudgeService:
 
     def score(self, items: Sequence[Item]) -> list[Row]:
         """The rows of ``items``, in order: exactly ``judge score``'s rows (failed items carry ``error``)."""
-        rows: list[dict[str, Any]] = []
+        rows: list[Row] = []
         self.session.rows(self.prep, items, rows.append, quality=self.quality.name if self.quality else None,
                           seed=self.seed, judge=self.scorer)
         return rows

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ..records.pair_rows import PairRow
 from .correlation import _boot_samples, _percentiles, _scipy_stats, _two_sided_p, stratified_samples
 from .floor import has_interval
 
@@ -26,6 +25,56 @@ from .floor import has_interval
 BT_PRIOR = 0.5
 #: Confidence level of every interval.
 LEVEL = 0.95
+
+
+class PairOrder(Protocol):
+    """What the statistics read of one order a pair was read in."""
+
+    @property
+    def order(self) -> str: ...
+    @property
+    def p_a(self) -> float | None: ...
+
+
+class PairRow(Protocol):
+    """What the statistics read of a pair row (:class:`judge.records.pair_rows.PairRow`, which sits above
+    them): its systems, items, context and group, the judge's preference and verdict, how its orders read,
+    the replies' lengths and ratings, and whether it failed."""
+
+    @property
+    def system_a(self) -> str: ...
+    @property
+    def system_b(self) -> str: ...
+    @property
+    def item_a(self) -> str: ...
+    @property
+    def item_b(self) -> str: ...
+    @property
+    def context(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def human_a(self) -> float | None: ...
+    @property
+    def human_b(self) -> float | None: ...
+    @property
+    def preference(self) -> float | None: ...
+    @property
+    def winner(self) -> str | None: ...
+    @property
+    def consistent(self) -> bool | None: ...
+    @property
+    def orders(self) -> Sequence[PairOrder]: ...
+    @property
+    def length_a(self) -> int: ...
+    @property
+    def length_b(self) -> int: ...
+    @property
+    def estimated(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> str | None: ...
 
 
 def _f(x: float | None) -> float | None:
