@@ -26,13 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.core.config import GenerateConfig
-from judge.core.io import atomic_jsonl_writer
+from judge.core.io import atomic_write_text
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import MethodSpec, prepare
 from judge.engine.session import RunOptions, Session
 from judge.harness.config import DatasetSpec, Experiment
 from judge.harness.runner import plan, run_experiment
-from judge.records.results import cell_path, read_rows
+from judge.records.results import cell_path
+from judge.records.rows import Row, read_rows
 
 
 def peak_rss_mb() -> float:
@@ -56,7 +57,7 @@ def run_pass(exp: Experiment) -> tuple[float, dict[tuple[str, str], float | None
     for ds in exp.datasets:
         for q in ds.qualities:
             for r in read_rows(cell_path(Path(exp.output), exp.methods[0].name, ds.name, q, 0)):
-                scores[(q, r["id"])] = r["score"]
+                scores[(q, r.id)] = r.score
     return wall, scores
 
 
@@ -67,10 +68,10 @@ def score_pass(exp: Experiment, out: Path) -> tuple[float, dict[tuple[str, str],
     with Session(RunOptions(progress=False)) as session:
         for cell in plan(exp):
             prep = prepare(cell.method, cell.items, cell.quality, pool=cell.pool)
-            rows: list[dict] = []
-            with atomic_jsonl_writer(out / f"{cell.quality.name}.jsonl") as write:
-                session.rows(prep, cell.items, write, rows.append, quality=cell.quality.name)
-            scores.update({(cell.quality.name, r["id"]): r["score"] for r in rows})
+            rows: list[Row] = []
+            session.rows(prep, cell.items, rows.append, quality=cell.quality.name)
+            atomic_write_text(out / f"{cell.quality.name}.jsonl", "".join(r.to_json() + "\n" for r in rows))
+            scores.update({(cell.quality.name, r.id): r.score for r in rows})
     return time.perf_counter() - t0, scores
 
 

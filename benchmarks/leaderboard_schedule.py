@@ -100,12 +100,12 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         summary = run_experiment(exp, progress=False, plots=False, log=lambda _msg: None)
         total += time.perf_counter() - t0
-        for t in summary["timing"].values():
+        for t in summary.timing.values():
             if t:
                 load += t["load_s"]
                 rows += t["rows"]
-        tokens += summary["counters"].get("tokens_evaluated", 0)
-        decodes += summary["counters"].get("decodes", 0)
+        tokens += summary.counters.get("tokens_evaluated", 0)
+        decodes += summary.counters.get("decodes", 0)
     wall = total - load
     cells = {str(p).split("/items/", 1)[1]: p.read_text("utf-8") for p in sorted(work.glob("out*/items/**/*.jsonl"))}
     return {"wall": wall, "load": load, "total": total, "rows": rows, "tokens": tokens, "decodes": decodes,

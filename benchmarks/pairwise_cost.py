@@ -71,10 +71,12 @@ def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
     from judge.engine import MethodSpec, prepare
     from judge.engine.compare import pair_items, prepare_pairs
     from judge.engine.session import RunOptions, Session
+    from judge.records.pair_rows import PairRow
+    from judge.records.rows import Row
 
     pairs, quality = pairs_of(spec)
     generate = GenerateConfig(threads=spec["threads"])
-    rows: list[dict[str, Any]] = []
+    rows: list[Row | PairRow] = []
     with Session(RunOptions(progress=False)) as session:
         t0 = time.perf_counter()
         if spec["side"] == "pointwise":
@@ -92,7 +94,7 @@ def one_pass(spec: dict[str, Any]) -> dict[str, Any]:
         counters = session.counters()
     return {"wall": wall, "load": load, "rows": len(rows), "pairs": len(pairs),
             "tokens": counters.get("tokens_evaluated", 0), "decodes": counters.get("decodes", 0),
-            "failed": sum(r["error"] is not None for r in rows), "peak_mb": peak_rss_mb()}
+            "failed": sum(r.error is not None for r in rows), "peak_mb": peak_rss_mb()}
 
 
 def main() -> int:

@@ -96,11 +96,11 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda _msg: None)
         wall += time.perf_counter() - t0
-        for t in summary["timing"].values():
+        for t in summary.timing.values():
             if t:
                 load += t["load_s"]
                 rows += t["rows"]
-        tokens += summary["counters"].get("tokens_evaluated", 0)
+        tokens += summary.counters.get("tokens_evaluated", 0)
     cells = {str(path).split("/items/", 1)[1]: path.read_text("utf-8") for path in sorted(work.glob("out*/items/**/*.jsonl"))}
     return {"wall": wall - load, "load": load, "rows": rows, "tokens": tokens, "peak_mb": peak_rss_mb(),
             "cells": cells}

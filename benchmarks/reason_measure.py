@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 from judge.harness import load_experiment
 from judge.harness.summary import cell_stats, paired_comparison, row_groups
 from judge.harness.timing import read_timing
-from judge.records.results import cell_path, read_rows
+from judge.records.results import cell_path
+from judge.records.rows import Row, read_rows
 from judge.report import load_summary
 from judge.report import results_page as page
 from judge.report.reason_table import measure_table
@@ -103,20 +104,20 @@ def derived(summary: dict[str, Any], rows: dict[str, list[dict[str, Any]]], meth
     n_boot, seed = summary["experiment"]["bootstrap"], summary["experiment"]["seed"]
     quality = {r["dataset"]: r["quality"] for r in summary["results"]}
     results, parts, paired, comparisons = [], [], [], []
-    for ds, mine in rows.items():
-        st = cell_stats(mine, n_boot, seed)
+    for ds, written in rows.items():
+        mine, theirs = [Row.from_dict(r) for r in written], [Row.from_dict(r) for r in against[ds]]
+        st = cell_stats(mine, n_boot, seed).to_dict()
         results.append({"method": method, "dataset": ds, "quality": quality[ds], "seeds": [0],
                         "spearman": st["spearman"]["value"], "sd": None, "p": st["spearman"]["p"], "ci": st["ci"],
                         "n": st["spearman"]["n"], "p_boot": st["ci"]["p"],
                         "n_conversations": st["ci"]["n_units"] if st["ci"]["unit"] == "group" else None,
                         **{k: st[k] for k in ("n_failed", "n_estimated", "n_incomplete")}})
-        human, groups = [r["human"] for r in mine], row_groups(mine)
-        assert [r["id"] for r in mine] == [r["id"] for r in against[ds]], ds
-        parts.append(stats.AveragePart(ds, ([r["score"] for r in mine],), human, groups))
-        paired.append(stats.AveragePart(ds, ([r["score"] for r in mine], [r["score"] for r in against[ds]]), human,
-                                        groups))
+        human, groups = [r.human for r in mine], row_groups(mine)
+        assert [r.id for r in mine] == [r.id for r in theirs], ds
+        parts.append(stats.AveragePart(ds, ([r.score for r in mine],), human, groups))
+        paired.append(stats.AveragePart(ds, ([r.score for r in mine], [r.score for r in theirs]), human, groups))
         comparisons.append({"a": method, "b": baseline, "dataset": ds, "quality": quality[ds],
-                            **paired_comparison(mine, against[ds], n_boot, seed)})
+                            **paired_comparison(mine, theirs, n_boot, seed)})
     per_set, overall = stats.dstc10_average({(r["dataset"], r["quality"]): r["spearman"] if r["spearman"] is not None
                                              else math.nan for r in results})
     average = {"per_set": {k: _r(v) for k, v in per_set.items()}, "overall": _r(overall),
@@ -155,7 +156,7 @@ def measured(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for method in (ONE_TOKEN, REASONED):
         for ds in sets:
             path = cell_path(out, method, ds, quality[ds], 0)
-            rows.setdefault(method, {})[ds] = read_rows(path)
+            rows.setdefault(method, {})[ds] = [r.to_dict() for r in read_rows(path)]
             seconds[method] = seconds.get(method, 0.0) + read_timing(path).seconds
     rows[SAMPLED] = {ds: [sampled(r) for r in rows[REASONED][ds]] for ds in sets}
     seconds[SAMPLED] = seconds[REASONED]  # the same rationales; the draws cost nothing

@@ -65,7 +65,7 @@ def in_process(recs: list[dict], threads: int) -> tuple[float, list[dict]]:
         scorer = session.build(prep)
         start = time.perf_counter()
         rows: list[dict] = []
-        session.rows(prep, items, rows.append, quality=None, seed=0, judge=scorer)
+        session.rows(prep, items, lambda row: rows.append(row.to_dict()), quality=None, seed=0, judge=scorer)
         return time.perf_counter() - start, rows
 
 

@@ -158,7 +158,7 @@ def test_sampling_fallback_marks_scores_estimated():
         # the server's sampled answers cycle Yes, Yes, Yes, No for each prompt: 6 of 8 say yes
         assert all(s.ok and s.estimated for s in scores)
         assert all(s.value == pytest.approx(0.75) for s in scores)
-        assert item_row(item(0), scores[0], "api", None)["estimated"] is True
+        assert item_row(item(0), scores[0], "api", None).estimated is True
         assert all(r.body["temperature"] == 1.0 for r in srv.requests if "n" in r.body)
         judge.backend.close()
         plain = api_judge(srv)

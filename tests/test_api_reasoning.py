@@ -49,7 +49,7 @@ def _rows(srv: FaultServer, model: str, *, limit: int = 12, chat: bool = True, *
     judge = make_judge("yesno", backend="openai", model=model, base_url=srv.base_url, reason=reason,
                        config=GenerateConfig(cache=False, chat=chat, max_retries=0), **options)
     try:
-        return list(score_rows(judge, load_items(str(EXAMPLES))[:limit], "m", None))
+        return [r.to_dict() for r in score_rows(judge, load_items(str(EXAMPLES))[:limit], "m", None)]
     finally:
         judge.backend.close()
 

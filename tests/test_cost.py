@@ -102,7 +102,7 @@ def test_predicted_tokens_are_what_a_real_run_evaluates(tmp_path, data_dir):
     assert len(cells) == 8 and all(cached == 0 for _, cached, _, _ in cells.values()), before
     predicted = _total_tokens(before)
     summary = run_experiment(load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(out)),
-                             progress=False, plots=False, log=lambda m: None)
+                             progress=False, plots=False, log=lambda m: None).to_dict()
     assert predicted == summary["counters"]["tokens_evaluated"]
     assert decodes == summary["counters"]["decodes"] > 0  # the decodes too: each has a fixed cost: the prompts' full lengths add up to more than what the run evaluated.
     full = sum(r["n_prompt_tokens"] for p in (out / "items").rglob("*.jsonl") for r in map(json.loads, p.open())
@@ -134,7 +134,7 @@ def test_a_partly_cached_run_is_counted_as_the_run_goes(tmp_path, data_dir):
     lines = _report(config, data_dir, tmp_path / "b")
     assert any(0 < cached < items for items, cached, _, _ in _cells(lines).values()), lines
     summary = run_experiment(load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(tmp_path / "b")),
-                             progress=False, plots=False, log=lambda m: None)
+                             progress=False, plots=False, log=lambda m: None).to_dict()
     assert _total_tokens(lines) == summary["counters"]["tokens_evaluated"]
 
 
@@ -156,7 +156,7 @@ def test_an_ensemble_run_without_its_members_counts_what_it_scores(tmp_path, dat
     lines = cost_report(exp, prepared, lambda msg: None, measure=_fixed)
     (_, cached, tokens, _), = _cells(lines).values()
     assert cached == 0 and int(tokens.replace(",", "")) > 0, lines
-    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None).to_dict()
     assert _total_tokens(lines) == summary["counters"]["tokens_evaluated"]
 
 
@@ -190,7 +190,7 @@ def test_rate_file_is_measured_once_refreshed_by_runs_and_remeasured_when_corrup
     assert "calibrating" not in second.stderr and read_rates(rates)[key] == rate  # measured once
     # A real run's tokens over its model time replace the calibration.
     exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(tmp_path / "out"), limit=4)
-    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None).to_dict()
     refreshed = read_rates(rates)[key]
     counters = summary["counters"]
     assert refreshed.how == "run" and (refreshed.tokens, refreshed.decodes) == (counters["tokens_evaluated"],

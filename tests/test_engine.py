@@ -16,7 +16,7 @@ import pytest
 from judge import GenerateConfig, load_benchmark, make_judge
 from judge.core.errors import InputError
 from judge.datasets.benchmarks import dataset_info
-from judge.engine import ROW_KEYS, MethodSpec
+from judge.engine import PROMPT_KEYS, ROW_KEYS, MethodSpec
 from judge.harness import load_experiment, run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +109,7 @@ def test_bench_rows_equal_run_cell_rows_and_bench_prints_the_ci(tmp_path, data_d
     cell = run_out / "items" / "yesno-bm25-context-k2" / "dailydialog-zhao" / "appropriateness" / "seed0.jsonl"
     assert bench_out.read_bytes() == cell.read_bytes()
     rows = [json.loads(x) for x in cell.read_text().splitlines()]
-    assert len(rows) == 4 and all(tuple(r) == ROW_KEYS for r in rows)
+    assert len(rows) == 4 and all(tuple(r) == ROW_KEYS + PROMPT_KEYS for r in rows)
     assert all(len(r["examples"]) == 2 and r["estimated"] is False and r["complete"] is True for r in rows)
 
 
@@ -121,9 +121,9 @@ def test_rerun_of_a_finished_run_makes_no_model_call(tmp_path, data_dir):
             f'generate = {{ threads = 2, cache_path = "{tmp_path / "c.sqlite"}" }}\n')
     exp = load_experiment(_config(tmp_path, text)).with_overrides(data_dir=str(data_dir), limit=3)
     first = run_experiment(exp.with_overrides(output=str(tmp_path / "a")), progress=False, plots=False,
-                           log=lambda m: None)
+                           log=lambda m: None).to_dict()
     second = run_experiment(exp.with_overrides(output=str(tmp_path / "b")), progress=False, plots=False,
-                            log=lambda m: None)
+                            log=lambda m: None).to_dict()
     assert first["counters"]["cache_misses"] == 6
     assert second["counters"] == {"cache_hits": 6, "cache_misses": 0}
     # Each folder's time record says which run did the work: the first loaded the model and computed,

@@ -22,9 +22,16 @@ from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.harness import load_experiment, run_experiment
 from judge.harness.config import parse_experiment
 from judge.harness.fitted import meta_settings
-from judge.records.results import cell_path, read_rows
+from judge.records.results import cell_path
+from judge.records.rows import read_rows as read_row_records
 from judge.scorers.classic import create_classic
 from judge.scorers.ensemble import percentile
+
+
+def read_rows(path):
+    """A rows file's rows as written (JSON objects), read through the row record."""
+    return [r.to_dict() for r in read_row_records(path)]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
@@ -148,7 +155,7 @@ def test_harness_ensemble_reads_its_members_from_the_cache_and_resumes_identical
     top, short = SHORT[backend]
     cfg.write_text(CONFIG.format(data=data_dir, out=out, backend=top, short=short))
     exp = load_experiment(cfg)
-    summary = run_experiment(exp, progress=False, plots=False)
+    summary = run_experiment(exp, progress=False, plots=False).to_dict()
     n = len(read_rows(cell_path(out, "yn", "fed-turn", "Overall", 0)))
     assert n == 8
     short = read_rows(cell_path(out, "yn-short", "fed-turn", "Overall", 0))
@@ -574,7 +581,7 @@ def test_lodo_never_learns_on_a_set_that_shares_the_scored_conversations(tmp_pat
     other, the meta and summary say so with the reason, and DailyDialog-Zhao (sharing nothing with them
     here) trains both."""
     cfg = _lodo_config(tmp_path, data_dir, '["FT", "FD", "DZ"]')
-    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None).to_dict()
     out = tmp_path / "res"
     for ds, other in (("fed-turn", "fed-dial"), ("fed-dial", "fed-turn")):
         meta = json.loads(cell_path(out, "lodo", ds, "Overall", 0).with_suffix(".meta.json").read_text())
@@ -608,7 +615,7 @@ def test_lodo_never_learns_on_one_set_under_another_name_or_path(tmp_path, data_
                                                           ("fed-turn", "fed-dial")]),
             ('["topical-usr", "usr-topical", "DZ"]', [("topical-usr", "usr-topical")])):
         cfg = _lodo_config(tmp_path, data_dir, datasets)
-        summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None)
+        summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None).to_dict()
         left_out = {e["dataset"]: set(e["sets"]) for e in summary["not_trained_on"] if e["method"] == "lodo"}
         fitted = {c["dataset"]: c["fitted"]["trained_on"] for c in summary["cells"] if c["method"] == "lodo"}
         for a, b in pairs:
@@ -629,7 +636,7 @@ def test_lodo_reports_a_training_set_it_could_not_use(tmp_path, data_dir):
             return items
         return [dataclasses.replace(it, annotations={"Overall": (3.0,)}) for it in items]
 
-    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, load=load, log=lambda m: None)
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, load=load, log=lambda m: None).to_dict()
     fitted = {c["dataset"]: c["fitted"] for c in summary["cells"] if c["method"] == "lodo"}
     assert fitted["topical-usr"]["trained_on"] == ["dailydialog-zhao appropriateness"]
     assert fitted["topical-usr"]["dropped"] == {"persona-usr Overall": "constant human ratings"}
@@ -644,7 +651,7 @@ def test_lodo_reports_a_training_set_it_could_not_use(tmp_path, data_dir):
     assert meta["dropped"] == {"persona-usr Overall": "constant human ratings"}
 
     def rerun(config: Path = cfg) -> dict:
-        return run_experiment(load_experiment(config), progress=False, plots=False, load=load, log=lambda m: None)
+        return run_experiment(load_experiment(config), progress=False, plots=False, load=load, log=lambda m: None).to_dict()
 
     # A resume with the same settings is accepted, and one killed after the fit file but before its meta got the
     # fit's outcome completes it; a meta that named the offered sets `trained_on` reads as the same settings.
@@ -712,7 +719,7 @@ def test_optional_member_is_left_out_only_where_its_input_is_missing(tmp_path, d
     cfg = tmp_path / "opt.toml"
     cfg.write_text(OPTIONAL_CONFIG.format(data=data_dir, out=out))
     logged: list[str] = []
-    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=logged.append)
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=logged.append).to_dict()
     assert [(lo["method"], lo["dataset"], list(lo["members"])) for lo in summary["left_out"]] == [
         ("ens", "fed-turn", ["rouge"])]
     assert "Ensemble `ens` on fed-turn Overall without its optional `rouge`" in (out / "leaderboard.md").read_text()

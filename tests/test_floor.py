@@ -7,11 +7,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from judge.harness.summary import cell_stats, paired_comparison
+from judge.records.pair_rows import PairOrder, PairRow
+from judge.records.rows import Row
 from judge.report import pairwise as pairwise_report
 from judge.report import results_page as page
 from judge.stats import correlation as stats
@@ -21,15 +24,15 @@ from judge.stats.pairwise import mean_over_sets, summarise_pairs
 BELOW, AT = MIN_CONVERSATIONS - 1, MIN_CONVERSATIONS
 
 
-def _rows(k: int, per: int = 3) -> list[dict]:
+def _rows(k: int, per: int = 3) -> list[Row]:
     """Score rows of ``k`` conversations, ``per`` items each, whose scores follow the ratings closely."""
     rng = np.random.default_rng(k)
     out = []
     for g in range(k):
         for j in range(per):
             h = float(rng.integers(1, 6))
-            out.append({"id": f"c{g}-{j}", "group": f"c{g}", "score": h + float(rng.normal(0, 0.5)), "human": h,
-                        "system": None, "quality": "overall", "error": None, "estimated": False, "complete": True})
+            out.append(Row(f"c{g}-{j}", "m", None, "overall", h, h + float(rng.normal(0, 0.5)), None, (), (), False,
+                           True, None, None, f"c{g}", 0))
     return out
 
 
@@ -45,7 +48,7 @@ def test_the_floor_is_the_fewest_conversations_with_more_distinct_resamples_than
 @pytest.mark.parametrize("k", [BELOW, AT])
 def test_correlation_intervals_and_paired_tests_stop_below_the_floor(k):
     rows = _rows(k)
-    pred, human, groups = [r["score"] for r in rows], [r["human"] for r in rows], [r["group"] for r in rows]
+    pred, human, groups = [r.score for r in rows], [r.human for r in rows], [r.group for r in rows]
     ci = stats.bootstrap_ci(pred, human, n_boot=200, groups=groups)
     t = stats.paired_bootstrap(pred, [-x for x in pred], human, n_boot=200, groups=groups)
     assert ci.n_units == t.n_units == k
@@ -60,8 +63,8 @@ def test_correlation_intervals_and_paired_tests_stop_below_the_floor(k):
 def test_an_average_over_sets_needs_the_floor_over_its_strata():
     def part(name: str, k: int) -> stats.AveragePart:
         rows = _rows(k)
-        return stats.AveragePart(name, ([r["score"] for r in rows],), [r["human"] for r in rows],
-                                 [f"{name}:{r['group']}" for r in rows])
+        return stats.AveragePart(name, ([r.score for r in rows],), [r.human for r in rows],
+                                 [f"{name}:{r.group}" for r in rows])
 
     few = stats.average_ci([part("a", 2), part("b", 5)], n_boot=200)
     assert few.too_few and math.isnan(few.low) and few.n_units == 7
@@ -74,10 +77,10 @@ def test_an_average_over_sets_needs_the_floor_over_its_strata():
 
 def test_a_cell_below_the_floor_stores_no_interval_and_no_p_at_all():
     cell = cell_stats(_rows(BELOW), 200, 0)
-    assert cell["ci"]["too_few"] and cell["ci"]["low"] is None and cell["ci"]["p"] is None
-    assert all(cell[m]["p"] is None and cell[m]["value"] is not None for m in ("spearman", "pearson", "kendall"))
+    assert cell.ci.too_few and cell.ci.low is None and cell.ci.p is None
+    assert all(c.p is None and c.value is not None for c in (cell.spearman, cell.pearson, cell.kendall))
     at = cell_stats(_rows(AT), 200, 0)
-    assert "too_few" not in at["ci"] and at["ci"]["low"] is not None and at["spearman"]["p"] is not None
+    assert "too_few" not in at.ci.to_dict() and at.ci.low is not None and at.spearman.p is not None
     pair = paired_comparison(_rows(BELOW), _rows(BELOW), 200, 0)
     assert pair["too_few"] and pair["p"] is None and pair["williams_p"] is None
 
@@ -87,9 +90,9 @@ def test_judge_score_summary_says_too_few_and_no_p(capsys):
 
     for k in (BELOW, AT):
         rows = _rows(k)
-        table = ScoreTable([r["id"] for r in rows], True, print)
+        table = ScoreTable([r.id for r in rows], True, print)
         for r in rows:
-            table.add({**r, "label_probs": None})
+            table.add(r)
         table.summary(n_boot=200)
     below, at = capsys.readouterr().out.split("items     ")[1:]
     assert f"too few conversations ({BELOW})" in below and "p=" not in below and "CI" not in below
@@ -120,7 +123,7 @@ def run_reports(tmp_path_factory, data_dir):
         cfg.write_text(f'name = "floor"\nlimit = {k}\ndatasets = ["DGR"]\n[[methods]]\ntype = "classic"\n'
                        'scorer = "length"\n')
         exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir), output=str(root / f"out{k}"))
-        summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+        summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None).to_dict()
         assert summary["results"][0]["n_conversations"] == k
         out[k] = root / f"out{k}"
     return out
@@ -140,12 +143,11 @@ def test_run_reports_say_too_few_below_the_floor_and_give_an_interval_at_it(run_
     assert row["ci_low"] != "" and row["p_bootstrap"] != ""
 
 
-def _pair(a: str, b: str, group: str, winner: str = "a") -> dict:
+def _pair(a: str, b: str, group: str, winner: str = "a") -> PairRow:
     pref = {"a": 0.9, "b": 0.1}.get(winner, 0.5)
-    return {"id": f"{a}-{b}-{group}", "system_a": a, "system_b": b, "item_a": f"{a}@{group}", "item_b": f"{b}@{group}",
-            "context": group, "group": group, "preference": pref, "winner": winner, "consistent": True,
-            "orders": [{"order": "ab", "p_a": pref}, {"order": "ba", "p_a": pref}], "human_a": 4.0, "human_b": 2.0,
-            "length_a": 10, "length_b": 12, "error": None, "estimated": False, "complete": True}
+    return PairRow(f"{a}-{b}-{group}", "m", None, group, group, a, b, f"{a}@{group}", f"{b}@{group}", 4.0, 2.0, pref,
+                   winner, True, None, (PairOrder("ab", pref, winner, {}), PairOrder("ba", pref, winner, {})), 10, 12,
+                   (), False, True, None, 0)
 
 
 def test_compare_gives_no_interval_to_systems_that_met_once():
@@ -171,16 +173,16 @@ def test_compare_gives_no_interval_to_systems_that_met_once():
 
 def test_a_mean_over_sets_resamples_every_sets_conversations_in_one_replicate():
     one = [_pair("x", "y", f"a{i}", "a" if i % 2 else "b") for i in range(8)]
-    two = [{**r, "group": r["group"].replace("a", "b"), "context": r["context"].replace("a", "b")} for r in one]
+    two = [replace(r, group=r.group.replace("a", "b"), context=r.context.replace("a", "b")) for r in one]
     single = summarise_pairs(one, n_boot=400)["humans"]["judge"]
     joint = mean_over_sets([(one, None), (two, None)], n_boot=400)["judge"]
     assert joint["value"] == pytest.approx(single["value"]) and joint["n_conversations"] == 16
     # two independent copies of one set: the mean's interval is narrower than one set's (about 1/sqrt 2)
     assert joint["high"] - joint["low"] < 0.85 * (single["high"] - single["low"])
     # by hand from the same joint resamples: each set's share of wins, then their mean
-    samples, sizes = stats.stratified_samples([(0, 8, [r["group"] for r in one], None),
-                                               (1, 8, [r["group"] for r in two], None)], 400, 0)
-    wins = np.array([1.0 if r["winner"] == "a" else 0.0 for r in one])
+    samples, sizes = stats.stratified_samples([(0, 8, [r.group for r in one], None),
+                                               (1, 8, [r.group for r in two], None)], 400, 0)
+    wins = np.array([1.0 if r.winner == "a" else 0.0 for r in one])
     reps = [(wins[samples[0][i]].mean() + wins[samples[1][i]].mean()) / 2 for i in range(400)]
     assert sizes == [8, 8] and joint["low"] == pytest.approx(float(np.quantile(reps, 0.025)), abs=1e-6)
     # two sets of 2 and 5 conversations: 378 distinct joint resamples, below the floor
@@ -217,8 +219,8 @@ def test_the_view_shows_no_interval_or_p_below_the_floor():
     from judge.view.data import below_floor
 
     cell = cell_stats(_rows(AT), 200, 0)
-    old = {**cell, "ci": {**cell["ci"], "n_units": BELOW}}  # as a summary written before the floor would hold it
+    old = replace(cell, ci=replace(cell.ci, n_units=BELOW))  # as a summary written before the floor would hold it
     shown = below_floor(old)
     assert shown["ci"]["too_few_text"] == f"too few conversations ({BELOW})"
     assert shown["ci"]["low"] is None and shown["ci"]["p"] is None and shown["spearman"]["p"] is None
-    assert below_floor(cell) == cell
+    assert below_floor(cell) == cell.to_dict()

@@ -45,7 +45,7 @@ def config(tmp_path: Path, data_dir: Path) -> Path:
 
 def _run(config: Path, data_dir: Path, out: Path, plots: bool = False) -> dict:
     exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(out))
-    return run_experiment(exp, progress=False, plots=plots, log=lambda m: None)
+    return run_experiment(exp, progress=False, plots=plots, log=lambda m: None).to_dict()
 
 
 def test_run_writes_results_folder(config, data_dir, tmp_path):
@@ -143,7 +143,7 @@ def test_quality_nobody_rated_gives_an_empty_finished_cell(tmp_path):
                   system="s", annotations={"Overall": (float(i % 5), float((i + 1) % 5))}) for i in range(6)]
     exp = parse_experiment({"datasets": [{"name": "fed-dial", "qualities": ["Overall", "Error recovery"]}],
                             "methods": [{"type": "classic", "scorer": "length"}], "output": str(tmp_path / "o")})
-    summary = run_experiment(exp, progress=False, plots=False, load=lambda name: items, log=lambda m: None)
+    summary = run_experiment(exp, progress=False, plots=False, load=lambda name: items, log=lambda m: None).to_dict()
     empty = tmp_path / "o/items/length/fed-dial/Error_recovery/seed0.jsonl"
     assert empty.exists() and empty.read_bytes() == b""
     res = {r["quality"]: r for r in summary["results"]}

@@ -195,8 +195,8 @@ def test_a_served_listwise_judge_rates_each_reply_alone(tmp_path):
         batch_alternatives = served.scorer.call_alternatives(REPLIES)  # type: ignore[attr-defined]
     finally:
         served.close()
-    assert [r["score"] for r in rows] == [r["score"] for r in one_by_one]
-    assert None not in [r["score"] for r in rows]
+    assert [r.score for r in rows] == [r.score for r in one_by_one]
+    assert None not in [r.score for r in rows]
     assert prompt.text == get_prompt("yesno-criteria").render(REPLIES[0])
     assert alternatives_for(REPLIES[0], batch_alternatives) == (REPLIES[0].response,)
 

@@ -34,7 +34,7 @@ from judge.core.errors import BackendError, InputError
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.engine.cache import Cache, CachedBackend
 from judge.prompts.templates import get_prompt
-from judge.records.rows import item_row
+from judge.records.rows import Row, item_row
 from judge.scorers.llm import LLMJudge
 from tests.fault_server import FaultServer, answer
 
@@ -61,7 +61,7 @@ def asks(judge: LLMJudge, its: list[Item]) -> list[Request]:
     return [Request("label", judge.build_prompt(it)[0], tuple(judge.candidates), judge.top_n) for it in its]
 
 
-def rows(judge: LLMJudge, its: list[Item]) -> list[dict]:
+def rows(judge: LLMJudge, its: list[Item]) -> list[Row]:
     return [item_row(it, s, "m", None) for it, s in zip(its, judge.score(its))]
 
 
@@ -247,7 +247,7 @@ def test_vllm_run_batch_files_are_written_and_read_back(tmp_path):
         results = read_batch_results(tmp_path / "out.jsonl")
         answers = [inner.answer_from_batch(results[f"k{i}"], judge.candidates, judge.top_n) for i in range(4)]
         for it, a, row in zip(its, answers, expected):
-            assert judge.to_score(it, [], a).value == pytest.approx(row["score"], abs=1e-6)
+            assert judge.to_score(it, [], a).value == pytest.approx(row.score, abs=1e-6)
         assert inner.answer_from_batch(results["gone"], judge.candidates, 20).reason == \
             "batch request failed: error: engine died"
         (tmp_path / "bad.jsonl").write_text('{"custom_id": "a"}\n{"custom_id": "a"}\n')

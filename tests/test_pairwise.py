@@ -192,14 +192,14 @@ def test_one_order_is_drawn_per_pair_by_a_seed():
     assert orders == [mock_judge(orders="one", seed=0).orders_of(p) for p in pairs]
     assert orders != [mock_judge(orders="one", seed=1).orders_of(p) for p in pairs]
     rows: list[dict] = []
-    compare_rows(mock_judge(orders="one"), pairs, "one", "overall", rows.append)
+    compare_rows(mock_judge(orders="one"), pairs, "one", "overall", lambda r: rows.append(r.to_dict()))
     assert all(len(r["orders"]) == 1 and r["consistent"] is None for r in rows)
 
 
 def test_pair_rows_follow_the_schema():
     pairs = pairs_between(load_items(V1), load_items(V2), file_a=str(V1), file_b=str(V2)).pairs
     rows: list[dict] = []
-    assert compare_rows(mock_judge(), pairs, "pw", "overall", rows.append) == 0
+    assert compare_rows(mock_judge(), pairs, "pw", "overall", lambda r: rows.append(r.to_dict())) == 0
     assert [list(r) for r in rows] == [list(PAIR_ROW_KEYS)] * len(pairs)
     r = rows[0]
     assert (r["id"], r["system_a"], r["system_b"], r["human_a"], r["human_b"]) == ("c01", "bot-v1", "bot-v2", 2.0, 5.0)
@@ -358,7 +358,8 @@ def test_smollm2_compares_in_both_orders_and_evaluates_the_conversation_once(dat
         pool = BackendPool()
         try:
             out: list[dict] = []
-            assert compare_rows(build(prepare_pairs(spec, pairs, q), pool), pairs, spec.name, q.name, out.append) == 0
+            assert compare_rows(build(prepare_pairs(spec, pairs, q), pool), pairs, spec.name, q.name,
+                                lambda r, out=out: out.append(r.to_dict())) == 0
             tokens[orders] = pool.counters()["tokens_evaluated"]
             rows[orders] = out
         finally:
@@ -395,7 +396,7 @@ def test_serve_compares_pairs_on_loopback(tmp_path):
         pair = pairs_between(load_items(V1)[:1], [Item(**{**{f: getattr(it, f) for f in it.__slots__}, "id": "v2-c01"})  # type: ignore[attr-defined]
                                                   for it in load_items(V2)[:1]], file_a="a", file_b="b").pairs
         expected: list[dict] = []
-        compare_rows(mock_judge("pairwise-tie"), pair, "pairwise-tie", None, expected.append)
+        compare_rows(mock_judge("pairwise-tie"), pair, "pairwise-tie", None, lambda r: expected.append(r.to_dict()))
         assert body.decode() == dumps(expected[0])
         assert (row["system_a"], row["system_b"], row["human_b"]) == ("bot-v1", "bot-v2", None) and row["tie"] is not None
         status, body = call(srv, "POST", "/v1/compare", {"pairs": [{"a": records[0], "b": better[0]},
@@ -509,7 +510,7 @@ def test_a_hosted_api_is_read_in_its_top_tokens_or_estimated_from_samples(monkey
                               generate=GenerateConfig(cache=False, max_retries=1))
             rows: list[dict] = []
             assert compare_rows(build(prepare_pairs(spec, pairs, None), BackendPool()), pairs, "api", None,
-                                rows.append) == 0
+                                lambda r, rows=rows: rows.append(r.to_dict())) == 0
         assert all(r["estimated"] is not logprobs for r in rows)
         if not logprobs:  # the first position wins 6 of 8 samples in each order: p(a) .75 then .25
             assert all([o["p_a"] for o in r["orders"]] == [0.75, 0.25] and r["preference"] == 0.5 for r in rows)

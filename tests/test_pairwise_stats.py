@@ -6,24 +6,27 @@ resamples conversations."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from judge.records.pair_rows import PairOrder, PairRow
 from judge.stats.pairwise import BT_PRIOR, bradley_terry, summarise_pairs
 
 
 def row(a: str, b: str, pref: float, winner: str, *, group: str, orders: tuple[float, ...] = (), ha: float | None = None,
         hb: float | None = None, la: int = 10, lb: int = 10, item_a: str = "", item_b: str = "",
-        consistent: bool | None = None) -> dict:
-    """A pair row as judge.engine.compare writes it (the keys the statistics read). ``orders``: p(a) per order,
-    ab first then ba (default: both equal to ``pref``)."""
+        consistent: bool | None = None) -> PairRow:
+    """A pair row as judge.engine.compare writes it. ``orders``: p(a) per order, ab first then ba (default: both
+    equal to ``pref``)."""
     ps = orders or (pref, pref)
-    return {"id": f"{item_a or a}-{item_b or b}-{group}", "system_a": a, "system_b": b, "item_a": item_a or f"{a}@{group}",
-            "item_b": item_b or f"{b}@{group}", "context": group, "group": group, "preference": pref, "winner": winner,
-            "consistent": consistent if consistent is not None else winner != "tie",
-            "orders": [{"order": o, "p_a": p} for o, p in zip(("ab", "ba"), ps)], "human_a": ha, "human_b": hb,
-            "length_a": la, "length_b": lb, "error": None, "estimated": False, "complete": True}
+    return PairRow(id=f"{item_a or a}-{item_b or b}-{group}", method="m", quality=None, context=group, group=group,
+                   system_a=a, system_b=b, item_a=item_a or f"{a}@{group}", item_b=item_b or f"{b}@{group}",
+                   human_a=ha, human_b=hb, preference=pref, winner=winner,
+                   consistent=consistent if consistent is not None else winner != "tie", tie=None,
+                   orders=tuple(PairOrder(o, p, winner, {}) for o, p in zip(("ab", "ba"), ps)), length_a=la,
+                   length_b=lb, flags=(), estimated=False, complete=True, error=None, n_prompt_tokens=0)
 
 
 def test_bradley_terry_matches_the_closed_form_of_two_systems():
@@ -105,6 +108,6 @@ def test_system_level_kendall_tau_of_strengths_and_human_means():
 
 
 def test_failed_pairs_are_counted_and_left_out():
-    rows = [row("x", "y", 0.8, "a", group="g1"), {**row("x", "y", 0.8, "a", group="g2"), "error": "boom", "preference": None}]
+    rows = [row("x", "y", 0.8, "a", group="g1"), replace(row("x", "y", 0.8, "a", group="g2"), error="boom", preference=None)]
     s = summarise_pairs(rows, n_boot=50)
     assert (s["n_pairs"], s["n_failed"]) == (2, 1) and s["win_rates"][0]["n"] == 1

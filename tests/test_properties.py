@@ -30,7 +30,7 @@ from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.datasets.jsonl import from_text
 from judge.prompts.answers import Rating, YesNo
 from judge.prompts.templates import builtin_prompts, get_prompt, load_template
-from judge.records.rows import item_row
+from judge.records.rows import Row, item_row
 from judge.scorers.base import Score
 from judge.scorers.rules import ScoringError, score_distribution
 
@@ -234,12 +234,12 @@ def test_score_row_json_round_trips_on_one_line(item_id, value, probs, error, to
     score = Score(item_id, value, label_probs=probs, examples=examples, error=error, n_prompt_tokens=n,
                   top=[(tok.encode("utf-8", "replace").decode("utf-8"), p) for tok, p in top])
     row = item_row(Item(item_id, "turn", response="r"), score, "m", None)
-    line = dumps(row)
+    line = row.to_json()
     assert line.splitlines() == [line] and "\n" not in line  # one JSONL row, whatever the text
-    assert json.loads(line) == row
+    assert Row.from_dict(json.loads(line)) == row  # read back into the record: the same row
     assert dumps(json.loads(line)) == line  # stable: re-serialising gives the same bytes
     if value is not None and error is None:
-        assert row["score"] == round(value, 6)
+        assert row.score == round(value, 6)
 
 
 # --- benchmark formats: a real record with one value replaced or removed --------------------------

@@ -25,7 +25,7 @@ from judge.backends.reasoning import answer_line, final_answer, parse_label, vis
 from judge.backends.requests import KINDS, Request, ask
 from judge.core.config import GenerateConfig
 from judge.core.errors import InputError, TemplateError
-from judge.engine import REASON_KEYS, ROW_KEYS, MethodSpec
+from judge.engine import PROMPT_KEYS, REASON_KEYS, ROW_KEYS, MethodSpec
 from judge.engine.cache import cache_key, reason_key, request_key
 from judge.heads.head import prompt_hash
 from judge.prompts.answers import Rating, YesNo, candidates
@@ -209,13 +209,13 @@ def test_rows_of_a_reasoning_method_keep_what_the_judge_said(tmp_path):
     """Rows of a method with reason carry the rationale keys after the usual ones; every other method's
     rows are what they were; a rerun is the same bytes, every answer from the cache."""
     rows, _ = _score(tmp_path, "--reason", "24", "--prompt", "yesno-criteria")
-    assert all(tuple(r) == ROW_KEYS + REASON_KEYS for r in rows)
+    assert all(tuple(r) == ROW_KEYS + PROMPT_KEYS + REASON_KEYS for r in rows)
     assert all(r["rationale"] and r["rationale_chars"] == len(r["rationale"]) and 0 < r["n_generated_tokens"] <= 24
                for r in rows)
     again, err = _score(tmp_path, "--reason", "24", "--prompt", "yesno-criteria")
     assert again == rows and "12 hits, 0 misses" in err
     plain, _ = _score(tmp_path, "--prompt", "yesno-criteria")
-    assert all(tuple(r) == ROW_KEYS for r in plain)
+    assert all(tuple(r) == ROW_KEYS + PROMPT_KEYS for r in plain)
 
 
 def test_flags_of_score_and_bench_and_members_set_reason(tmp_path):

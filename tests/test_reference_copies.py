@@ -46,8 +46,8 @@ def test_exact_and_near_copies_are_flagged() -> None:
 
 def test_rows_carry_the_flag() -> None:
     row = item_row(_item("HELLO!", "hello"), Score("i", 1.0), "m", None)
-    assert row["flags"] == [IS_REFERENCE]
-    assert item_row(_item("bye", "hello"), Score("i", 1.0), "m", None)["flags"] == []
+    assert row.flags == (IS_REFERENCE,)
+    assert item_row(_item("bye", "hello"), Score("i", 1.0), "m", None).flags == ()
 
 
 CONFIG = """
@@ -78,7 +78,8 @@ def copies_run(tmp_path_factory, data_dir) -> Path:
 
 
 def test_reduced_set_correlation_equals_a_direct_computation(copies_run: Path) -> None:
-    from judge.records.results import cell_path, read_rows
+    from judge.records.results import cell_path
+    from judge.records.rows import read_rows
     from judge.stats import correlation as stats
 
     summary = json.loads((copies_run / "summary.json").read_text())
@@ -86,15 +87,15 @@ def test_reduced_set_correlation_equals_a_direct_computation(copies_run: Path) -
     per_set = {}
     for ds in ("topical-usr", "dailydialog-zhao"):
         rows = read_rows(cell_path(copies_run, "rouge-l", ds, res[("rouge-l", ds)]["quality"], 0))
-        flagged = [r for r in rows if COPY_FLAGS & set(r["flags"])]
-        kept = [r for r in rows if not COPY_FLAGS & set(r["flags"])]
-        assert flagged and all(r["score"] > 0.5 for r in flagged)  # ROUGE-L of a reference against itself
+        flagged = [r for r in rows if COPY_FLAGS & set(r.flags)]
+        kept = [r for r in rows if not COPY_FLAGS & set(r.flags)]
+        assert flagged and all(r.score > 0.5 for r in flagged)  # ROUGE-L of a reference against itself
         w = res[("rouge-l", ds)]["without_copies"]
-        expected = spearmanr([r["score"] for r in kept], [r["human"] for r in kept]).statistic
+        expected = spearmanr([r.score for r in kept], [r.human for r in kept]).statistic
         assert w["spearman"] == pytest.approx(expected, abs=1e-6)
         assert (w["n"], w["n_left_out"]) == (len(kept), len(flagged))
-        ci = stats.bootstrap_ci([r["score"] for r in kept], [r["human"] for r in kept], n_boot=200, seed=0,
-                                groups=[r.get("group") or f"id:{r['id']}" for r in kept])
+        ci = stats.bootstrap_ci([r.score for r in kept], [r.human for r in kept], n_boot=200, seed=0,
+                                groups=[r.group or f"id:{r.id}" for r in kept])
         assert (w["ci"]["low"], w["ci"]["high"]) == (pytest.approx(ci.low, abs=1e-6), pytest.approx(ci.high, abs=1e-6))
         assert w["n_conversations"] == ci.n_units
         per_set[ds] = expected

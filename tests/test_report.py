@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import struct
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -171,17 +172,18 @@ def test_an_average_over_fewer_sets_is_marked_and_never_best(tmp_path, results, 
     leaderboard says over how many sets the average is, and only full averages compete for bold."""
     import shutil
 
-    from judge.records.results import cell_path, read_rows
+    from judge.records.results import cell_path
+    from judge.records.rows import read_rows
 
     out = tmp_path / "out"
     shutil.copytree(results, out)
     path = cell_path(out, "length-copy", "fed-turn", "Overall", 0)
     rows = read_rows(path)
-    path.write_text("".join(json.dumps({**r, "score": 1.0}) + "\n" for r in rows))
+    path.write_text("".join(replace(r, score=1.0).to_json() + "\n" for r in rows))
     cfg = tmp_path / "c.toml"
     cfg.write_text(CONFIG)
     exp = load_experiment(cfg).with_overrides(data_dir=str(data_dir), output=str(out))
-    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    summary = run_experiment(exp, progress=False, plots=False, log=lambda m: None).to_dict()
     assert summary["averages"]["length-copy"]["overall_n"] == [2, 3]
     assert summary["averages"]["length"]["overall_n"] == [3, 3]
     md = (out / "leaderboard.md").read_text()

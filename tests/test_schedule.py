@@ -57,7 +57,7 @@ def _config(tmp: Path, methods: list[str], cache: Path, *, limit: int = 6, datas
 
 def _run(config: Path, data_dir: Path, out: Path, **overrides) -> dict:
     exp = load_experiment(config).with_overrides(data_dir=str(data_dir), output=str(out), **overrides)
-    return run_experiment(exp, progress=False, plots=False, log=lambda m: None)
+    return run_experiment(exp, progress=False, plots=False, log=lambda m: None).to_dict()
 
 
 def _cells(out: Path) -> dict[str, bytes]:

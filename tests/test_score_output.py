@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from judge.cli.score_table import top_label
-from judge.engine import ROW_KEYS
+from judge.engine import PROMPT_KEYS, ROW_KEYS
 from judge.harness.summary import cell_stats
+from judge.records.rows import Row
 from judge.report.table import p_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +95,7 @@ def piped(tmp_path_factory) -> dict[str, object]:
 def test_jsonl_when_piped_is_unchanged(piped) -> None:
     """Piped stdout is JSONL, byte for byte what --format jsonl and -o write; stderr has no progress bar."""
     rows = [json.loads(line) for line in str(piped["stdout"]).splitlines()]
-    assert len(rows) == 12 and all(tuple(r) == ROW_KEYS for r in rows)
+    assert len(rows) == 12 and all(tuple(r) == ROW_KEYS + PROMPT_KEYS for r in rows)
     assert "scoring" not in str(piped["stderr"]) and "\r" not in str(piped["stderr"])
     forced = _judge("score", EXAMPLES, "--cache-path", str(piped["cache"]), "--format", "jsonl")
     assert forced.returncode == 0 and forced.stdout == piped["stdout"]
@@ -120,14 +121,14 @@ def test_terminal_gets_a_table_a_summary_and_a_progress_bar(piped) -> None:
     assert lines[13] == ""
     mean = sum(r["score"] for r in rows) / len(rows)
     assert lines[14] == f"items     12 scored, 0 failed; mean score {mean:.3f} (quality overall)"
-    cell = cell_stats(rows, 1000, 0)
-    sp, ci = cell["spearman"], cell["ci"]
-    assert lines[15].startswith(f"spearman  {sp['value']:.3f} with the human ratings  p=")
+    cell = cell_stats([Row.from_dict(r) for r in rows], 1000, 0)
+    sp, ci = cell.spearman, cell.ci
+    assert lines[15].startswith(f"spearman  {sp.value:.3f} with the human ratings  p=")
     # Significance is the conversation bootstrap's (as in run and bench), its floor printed as "< 1/n_boot".
-    assert f"(item-level), bootstrap p {p_text(ci['p'], ci['n_boot'], ci['n_degenerate'])}  n=" in lines[15]
-    assert ("(not significant, bootstrap p >= 0.05)" in lines[15]) == (ci["p"] >= 0.05)
-    assert f"n={sp['n']}  95% CI [{ci['low']:.3f}, {ci['high']:.3f}]" in lines[15]
-    assert f"of {ci['n_units']} conversations" in lines[15] and ci["n_units"] < 12  # grouped: fewer units than items
+    assert f"(item-level), bootstrap p {p_text(ci.p, ci.n_boot, ci.n_degenerate)}  n=" in lines[15]
+    assert ("(not significant, bootstrap p >= 0.05)" in lines[15]) == (ci.p >= 0.05)
+    assert f"n={sp.n}  95% CI [{ci.low:.3f}, {ci.high:.3f}]" in lines[15]
+    assert f"of {ci.n_units} conversations" in lines[15] and ci.n_units < 12  # grouped: fewer units than items
     assert ETA.search(err) and "scoring" in err
     # Forced, the same table reaches a pipe; --no-progress keeps the terminal's stderr free of the bar.
     forced = _judge("score", EXAMPLES, "--cache-path", str(piped["cache"]), "--format", "table")

@@ -7,11 +7,13 @@ import copy
 import csv
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from judge.records.rows import Row
 from judge.report import render_csv, render_html, render_markdown
 from judge.report.table import build, p_text
 from judge.stats import correlation as stats
@@ -140,15 +142,19 @@ def test_bench_prints_the_bootstrap_p_and_conversations(data_dir, tmp_path) -> N
     assert "bootstrap p < .005" in sp and "not significant" not in sp
 
 
-def _clustered_rows() -> list[dict]:
+def _row(rid: str, group: str | None, score: float, human: float) -> Row:
+    return Row(rid, "m", None, "overall", human, score, None, (), (), False, True, None, None, group, 0)
+
+
+def _clustered_rows() -> list[Row]:
     """48 rated rows in 8 conversations whose shared part drives both scores and ratings: scipy's
     item-level p is small, the conversation bootstrap's is not (checked below, not assumed)."""
     rng = np.random.default_rng(7)
     rows = []
     for g in range(8):
         shared = rng.normal()
-        rows += [{"id": f"{g}-{j}", "group": f"g{g}", "quality": "overall", "score": float(shared + rng.normal()),
-                  "human": float(shared / 2 + rng.normal()), "label_probs": None} for j in range(6)]
+        rows += [_row(f"{g}-{j}", f"g{g}", float(shared + rng.normal()), float(shared / 2 + rng.normal()))
+                 for j in range(6)]
     return rows
 
 
@@ -160,21 +166,21 @@ def test_score_marks_significance_by_the_conversation_bootstrap() -> None:
 
     rows = _clustered_rows()
     cell = cell_stats(rows, 1000, 0)
-    assert cell["spearman"]["p"] < 0.01 and cell["ci"]["p"] >= 0.1  # the case this test is about
+    assert cell.spearman.p < 0.01 and cell.ci.p >= 0.1  # the case this test is about
     lines: list[str] = []
-    table = ScoreTable([r["id"] for r in rows], True, lines.append)
+    table = ScoreTable([r.id for r in rows], True, lines.append)
     for row in rows:
         table.add(row)
     table.summary(1000, 0)
     sp = next(x for x in lines if x.startswith("spearman"))
-    assert f"bootstrap p {p_text(cell['ci']['p'], 1000)}  n=48" in sp
+    assert f"bootstrap p {p_text(cell.ci.p, 1000)}  n=48" in sp
     assert sp.endswith("(not significant, bootstrap p >= 0.05)")
     # Each row its own conversation: the bootstrap agrees with scipy here, and the line is unmarked.
     lines.clear()
-    single = [{**row, "group": None} for row in rows]
-    p_single = cell_stats(single, 1000, 0)["ci"]["p"]
+    single = [replace(row, group=None) for row in rows]
+    p_single = cell_stats(single, 1000, 0).ci.p
     assert p_single < 0.05
-    alone = ScoreTable([r["id"] for r in rows], True, lines.append)
+    alone = ScoreTable([r.id for r in rows], True, lines.append)
     for row in single:
         alone.add(row)
     alone.summary(1000, 0)
@@ -186,10 +192,9 @@ def test_score_marks_significance_by_the_conversation_bootstrap() -> None:
 def test_score_prints_a_bootstrap_p_at_its_floor_as_less_than() -> None:
     from judge.cli.score_table import ScoreTable
 
-    rows = [{"id": str(i), "group": f"g{i // 2}", "quality": "overall", "score": float(i), "human": float(i) + 0.5 * (i % 3),
-             "label_probs": None} for i in range(40)]
+    rows = [_row(str(i), f"g{i // 2}", float(i), float(i) + 0.5 * (i % 3)) for i in range(40)]
     lines: list[str] = []
-    table = ScoreTable([r["id"] for r in rows], True, lines.append)
+    table = ScoreTable([r.id for r in rows], True, lines.append)
     for row in rows:
         table.add(row)
     table.summary(1000, 0)

@@ -24,7 +24,6 @@ from judge.backends.registry import backend_cost
 from judge.backends.requests import Answer, Request, ask
 from judge.cli.options import resolve_quality
 from judge.core.config import GenerateConfig
-from judge.core.io import dumps
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.datasets import load_benchmark, load_items
 from judge.datasets.groups import GroupIndex
@@ -153,7 +152,7 @@ def test_judge_score_streams_a_jsonl_file_and_writes_the_rows_of_the_whole_file_
     quality = resolve_quality("overall", items)
     assert quality is not None
     scorer = build_scorer(spec, items, quality, backends=BackendPool())
-    expected = "".join(dumps(row) + "\n" for row in score_rows(scorer, items, spec.name, quality.name, 0))
+    expected = "".join(row.to_json() + "\n" for row in score_rows(scorer, items, spec.name, quality.name, 0))
     assert out.read_text(encoding="utf-8") == expected
 
 

@@ -14,16 +14,25 @@ import subprocess
 import sys
 import urllib.request
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from judge.backends.mock import MockBackend
 from judge.cli import main
-from judge.records.results import cell_path, read_rows
+from judge.records.results import cell_path
+from judge.records.rows import Reasoned
+from judge.records.rows import read_rows as read_row_records
 from judge.stats import correlation as stats
 from judge.view import from_results, write_view
 from tests.view_runs import record_prompts, run
+
+
+def read_rows(path):
+    """A rows file's rows as written (JSON objects), read through the row record."""
+    return [r.to_dict() for r in read_row_records(path)]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,7 +92,9 @@ def test_every_prompt_shown_is_the_prompt_sent(listwise_run, data_dir, tmp_path)
     # Cache off and no ensemble: the backend was handed each prompt of each cell exactly once.
     shown = Counter((p, c.chat) for c in llm for p in c.prompts)
     assert shown == Counter(sent)
-    assert any(r["examples"] for c in llm for r in c.rows)  # the k-shot prompts show examples
+    assert any(r.examples for c in llm for r in c.rows)  # the k-shot prompts show examples
+    # Each rebuilt prompt hashes to what its row recorded of the prompt sent: no item is warned about.
+    assert all(r.prompt_sha for c in llm for r in c.rows) and all(c.drift == [None] * len(c.rows) for c in llm)
     # ... and the page carries those very texts.
     html = (tmp_path / "v.html")
     write_view(view, html)
@@ -251,7 +262,7 @@ def test_a_rows_rationale_is_carried_when_there_is_one(full_view):
     from judge.view.page import page_data
 
     view = copy.deepcopy(full_view)
-    view.cells[0].rows[3] = {**view.cells[0].rows[3], "rationale": "The reply ignores the question."}
+    view.cells[0].rows[3] = replace(view.cells[0].rows[3], reasoned=Reasoned("The reply ignores the question.", 31, 12, 0))
     assert "rationale" not in page_data(full_view)["cells"][0]["rows"]
     cols = page_data(view)["cells"][0]["rows"]
     assert cols["rationale"] == [None] * 3 + ["The reply ignores the question."] + [None] * 8

@@ -61,7 +61,7 @@ def gaps(view) -> dict[tuple[int, int], float | None]:
 
     out = {}
     for c, cell in enumerate(view.cells):
-        g = stats.rank_gap([r["score"] for r in cell.rows], [r["human"] for r in cell.rows])
+        g = stats.rank_gap([r.score for r in cell.rows], [r.human for r in cell.rows])
         out.update({(c, r): None if x is None else round(x, 4) for r, x in enumerate(g)})
     return out
 
@@ -94,7 +94,7 @@ def test_an_items_prompt_is_the_prompt_the_backend_was_sent(seen):
     for shown in (got["first_open"], got["clicked"]):
         (block,) = shown["blocks"]
         cell = view.cells[block["cell"]]
-        assert shown["item"] == cell.rows[block["row"]]["id"]
+        assert shown["item"] == cell.rows[block["row"]].id
         assert block["prompt"] == cell.prompts[block["row"]]
         assert block["prompt"] in Counter(sent)
     assert got["clicked"]["blocks"][0]["cell"] == got["search_rows"][1][0]  # the row clicked is the one opened
@@ -107,7 +107,7 @@ def test_filters_narrow_the_items(seen):
     (one,) = [i for i in cells if view.cells[i].dataset == "topical-usr"]
     cell = view.cells[one]
     assert got["count_cell"] == len(cell.rows) == 30
-    assert got["scatter_points"] == sum(r["score"] is not None and r["human"] is not None for r in cell.rows)
+    assert got["scatter_points"] == sum(r.score is not None and r.human is not None for r in cell.rows)
     ci = cell.stats["ci"]
     if ci["n_units"] < MIN_CONVERSATIONS:  # below the floor: the value alone, no interval and no p
         assert f"Spearman {_rho(cell.stats['spearman']['value'])} {too_few_text(ci['n_units'])}: no interval, no p" \
@@ -115,11 +115,11 @@ def test_filters_narrow_the_items(seen):
     else:
         assert re.search(rf"Spearman {_rho(cell.stats['spearman']['value'])} \[{_rho(ci['low'])}, "
                          rf"{_rho(ci['high'])}\]", got["cell_stats"])
-    failed = [r for r, row in enumerate(cell.rows) if row["error"]]
+    failed = [r for r, row in enumerate(cell.rows) if row.error]
     assert failed and got["count_failed"] == len(failed)  # the injected failures, and only those
     assert sorted(r for _, r in got["failed_rows"]) == failed
     items = from_results_items(view, cell)
-    hits = [r for r, row in enumerate(cell.rows) if SEARCH in items[row["id"]]]
+    hits = [r for r, row in enumerate(cell.rows) if SEARCH in items[row.id]]
     assert hits and got["count_search"] == len(hits)
     assert got["search_rows"] == by_disagreement(view, [(one, r) for r in hits])[:50]
     assert (shots / "cell.png").stat().st_size > 10_000 and (shots / "search.png").stat().st_size > 10_000
@@ -144,15 +144,15 @@ def test_two_methods_side_by_side(seen):
     assert got["paired_diff"] == f"A − B = {_rho(comp['diff'])}"
     assert f"[{_rho(comp['low'])}, {_rho(comp['high'])}]" in got["pair_stats"]
     assert got["pair_count"] == 30
-    ids = [r["id"] for r in view.cells[a].rows]
-    g = stats.rank_gap([r["score"] for r in view.cells[a].rows], [r["score"] for r in view.cells[b].rows])
+    ids = [r.id for r in view.cells[a].rows]
+    g = stats.rank_gap([r.score for r in view.cells[a].rows], [r.score for r in view.cells[b].rows])
     expected = sorted(range(len(ids)), key=lambda k: (g[k] is None, -abs(round(g[k], 4) if g[k] is not None else 0), k))
     assert got["pair_order"] == [ids[k] for k in expected]
     first, second = got["side_by_side"]["blocks"]
     assert (first["cell"], second["cell"]) == (a, b)
     assert first["prompt"] == view.cells[a].prompts[first["row"]] and first["prompt"] in sent
     assert second["prompt"] == view.cells[b].prompts[second["row"]] and second["prompt"] in sent
-    assert view.cells[a].rows[first["row"]]["id"] == view.cells[b].rows[second["row"]]["id"] == ids[expected[0]]
+    assert view.cells[a].rows[first["row"]].id == view.cells[b].rows[second["row"]].id == ids[expected[0]]
     assert (shots / "compare.png").stat().st_size > 10_000
 
 

@@ -12,7 +12,6 @@ import shutil
 import statistics
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..accounting.counters import report_counters
 from ..core.errors import InputError
@@ -25,8 +24,10 @@ from ..engine.kinds import kind_text
 from ..engine.spec import method_type
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
-from ..records.results import cell_path, read_rows
-from ..report.table import p_text, too_few
+from ..records.results import cell_path
+from ..records.rows import read_rows
+from ..records.summary import Corr, Stats, Summary, WithoutCopies
+from ..report.table import p_text
 from ..stats.floor import MIN_CONVERSATIONS, too_few_text
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
@@ -124,12 +125,12 @@ def run(args: argparse.Namespace) -> int:
     rated = sum(it.human(quality.name) is not None for it in items)
     print_summary(summary, info.abbrev, len(items) - rated, rated)
     if spec.k:
-        used = [len(r["examples"]) for r in rows]
+        used = [len(r.examples) for r in rows]
         print(f"examples  {statistics.fmean(used):.2f} shown per item on average (k {spec.k}); "
               f"{sum(u < spec.k for u in used)} item-runs had fewer (context window or small pool); "
-              f"pool: {spec.pool or summary['experiment']['example_pool']}")
-    report_counters(summary.get("counters", {}))
-    return EXIT_FAILED_ITEMS if any(c["n_failed"] for c in summary["cells"]) else EXIT_OK
+              f"pool: {spec.pool or summary.experiment['example_pool']}")
+    report_counters(summary.counters)
+    return EXIT_FAILED_ITEMS if any(c.stats.n_failed for c in summary.cells) else EXIT_OK
 
 
 def _cell(exp: Experiment, seed: int) -> Path:
@@ -145,33 +146,33 @@ def _copy_rows(exp: Experiment, output: str) -> None:
                 shutil.copyfileobj(f, out)
 
 
-def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int) -> None:
+def print_summary(summary: Summary, abbrev: str, unrated: int, rated: int) -> None:
     """The bench report: settings, counts, correlations with p and CI per seed, seed mean ± sd, timing."""
-    name, spec = next(iter(summary["methods"].items()))
-    cells = summary["cells"]
+    name, spec = next(iter(summary.methods.items()))
+    cells = summary.cells
     first = cells[0]
     how = method_type(spec["type"]).settings_text(spec)
     if len(cells) > 1 or spec.get("selector") == "random":
-        how += f", seeds {','.join(str(c['seed']) for c in cells)}"
-    failed = sum(c["n_failed"] for c in cells)
-    print(f"dataset   {first['dataset']} ({abbrev}), quality {first['quality']}, method {name}: {how}")
+        how += f", seeds {','.join(str(c.seed) for c in cells)}"
+    failed = sum(c.stats.n_failed for c in cells)
+    print(f"dataset   {first.dataset} ({abbrev}), quality {first.quality}, method {name}: {how}")
     print(f"kind      {kind_text(spec)}")
-    print(f"items     {first['n_items']} scored of {rated} rated ({unrated} without a rating skipped), "
+    print(f"items     {first.stats.n_items} scored of {rated} rated ({unrated} without a rating skipped), "
           f"{failed} failed" + (f" (over {len(cells)} runs)" if len(cells) > 1 else "")
-          + (f"; {split} half of the conversations" if (split := summary["experiment"].get("split")) else ""))
-    without = next((r.get("without_copies") for r in summary["results"]), None)
+          + (f"; {split} half of the conversations" if (split := summary.experiment.get("split")) else ""))
+    without = next((r.without_copies for r in summary.results), None)
     for i, c in enumerate(cells):
         if len(cells) > 1:
-            print(f"seed {c['seed']}")
-        print_correlations(c, without if i == 0 else None)
+            print(f"seed {c.seed}")
+        print_correlations(c.stats, without if i == 0 else None)
     if len(cells) > 1:
         for key in ("spearman", "pearson", "kendall"):
-            vals = [c[key]["value"] for c in cells if c[key]["value"] is not None]
+            vals = [v for c in cells if (v := _corrs(c.stats)[key].value) is not None]
             if len(vals) > 1:
                 print(f"{key:<9} mean {statistics.fmean(vals):.3f} ± {statistics.stdev(vals):.3f} (sample sd over "
                       f"{len(vals)} seeds)")
-    wall = summary.get("wall_s") or 0.0
-    t = (summary.get("timing") or {}).get(name)
+    wall = summary.wall_s or 0.0
+    t = summary.timing.get(name)
     if t is None:  # every row was already saved in the output folder
         print(f"time      {wall:.1f} s wall, no row computed")
         return
@@ -180,44 +181,45 @@ def print_summary(summary: dict[str, Any], abbrev: str, unrated: int, rated: int
           f"{t['load_s']:.1f} s; cache {t['cache_hits']} hits, {t['cache_misses']} misses{rss}")
 
 
-def print_correlations(cell: dict[str, Any], without_copies: dict[str, Any] | None = None) -> None:
+def _corrs(cell: Stats) -> dict[str, Corr]:
+    return {"spearman": cell.spearman, "pearson": cell.pearson, "kendall": cell.kendall}
+
+
+def print_correlations(cell: Stats, without_copies: WithoutCopies | None = None) -> None:
     """The n / Spearman (with its CI and bootstrap p) / Pearson / Kendall lines of one cell. Spearman's
     significance is the conversation bootstrap's (the CI's unit; ``< 1/n_boot`` at its floor); Pearson
     and Kendall keep scipy's item-level p. A reference-based cell adds its value without the items
     whose response is (nearly) a reference."""
-    ci = cell["ci"]
-    unit = "conversations" if ci.get("unit") == "group" else "items"
-    print(f"n         {cell['spearman']['n']} items, {ci.get('n_units', '?')} {unit}")
-    few = too_few(ci)
+    ci = cell.ci
+    unit = "conversations" if ci.unit == "group" else "items"
+    print(f"n         {cell.spearman.n} items, {ci.n_units} {unit}")
+    few = ci.few
     if few is not None:  # below the floor: values alone, no interval, no p, nothing called significant
-        for key in ("spearman", "pearson", "kendall"):
-            print(f"{key:<9} {_fmt(cell[key]['value'])}  {too_few_text(few)}: no interval and no p below "
+        for key, c in _corrs(cell).items():
+            print(f"{key:<9} {_fmt(c.value)}  {too_few_text(few)}: no interval and no p below "
                   f"{MIN_CONVERSATIONS} (not significant)")
         if without_copies is not None:
-            print(f"without   reference copies ({without_copies['n_left_out']} items left out): spearman "
-                  f"{_fmt(without_copies['spearman'])}, n {without_copies['n']} items, {too_few_text(few)}")
+            print(f"without   reference copies ({without_copies.n_left_out} items left out): spearman "
+                  f"{_fmt(without_copies.spearman)}, n {without_copies.n} items, {too_few_text(few)}")
         return
-    for key in ("spearman", "pearson", "kendall"):
-        c = cell[key]
-        line = f"{key:<9} {_fmt(c['value'])}  p={_fmt_p(c['p'])}"
-        p = c["p"]
+    for key, c in _corrs(cell).items():
+        line = f"{key:<9} {_fmt(c.value)}  p={_fmt_p(c.p)}"
+        p = c.p
         if key == "spearman":
-            p = ci.get("p", p)
-            line += (f" (item-level), bootstrap p {p_text(p, ci['n_boot'], ci.get('n_degenerate', 0))}"
-                     f"  95% CI [{_fmt(ci['low'])}, {_fmt(ci['high'])}] ({ci['n_boot']} bootstrap resamples of "
-                     f"{ci.get('n_units', '?')} {unit}"
-                     + (f", {ci['n_degenerate']} degenerate" if ci.get("n_degenerate") else "") + ")")
+            p = ci.p
+            line += (f" (item-level), bootstrap p {p_text(p, ci.n_boot, ci.n_degenerate)}"
+                     f"  95% CI [{_fmt(ci.low)}, {_fmt(ci.high)}] ({ci.n_boot} bootstrap resamples of "
+                     f"{ci.n_units} {unit}" + (f", {ci.n_degenerate} degenerate" if ci.n_degenerate else "") + ")")
         if p is None or p >= 0.05:
             line += " (not significant, p >= 0.05)"
         print(line)
     if without_copies is not None:
         w = without_copies
-        wci = w["ci"]
-        few = too_few(wci)
-        interval = (too_few_text(few) if few is not None else f"95% CI [{_fmt(wci['low'])}, {_fmt(wci['high'])}], "
-                    f"bootstrap p {p_text(wci.get('p'), wci['n_boot'], wci.get('n_degenerate', 0))}")
-        print(f"without   reference copies ({w['n_left_out']} items whose response is (nearly) a reference left "
-              f"out): spearman {_fmt(w['spearman'])}  {interval}, n {w['n']} items, {wci.get('n_units', '?')} {unit}")
+        few = w.ci.few
+        interval = (too_few_text(few) if few is not None else f"95% CI [{_fmt(w.ci.low)}, {_fmt(w.ci.high)}], "
+                    f"bootstrap p {p_text(w.ci.p, w.ci.n_boot, w.ci.n_degenerate)}")
+        print(f"without   reference copies ({w.n_left_out} items whose response is (nearly) a reference left "
+              f"out): spearman {_fmt(w.spearman)}  {interval}, n {w.n} items, {w.ci.n_units} {unit}")
 
 
 def _fmt(x: float | None) -> str:

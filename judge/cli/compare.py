@@ -16,11 +16,10 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from ..accounting.counters import report_counters
 from ..core.errors import InputError, UnknownNameError
-from ..core.io import atomic_jsonl_writer, atomic_write_text, check_output_path
+from ..core.io import atomic_file, atomic_write_text, check_output_path
 from ..data.items import Item
 from ..data.pairs import Pairing, pairs_between, pairs_within, sample_contexts
 from ..data.qualities import Quality
@@ -36,6 +35,8 @@ from ..engine.kinds import method_kinds
 from ..engine.session import Session
 from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default
+from ..records.pair_rows import PairRow
+from ..records.rows import Row
 from ..report.pairwise import text_lines
 from ..stats.pairwise import pairwise_entry
 from . import EXIT_FAILED_ITEMS, EXIT_OK
@@ -114,18 +115,19 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         return EXIT_OK
     qn = quality.name if quality else None
-    rows: list[dict[str, Any]] = []
+    rows: list[PairRow] = []
     pointwise = None
     with session.plan(groups):
         bar = session.bar(len(pairs), "comparing", "pair")
         if args.output:
-            with atomic_jsonl_writer(args.output) as write:
-                failed = session.rows(prep, pairs, rows.append, write, progress=bar.update, quality=qn)
+            with atomic_file(args.output) as f:
+                failed = session.rows(prep, pairs, rows.append, lambda row: f.write(row.to_json() + "\n"),
+                                      progress=bar.update, quality=qn)
         else:
             failed = session.rows(prep, pairs, rows.append, progress=bar.update, quality=qn)
         bar.close()
         if point is not None:
-            scored: list[dict[str, Any]] = []
+            scored: list[Row] = []
             session.rows(point, items, scored.append, quality=qn)
             pointwise = point_scores(pairs, items, scored)
         report_counters(session.counters())

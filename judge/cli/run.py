@@ -51,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
         print_check(exp)
         return EXIT_OK
     summary = run_experiment(exp, progress=not args.no_progress)
-    report_counters(summary.get("counters", {}))
-    failed = sum(r["n_failed"] for r in summary["results"])
-    failed_pairs = sum(e["n_failed"] for e in summary.get("pairwise", []))
-    compared = f", {len(summary['pairwise'])} compare cells, {failed_pairs} failed pairs" if summary.get("pairwise") else ""
-    print(f"results: {exp.output}/leaderboard.md ({len(summary['cells'])} cells, {failed} failed items{compared}, "
-          f"{summary['wall_s']:.0f} s)", file=sys.stderr)
+    report_counters(summary.counters)
+    failed = sum(r.n_failed for r in summary.results)
+    failed_pairs = sum(e["n_failed"] for e in summary.pairwise or ())
+    compared = f", {len(summary.pairwise)} compare cells, {failed_pairs} failed pairs" if summary.pairwise else ""
+    print(f"results: {exp.output}/leaderboard.md ({len(summary.cells)} cells, {failed} failed items{compared}, "
+          f"{summary.wall_s or 0:.0f} s)", file=sys.stderr)
     if failed or failed_pairs:
         print(f"judge: {failed} items and {failed_pairs} pairs failed (see 'error' in {exp.output}/items/ and "
               f"compare/); rerun to retry them", file=sys.stderr)

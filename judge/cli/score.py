@@ -9,13 +9,12 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
 from tqdm import tqdm
 
 from ..accounting.counters import report_counters
 from ..core.errors import UnknownNameError
-from ..core.io import atomic_jsonl_writer, atomic_write_text, check_output_path, dumps
+from ..core.io import atomic_file, atomic_write_text, check_output_path
 from ..data.items import Item
 from ..datasets import check_scale, load_items
 from ..datasets.benchmarks import dataset_info
@@ -25,6 +24,7 @@ from ..engine import MethodSpec, Prepared, prepare
 from ..engine.cost import Entry
 from ..engine.kinds import scorer_kinds
 from ..engine.session import Session
+from ..records.rows import Row
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
@@ -154,17 +154,18 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         if output_format(args) == "table":
             table = ScoreTable(ids, rated, lambda line: tqdm.write(line, file=sys.stdout))
             table.header()
-        kept: list[dict[str, Any]] = []  # the rows, for --view
+        kept: list[Row] = []  # the rows, for --view
         keep = kept.append if args.view else None
         # -o: rows stream into a temp file beside the target, renamed over it only when every item is
         # done (memory stays flat; a failed run leaves no file at the target path).
         if args.output:
-            with atomic_jsonl_writer(args.output) as write:
-                failed = session.rows(prep, items, write, table.add if table else None, keep, progress=bar.update,
-                                      quality=qn, seed=row_seed, judge=scorer)
+            with atomic_file(args.output) as f:
+                failed = session.rows(prep, items, lambda row: f.write(row.to_json() + "\n"),
+                                      table.add if table else None, keep, progress=bar.update, quality=qn,
+                                      seed=row_seed, judge=scorer)
             write_meta(args.output, spec, scorer, session.counters())
         else:
-            show = table.add if table is not None else lambda row: print(dumps(row), flush=True)
+            show = table.add if table is not None else lambda row: print(row.to_json(), flush=True)
             failed = session.rows(prep, items, show, keep, progress=bar.update, quality=qn, seed=row_seed,
                                   judge=scorer)
         bar.close()

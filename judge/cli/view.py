@@ -10,6 +10,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, check_output_path
 from ..records.results import VIEW_FILE
+from ..records.summary import read_summary
 from ..report import load_summary, render_html
 from . import EXIT_OK
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from ..view import from_results, write_view
 
     for run_dir in args.runs:
-        load_summary(run_dir)  # a folder that is not a run is named before any work
+        read_summary(run_dir)  # a folder that is not a run (or a summary that is not one) is named before any work
     if args.output is None and len(args.runs) > 1:
         raise InputError("several results folders: name the file to write with -o", field="--output")
     output = Path(args.output) if args.output else Path(args.runs[0]) / VIEW_FILE

@@ -6,40 +6,26 @@ loads), builds it with :func:`judge.engine.build.build` and runs it with :func:`
 judge is a lane of the unit of work whose items are pairs (:func:`judge.engine.units.run_lanes`), so its
 requests are prefix-ordered, cut into units, cached and counted by ``--check`` as every other method's are.
 
-The pair row (documented in docs/pairwise.md, "Rows"), keys in this order:
-
-``id`` (``<item a> vs <item b>``), ``method``, ``quality``, ``context`` (the context both replies answer,
-``ctx:`` + a hash), ``group`` (the conversation bootstraps resample), ``system_a``, ``system_b``, ``item_a``,
-``item_b``, ``human_a``, ``human_b`` (the items' mean ratings for the quality, or null), ``preference`` (p(a's
-reply is better), the mean over the orders read, a tie counting half), ``winner`` (``a``, ``b`` or ``tie``:
-the orders' common verdict, a tie where they disagree), ``consistent`` (whether both orders agreed; null with
-one order), ``tie`` (mean probability of the tie label; null without one), ``orders`` (per order read: ``order``
-``ab`` or ``ba``, ``p_a``, ``winner``, ``label_probs`` as read), ``length_a``, ``length_b`` (characters of each
-reply), ``flags`` (each item's flags as ``a:<flag>`` / ``b:<flag>``, and ``same_reply`` when the two texts are
-equal), ``estimated``, ``complete``, ``error``, ``n_prompt_tokens`` (both orders).
+The pair row is :class:`judge.records.pair_rows.PairRow` (documented in docs/pairwise.md, "Rows").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
 from ..data.pairs import Pair
 from ..data.qualities import Quality
-from ..records.rows import item_flags, rounded
+from ..records.pair_rows import PAIR_ROW_KEYS, PairOrder, PairRow
+from ..records.rows import Row, item_flags, rounded
 from ..scorers.base import PairScore, Scorer
 from .build import check_names
 from .kinds import check_future, method_kinds
 from .spec import MethodSpec, Prepared
 from .units import Executor, LaneCost, run_lanes
 
-#: Pair row keys, in the order they are written.
-PAIR_ROW_KEYS = ("id", "method", "quality", "context", "group", "system_a", "system_b", "item_a", "item_b", "human_a",
-                 "human_b", "preference", "winner", "consistent", "tie", "orders", "length_a", "length_b", "flags",
-                 "estimated", "complete", "error", "n_prompt_tokens")
-
+__all__ = ["PAIR_ROW_KEYS", "compare_rows", "pair_items", "pair_row", "point_scores", "prepare_pairs"]
 
 def pair_items(pairs: Iterable[Pair]) -> list[Item]:
     """The distinct items of ``pairs`` (by object), in order of first appearance: what a pairwise template is
@@ -51,12 +37,12 @@ def pair_items(pairs: Iterable[Pair]) -> list[Item]:
     return list(seen.values())
 
 
-def point_scores(pairs: Iterable[Pair], items: Sequence[Item], rows: Sequence[dict[str, Any]]
+def point_scores(pairs: Iterable[Pair], items: Sequence[Item], rows: Sequence[Row]
                  ) -> dict[tuple[str, str], float | None]:
     """A pointwise method's scores of the pairs' replies by (system, item id), from its ``rows`` on ``items``
     (:func:`pair_items` of the pairs, in that order): the key of a reply in the pair rows, where two files
     matched by id hold one id twice."""
-    by_item = {id(it): row.get("score") if row.get("error") is None else None for it, row in zip(items, rows, strict=True)}
+    by_item = {id(it): row.score if row.error is None else None for it, row in zip(items, rows, strict=True)}
     out: dict[tuple[str, str], float | None] = {}
     for p in pairs:
         out[(p.system_a, p.a.id)] = by_item.get(id(p.a))
@@ -76,41 +62,27 @@ def prepare_pairs(spec: MethodSpec, pairs: Sequence[Pair], quality: Quality | No
                              level="turn")
 
 
-def pair_row(pair: Pair, score: PairScore, method: str, quality: str | None) -> dict[str, Any]:
-    """One pair's record (keys :data:`PAIR_ROW_KEYS`; see the module docstring)."""
+def pair_row(pair: Pair, score: PairScore, method: str, quality: str | None) -> PairRow:
+    """One pair's record (:class:`judge.records.pair_rows.PairRow`)."""
     ok = score.error is None
-    same = (pair.a.response or "").strip() == (pair.b.response or "").strip()
-    return {
-        "id": pair.id,
-        "method": method,
-        "quality": quality,
-        "context": pair.context,
-        "group": pair.group,
-        "system_a": pair.system_a,
-        "system_b": pair.system_b,
-        "item_a": pair.a.id,
-        "item_b": pair.b.id,
-        "human_a": rounded(pair.a.human(quality)) if quality else None,
-        "human_b": rounded(pair.b.human(quality)) if quality else None,
-        "preference": rounded(score.value) if ok else None,
-        "winner": score.winner if ok else None,
-        "consistent": score.consistent if ok else None,
-        "tie": rounded(score.tie) if ok else None,
-        "orders": [{"order": o.order, "p_a": rounded(o.p_a), "winner": o.winner,
-                    "label_probs": {k: rounded(v) for k, v in o.label_probs.items()}} for o in score.orders],
-        "length_a": len((pair.a.response or "").strip()),
-        "length_b": len((pair.b.response or "").strip()),
-        "flags": ([f"a:{f}" for f in item_flags(pair.a)] + [f"b:{f}" for f in item_flags(pair.b)]
-                  + (["same_reply"] if same else []) + [f for f in score.flags if f]),
-        "estimated": score.estimated,
-        "complete": score.complete,
-        "error": score.error,
-        "n_prompt_tokens": score.n_prompt_tokens,
-    }
+    reply_a, reply_b = (pair.a.response or "").strip(), (pair.b.response or "").strip()
+    return PairRow(
+        id=pair.id, method=method, quality=quality, context=pair.context, group=pair.group,
+        system_a=pair.system_a, system_b=pair.system_b, item_a=pair.a.id, item_b=pair.b.id,
+        human_a=rounded(pair.a.human(quality)) if quality else None,
+        human_b=rounded(pair.b.human(quality)) if quality else None,
+        preference=rounded(score.value) if ok else None, winner=score.winner if ok else None,
+        consistent=score.consistent if ok else None, tie=rounded(score.tie) if ok else None,
+        orders=tuple(PairOrder(o.order, rounded(o.p_a), o.winner, {k: rounded(v) for k, v in o.label_probs.items()})
+                     for o in score.orders),
+        length_a=len(reply_a), length_b=len(reply_b),
+        flags=tuple([f"a:{f}" for f in item_flags(pair.a)] + [f"b:{f}" for f in item_flags(pair.b)]
+                    + (["same_reply"] if reply_a == reply_b else []) + [f for f in score.flags if f]),
+        estimated=score.estimated, complete=score.complete, error=score.error, n_prompt_tokens=score.n_prompt_tokens)
 
 
 def compare_rows(judge: Scorer, pairs: Sequence[Pair], method: str, quality: str | None,
-                 write: Callable[[dict[str, Any]], None], progress: Callable[[int], None] | None = None, *,
+                 write: Callable[[PairRow], None], progress: Callable[[int], None] | None = None, *,
                  costs: Sequence[LaneCost] | None = None, executor: Executor | None = None) -> int:
     """Compare ``pairs`` with a built pairwise judge and hand each pair's row to ``write`` as soon as it and
     every earlier one are done. Returns the number of failed pairs."""
@@ -124,7 +96,7 @@ def compare_rows(judge: Scorer, pairs: Sequence[Pair], method: str, quality: str
             raise RuntimeError(f"the pairwise judge returned {score.item_id!r} where pair {pair.id!r} was expected")
         row = pair_row(pair, score, method, quality)
         write(row)
-        failed += row["error"] is not None
+        failed += row.error is not None
         if progress is not None:
             progress(1)
     return failed

@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..accounting.rates import Rate, UnreadableRates, rate_key, read_rates, write_rate
 from ..backends import Backend, create_backend
@@ -37,6 +36,8 @@ from ..core.config import default_cache_path
 from ..core.errors import BackendError
 from ..data.items import Item
 from ..data.pairs import Pair
+from ..records.pair_rows import PairRow
+from ..records.rows import Row
 from .build import BackendPool, Prepared, backend_key, build
 from .cache import Cache, CachedBackend, dist_from_json, reasoned_from_json
 from .compare import compare_rows
@@ -187,7 +188,7 @@ class Entry:
     counters: dict[str, int] = field(default_factory=dict)
 
 
-def _ignore(row: dict[str, Any]) -> None:
+def _ignore(row: Row | PairRow) -> None:
     pass
 
 

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
 
 from ..data.items import Item
-from ..records.rows import item_row
+from ..records.rows import Row, item_row
 from ..scorers.base import Lane, Scorer
 from .units import Executor, LaneCost, run_lanes
 
 
 def score_rows(
     scorer: Scorer, items: Iterable[Item], method: str, quality: str | None, seed: int | None = None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Row]:
     """One row per item, in ``items`` order (failed items included, with their ``error``). ``items`` may be
     an iterator: it is read as the scorer reads it (a lane a window at a time), and only the items read
     and not yet scored are held here."""
@@ -47,7 +46,7 @@ def run_rows(
     items: Iterable[Item],
     method: str,
     quality: str | None,
-    write: Callable[[dict[str, Any]], None],
+    write: Callable[[Row], None],
     progress: Callable[[int], None] | None = None,
     seed: int | None = None,
 ) -> int:
@@ -56,7 +55,7 @@ def run_rows(
     failed = 0
     for row in score_rows(scorer, items, method, quality, seed):
         write(row)
-        failed += row["error"] is not None
+        failed += row.error is not None
         if progress is not None:
             progress(1)
     return failed
@@ -67,7 +66,7 @@ def run_rows_together(
     items: Sequence[Sequence[Item]],
     methods: Sequence[str],
     qualities: Sequence[str | None],
-    writes: Sequence[Callable[[dict[str, Any]], None]],
+    writes: Sequence[Callable[[Row], None]],
     progress: Callable[[int], None] | None = None,
     seeds: Sequence[int | None] | None = None,
     costs: Sequence[LaneCost] | None = None,
@@ -86,7 +85,7 @@ def run_rows_together(
             raise RuntimeError(f"scorer returned item {score.item_id!r} where {item.id!r} was expected")
         row = item_row(item, score, methods[lane], qualities[lane], seeds[lane])
         writes[lane](row)
-        failed += row["error"] is not None
+        failed += row.error is not None
         if progress is not None:
             progress(1)
     return failed

@@ -23,14 +23,17 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from ..backends.base import Prompt
 from ..core.errors import InputError
 from ..data.items import Item
 from ..data.pairs import Pair
 from ..distributed.options import RayOptions
+from ..records.pair_rows import PairRow
+from ..records.rows import Row
 from ..scorers.base import Scorer
 from .batch import BatchPlan
 from .build import BackendPool, build
@@ -42,8 +45,10 @@ from .spec import Prepared
 
 __all__ = ["RunOptions", "Session", "Sink"]
 
+#: What a run writes: a :class:`Row` per item, or a :class:`PairRow` per pair for a method that compares.
+Written = TypeVar("Written", bound=Row | PairRow)
 #: Where a run's rows go (a file, a table, a list), each as soon as it and every earlier one are done.
-Sink = Callable[[dict[str, Any]], None]
+Sink = Callable[[Written], object]
 
 
 def _stderr(msg: str) -> None:
@@ -116,7 +121,13 @@ class Session:
         """The scorer of ``prep`` on the session's backends (the model loads on first use)."""
         return build(prep, self.backends)
 
-    def rows(self, prep: Prepared, todo: Iterable[Item] | Sequence[Pair], *sinks: Sink | None,
+    def prompts(self, prep: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool) -> list[Prompt] | None:
+        """The prompts ``prep`` sends for ``shown`` (each item with the ids of the examples its prompt showed), as
+        :meth:`rows` would send them, with nothing loaded or sent: what ``judge view`` rebuilds beside a finished
+        run's rows. None for a method that sends no prompt template (``MethodType.prompts``)."""
+        return prep.spec.kind.prompts(prep, shown, chat)
+
+    def rows(self, prep: Prepared, todo: Iterable[Item] | Sequence[Pair], *sinks: Sink[Written] | None,
              progress: Callable[[int], None] | None = None, quality: str | None, seed: int | None = None,
              judge: Scorer | None = None) -> int:
         """Build ``prep`` on the session's backends (or use ``judge``, built from it) and hand the row of each item
@@ -125,7 +136,7 @@ class Session:
         judge = judge or self.build(prep)
         live = [s for s in sinks if s is not None]
 
-        def write(row: dict[str, Any]) -> None:
+        def write(row: Written) -> None:
             for sink in live:
                 sink(row)
 

@@ -15,27 +15,30 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_text, dumps
+from ..core.io import atomic_write_text
 from ..data.items import Item
 from ..data.pairs import Pair
 from ..engine.session import Session
 from ..engine.spec import Prepared
-from ..records.results import read_rows
+from ..records.pair_rows import PairRow
+from ..records.record import R
+from ..records.rows import Row, read_records
 from .fitted import meta_settings, record_fit, write_fitted
 from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib
 
 
-def line(row: dict[str, Any]) -> bytes:
-    return (dumps(row) + "\n").encode("utf-8")
+def line(row: Row | PairRow) -> bytes:
+    return (row.to_json() + "\n").encode("utf-8")
 
 
-def read_done(path: Path, expected_ids: Sequence[str]) -> tuple[list[dict[str, Any]], int]:
-    """Rows already finished (a prefix of ``expected_ids``) and the byte length they occupy."""
+def read_done(path: Path, expected_ids: Sequence[str], kind: type[R]) -> tuple[list[R], int]:
+    """Rows (records of ``kind``) already finished (a prefix of ``expected_ids``) and the byte length they
+    occupy."""
     if not path.exists():
         return [], 0
     data = path.read_bytes()
-    rows: list[dict[str, Any]] = []
+    rows: list[R] = []
     pos = 0
     while len(rows) < len(expected_ids):
         end = data.find(b"\n", pos)
@@ -47,7 +50,7 @@ def read_done(path: Path, expected_ids: Sequence[str]) -> tuple[list[dict[str, A
             break
         if not isinstance(row, dict) or row.get("id") != expected_ids[len(rows)]:
             break
-        rows.append(row)
+        rows.append(kind.from_dict(row, file=str(path)))
         pos = end + 1
     return rows, pos
 
@@ -65,7 +68,7 @@ class CellWriter:
         os.fsync(self.f.fileno())
         self.rows = 0  # rows appended by this writer
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: Row | PairRow) -> None:
         self.f.write(line(row))
         self.f.flush()
         os.fsync(self.f.fileno())
@@ -75,9 +78,9 @@ class CellWriter:
         self.f.close()
 
 
-def rewrite(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+def rewrite(path: Path, rows: Sequence[Row | PairRow]) -> None:
     """Replace a cell file atomically (used after re-scoring failed items)."""
-    atomic_write_text(path, "".join(dumps(r) + "\n" for r in rows))
+    atomic_write_text(path, "".join(r.to_json() + "\n" for r in rows))
 
 
 def check_meta(path: Path, meta: dict[str, Any]) -> None:
@@ -128,11 +131,11 @@ def retry_failed(path: Path, todo: Sequence[Item] | Sequence[Pair], session: Ses
                  quality: str | None, seed: int | None = None) -> None:
     """Score again the items (pairs) of a finished cell whose saved rows failed; rewrite the file only if any
     now succeed."""
-    rows = read_rows(path)
-    failed = [i for i, r in enumerate(rows) if r.get("error")]
+    rows: list[Row | PairRow] = list(read_records(path, PairRow if prep.spec.kind.compares else Row))
+    failed = [i for i, r in enumerate(rows) if r.error]
     if not failed:
         return
-    new: list[dict[str, Any]] = []
+    new: list[Row | PairRow] = []
     session.rows(prep, [todo[i] for i in failed], new.append, quality=quality, seed=seed)  # type: ignore[arg-type]
     if any(row != rows[i] for i, row in zip(failed, new, strict=True)):
         for i, row in zip(failed, new, strict=True):

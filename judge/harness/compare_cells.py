@@ -28,7 +28,9 @@ from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
 from ..engine.kinds import method_kinds
 from ..engine.session import Session
-from ..records.results import compare_path, read_rows
+from ..records.pair_rows import PairRow, read_pair_rows
+from ..records.results import compare_path
+from ..records.rows import Row, read_rows
 from ..stats.pairwise import PointScores, mean_over_sets, pairwise_entry
 from .cells import check_meta, compute, read_done, retry_failed
 from .config import CompareSpec, Experiment
@@ -106,11 +108,11 @@ def cost_entries(cells: Sequence[CompareCell], root: Path, with_failed: bool = F
     saved pairs that failed, which ``retry_failed`` compares again), then the pointwise method's items left."""
     out: list[Entry] = []
     for cell in cells:
-        done, _ = read_done(cell.path(root, "pairs"), [p.id for p in cell.pairs])
-        retried = [cell.pairs[i] for i, r in enumerate(done) if r.get("error")] if with_failed else []
+        done, _ = read_done(cell.path(root, "pairs"), [p.id for p in cell.pairs], PairRow)
+        retried = [cell.pairs[i] for i, r in enumerate(done) if r.error] if with_failed else []
         out.append(Entry(f"{cell.label} (pairs)", cell.prep, [*retried, *cell.pairs[len(done):]], len(done)))
         if cell.against is not None:
-            rows, _ = read_done(cell.path(root, "against"), [it.id for it in cell.items])
+            rows, _ = read_done(cell.path(root, "against"), [it.id for it in cell.items], Row)
             out.append(Entry(f"{cell.label} ({cell.against.spec.name})", cell.against, cell.items[len(rows):],
                              len(rows)))
     return out
@@ -128,7 +130,7 @@ def run_compare(cell: CompareCell, exp: Experiment, root: Path, session: Session
     pairs_file.parent.mkdir(parents=True, exist_ok=True)
     check_meta(pairs_file, meta(cell, exp))
     qn = cell.quality.name
-    done, nbytes = read_done(pairs_file, [p.id for p in cell.pairs])
+    done, nbytes = read_done(pairs_file, [p.id for p in cell.pairs], PairRow)
     if len(done) < len(cell.pairs):
         compute(pairs_file, nbytes, session, cell.prep, cell.pairs[len(done):], progress, quality=qn, cell=False)
     elif not pairs_file.exists():
@@ -137,14 +139,14 @@ def run_compare(cell: CompareCell, exp: Experiment, root: Path, session: Session
         retry_failed(pairs_file, cell.pairs, session, cell.prep, quality=qn)
     if cell.against is not None:
         point_file = cell.path(root, "against")
-        rows, nbytes = read_done(point_file, [it.id for it in cell.items])
+        rows, nbytes = read_done(point_file, [it.id for it in cell.items], Row)
         if len(rows) < len(cell.items):
             compute(point_file, nbytes, session, cell.against, cell.items[len(rows):], quality=qn, cell=False)
 
 
-def _read(cell: CompareCell, root: Path) -> tuple[list[dict[str, Any]], PointScores | None]:
+def _read(cell: CompareCell, root: Path) -> tuple[list[PairRow], PointScores | None]:
     """A cell's saved pair rows, and the pointwise method's scores of their replies (None without one)."""
-    rows = read_rows(cell.path(root, "pairs"))
+    rows = read_pair_rows(cell.path(root, "pairs"))
     if cell.against is None:
         return rows, None
     return rows, point_scores(cell.pairs, cell.items, read_rows(cell.path(root, "against")))

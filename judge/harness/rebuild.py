@@ -23,6 +23,7 @@ from ..datasets import load_benchmark
 from ..datasets.source import resolve_source
 from ..engine.spec import MethodSpec, Prepared, method_type
 from ..records.results import cell_path
+from ..records.summary import Summary
 from .config import DatasetSpec, Experiment
 from .fitted import meta_settings
 from .runner import cell_meta, plan, prepare_cell
@@ -43,25 +44,20 @@ class Rebuilt:
     method_problems: dict[str, str] = field(default_factory=dict)
 
 
-def cell_keys(summary: dict[str, Any]) -> list[Key]:
-    """The cells of a summary, in its order."""
-    return [(c["method"], c["dataset"], c["quality"], c["seed"]) for c in summary.get("cells", [])]
-
-
 def read_meta(results_dir: Path, key: Key) -> dict[str, Any] | None:
     """A cell's recorded settings (None: no meta file)."""
     path = cell_path(results_dir, *key).with_suffix(".meta.json")
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
-def rebuild(results_dir: str | Path, summary: dict[str, Any], *, data_dir: str | None = None,
+def rebuild(results_dir: str | Path, summary: Summary, *, data_dir: str | None = None,
             experiment: Experiment | None = None) -> Rebuilt:
     """The run of ``results_dir`` made again as far as its records allow. ``data_dir`` overrides where
     registered sets are read (the run's own, as written, is read from the working directory);
     ``experiment``: the run's own, when the caller still holds it (``judge bench --view``)."""
     root = Path(results_dir)
     out = Rebuilt()
-    keys = cell_keys(summary)
+    keys = [c.key for c in summary.cells]
     metas = {k: read_meta(root, k) for k in keys}
     if experiment is not None:
         exp = experiment
@@ -97,12 +93,12 @@ def rebuild(results_dir: str | Path, summary: dict[str, Any], *, data_dir: str |
     return out
 
 
-def _experiment(root: Path, summary: dict[str, Any], metas: dict[Key, dict[str, Any] | None], data_dir: str | None,
+def _experiment(root: Path, summary: Summary, metas: dict[Key, dict[str, Any] | None], data_dir: str | None,
                 out: Rebuilt) -> tuple[Experiment, dict[str, list[Item]]]:
     """The run's experiment from its summary and meta files, with the sets that could be read."""
-    info = summary.get("experiment", {})
+    info = summary.experiment
     datasets = []
-    for d in summary.get("datasets", []):
+    for d in summary.datasets:
         if "path" not in d:
             datasets.append(DatasetSpec(d["name"], tuple(d["qualities"])))
             continue

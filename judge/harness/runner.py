@@ -13,7 +13,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,9 @@ from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.session import RunOptions, Session
 from ..engine.units import LaneCost
-from ..records.results import cell_path, read_rows
+from ..records.results import cell_path
+from ..records.rows import Row, read_rows
+from ..records.summary import Summary
 from ..report import render_all
 from ..scorers.base import Lane
 from .cells import CellWriter, check_meta, compute, read_done, retry_failed
@@ -78,7 +80,7 @@ class Cell:
 
 
 #: A cell to compute: the cell, its prepared method, its file, the rows saved there and their size in bytes.
-Todo = tuple[Cell, Prepared, Path, list[dict[str, Any]], int]
+Todo = tuple[Cell, Prepared, Path, list[Row], int]
 
 
 def check_names(exp: Experiment) -> None:
@@ -220,7 +222,7 @@ def applicable(cells: list[Cell], exp: Experiment) -> tuple[list[tuple[Cell, Pre
 
 def run_experiment(exp: Experiment, *, progress: bool = True, plots: bool = True,
                    load: Callable[[str], list[Item]] | None = None,
-                   log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> dict[str, Any]:
+                   log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)) -> Summary:
     """Run (or resume) every cell, then write ``summary.json`` and the reports. Returns the summary.
 
     Methods whose backend batches (``--batch``) have the requests the cache lacks, over every cell, answered
@@ -280,20 +282,20 @@ def run_experiment(exp: Experiment, *, progress: bool = True, plots: bool = True
     summary = summarise(exp, cells, {c.key: read_rows(p) for c, _, p, *_ in todo}, wall_s=wall,
                         timings={c.key: read_timing(p) for c, _, p, *_ in todo},
                         fitted={c.key: read_fitted(p) for c, _, p, *_ in todo})
-    summary["skipped"] = skipped_rows
     if exp.compare_cells:
-        summary["pairwise"] = compare_entries(compares, out, exp)
-        summary["pairwise_means"] = compare_means(compares, out, exp)
-        summary["timing"].update(compare_timing(compares, out))
-    not_trained_on = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                       "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on]
-    if not_trained_on:  # lodo cells whose weights left sets out for sharing conversations with them
-        summary["not_trained_on"] = not_trained_on
-    summary["left_out"] = [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                            "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out]
-    summary["counters"] = session.counters()
-    if "cost_micro_usd" in summary["counters"]:  # hosted APIs: the cost of the usage the server reported
-        summary["cost_usd"] = summary["counters"]["cost_micro_usd"] / 1_000_000
+        summary = replace(summary, pairwise=tuple(compare_entries(compares, out, exp)),
+                          pairwise_means=tuple(compare_means(compares, out, exp)),
+                          timing={**summary.timing, **compare_timing(compares, out)})
+    # lodo cells whose weights left sets out for sharing conversations with them
+    not_trained_on = tuple({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
+                            "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on)
+    counters = session.counters()
+    summary = replace(summary, skipped=tuple(skipped_rows), not_trained_on=not_trained_on or None,
+                      left_out=tuple({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
+                                      "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out),
+                      counters=counters,
+                      # hosted APIs: the cost of the usage the server reported
+                      cost_usd=counters["cost_micro_usd"] / 1_000_000 if "cost_micro_usd" in counters else None)
 
     render_all(out, summary, plots=plots)
     return summary
@@ -315,7 +317,7 @@ def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:
     """Each prepared cell with its file in the results folder ``out``, the rows already saved there and their
     size in bytes (what a resume keeps)."""
     paths = [cell_path(out, *cell.key) for cell, _ in prepared]
-    return [(c, p, path, *read_done(path, [it.id for it in c.items])) for (c, p), path in zip(prepared, paths, strict=True)]
+    return [(c, p, path, *read_done(path, [it.id for it in c.items], Row)) for (c, p), path in zip(prepared, paths, strict=True)]
 
 
 def cell_label(cell: Cell, abbrev: str) -> str:
@@ -333,7 +335,7 @@ def entry_groups(todo: Sequence[Todo], compares: Sequence[CompareCell], out: Pat
     abbrev = {ds.name: ds.dataset.abbrev for ds in exp.datasets}
     entries = []
     for c, prep, _, rows, _ in todo:
-        retried = [c.items[i] for i, r in enumerate(rows) if r.get("error")] if with_failed else []
+        retried = [c.items[i] for i, r in enumerate(rows) if r.error] if with_failed else []
         entries.append(Entry(cell_label(c, abbrev[c.dataset]), prep, [*retried, *c.items[len(rows):]], len(rows)))
     groups = [[entries[i] for i in group] for group in schedule_groups(todo)]
     extra = compare_cost_entries(compares, out, with_failed)

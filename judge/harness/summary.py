@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..data.reference_copy import reference_copy
 from ..datasets.split import conversation_of
 from ..engine.kinds import method_kinds
-from ..records.results import SCHEMA
+from ..records.rows import Row
+from ..records.summary import SCHEMA, CellStats, Corr, Interval, Result, Stats, Summary, WithoutCopies
 from ..stats import correlation as stats
 from ..stats.agreement import krippendorff_alpha
 from .config import Experiment
@@ -21,64 +23,53 @@ def _f(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
 
-def _corr(c: stats.Correlation) -> dict[str, Any]:
-    p = None if c.p_value is None or not math.isfinite(c.p_value) else float(f"{c.p_value:.6g}")
-    return {"value": _f(c.value), "p": p, "n": c.n}
+def _corr(c: stats.Correlation, p_shown: bool = True) -> Corr:
+    """A correlation as summary.json holds it (no p when ``p_shown`` is false: below the floor)."""
+    p = None if c.p_value is None or not math.isfinite(c.p_value) or not p_shown else float(f"{c.p_value:.6g}")
+    return Corr(_f(c.value), p, c.n)
 
 
-def cell_stats(rows: Sequence[dict[str, Any]], n_boot: int, seed: int) -> dict[str, Any]:
+def cell_stats(rows: Sequence[Row], n_boot: int, seed: int) -> Stats:
     """Correlations of one cell's scores with the human means, plus its bootstrap CI (resampling
     conversations) and failures."""
-    pred = [r["score"] for r in rows]
-    human = [r["human"] for r in rows]
+    pred = [r.score for r in rows]
+    human = [r.human for r in rows]
     ci = stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=row_groups(rows))
-    out: dict[str, Any] = {m: _corr(c) for m, c in stats.correlations(pred, human).items()}
-    if ci.too_few:  # below the floor on conversations no p either, the items' own included (judge.stats.floor)
-        for m in ("spearman", "pearson", "kendall"):
-            out[m]["p"] = None
-    out["ci"] = _interval(ci)
-    out["n_items"] = len(rows)
-    out["n_failed"] = sum(1 for r in rows if r.get("error"))
-    # Scores read from sampled answers, or from a top-N list that may miss label spellings: reports mark them.
-    out["n_estimated"] = sum(1 for r in rows if r.get("estimated"))
-    out["n_incomplete"] = sum(1 for r in rows if not r.get("complete", True) and not r.get("error"))
-    systems = [r.get("system") for r in rows]
-    if sum(1 for s in set(systems) if s is not None) >= 3:
-        out["system_spearman"] = _corr(stats.system_level(pred, human, systems))
-        if ci.too_few:  # the systems' means come from too few conversations for a p
-            out["system_spearman"]["p"] = None
-    return out
+    # Below the floor on conversations no p either, the items' own and the systems' included (judge.stats.floor).
+    corr = {m: _corr(c, not ci.too_few) for m, c in stats.correlations(pred, human).items()}
+    systems = [r.system for r in rows]
+    return Stats(
+        corr["spearman"], corr["pearson"], corr["kendall"], _interval(ci), n_items=len(rows),
+        n_failed=sum(1 for r in rows if r.error),
+        # Scores read from sampled answers, or from a top-N list that may miss label spellings: reports mark them.
+        n_estimated=sum(1 for r in rows if r.estimated),
+        n_incomplete=sum(1 for r in rows if not r.complete and not r.error),
+        system_spearman=_corr(stats.system_level(pred, human, systems), not ci.too_few)
+        if sum(1 for s in set(systems) if s is not None) >= 3 else None)
 
 
-def _interval(ci: stats.Interval) -> dict[str, Any]:
+def _interval(ci: stats.Interval) -> Interval:
     """A CI as summary.json holds it, with the bootstrap p of the same resamples (``p``; its floor is
     1/(n_boot - n_degenerate)) that the reports' significance marks read; ``too_few`` when it resampled fewer
     conversations than the floor (:mod:`judge.stats.floor`), and then no interval and no p."""
     p = None if not math.isfinite(ci.p_value) else float(f"{ci.p_value:.6g}")
-    return {"low": _f(ci.low), "high": _f(ci.high), "level": ci.level, "n_boot": ci.n_boot, "seed": ci.seed,
-            "unit": ci.unit, "n_units": ci.n_units, "n_degenerate": ci.n_degenerate, "p": p,
-            **({"too_few": True} if ci.too_few else {})}
+    return Interval(_f(ci.low), _f(ci.high), ci.level, ci.n_boot, ci.seed, ci.unit, ci.n_units, ci.n_degenerate, p,
+                    True if ci.too_few else None)
 
 
-def _conversations(ci: dict[str, Any]) -> int | None:
-    """How many conversations the CI resampled (None when it resampled single items)."""
-    return ci["n_units"] if ci.get("unit") == "group" else None
-
-
-def without_copies(rows: Sequence[dict[str, Any]], copies: set[str], n_boot: int, seed: int) -> dict[str, Any]:
+def without_copies(rows: Sequence[Row], copies: set[str], n_boot: int, seed: int) -> WithoutCopies:
     """One reference-based cell again without the items whose response is (nearly) a reference: the
     Spearman recomputed on the reduced set (its own ranks), its conversation-bootstrap CI and p, and n."""
-    kept = [r for r in rows if r["id"] not in copies]
-    pred, human = [r["score"] for r in kept], [r["human"] for r in kept]
+    kept = [r for r in rows if r.id not in copies]
+    pred, human = [r.score for r in kept], [r.human for r in kept]
     rho = stats.correlate(pred, human)
     ci = _interval(stats.bootstrap_ci(pred, human, "spearman", n_boot=n_boot, seed=seed, groups=row_groups(kept)))
-    return {"spearman": _f(rho.value), "n": rho.n, "n_left_out": len(rows) - len(kept), "ci": ci,
-            "n_conversations": _conversations(ci)}
+    return WithoutCopies(_f(rho.value), rho.n, len(rows) - len(kept), ci, ci.conversations)
 
 
-def row_groups(rows: Sequence[dict[str, Any]]) -> list[str]:
+def row_groups(rows: Sequence[Row]) -> list[str]:
     """Each row's conversation group; rows saved without one (``ctx:`` groups) stand alone."""
-    return [r.get("group") or f"id:{r['id']}" for r in rows]
+    return [r.group or f"id:{r.id}" for r in rows]
 
 
 def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None:
@@ -93,44 +84,24 @@ def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None
     }
 
 
-def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
+def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]],
               wall_s: float | None = None, timings: dict[tuple, CellTiming] | None = None,
-              fitted: dict[tuple, dict[str, Any] | None] | None = None) -> dict[str, Any]:
+              fitted: dict[tuple, dict[str, Any] | None] | None = None) -> Summary:
     """Everything the reports need, computed once from the per-item rows (and the cells' time and fit
     files)."""
-    out_cells = []
-    for c in cells:
-        st = cell_stats(rows[c.key], exp.bootstrap, exp.seed)
-        learned = (fitted or {}).get(c.key)
-        out_cells.append({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                          "seed": c.seed, **st, **({"fitted": learned} if learned is not None else {})})
+    out_cells = [CellStats(c.method.name, c.dataset, c.quality.name, c.seed,
+                           cell_stats(rows[c.key], exp.bootstrap, exp.seed), (fitted or {}).get(c.key))
+                 for c in cells]
     # Mean +- sd over seeds per (method, set, quality).
-    results: list[dict[str, Any]] = []
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str], list[CellStats]] = {}
     for c in out_cells:
-        groups.setdefault((c["method"], c["dataset"], c["quality"]), []).append(c)
-    for (m, ds, q), cs in groups.items():
-        vals = [x["spearman"]["value"] for x in cs]
-        mean, sd = stats.mean_sd([v for v in vals if v is not None])
-        one = cs[0]
-        results.append({
-            "method": m, "dataset": ds, "quality": q, "seeds": [x["seed"] for x in cs],
-            "spearman": _f(mean), "sd": _f(sd) if len(cs) > 1 else None,
-            # p-value and CI are those of a single run; with several seeds they belong to the first.
-            "p": one["spearman"]["p"], "ci": one["ci"], "n": one["spearman"]["n"],
-            # The significance the reports mark: the conversation bootstrap's, as the CI's.
-            "p_boot": one["ci"].get("p"), "n_conversations": _conversations(one["ci"]),
-            "pearson": one["pearson"], "kendall": one["kendall"],
-            "system_spearman": one.get("system_spearman"),
-            "n_failed": sum(x["n_failed"] for x in cs),
-            "n_estimated": sum(x["n_estimated"] for x in cs),
-            "n_incomplete": sum(x["n_incomplete"] for x in cs),
-        })
+        groups.setdefault((c.method, c.dataset, c.quality), []).append(c)
+    results = [_result(key, cs) for key, cs in groups.items()]
     # DSTC10 averaging per method: per (set, quality) -> mean within set -> mean across sets.
-    averages: dict[str, Any] = {}
-    for m in dict.fromkeys(r["method"] for r in results):
-        per_q = {(r["dataset"], r["quality"]): (r["spearman"] if r["spearman"] is not None else float("nan"))
-                 for r in results if r["method"] == m}
+    averages: dict[str, dict[str, Any]] = {}
+    for m in dict.fromkeys(r.method for r in results):
+        per_q = {(r.dataset, r.quality): (r.spearman if r.spearman is not None else float("nan"))
+                 for r in results if r.method == m}
         per_set, overall = stats.dstc10_average(per_q)
         # How many parts each average covers: one over fewer sets (or qualities) than it should is marked.
         per_set_n = {ds: [sum(1 for (d, _), r in per_q.items() if d == ds and math.isfinite(r)),
@@ -145,14 +116,13 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
     if len(exp.datasets) > 1:
         for m, avg in averages.items():
             parts = _parts(first, rows, m, shared)
-            avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed))
+            avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed)).to_dict()
             together = stats.resampled_together(parts)
             if together:  # said where the average is printed; absent, every set is resampled on its own
                 avg["resampled_together"] = together
     kinds = {m.name: method_kinds(m) for m in exp.methods}
-    _add_without_copies(exp, cells, rows, first, results, averages,
-                        {m for m, k in kinds.items() if k.reference_based}, shared)
-    comparisons = _comparisons(exp, first, rows)
+    results = _add_without_copies(exp, cells, rows, first, results, averages,
+                                  {m for m, k in kinds.items() if k.reference_based}, shared)
     ceiling: dict[str, dict[str, Any]] = {}
     seen = set()
     for c in cells:
@@ -162,9 +132,9 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
         agree = human_agreement(c.items, c.quality.name)
         if agree is not None:
             ceiling.setdefault(c.dataset, {})[c.quality.name] = agree
-    return {
-        "schema": SCHEMA,
-        "experiment": {
+    return Summary(
+        schema=SCHEMA,
+        experiment={
             "name": exp.name, "description": exp.description, "config": exp.path, "data_dir": exp.data_dir,
             "limit": exp.limit, "limit_seed": exp.limit_seed, "bootstrap": exp.bootstrap, "seed": exp.seed,
             **exp.split_info(),
@@ -172,18 +142,27 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict
             "example_pool": exp.example_pool(),
         },
         # Each method's kind (reference-free / reference-based, uses-future), from what it declares it reads.
-        "methods": {m.name: {**m.describe(), **kinds[m.name].to_dict()} for m in exp.methods},
-        "datasets": [{"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
-                      "qualities": list(d.qualities), **_file_dataset(d)} for d in exp.datasets],
-        "cells": out_cells,
-        "results": results,
-        "averages": averages,
-        "comparisons": comparisons,
-        "average_comparisons": _average_comparisons(exp, first, rows, shared) if len(exp.datasets) > 1 else [],
-        "ceiling": ceiling,
-        "timing": _timing(cells, timings or {}),
-        "wall_s": None if wall_s is None else round(wall_s, 1),
-    }
+        methods={m.name: {**m.describe(), **kinds[m.name].to_dict()} for m in exp.methods},
+        datasets=tuple({"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
+                        "qualities": list(d.qualities), **_file_dataset(d)} for d in exp.datasets),
+        cells=tuple(out_cells), results=tuple(results), averages=averages,
+        comparisons=tuple(_comparisons(exp, first, rows)),
+        average_comparisons=tuple(_average_comparisons(exp, first, rows, shared) if len(exp.datasets) > 1 else ()),
+        ceiling=ceiling, timing=_timing(cells, timings or {}), wall_s=None if wall_s is None else round(wall_s, 1))
+
+
+def _result(key: tuple[str, str, str], cells: Sequence[CellStats]) -> Result:
+    """One (method, set, quality) over its seeds' cells: the mean and sd of Spearman over seeds; the p-value,
+    CI and other figures are those of a single run, the first seed's."""
+    mean, sd = stats.mean_sd([v for x in cells if (v := x.stats.spearman.value) is not None])
+    one = cells[0].stats
+    return Result(
+        *key, seeds=tuple(x.seed for x in cells), spearman=_f(mean), sd=_f(sd) if len(cells) > 1 else None,
+        p=one.spearman.p, ci=one.ci, n=one.spearman.n,
+        # The significance the reports mark: the conversation bootstrap's, as the CI's.
+        p_boot=one.ci.p, n_conversations=one.ci.conversations, pearson=one.pearson, kendall=one.kendall,
+        system_spearman=one.system_spearman, n_failed=sum(x.stats.n_failed for x in cells),
+        n_estimated=sum(x.stats.n_estimated for x in cells), n_incomplete=sum(x.stats.n_incomplete for x in cells))
 
 
 def _file_dataset(d: Any) -> dict[str, Any]:
@@ -195,28 +174,28 @@ def _file_dataset(d: Any) -> dict[str, Any]:
     return {"path": str(d.source.path), "scales": scales}
 
 
-def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[dict[str, Any]]],
-                        first: dict[tuple[str, str, str], tuple], results: list[dict[str, Any]],
-                        averages: dict[str, Any], reference_based: set[str], shared: Shared) -> None:
+def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]],
+                        first: dict[tuple[str, str, str], tuple], results: list[Result],
+                        averages: dict[str, dict[str, Any]], reference_based: set[str], shared: Shared
+                        ) -> list[Result]:
     """Every reference-based result again without the items whose response is (nearly) one of its
     references (``without_copies``), and its DSTC10 average on those reduced sets: the part of a
     reference-based figure that does not come from scoring the reference itself."""
     copies: dict[str, set[str]] = {}
     for c in cells:
         copies.setdefault(c.dataset, set()).update(it.id for it in c.items if reference_copy(it))
-    for r in results:
-        key = first.get((r["method"], r["dataset"], r["quality"]))
-        if r["method"] in reference_based and key is not None:
-            r["without_copies"] = without_copies(rows[key], copies.get(r["dataset"], set()), exp.bootstrap, exp.seed)
+    results = [replace(r, without_copies=without_copies(rows[key], copies.get(r.dataset, set()), exp.bootstrap,
+                                                         exp.seed))
+               if r.method in reference_based and (key := first.get((r.method, r.dataset, r.quality))) is not None
+               else r for r in results]
     for m in reference_based:
-        mine = [r for r in results if r["method"] == m and "without_copies" in r]
+        mine = [(r, r.without_copies) for r in results if r.method == m and r.without_copies is not None]
         if not mine or m not in averages:
             continue
-        per_q = {(r["dataset"], r["quality"]): (v if (v := r["without_copies"]["spearman"]) is not None
-                                                else float("nan")) for r in mine}
+        per_q = {(r.dataset, r.quality): (v if (v := w.spearman) is not None else float("nan")) for r, w in mine}
         per_set, overall = stats.dstc10_average(per_q)
         avg: dict[str, Any] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
-                               "n_left_out": sum(r["without_copies"]["n_left_out"] for r in mine),
+                               "n_left_out": sum(w.n_left_out for _, w in mine),
                                # Coverage as the full average counts it (sets it could not score count too).
                                "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)),
                                              len(exp.datasets)]}
@@ -225,11 +204,12 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
             for (mm, ds, _q), key in first.items():
                 if mm != m:
                     continue
-                kept = [x for x in rows[key] if x["id"] not in copies.get(ds, set())]
-                parts.append(stats.AveragePart(ds, ([x["score"] for x in kept],), [x["human"] for x in kept],
+                kept = [x for x in rows[key] if x.id not in copies.get(ds, set())]
+                parts.append(stats.AveragePart(ds, ([x.score for x in kept],), [x.human for x in kept],
                                                row_groups(kept), _shared(shared, ds, kept)))
-            avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed))
+            avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed)).to_dict()
         averages[m]["without_copies"] = avg
+    return results
 
 
 def _timing(cells: Sequence[Any], timings: dict[tuple, CellTiming]) -> dict[str, Any]:
@@ -250,14 +230,14 @@ def _first_seeds(cells: Sequence[Any]) -> dict[tuple[str, str, str], tuple]:
     return first
 
 
-def _paired_rows(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, Any]]
-                 ) -> tuple[list[Any], list[Any], list[Any], list[str], list[dict[str, Any]]]:
+def _paired_rows(rows_a: Sequence[Row], rows_b: Sequence[Row]
+                 ) -> tuple[list[Any], list[Any], list[Any], list[str], list[Row]]:
     """A's and B's scores, the human means and the groups on the items both cells hold, in A's order, and
     A's rows of those items."""
-    ra = {r["id"]: r for r in rows_a}
-    rb = {r["id"]: r for r in rows_b}
+    ra = {r.id: r for r in rows_a}
+    rb = {r.id: r for r in rows_b}
     ids = [i for i in ra if i in rb]
-    return ([ra[i]["score"] for i in ids], [rb[i]["score"] for i in ids], [ra[i]["human"] for i in ids],
+    return ([ra[i].score for i in ids], [rb[i].score for i in ids], [ra[i].human for i in ids],
             row_groups([ra[i] for i in ids]), [ra[i] for i in ids])
 
 
@@ -265,21 +245,21 @@ def _paired_rows(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, An
 Shared = dict[tuple[str, str], str]
 
 
-def _shared(shared: Shared, dataset: str, rows: Sequence[dict[str, Any]]) -> list[str]:
+def _shared(shared: Shared, dataset: str, rows: Sequence[Row]) -> list[str]:
     """The rows' conversations across sets (rows of an item the run did not plan stand alone)."""
-    return [shared.get((dataset, r["id"]), f"{dataset}:id:{r['id']}") for r in rows]
+    return [shared.get((dataset, r.id), f"{dataset}:id:{r.id}") for r in rows]
 
 
-def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[dict[str, Any]]], method: str,
+def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[Row]], method: str,
            shared: Shared) -> list[stats.AveragePart]:
     """One method's (set, quality) parts for the CI of its DSTC10 average."""
-    return [stats.AveragePart(ds, ([r["score"] for r in rows[key]],), [r["human"] for r in rows[key]],
+    return [stats.AveragePart(ds, ([r.score for r in rows[key]],), [r.human for r in rows[key]],
                               row_groups(rows[key]), _shared(shared, ds, rows[key]))
             for (m, ds, _q), key in first.items() if m == method]
 
 
 def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
-                         rows: dict[tuple, list[dict[str, Any]]], shared: Shared) -> list[dict[str, Any]]:
+                         rows: dict[tuple, list[Row]], shared: Shared) -> list[dict[str, Any]]:
     """Each configured pair on the DSTC10 average over the (set, quality) parts both methods have."""
     out = []
     for a, b in exp.compare:
@@ -301,7 +281,7 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
 
 
 def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
-                 rows: dict[tuple, list[dict[str, Any]]]) -> list[dict]:
+                 rows: dict[tuple, list[Row]]) -> list[dict]:
     """Paired bootstrap (and Williams' test) for each configured pair, per (set, quality), first seeds."""
     out = []
     for a, b in exp.compare:
@@ -313,7 +293,7 @@ def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
     return out
 
 
-def paired_comparison(rows_a: Sequence[dict[str, Any]], rows_b: Sequence[dict[str, Any]], n_boot: int, seed: int
+def paired_comparison(rows_a: Sequence[Row], rows_b: Sequence[Row], n_boot: int, seed: int
                       ) -> dict[str, Any]:
     """Two cells' Spearman on the items both hold (in A's order), their difference A - B with its paired
     bootstrap CI and p (resampling conversations) and Williams' test: one configured comparison of

@@ -42,6 +42,7 @@ itself reads ``reason`` (None without it; else ``{"tokens": N, "cue": ...}``) an
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import re
 import threading
@@ -63,6 +64,13 @@ from ..data.qualities import Quality, find_quality
 from .answers import AnswerType, Pairwise, Rating, YesNo
 
 _FRONT = re.compile(r"\A\s*\{#-?\s*judge\s*\n(?P<toml>.*?)-?#\}\s*", re.S)
+
+
+def short_sha(text: str) -> str:
+    """The first 16 hex digits of the SHA-256 of ``text`` (UTF-8): what a row records of the prompt its model
+    read and of the template that rendered it, so that ``judge view`` can tell a prompt rebuilt from an edited
+    template from the one the run sent."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def prompts_dir() -> Path:
@@ -96,6 +104,11 @@ class PromptTemplate:
     #: The answer line's beginning (``Answer:``) of a template that places its own request for a rationale
     #: (it reads ``reason``); None for the others, whose last line is their cue (:meth:`render_reasoned`).
     cue: str | None = None
+
+    @property
+    def sha(self) -> str:
+        """The short SHA-256 of the template's source (:func:`short_sha`), which rows record."""
+        return short_sha(self.source)
 
     def shared_chars(self, text: str) -> int:
         """How many leading characters of a rendered prompt its family shares: up to the last occurrence

@@ -1,1 +1,2 @@
-"""What runs write: the per-item row and the results folder of ``judge run``, as typed data."""
+"""What runs write, as typed records (:mod:`judge.records.record`): the per-item row, the pair row, a results
+folder's layout and its summary, and their JSON Schemas (:mod:`judge.records.schema`)."""

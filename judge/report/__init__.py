@@ -7,13 +7,13 @@ score; ``judge report RESULTS_DIR`` calls it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
 from ..core.io import atomic_write_text
-from ..records.results import VIEW_FILE, cell_path, read_rows, slug
+from ..records.results import VIEW_FILE, cell_path, slug
+from ..records.rows import Row, read_rows
+from ..records.summary import Summary, read_summary
 from . import pairwise
 from . import plots as pl
 from .csv_table import render_csv
@@ -24,55 +24,49 @@ __all__ = ["load_summary", "render_all", "render_csv", "render_html", "render_ma
 
 
 def load_summary(results_dir: str | Path) -> dict[str, Any]:
-    path = Path(results_dir) / "summary.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("no summary.json here; is this a folder written by 'judge run'?", file=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc}", file=str(path)) from None
+    """The folder's summary (checked: :func:`judge.records.summary.read_summary`) as the tables read it."""
+    return read_summary(results_dir).to_dict()
 
 
-def _cell_rows(results_dir: Path, summary: dict[str, Any]) -> dict[tuple[str, str, str], list[dict]]:
+def _cell_rows(results_dir: Path, summary: Summary) -> dict[tuple[str, str, str], list[Row]]:
     """Per-item rows of each (method, set, quality), first seed, for the scatter plots."""
-
     out = {}
-    for c in summary["cells"]:
-        key = (c["method"], c["dataset"], c["quality"])
+    for c in summary.cells:
+        key = (c.method, c.dataset, c.quality)
         if key in out:
             continue
-        p = cell_path(results_dir, c["method"], c["dataset"], c["quality"], c["seed"])
+        p = cell_path(results_dir, *c.key)
         if p.exists():
             out[key] = read_rows(p)
     return out
 
 
-def render_all(results_dir: str | Path, summary: dict[str, Any] | None = None, *, plots: bool = True) -> list[Path]:
+def render_all(results_dir: str | Path, summary: Summary | None = None, *, plots: bool = True) -> list[Path]:
     """Write summary.json (when given), leaderboard.md/.html, results.csv, pairwise.csv (with pairwise cells) and
     plots/*.png (with item cells); returns the paths."""
     root = Path(results_dir)
     written = []
     if summary is None:
-        summary = load_summary(root)
+        summary = read_summary(root)
     else:
-        atomic_write_text(root / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-        written.append(root / "summary.json")
+        written.append(summary.write(root))
+    data = summary.to_dict()  # what the tables read
     view = VIEW_FILE if (root / VIEW_FILE).exists() else None  # ``judge view``'s page, when one was written here
-    files = [("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary, view)),
-             ("results.csv", render_csv(summary))]
-    if summary.get("pairwise"):
-        files.append(("pairwise.csv", pairwise.csv_text(summary["pairwise"])))
+    files = [("leaderboard.md", render_markdown(data)), ("leaderboard.html", render_html(data, view)),
+             ("results.csv", render_csv(data))]
+    if summary.pairwise:
+        files.append(("pairwise.csv", pairwise.csv_text(list(summary.pairwise))))
     for name, text in files:
         atomic_write_text(root / name, text)
         written.append(root / name)
-    if plots and summary["results"]:
+    if plots and summary.results:
         pdir = root / "plots"
         pdir.mkdir(parents=True, exist_ok=True)
-        written.append(pl.heatmap(summary, pdir / "heatmap.png"))
+        written.append(pl.heatmap(data, pdir / "heatmap.png"))
         rows = _cell_rows(root, summary)
-        for m in summary["methods"]:
+        for m in summary.methods:
             written.append(pl.scatter(summary, rows, m, pdir / f"scatter_{slug(m)}.png"))
-        k = pl.k_curve(summary, pdir / "k_curve.png")
+        k = pl.k_curve(data, pdir / "k_curve.png")
         if k:
             written.append(k)
     return written

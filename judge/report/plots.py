@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import MissingExtraError
+from ..records.rows import Row
+from ..records.summary import Summary
 from .table import build
 
 DPI = 100
@@ -74,22 +76,21 @@ def heatmap(summary: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def scatter(summary: dict[str, Any], rows_by_cell: dict[tuple[str, str, str], list[dict]], method: str,
-            path: Path) -> Path:
+def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]], method: str, path: Path) -> Path:
     """One panel per (set, quality): the method's score against the mean human rating."""
     plt = _plt()
-    panels = [(d["name"], q) for d in summary["datasets"] for q in d["qualities"]]
+    panels = [(d["name"], q) for d in summary.datasets for q in d["qualities"]]
     w, h = scatter_size(len(panels))
     cols = min(4, len(panels))
     nrows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(w, h), dpi=DPI, squeeze=False)
-    res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
+    res = {(r.method, r.dataset, r.quality): r for r in summary.results}
     for k, (ds, q) in enumerate(panels):
         ax = axes[k // cols][k % cols]
-        rows = [r for r in rows_by_cell.get((method, ds, q), []) if r["score"] is not None and r["human"] is not None]
-        ax.scatter([r["human"] for r in rows], [r["score"] for r in rows], s=8, alpha=0.6)
+        rows = [r for r in rows_by_cell.get((method, ds, q), []) if r.score is not None and r.human is not None]
+        ax.scatter([r.human for r in rows], [r.score for r in rows], s=8, alpha=0.6)
         r = res.get((method, ds, q))
-        rho = "–" if not r or r["spearman"] is None else f"{r['spearman']:.2f}"
+        rho = "–" if not r or r.spearman is None else f"{r.spearman:.2f}"
         ax.set_title(f"{ds} {q}\nρ={rho} n={len(rows)}", fontsize=8)
         ax.set_xlabel("human", fontsize=7)
         ax.set_ylabel("judge", fontsize=7)

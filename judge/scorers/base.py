@@ -49,6 +49,10 @@ class Score:
     #: What the judge said before its answer, from a method that reasons (``reason = N``); set on every score
     #: of such a method (a failed item's is empty), None for every other method.
     said: Said | None = None
+    #: Short SHA-256 of the prompt text the model read and of the template's source that rendered it (None
+    #: for a method that sends no prompt): rows record them so that a prompt rebuilt later can be checked.
+    prompt_sha: str | None = None
+    template_sha: str | None = None
 
     @property
     def ok(self) -> bool:

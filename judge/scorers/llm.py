@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..backends.base import Backend, Failure, HiddenState, Prompt, Reasoned, Reasoning, TokenLogprobs, require
@@ -15,7 +16,7 @@ from ..data.items import SYSTEM, USER, Item, Turn
 from ..data.qualities import Quality
 from ..prompts.answers import candidates, check_labels
 from ..prompts.context_views import in_view
-from ..prompts.templates import PromptTemplate
+from ..prompts.templates import PromptTemplate, short_sha
 from ..selectors import Selector, ZeroShot
 from .base import ItemWork, Said, Score, Scorer, score_lane
 from .rules import ScoringError, score_distribution
@@ -238,7 +239,9 @@ class LLMJudge(Scorer):
             request = Request("reason", prompt, self.candidates, self.top_n, reasoning=how)
         else:
             request = answer_request(prompt, self.candidates, self.top_n, hidden=self.hidden)
-        return ItemWork((request,), lambda answers: self.to_score(item, shown, answers[0]))
+        sha = short_sha(prompt.text)
+        return ItemWork((request,), lambda answers: replace(self.to_score(item, shown, answers[0]), prompt_sha=sha,
+                                                            template_sha=self.prompt.sha))
 
     def call_pool(self, items: Sequence[Item]) -> Sequence[Item] | None:
         """Where one call's examples come from: the given pool, or without one the rated items of that

@@ -32,7 +32,7 @@ from ..accounting.counters import report_counters
 from ..core.errors import BackendError, InputError, JudgeError
 from ..core.io import dumps
 from ..datasets._common import parse_json
-from .batcher import Batcher
+from .batcher import Batcher, Rows
 from .metrics import CONTENT_TYPE, Metrics
 from .service import JudgeService
 
@@ -100,7 +100,7 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
             report_counters(service.counters())
             print("judge serve: stopped (queue drained, backend and cache closed)", file=sys.stderr, flush=True)
 
-    async def score_items(items: list) -> list[dict[str, Any]]:
+    async def score_items(items: list) -> Rows:
         rows = await batcher.submit(items)
         metrics.scored(rows)
         return rows
@@ -109,14 +109,14 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
         record = parse_body(await read_body(request, settings.max_body_bytes))
         items = service.parse([("item", record)])
         rows = await score_items(items)
-        return Response(dumps(rows[0]), media_type="application/json")
+        return Response(rows[0].to_json(), media_type="application/json")
 
     async def score_batch(request: Request) -> Response:
         body = parse_body(await read_body(request, settings.max_body_bytes))
         records = batch_records(body, settings.max_batch)
         items = service.parse(records)
         rows = await score_items(items)
-        return Response('{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}", media_type="application/json")
+        return Response('{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}", media_type="application/json")
 
     async def compare(request: Request) -> Response:
         body = parse_body(await read_body(request, settings.max_body_bytes))
@@ -124,8 +124,8 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
         rows = await batcher.submit(pairs, service.compare)
         metrics.scored(rows)
         if isinstance(body, dict) and "pairs" in body:
-            return Response('{"rows": [' + ", ".join(dumps(row) for row in rows) + "]}", media_type="application/json")
-        return Response(dumps(rows[0]), media_type="application/json")
+            return Response('{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}", media_type="application/json")
+        return Response(rows[0].to_json(), media_type="application/json")
 
     async def healthz(request: Request) -> Response:
         return json_response(200, {"status": "ok"})

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data.items import Item
+from ..records.pair_rows import PairRow
+from ..records.rows import Row
 
-Rows = list[dict[str, Any]]
+Rows = Sequence[Row | PairRow]
 
 
 @dataclass

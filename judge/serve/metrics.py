@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+from ..records.pair_rows import PairRow
+from ..records.rows import Row
 
 #: Upper bounds (seconds) of the request latency histogram buckets.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -40,10 +43,10 @@ class Metrics:
             self.latency_sum[endpoint] += seconds
             self.latency_count[endpoint] += 1
 
-    def scored(self, rows: list[dict[str, object]]) -> None:
+    def scored(self, rows: Sequence[Row | PairRow]) -> None:
         with self._lock:
             self.items += len(rows)
-            self.item_failures += sum(row.get("error") is not None for row in rows)
+            self.item_failures += sum(row.error is not None for row in rows)
 
     def batch(self, requests: int, items: int) -> None:
         """One scoring call of the worker, holding ``requests`` requests' items."""

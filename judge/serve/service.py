@@ -28,6 +28,8 @@ from ..engine.build import backend_key
 from ..engine.compare import prepare_pairs
 from ..engine.kinds import check_live, method_kinds, scorer_kinds
 from ..engine.session import Session
+from ..records.pair_rows import PairRow
+from ..records.rows import Row
 from ..scorers.base import Scorer
 
 #: The name request items carry as their file in error messages ("request, record items[2], field ...").
@@ -96,9 +98,9 @@ class JudgeService:
         self.scorer.check(items)
         return items
 
-    def score(self, items: Sequence[Item]) -> list[dict[str, Any]]:
+    def score(self, items: Sequence[Item]) -> list[Row]:
         """The rows of ``items``, in order: exactly ``judge score``'s rows (failed items carry ``error``)."""
-        rows: list[dict[str, Any]] = []
+        rows: list[Row] = []
         self.session.rows(self.prep, items, rows.append, quality=self.quality.name if self.quality else None,
                           seed=self.seed, judge=self.scorer)
         return rows
@@ -143,7 +145,7 @@ class JudgeService:
             pairs.append(Pair(a, b, a.system or "a", b.system or "b"))
         return pairs
 
-    def compare(self, pairs: Sequence[Pair]) -> list[dict[str, Any]]:
+    def compare(self, pairs: Sequence[Pair]) -> list[PairRow]:
         """The pair rows of ``pairs``, in order (exactly ``judge compare``'s rows); runs on the worker thread,
         which builds the pairwise judge on the first call."""
         assert self.pairwise is not None
@@ -153,7 +155,7 @@ class JudgeService:
             if key is not None and key != backend_key(self.pairwise.spec):
                 session = self._compare_session = Session().open()  # another model than the served judge's
             self._comparer = session.build(self.pairwise)
-        rows: list[dict[str, Any]] = []
+        rows: list[PairRow] = []
         session.rows(self.pairwise, pairs, rows.append, quality=self.quality.name if self.quality else None,
                      judge=self._comparer)
         return rows

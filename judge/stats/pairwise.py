@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,17 +27,72 @@ BT_PRIOR = 0.5
 LEVEL = 0.95
 
 
+class PairOrder(Protocol):
+    """What the statistics read of one order a pair was read in."""
+
+    @property
+    def order(self) -> str: ...
+    @property
+    def p_a(self) -> float | None: ...
+
+
+class PairRow(Protocol):
+    """What the statistics read of a pair row (:class:`judge.records.pair_rows.PairRow`, which sits above
+    them): its systems, items, context and group, the judge's preference and verdict, how its orders read,
+    the replies' lengths and ratings, and whether it failed."""
+
+    @property
+    def system_a(self) -> str: ...
+    @property
+    def system_b(self) -> str: ...
+    @property
+    def item_a(self) -> str: ...
+    @property
+    def item_b(self) -> str: ...
+    @property
+    def context(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def human_a(self) -> float | None: ...
+    @property
+    def human_b(self) -> float | None: ...
+    @property
+    def preference(self) -> float | None: ...
+    @property
+    def winner(self) -> str | None: ...
+    @property
+    def consistent(self) -> bool | None: ...
+    @property
+    def orders(self) -> Sequence[PairOrder]: ...
+    @property
+    def length_a(self) -> int: ...
+    @property
+    def length_b(self) -> int: ...
+    @property
+    def estimated(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> str | None: ...
+
+
 def _f(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
+
+
+def _num(x: float | None) -> float:
+    """A row's figure as a number (NaN where the row holds none: a failed pair, an order that read nothing)."""
+    return math.nan if x is None else x
 
 
 def _p(x: float) -> float | None:
     return None if not math.isfinite(x) else float(f"{x:.6g}")
 
 
-def outcome(row: Mapping[str, Any]) -> float:
+def outcome(row: PairRow) -> float:
     """System a's result in a pair: 1 a win, 0.5 a tie, 0 a loss (the verdict, ``winner``)."""
-    return {"a": 1.0, "b": 0.0}.get(str(row["winner"]), 0.5)
+    return {"a": 1.0, "b": 0.0}.get(str(row.winner), 0.5)
 
 
 def side(x: float) -> float:
@@ -98,17 +153,17 @@ def _masked_mean(x: np.ndarray, mask: np.ndarray) -> float:
 PointScores = Mapping[tuple[str, str], float | None]
 
 
-def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores | None = None,
+def summarise_pairs(rows: Sequence[PairRow], *, pointwise: PointScores | None = None,
                     pointwise_name: str | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Every figure of the module docstring from pair rows (failed pairs counted, left out of the figures).
     ``pointwise``: a pointwise method's scores of the pairs' replies (:func:`judge.engine.compare.point_scores`)."""
-    ok = [r for r in rows if r.get("error") is None and r.get("preference") is not None]
-    systems = list(dict.fromkeys(s for r in ok for s in (r["system_a"], r["system_b"])))
-    boot = _Boot([str(r["group"]) for r in ok], n_boot, seed)
+    ok = [r for r in rows if r.error is None and r.preference is not None]
+    systems = list(dict.fromkeys(s for r in ok for s in (r.system_a, r.system_b)))
+    boot = _Boot([r.group for r in ok], n_boot, seed)
     out: dict[str, Any] = {"n_pairs": len(rows), "n_failed": len(rows) - len(ok),
-                           "n_estimated": sum(1 for r in ok if r.get("estimated")),
-                           "n_incomplete": sum(1 for r in ok if not r.get("complete", True)),
-                           "n_contexts": len({r["context"] for r in ok}), "n_conversations": boot.n_units,
+                           "n_estimated": sum(1 for r in ok if r.estimated),
+                           "n_incomplete": sum(1 for r in ok if not r.complete),
+                           "n_contexts": len({r.context for r in ok}), "n_conversations": boot.n_units,
                            "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe()}
     if not ok:
         return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
@@ -123,12 +178,12 @@ def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores
     return out
 
 
-def _orders(rows: Sequence[Mapping[str, Any]]) -> str:
-    counts = {len(r.get("orders") or ()) for r in rows}
+def _orders(rows: Sequence[PairRow]) -> str:
+    counts = {len(r.orders) for r in rows}
     return "both" if counts == {2} else "one" if counts == {1} else "mixed"
 
 
-def _win_rates(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boot) -> list[dict[str, Any]]:
+def _win_rates(rows: Sequence[PairRow], systems: list[str], boot: _Boot) -> list[dict[str, Any]]:
     """Per two systems compared (the earlier of ``systems`` first): wins, ties, losses and the win rate of
     the first, a tie counting half, with CI and p against 0.5."""
     rank = {s: i for i, s in enumerate(systems)}
@@ -136,7 +191,7 @@ def _win_rates(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boo
     code = np.empty(len(rows), dtype=np.intp)
     score = np.empty(len(rows))
     for i, r in enumerate(rows):
-        a, b, o = r["system_a"], r["system_b"], outcome(r)
+        a, b, o = r.system_a, r.system_b, outcome(r)
         if rank[a] > rank[b]:
             a, b, o = b, a, 1.0 - o
         code[i] = keys.setdefault((a, b), len(keys))
@@ -190,11 +245,11 @@ def bradley_terry(first: np.ndarray, second: np.ndarray, score: np.ndarray, k: i
     return out
 
 
-def _bt_fit(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boot) -> list[dict[str, Any]]:
+def _bt_fit(rows: Sequence[PairRow], systems: list[str], boot: _Boot) -> list[dict[str, Any]]:
     """Every system's Bradley-Terry strength with its CI, ranked (strongest first)."""
     index = {s: i for i, s in enumerate(systems)}
-    first = np.array([index[r["system_a"]] for r in rows], dtype=np.intp)
-    second = np.array([index[r["system_b"]] for r in rows], dtype=np.intp)
+    first = np.array([index[r.system_a] for r in rows], dtype=np.intp)
+    second = np.array([index[r.system_b] for r in rows], dtype=np.intp)
     score = np.array([outcome(r) for r in rows])
     k = len(systems)
     point = bradley_terry(first, second, score, k)
@@ -206,23 +261,23 @@ def _bt_fit(rows: Sequence[Mapping[str, Any]], systems: list[str], boot: _Boot) 
              **boot.interval(reps[:, i], float(point[i]), k=met[i])} for r, i in enumerate(order)]
 
 
-def _position(rows: Sequence[Mapping[str, Any]], boot: _Boot) -> dict[str, Any]:
+def _position(rows: Sequence[PairRow], boot: _Boot) -> dict[str, Any]:
     """Consistency (both orders agree) over the pairs read in both orders, and the bias toward the reply
     shown first over every pair: mean p(first better) - 0.5, with CI and p against 0."""
-    both = np.array([len(r["orders"]) == 2 for r in rows])
-    agree = np.array([bool(r.get("consistent")) for r in rows], dtype=float)
+    both = np.array([len(r.orders) == 2 for r in rows])
+    agree = np.array([bool(r.consistent) for r in rows], dtype=float)
     bias = np.array([_first_bias(r) for r in rows])
     return {"consistency": boot.mean(agree, both) if both.any() else None,
             "bias": boot.mean(bias, np.ones(len(rows), dtype=bool), 0.0)}
 
 
-def _first_bias(row: Mapping[str, Any]) -> float:
+def _first_bias(row: PairRow) -> float:
     """How far the reply shown first is preferred in this pair: mean over its orders of p(first) - 0.5."""
-    firsts = [o["p_a"] if o["order"] == "ab" else 1.0 - o["p_a"] for o in row["orders"]]
+    firsts = [_num(o.p_a) if o.order == "ab" else 1.0 - _num(o.p_a) for o in row.orders]
     return math.fsum(firsts) / len(firsts) - 0.5
 
 
-def _humans(rows: Sequence[Mapping[str, Any]], boot: _Boot, pointwise: PointScores | None,
+def _humans(rows: Sequence[PairRow], boot: _Boot, pointwise: PointScores | None,
             name: str | None) -> dict[str, Any] | None:
     """Agreement with the human preference on the pairs whose human means differ, the judge's beside the
     pointwise method's on the same pairs, and their paired difference."""
@@ -240,15 +295,15 @@ def _humans(rows: Sequence[Mapping[str, Any]], boot: _Boot, pointwise: PointScor
     return out
 
 
-def human_columns(rows: Sequence[Mapping[str, Any]], pointwise: PointScores | None) -> dict[str, np.ndarray]:
+def human_columns(rows: Sequence[PairRow], pointwise: PointScores | None) -> dict[str, np.ndarray]:
     """Per pair row: the human difference (a - b), whether it is rated (means differ), the judge's agreement
     credit, and with ``pointwise`` its credit, where both are defined (``both``) and the judge's minus it."""
-    h = np.array([_diff(r.get("human_a"), r.get("human_b")) for r in rows])
+    h = np.array([_diff(r.human_a, r.human_b) for r in rows])
     rated = np.isfinite(h) & (h != 0)
-    judge = np.array([side((r["preference"] - 0.5) * hv) if np.isfinite(hv) else np.nan for r, hv in zip(rows, h)])
+    judge = np.array([side((_num(r.preference) - 0.5) * hv) if np.isfinite(hv) else np.nan for r, hv in zip(rows, h)])
     out = {"human": h, "rated": rated, "judge": judge}
     if pointwise is not None:
-        diffs = np.array([_diff(pointwise.get((r["system_a"], r["item_a"])), pointwise.get((r["system_b"], r["item_b"])))
+        diffs = np.array([_diff(pointwise.get((r.system_a, r.item_a)), pointwise.get((r.system_b, r.item_b)))
                           for r in rows])
         point = np.array([side(d * hv) if np.isfinite(d) and np.isfinite(hv) else np.nan for d, hv in zip(diffs, h)])
         both = rated & np.isfinite(point)
@@ -260,19 +315,19 @@ def _diff(a: Any, b: Any) -> float:
     return float(a) - float(b) if a is not None and b is not None else float("nan")
 
 
-def _length(rows: Sequence[Mapping[str, Any]], boot: _Boot) -> dict[str, Any]:
+def _length(rows: Sequence[PairRow], boot: _Boot) -> dict[str, Any]:
     """The share of pairs where the longer reply wins: the judge's preference (replies of different
     lengths), and the humans' (means that differ too)."""
-    d = np.array([float(r["length_a"] - r["length_b"]) for r in rows])
+    d = np.array([float(r.length_a - r.length_b) for r in rows])
     longer = d != 0
-    judge = np.array([side((r["preference"] - 0.5) * dv) for r, dv in zip(rows, d)])
-    h = np.array([_diff(r.get("human_a"), r.get("human_b")) for r in rows])
+    judge = np.array([side((_num(r.preference) - 0.5) * dv) for r, dv in zip(rows, d)])
+    h = np.array([_diff(r.human_a, r.human_b) for r in rows])
     rated = longer & np.isfinite(h) & (h != 0)
     humans = np.where(rated, np.sign(h * d) > 0, np.nan).astype(float)
     return {"judge": boot.mean(judge, longer, 0.5), "humans": boot.mean(humans, rated, 0.5) if rated.any() else None}
 
 
-def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[str, Any]],
+def _system_level(rows: Sequence[PairRow], ranking: Sequence[Mapping[str, Any]],
                   pointwise: PointScores | None, name: str | None, n_conversations: int) -> dict[str, Any] | None:
     """Kendall's tau of the Bradley-Terry strengths (and the pointwise method's mean scores) with the
     systems' mean human ratings, over the distinct items compared; None under three rated systems. Its p
@@ -280,7 +335,7 @@ def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[s
     below the floor there is no p (``too_few``)."""
     ratings: dict[str, dict[str, float]] = {}
     for r in rows:
-        for s, item, h in ((r["system_a"], r["item_a"], r.get("human_a")), (r["system_b"], r["item_b"], r.get("human_b"))):
+        for s, item, h in ((r.system_a, r.item_a, r.human_a), (r.system_b, r.item_b, r.human_b)):
             if h is not None:
                 ratings.setdefault(s, {})[item] = float(h)
     strength = {x["system"]: x["value"] for x in ranking if x["value"] is not None}
@@ -305,7 +360,7 @@ def _system_level(rows: Sequence[Mapping[str, Any]], ranking: Sequence[Mapping[s
     return out
 
 
-def pairwise_entry(rows: Sequence[Mapping[str, Any]], *, name: str, dataset: str, abbrev: str | None,
+def pairwise_entry(rows: Sequence[PairRow], *, name: str, dataset: str, abbrev: str | None,
                    quality: str | None, method_name: str, spec: Mapping[str, Any], settings: str,
                    kind: Mapping[str, Any], pointwise: PointScores | None = None,
                    pointwise_name: str | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -320,7 +375,7 @@ def pairwise_entry(rows: Sequence[Mapping[str, Any]], *, name: str, dataset: str
 _MEAN_FIGURES = (("judge", "rated", 0.5), ("pointwise", "both", 0.5), ("difference", "both", 0.0))
 
 
-def mean_over_sets(sets: Sequence[tuple[Sequence[Mapping[str, Any]], PointScores | None]], *, n_boot: int = 1000,
+def mean_over_sets(sets: Sequence[tuple[Sequence[PairRow], PointScores | None]], *, n_boot: int = 1000,
                    seed: int = 0) -> dict[str, Any]:
     """The mean over sets of the agreement with the humans (the judge's, the pointwise method's on the same
     pairs, and their difference), each set's figure weighted alike, with its interval from a joint bootstrap:
@@ -328,10 +383,10 @@ def mean_over_sets(sets: Sequence[tuple[Sequence[Mapping[str, Any]], PointScores
     all sets in the same replicate, and averages the per-set figures, as the point value does. ``sets``: per
     set its pair rows and the pointwise scores (None: none). No interval and no p when the sets' conversations
     together give fewer distinct resamples than the floor allows (:func:`judge.stats.floor.has_interval`)."""
-    kept = [([r for r in rows if r.get("error") is None and r.get("preference") is not None], point)
+    kept = [([r for r in rows if r.error is None and r.preference is not None], point)
             for rows, point in sets]
     cols = [human_columns(rows, point) for rows, point in kept]
-    groups = [[str(r["group"]) for r in rows] for rows, _ in kept]
+    groups = [[r.group for r in rows] for rows, _ in kept]
     samples, _ = stratified_samples([(i, len(g), g, None) for i, g in enumerate(groups)], n_boot, seed)
     out: dict[str, Any] = {"n_sets": len(kept), "n_pairs": sum(int(c["rated"].sum()) for c in cols),
                            "bootstrap": {"n_boot": n_boot, "seed": seed, "unit": "group", "level": LEVEL}}

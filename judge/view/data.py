@@ -6,7 +6,9 @@ Every number comes from where the reports take it: a cell's Spearman, CI and cou
 that computed them), each item's disagreement from :func:`judge.stats.correlation.rank_gap`, two cells' paired
 difference from :func:`judge.harness.summary.paired_comparison`. Prompts are rebuilt by the method's
 own code (``MethodType.prompts``) from the rows' example ids; the sets are read again for the
-conversations (:mod:`judge.harness.rebuild`).
+conversations (:mod:`judge.harness.rebuild`). Each rebuilt prompt is checked against the hash its row
+recorded (``prompt_sha``): an item whose prompt today's template renders otherwise than the run sent it gets a
+warning beside it, naming both templates' hashes.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from typing import Any
 
 from ..core.errors import InputError, JudgeError
 from ..data.items import Item
+from ..engine.session import RunOptions, Session
 from ..engine.spec import MethodSpec, Prepared, method_type
 from ..harness.config import Experiment
 from ..harness.prompt_settings import read_prompt_settings
-from ..harness.rebuild import Key, Rebuilt, cell_keys, rebuild
-from ..records.results import cell_path, read_rows
-from ..report import load_summary
-from ..report.table import too_few
+from ..harness.rebuild import Key, Rebuilt, rebuild
+from ..prompts.templates import short_sha
+from ..records.results import cell_path
+from ..records.rows import Row, read_rows
+from ..records.summary import Stats, read_summary
 from ..stats.floor import too_few_text
 
 
@@ -54,7 +58,7 @@ class ViewCell:
     settings: str
     #: Spearman with its CI and p, counts: ``summary.json``'s cell, as the reports show it.
     stats: dict[str, Any] | None
-    rows: list[dict[str, Any]]
+    rows: list[Row]
     #: The item table (:attr:`View.items`) holding the cell's items and the examples its prompts showed.
     table: str
     #: One prompt text per row as the backend was sent it (None: not rebuilt; ``prompt_note`` says why).
@@ -62,6 +66,8 @@ class ViewCell:
     prompt_note: str = ""
     chat: bool | None = None
     wrapping: list[str] | None = None
+    #: Per row, a warning where the prompt rebuilt now is not the one the run sent (None: the same, or unknown).
+    drift: list[str | None] | None = None
 
 
 @dataclass
@@ -102,7 +108,7 @@ def from_results(dirs: Sequence[str | Path], *, data_dir: str | None = None, exp
     for i, d in enumerate(dirs):
         _add_run(view, Path(d), data_dir, experiment)
         if i == 0:
-            exp = load_summary(d)["experiment"]
+            exp = read_summary(d).experiment
             view.n_boot, view.seed = int(exp.get("bootstrap", 1000)), int(exp.get("seed", 0))
     if not view.title:
         view.title = " vs ".join(r.name for r in view.runs)
@@ -110,8 +116,8 @@ def from_results(dirs: Sequence[str | Path], *, data_dir: str | None = None, exp
 
 
 def _add_run(view: View, root: Path, data_dir: str | None, experiment: Experiment | None) -> None:
-    summary = load_summary(root)
-    exp = summary.get("experiment", {})
+    summary = read_summary(root)
+    exp = summary.experiment
     run = len(view.runs)
     name = str(exp.get("name") or root.name)
     if any(r.name == name for r in view.runs):
@@ -119,29 +125,28 @@ def _add_run(view: View, root: Path, data_dir: str | None, experiment: Experimen
     view.runs.append(ViewRun(name, str(root), str(exp.get("description") or ""), exp.get("split")))
     rebuilt = rebuild(root, summary, data_dir=data_dir, experiment=experiment)
     view.runs[-1].notes = [f"{ds}: {why}" for ds, why in rebuilt.set_problems.items()]
-    stats = {(c["method"], c["dataset"], c["quality"], c["seed"]): c for c in summary.get("cells", [])}
-    for key in cell_keys(summary):
+    for summarised in summary.cells:
+        key = summarised.key
         method, dataset, quality, seed = key
         path = cell_path(root, *key)
         if not path.exists():
             raise InputError("a cell listed in summary.json has no rows file", file=str(path))
         rows = read_rows(path)
-        described = summary.get("methods", {}).get(method, {})
+        described = summary.methods.get(method, {})
         items = dict(rebuilt.items.get(dataset, {}))
         prep = rebuilt.prepared.get(key)
         if prep is not None:
             items.update({ex.id: ex for ex in prep.pool or () if ex.id not in items})
-        table = view.add_items(dataset, run, {r["id"]: items[r["id"]] for r in rows if r["id"] in items}
-                               | _examples(rows, items))
+        table = view.add_items(dataset, run, {r.id: items[r.id] for r in rows if r.id in items} | _examples(rows, items))
         cell = ViewCell(run, method, dataset, quality, seed, _kind(described), _settings(described),
-                        _stats(stats[key]), rows, table)
+                        _stats(summarised.stats), rows, table)
         _add_prompts(cell, prep, read_prompt_settings(path), rebuilt, key)
         view.cells.append(cell)
 
 
-def _examples(rows: Sequence[dict[str, Any]], items: dict[str, Item]) -> dict[str, Item]:
+def _examples(rows: Sequence[Row], items: dict[str, Item]) -> dict[str, Item]:
     """The example items the rows' prompts showed (those that are known)."""
-    return {i: items[i] for r in rows for i in r.get("examples") or () if i in items}
+    return {i: items[i] for r in rows for i in r.examples if i in items}
 
 
 def _kind(described: dict[str, Any]) -> dict[str, Any]:
@@ -158,25 +163,21 @@ def _settings(described: dict[str, Any]) -> str:
         return ""
 
 
-def _stats(cell: dict[str, Any]) -> dict[str, Any]:
+def _stats(cell: Stats) -> dict[str, Any]:
     """A cell's statistics as the reports show them (the summary's own values, never recomputed)."""
-    keep = ("spearman", "pearson", "kendall", "ci", "n_items", "n_failed", "n_estimated", "n_incomplete",
-            "system_spearman")
-    return below_floor({k: cell[k] for k in keep if k in cell})
+    return below_floor(cell)
 
 
-def below_floor(stats: dict[str, Any]) -> dict[str, Any]:
-    """A cell's statistics without interval or p when its bootstrap resampled fewer conversations than the
-    floor (:mod:`judge.stats.floor`; summaries written before the floor stored them anyway), with the text
-    the page prints instead (``too_few_text``)."""
-    ci = stats.get("ci") or {}
-    k = too_few(ci)
-    if k is None:
-        return stats
-    out = {**stats, "ci": {**ci, "low": None, "high": None, "p": None, "too_few": True, "too_few_text": too_few_text(k)}}
-    for key in ("spearman", "pearson", "kendall"):
-        if key in out:
-            out[key] = {**out[key], "p": None}
+def below_floor(stats: Stats) -> dict[str, Any]:
+    """A cell's statistics as the page reads them, without interval or p when its bootstrap resampled fewer
+    conversations than the floor (:mod:`judge.stats.floor`; summaries written before the floor stored them
+    anyway), with the text the page prints instead (``too_few_text``)."""
+    out = stats.to_dict()
+    k = stats.ci.few
+    if k is not None:
+        out["ci"].update(low=None, high=None, p=None, too_few=True, too_few_text=too_few_text(k))
+        for key in ("spearman", "pearson", "kendall"):
+            out[key]["p"] = None
     return out
 
 
@@ -198,12 +199,12 @@ def _add_prompts(cell: ViewCell, prep: Prepared | None, settings: dict[str, Any]
 
 def rebuild_prompts(cell: ViewCell, prep: Prepared, items: dict[str, Item], chat: bool) -> None:
     """The prompts of the cell's rows, rebuilt by its method type (``MethodType.prompts``)."""
-    missing = next((r["id"] for r in cell.rows if r["id"] not in items), None)
+    missing = next((r.id for r in cell.rows if r.id not in items), None)
     if missing is not None:
         cell.prompt_note = f"Prompts not shown: item {missing!r} is not in the data read now."
         return
     try:
-        sent = prep.spec.kind.prompts(prep, [(items[r["id"]], r.get("examples") or ()) for r in cell.rows], chat)
+        sent = Session(RunOptions(progress=False)).prompts(prep, [(items[r.id], r.examples) for r in cell.rows], chat)
     except JudgeError as exc:
         cell.prompt_note = f"Prompts not shown: {exc}"
         return
@@ -211,9 +212,23 @@ def rebuild_prompts(cell: ViewCell, prep: Prepared, items: dict[str, Item], chat
         cell.prompt_note = f"A method of type '{prep.spec.type}' sends no prompt template to show."
         return
     cell.prompts = [p.text for p in sent]
+    cell.drift = [drift(row, text, prep) for row, text in zip(cell.rows, cell.prompts, strict=True)]
 
 
-def from_scored(spec: MethodSpec, prep: Prepared, rows: list[dict[str, Any]], items: Sequence[Item],
+def drift(row: Row, text: str, prep: Prepared) -> str | None:
+    """The warning of a row whose prompt rebuilt now (``text``) is not the one its run sent: the template was
+    edited since (or the data it renders changed). None when they are the same, or the row recorded no hash."""
+    if row.prompt_sha is None or short_sha(text) == row.prompt_sha:
+        return None
+    now = prep.prompt.sha if prep.prompt is not None else None
+    why = (f"its template changed since the run (template {row.template_sha} then, {now} now)"
+           if row.template_sha is not None and now is not None and now != row.template_sha else
+           "the data or settings it renders changed since the run")
+    return (f"The prompt shown is not the one the model read: today's template renders another text (prompt "
+            f"{short_sha(text)} now, {row.prompt_sha} in the run): {why}.")
+
+
+def from_scored(spec: MethodSpec, prep: Prepared, rows: list[Row], items: Sequence[Item],
                 prompt_settings: dict[str, Any] | None, kind: dict[str, Any], source: str) -> View:
     """The view of one cell scored in this process (``judge score --view``): its rows, the items of the
     file (examples included), the statistics ``judge score`` prints and the prompts rebuilt as above."""
@@ -222,7 +237,7 @@ def from_scored(spec: MethodSpec, prep: Prepared, rows: list[dict[str, Any]], it
     view = View(f"{spec.name} on {Path(source).name}", runs=[ViewRun(f"judge score {Path(source).name}", source)])
     by_id = {it.id: it for it in items}
     by_id.update({ex.id: ex for ex in prep.pool or () if ex.id not in by_id})
-    rated = any(r.get("human") is not None for r in rows)
+    rated = any(r.human is not None for r in rows)
     quality = prep.quality.name if prep.quality is not None else None
     table = view.add_items(Path(source).name, 0, by_id)
     cell = ViewCell(0, spec.name, Path(source).name, quality, prep.seed if spec.kind.records_seed else None, kind,

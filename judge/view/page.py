@@ -31,10 +31,6 @@ from .data import View, ViewCell
 
 #: Version of the embedded data's layout (``format`` in it); a page reads only its own.
 FORMAT = 1
-#: Row fields as the page reads them: name in the data -> key of the row schema (judge.records.rows).
-ROW_COLUMNS = {"id": "id", "score": "score", "human": "human", "examples": "examples", "flags": "flags",
-               "estimated": "estimated", "complete": "complete", "error": "error", "system": "system",
-               "tokens": "n_prompt_tokens"}
 _SPEAKERS = {USER: "u", SYSTEM: "s"}
 
 
@@ -76,16 +72,21 @@ def _items(table: dict[str, Item]) -> dict[str, Any]:
 
 def _cell(c: ViewCell, index: int) -> dict[str, Any]:
     rows = c.rows
-    labels = list(dict.fromkeys(label for r in rows for label in (r.get("label_probs") or {})))
-    cols: dict[str, Any] = {name: [r.get(key) for r in rows] for name, key in ROW_COLUMNS.items()}
-    cols["estimated"] = [1 if r.get("estimated") else 0 for r in rows]
-    cols["complete"] = [0 if r.get("complete") is False else 1 for r in rows]
-    cols["probs"] = [None if r.get("label_probs") is None else [r["label_probs"].get(k) for k in labels]
-                     for r in rows]
-    cols["gap"] = [None if g is None else round(g, 4) for g in stats.rank_gap([r.get("score") for r in rows],
-                                                                              [r.get("human") for r in rows])]
-    if any(r.get("rationale") for r in rows):  # the judge's own words, when its method asks for them
-        cols["rationale"] = [r.get("rationale") for r in rows]
+    labels = list(dict.fromkeys(label for r in rows for label in (r.label_probs or {})))
+    # The row records' fields as columns (``tokens``: ``n_prompt_tokens``; ``drift``: the view's own check).
+    cols: dict[str, Any] = {
+        "id": [r.id for r in rows], "score": [r.score for r in rows], "human": [r.human for r in rows],
+        "examples": [list(r.examples) for r in rows], "flags": [list(r.flags) for r in rows],
+        "estimated": [1 if r.estimated else 0 for r in rows], "complete": [1 if r.complete else 0 for r in rows],
+        "error": [r.error for r in rows], "system": [r.system for r in rows],
+        "tokens": [r.n_prompt_tokens for r in rows], "prompt_sha": [r.prompt_sha for r in rows],
+        "template_sha": [r.template_sha for r in rows],
+        "probs": [None if r.label_probs is None else [r.label_probs.get(k) for k in labels] for r in rows],
+        "gap": [None if g is None else round(g, 4) for g in stats.rank_gap([r.score for r in rows],
+                                                                           [r.human for r in rows])]}
+    if any(r.rationale for r in rows):  # the judge's own words, when its method asks for them
+        cols["rationale"] = [r.rationale for r in rows]
+    cols["drift"] = c.drift if c.drift is not None else [None] * len(rows)
     return {
         "run": c.run, "method": c.method, "dataset": c.dataset, "quality": c.quality, "seed": c.seed,
         "kind": c.kind, "settings": c.settings, "stats": c.stats, "table": c.table, "labels": labels,
@@ -109,16 +110,16 @@ def _pairs(view: View) -> Iterator[dict[str, Any]]:
                 continue
             if ca.run != cb.run and ca.method != cb.method:
                 continue  # across runs, a method is compared with itself (the pairs would grow as runs squared)
-            by_id = {r["id"]: r for r in cb.rows}
-            shared = [r for r in ca.rows if r["id"] in by_id]
+            by_id = {r.id: r for r in cb.rows}
+            shared = [r for r in ca.rows if r.id in by_id]
             if not shared:
                 continue
-            gaps = stats.rank_gap([r.get("score") for r in shared], [by_id[r["id"]].get("score") for r in shared])
+            gaps = stats.rank_gap([r.score for r in shared], [by_id[r.id].score for r in shared])
             pair = paired_comparison(ca.rows, cb.rows, view.n_boot, view.seed)
             if pair.get("too_few"):  # below the floor: the page prints this instead of an interval and a p
                 pair["too_few_text"] = too_few_text(pair["n_units"])
             yield {"a": a, "b": b, **pair,
-                   "ids": [r["id"] for r in shared], "gap": [None if g is None else round(g, 4) for g in gaps]}
+                   "ids": [r.id for r in shared], "gap": [None if g is None else round(g, 4) for g in gaps]}
 
 
 def prompt_blobs(view: View) -> dict[str, str]:

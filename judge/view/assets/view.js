@@ -252,7 +252,10 @@
     info.textContent = wrap ? `${how}; highlighted: what the backend put around it (${c.chat ? "its chat template and special tokens" : "special tokens"}).`
       : `${how}${c.chat ? "; the backend applies the model's chat template, which it does not report" : ""}.`;
     if (c.prompt_note) info.textContent += ` ${c.prompt_note}`;
-    box.append(modes, info, pre);
+    box.append(modes, info);
+    // Today's template renders another text than the run sent (the row's prompt hash): say so beside it.
+    if (c.rows.drift[r]) box.append(el("p", { class: "warn", "data-testid": "prompt-drift" }, c.rows.drift[r]));
+    box.append(pre);
     promptsOf(ci).then((all) => {
       draw(all[r]);
       box.append(el("p", { class: "note" }, `${all[r].length.toLocaleString("en")} characters`,
@@ -271,9 +274,11 @@
       el("dt", {}, "settings"), el("dd", { class: "muted" }, c.settings || "–"),
       el("dt", {}, "kind"), el("dd", {}, (c.kind && c.kind.kind) || "–"),
       el("dt", {}, "judge score"), el("dd", { "data-testid": "score" }, rows.error[r] ? "failed" : num(rows.score[r])),
+      rows.prompt_sha[r] ? [el("dt", {}, "hashes"), el("dd", { class: "muted", "data-testid": "hashes" },
+        `prompt ${rows.prompt_sha[r]} · template ${rows.template_sha[r] || "–"}`)] : null,
       el("dt", {}, "rank gap"), el("dd", {}, gap === null ? "–" : [el("span", { class: gap > 0 ? "gap-pos" : "gap-neg" }, signed(gap)),
         el("span", { class: "muted" }, gap > 0 ? " (the judge ranks it above the humans)" : gap < 0 ? " (the judge ranks it below the humans)" : "")]),
-      rows.flags[r].length || !rows.complete[r] || rows.estimated[r] ? [el("dt", {}, "flags"), el("dd", {}, tags(c, r))] : null));
+      rows.flags[r].length || !rows.complete[r] || rows.estimated[r] || rows.drift[r] ? [el("dt", {}, "flags"), el("dd", {}, tags(c, r))] : null));
     box.append(el("h3", {}, "Label distribution"), bars(c, r));
     if (rows.error[r]) box.append(el("h3", {}, "Error"), el("div", { class: "error", "data-testid": "error" }, rows.error[r]));
     if (rows.rationale && rows.rationale[r]) {
@@ -320,6 +325,7 @@
       rows.error[r] ? el("span", { class: "tag bad" }, "failed") : null,
       rows.estimated[r] ? el("span", { class: "tag est" }, "estimated") : null,
       !rows.complete[r] ? el("span", { class: "tag est" }, "incomplete") : null,
+      rows.drift[r] ? el("span", { class: "tag bad", title: rows.drift[r] }, "prompt changed") : null,
       ...rows.flags[r].map((f) => el("span", { class: "tag" }, f)),
     ];
   }

@@ -1,0 +1,66 @@
+"""The pair row: one pair of replies compared by a pairwise method (``judge compare``, ``[[compare]]`` cells of
+``judge run``, ``POST /v1/compare`` of ``judge serve``; built by :func:`judge.engine.compare.pair_row`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from .record import Record
+from .rows import read_records
+
+
+@dataclass(frozen=True)
+class PairOrder(Record):
+    """One order a pairwise judge read (``ab``: a's reply shown first, or ``ba``): p(a's reply is better), the
+    order's verdict and the label probabilities as read."""
+
+    order: str
+    p_a: float | None
+    winner: str
+    label_probs: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class PairRow(Record):
+    """One pair's result. ``id`` is ``<item a> vs <item b>``; ``context`` the context both replies answer
+    (``ctx:`` + a hash); ``group`` the conversation bootstraps resample; ``human_a``/``human_b`` the items'
+    mean ratings for the quality (null without one); ``preference`` p(a's reply is better), the mean over the
+    orders read (a tie counting half); ``winner`` (``a``, ``b`` or ``tie``) the orders' common verdict, a tie
+    where they disagree; ``consistent`` whether both orders agreed (null with one order); ``tie`` the mean
+    probability of the tie label (null without one); ``length_a``/``length_b`` the characters of each reply;
+    ``flags`` each item's flags as ``a:<flag>``/``b:<flag>``, and ``same_reply`` when the texts are equal;
+    ``n_prompt_tokens`` over both orders."""
+
+    id: str
+    method: str
+    quality: str | None
+    context: str
+    group: str
+    system_a: str
+    system_b: str
+    item_a: str
+    item_b: str
+    human_a: float | None
+    human_b: float | None
+    preference: float | None
+    winner: str | None
+    consistent: bool | None
+    tie: float | None
+    orders: tuple[PairOrder, ...]
+    length_a: int
+    length_b: int
+    flags: tuple[str, ...]
+    estimated: bool
+    complete: bool
+    error: str | None
+    n_prompt_tokens: int
+
+
+#: Pair row keys, in the order they are written.
+PAIR_ROW_KEYS = tuple(f.name for f in fields(PairRow))
+
+
+def read_pair_rows(path: str | Path) -> list[PairRow]:
+    """The complete rows of a pair rows file, checked."""
+    return read_records(path, PairRow)
