@@ -276,7 +276,7 @@ def test_load_items_detects_formats(data_dir: Path) -> None:
     assert load_items(data_dir / "usr/pc_usr_data.json", dataset="pc")[0].dataset == "pc"
     assert load_items(data_dir / "usr/pc_usr_data.json")[0].id == "persona-usr_00000"
     assert detect_format(EXAMPLES) == "jsonl"
-    assert FORMATS == ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta")
+    assert FORMATS == ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta", "pandalm", "llmbar")
 
 
 def test_load_benchmark_missing_file(tmp_path: Path) -> None:

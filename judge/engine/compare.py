@@ -17,6 +17,10 @@ one order), ``tie`` (mean probability of the tie label; null without one), ``ord
 ``ab`` or ``ba``, ``p_a``, ``winner``, ``label_probs`` as read), ``length_a``, ``length_b`` (characters of each
 reply), ``flags`` (each item's flags as ``a:<flag>`` / ``b:<flag>``, and ``same_reply`` when the two texts are
 equal), ``estimated``, ``complete``, ``error``, ``n_prompt_tokens`` (both orders).
+
+A pair of a set that labels its pairs (PandaLM, LLMBar) adds :data:`LABEL_ROW_KEYS` after them: ``label`` (the
+side the humans preferred: ``a``, ``b``, ``tie``, or null without a majority), ``label_kind`` (``annotators``
+or ``gold``) and ``votes`` (each annotator's side), from :func:`judge.data.pairs.label_fields`.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
-from ..data.pairs import Pair
+from ..data.pairs import Pair, label_fields
 from ..data.qualities import Quality
 from ..records.rows import item_flags, rounded
 from ..scorers.base import PairScore, Scorer
@@ -39,6 +43,8 @@ from .units import Executor, LaneCost, run_lanes
 PAIR_ROW_KEYS = ("id", "method", "quality", "context", "group", "system_a", "system_b", "item_a", "item_b", "human_a",
                  "human_b", "preference", "winner", "consistent", "tie", "orders", "length_a", "length_b", "flags",
                  "estimated", "complete", "error", "n_prompt_tokens")
+#: Keys a labelled pair's row adds after :data:`PAIR_ROW_KEYS` (see the module docstring).
+LABEL_ROW_KEYS = ("label", "label_kind", "votes")
 
 
 def pair_items(pairs: Iterable[Pair]) -> list[Item]:
@@ -106,6 +112,8 @@ def pair_row(pair: Pair, score: PairScore, method: str, quality: str | None) -> 
         "complete": score.complete,
         "error": score.error,
         "n_prompt_tokens": score.n_prompt_tokens,
+        # The human label of a set that labels its pairs (none otherwise): LABEL_ROW_KEYS.
+        **label_fields(pair),
     }
 
 

@@ -18,7 +18,9 @@ pointwise method on the same items (:mod:`judge.records.rows`), :func:`summarise
 * **length**: the share of pairs (replies of different lengths) where the longer reply wins, for the judge
   (its preference) and for the humans (pairs whose means differ);
 * **system level**: Kendall's tau between the Bradley-Terry strengths and the systems' mean human ratings
-  (and the pointwise method's mean scores) over the compared items, for three systems or more.
+  (and the pointwise method's mean scores) over the compared items, for three systems or more;
+* against the **human label of each pair**, where the set gives one (PandaLM, LLMBar): accuracy,
+  positional agreement and the human-human ceiling (:mod:`judge.stats.pair_labels`).
 
 Every bootstrap draws whole conversations (the rows' ``group``) with replacement, the same draws for every
 figure of one summary, seeded: the same rows give the same numbers. A figure whose rows come from fewer
@@ -37,6 +39,7 @@ import numpy as np
 
 from .correlation import _boot_samples, _percentiles, _scipy_stats, _two_sided_p, stratified_samples
 from .floor import has_interval
+from .pair_labels import label_figures
 
 #: Half a win each way per compared pair of systems (see the module docstring).
 BT_PRIOR = 0.5
@@ -131,7 +134,7 @@ def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores
     }
     if not ok:
         return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
-                "system_level": None}
+                "system_level": None, "labels": None}
     strengths = _bt_fit(ok, systems, boot)
     out["win_rates"] = _win_rates(ok, systems, boot)
     out["ranking"] = strengths
@@ -139,6 +142,7 @@ def summarise_pairs(rows: Sequence[Mapping[str, Any]], *, pointwise: PointScores
     out["humans"] = _humans(ok, boot, pointwise, pointwise_name)
     out["length"] = _length(ok, boot)
     out["system_level"] = _system_level(ok, strengths, pointwise, pointwise_name, boot.n_units)
+    out["labels"] = label_figures(ok, boot)
     return out
 
 
