@@ -397,7 +397,8 @@ _LABELS_ABOUT = ("Sets that label their pairs (PandaLM: three annotators, ties a
                  "in both orders. Agreement: the same verdict in both orders (positional agreement). Human-human: "
                  "per pair the share of annotator pairs that agree, the ceiling beside the judge-human agreement "
                  "(the share of annotators the judge's verdict equals). Published judges: the LLMBar paper's "
-                 "(evaluators/<judge>/<strategy>/statistics.json), read from the release.")
+                 "(evaluators/<judge>/<strategy>/statistics.json), read from the release: over the whole set, where ours are "
+                 "over the pairs the run compared (its half and contexts; the pairs column says how many).")
 
 
 def judge_label(e: Mapping[str, Any]) -> str:
