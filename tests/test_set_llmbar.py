@@ -7,7 +7,6 @@ the mock backend for the command paths; SmolLM2 once on two pairs."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -49,9 +48,11 @@ def test_an_instruction_two_sets_share_is_in_one_half_and_odd_pairs_are_flagged(
     shared = [t for t in halves if sum(any(it.context[0].text == t for it in its) for its in items.values()) > 1]
     # GPTInst and Neighbor share a poem about FOSS, FairEval and LLMEval2 a question about vaccines.
     assert len(shared) == 2 and any(t.startswith("Could you please write a poem about the future of FOSS") for t in shared)
-    # LLMEval2 holds a pair whose two outputs are one text, one of them empty: both kept.
+    # LLMEval2 holds a pair whose two outputs are one text (same_reply in its row) and an empty output: both kept.
     same = [p for p in pairs_within(items["llmbar-llmeval2"], file="x").pairs if p.a.response == p.b.response]
-    assert len(same) == 1 and "empty_response" in same[0].a.flags
+    assert len(same) == 1
+    assert [it.id for it in items["llmbar-llmeval2"] if "empty_response" in it.flags] == [
+        it.id for it in items["llmbar-llmeval2"] if not it.response.strip()] != []
 
 
 def test_the_files_are_downloadable_from_the_release():
@@ -84,7 +85,7 @@ def test_the_published_judges_are_what_the_release_files_say(data_dir):
     natural = published_judges("llmbar-natural")
     assert len(natural) == 65 and {r["judge"] for r in natural} == {"GPT-4", "ChatGPT", "ChatGPT-0301", "PaLM2",
                                                                      "LLaMA2", "Falcon"}
-    assert {n: len(published_judges(n)) for n in SETS} == {**{n: 65 for n in SETS}, "llmbar-faireval": 8,
+    assert {n: len(published_judges(n)) for n in SETS} == {**dict.fromkeys(SETS, 65), "llmbar-faireval": 8,
                                                           "llmbar-llmeval2": 8}
     for row in natural:
         raw = json.loads((data_dir / "llmbar/Natural/evaluators" / row["judge"] / row["strategy"] /

@@ -107,7 +107,7 @@ def test_a_repeated_idx_is_refused(tmp_path):
 
 def _row(votes, label, orders, winner, group="g1"):
     return {"id": "x", "system_a": "s", "system_b": "t", "item_a": "x1", "item_b": "x2", "context": group, "group": group, "preference": 0.5,
-            "winner": winner, "consistent": len({o for o in orders}) == 1, "length_a": 1, "length_b": 2,
+            "winner": winner, "consistent": len(set(orders)) == 1, "length_a": 1, "length_b": 2,
             "orders": [{"order": o, "p_a": 0.5, "winner": w} for o, w in zip(("ab", "ba"), orders)],
             "label": label, "label_kind": "annotators", "votes": votes}
 
