@@ -7,6 +7,7 @@ the mock backend for the command paths; SmolLM2 once on two pairs."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +182,27 @@ def test_smollm2_judges_two_pairs_and_lands_beside_the_papers(data_dir, capsys):
     row = next(line for line in printed.splitlines() if "ours: prompt pairwise" in line)
     assert row.split()[-1] == "2"  # two pairs compared, beside the paper's 47
     assert "GPT-4" in printed
+
+
+def _section_commands() -> list[list[str]]:
+    """The ``judge compare`` commands of docs/pairwise.md's "Sets with a human preference per pair"."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "pairwise.md").read_text(encoding="utf-8")
+    section = text.split("## Sets with a human preference per pair", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("judge compare")]
+
+
+def test_the_documented_commands_run(data_dir, capsys, monkeypatch):
+    """The section's commands as written, on the mock backend (the first two; the judge runs with SmolLM2
+    above), and the hosted one with --check: what it would send and cost, without sending anything."""
+    commands = _section_commands()
+    assert [c[:2] for c in commands] == [["compare", "--dataset"]] * 3
+    local = [[str(data_dir) if a == "../shared/data" else a for a in c] for c in commands]
+    for args in local[:2]:
+        assert main([*args, "--backend", "mock", "--no-progress", "--bootstrap", "50"]) == 0
+        assert "labels    accuracy against" in capsys.readouterr().out
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    assert main([*local[2], "--check", "--limit", "3"]) == 0
+    assert "pairwise (3 pairs)" in capsys.readouterr().out
