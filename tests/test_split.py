@@ -15,7 +15,7 @@ import pytest
 
 from judge.core.errors import InputError
 from judge.datasets import load_benchmark, load_items, resolve_source
-from judge.datasets.benchmarks import DATASETS
+from judge.datasets.benchmarks import DATASETS, indexed
 from judge.datasets.conversations import build_index, index_text
 from judge.datasets.identity import INDEX
 from judge.datasets.split import conversation_of, split_items, split_of
@@ -331,7 +331,12 @@ def test_the_conversation_index_is_what_the_registered_files_give(data_dir):
     built = build_index(data_dir)
     assert json.loads(INDEX.read_text()) == built
     assert index_text(built) == INDEX.read_text()
-    assert set(built["sets"]) == {n for n in DATASETS if (data_dir / DATASETS[n].path).exists()}
+    # Every shipped set of a dialogue corpus; the response-pair sets (index = false) are named by their texts.
+    assert set(built["sets"]) == {n for n in DATASETS if (data_dir / DATASETS[n].path).exists()
+                                  and indexed(DATASETS[n].corpus)}
+    assert {n for n in DATASETS if not indexed(DATASETS[n].corpus)} == {
+        "pandalm", "llmbar-natural", "llmbar-gptinst", "llmbar-gptout", "llmbar-manual", "llmbar-neighbor",
+        "llmbar-faireval", "llmbar-llmeval2"}
 
 
 def test_halves_do_not_depend_on_which_other_files_are_present(data_dir, tmp_path):
