@@ -217,7 +217,7 @@ def test_a_registered_set_is_named_by_its_fingerprints_never_by_context(data_dir
     if not (data_dir / DATASETS[name].path).exists():
         pytest.skip(f"{name}: its file is not shipped")
     if not indexed(DATASETS[name].corpus):
-        pytest.skip(f"{name}: a response-pair set, named by its instructions' texts (tests/test_set_pairs.py)")
+        pytest.skip(f"{name}: a response-pair set, named by its instructions' texts (tests/test_set_pandalm.py, test_set_llmbar.py)")
     items = load_items(data_dir / DATASETS[name].path, format=DATASETS[name].format, dataset=name,
                        identified=False)
     known = known_conversations()

@@ -145,3 +145,12 @@ def test_compare_reports_accuracy_against_the_majority_with_the_ceiling_beside(d
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     assert summary["labels"]["n_labelled"] == len(rows) and summary["labels"]["human_human"]["value"] > 0.5
     assert "judges " not in printed  # no published judges for PandaLM
+
+
+def test_systems_and_baseline_choose_among_the_records_pairs(pandalm):
+    both = pairs_within(pandalm, file="pandalm", systems=["llama-7b", "opt-7b"]).pairs
+    assert len(both) == 106 and {(p.system_a, p.system_b) for p in both} == {("llama-7b", "opt-7b")}
+    with_llama = pairs_within(pandalm, file="pandalm", baseline="llama-7b").pairs
+    assert len(with_llama) == 111 + 110 + 106 + 94 and all("llama-7b" in (p.system_a, p.system_b) for p in with_llama)
+    with pytest.raises(InputError, match="no item of the file is by system 'gpt-4'"):
+        pairs_within(pandalm, file="pandalm", baseline="gpt-4")
