@@ -167,6 +167,8 @@ def test_a_run_with_two_judges_puts_both_in_the_table_beside_the_papers(data_dir
     assert all(gptout.index(line) < first_published for line in ours)
     assert len([line for line in gptout if line.startswith("| ") and "ours:" not in line]) - 2 == 65
     assert "Against the pairs' labels" in (out / "leaderboard.html").read_text()
+    csv = (out / "pairwise.csv").read_text()
+    assert "label_accuracy" in csv and "label_positional_agreement" in csv and "label_human_human" not in csv
     summary = json.loads((out / "summary.json").read_text())
     assert {(e["name"], e["abbrev"]) for e in summary["pairwise"]} == {("local", "LBGO"), ("local", "LBM"),
                                                                        ("hosted", "LBGO")}

@@ -341,7 +341,7 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def csv_text(entries: Sequence[Mapping[str, Any]]) -> str:
     """``pairwise.csv``: one row per figure of every entry (win rates, strengths, position, agreement, length,
-    system-level tau), for spreadsheets."""
+    against the pairs' labels (``label_*``), system-level tau), for spreadsheets."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, CSV_FIELDS, lineterminator="\n")
     w.writeheader()
@@ -381,6 +381,9 @@ def _figures(e: Mapping[str, Any]) -> list[dict[str, Any]]:
         out += fig("human_agreement_difference", h["difference"], e["method_name"], h["pointwise"]["method"])
     ln = e.get("length") or {}
     out += fig("longer_wins", ln.get("judge"), e["method_name"]) + fig("longer_wins", ln.get("humans"), "humans")
+    lab = e.get("labels") or {}
+    for key in ("accuracy", "decided", "both_orders", "positional_agreement", "verdict", "human_human", "judge_human"):
+        out += fig(f"label_{key}", lab.get(key), e["method_name"] if key != "human_human" else "humans")
     s = e.get("system_level")
     if s:
         k = few(s)
