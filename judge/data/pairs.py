@@ -45,8 +45,8 @@ def context_id(item: Item) -> str:
 
 #: ``Item.meta`` keys of an item of a response-pair set: the record it belongs to (both its replies share it)
 #: and how the set labels its pairs (:data:`LABEL_KINDS`).
-PAIR_KEY = "pair"
-LABEL_KEY = "label"
+PAIR_KEY = "labelled_pair"
+LABEL_KEY = "label_kind"
 #: The quality whose ratings hold each annotator's vote on a reply of a pair: 1 preferred, 0 not, 0.5 a tie.
 PREFERRED = "preferred"
 #: ``annotators``: several people each gave a side or a tie, the label is their majority; ``gold``: one label.
@@ -176,7 +176,7 @@ def pairs_within(items: Sequence[Item], *, file: str, systems: Sequence[str] | N
 
 def _declared_pairs(items: Sequence[Item], wanted: set[str], baseline: str | None, known: list[str], file: str,
                     dialogs: int) -> Pairing:
-    """The pairs of a response-pair set: the two items of each record (``meta["pair"]``), the first as ``a``,
+    """The pairs of a response-pair set: the two items of each record (``meta["labelled_pair"]``), the first as ``a``,
     with the record's label; of the chosen systems (with a ``baseline``, the pairs that hold it)."""
     records: dict[Any, list[Item]] = {}
     for it in items:
@@ -206,7 +206,7 @@ def _declared_pairs(items: Sequence[Item], wanted: set[str], baseline: str | Non
 def pair_label(a: Item, b: Item, file: str) -> PairLabel | None:
     """The human preference on the pair (a, b) of a response-pair set, from each reply's votes
     (``annotations["preferred"]``, one per annotator, the two replies' summing to 1) and the set's kind of
-    label (``meta["label"]``); None where neither reply carries votes."""
+    label (``meta["label_kind"]``); None where neither reply carries votes."""
     va, vb = a.annotations.get(PREFERRED), b.annotations.get(PREFERRED)
     if va is None and vb is None:
         return None

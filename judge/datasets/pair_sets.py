@@ -5,8 +5,8 @@ preferred which. A record becomes two turn-level items, one per reply, in the pa
 is the pair's side ``a``); their context is the instruction as one user turn. What makes them a pair rides on
 the items, so that every path that loads a set (``judge compare --dataset``, ``judge run``, the split) keeps it:
 
-* ``meta["pair"]``: the record's index in the file, shared by its two items, and ``meta["label"]``: how
-  the set labels its pairs (``annotators``: several people, ties allowed; ``gold``: one label, no tie);
+* ``meta["labelled_pair"]``: the record's index in the file, shared by its two items, and
+  ``meta["label_kind"]``: how the set labels its pairs (``annotators``: several people, ties allowed; ``gold``: one label, no tie);
   :func:`judge.data.pairs.pairs_within` pairs exactly these two items and reads the label
   (:class:`judge.data.pairs.PairLabel`);
 * ``annotations["preferred"]``: per annotator, 1 when this reply was preferred, 0 when the other one
