@@ -19,6 +19,7 @@ from judge.datasets.benchmarks import DATASETS, dataset_info
 from judge.datasets.download import DATA_FILES
 from judge.datasets.published_judges import JUDGES_FILE, published_judges, read_judges, read_statistics
 from judge.datasets.split import conversation_of, split_of
+from judge.engine.compare import LABEL_ROW_KEYS, PAIR_ROW_KEYS
 from judge.report.pairwise import anchor_rows
 
 SETS = {"llmbar-natural": ("LBN", 100), "llmbar-gptinst": ("LBGI", 92), "llmbar-gptout": ("LBGO", 47),
@@ -121,6 +122,7 @@ def test_compare_prints_this_judge_beside_the_papers(data_dir, capsys, tmp_path)
     assert any(line.split()[:3] == ["GPT-4", "Vanilla", f"{plain['accuracy']:.3f}"] for line in table)
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [list(r) for r in rows] == [[*PAIR_ROW_KEYS, *LABEL_ROW_KEYS]] * 6  # the documented row, then the label
     # The accuracy is each order's verdict against the label, averaged over both orders.
     per_order = [sum(o["winner"] == r["label"] for o in r["orders"]) / 2 for r in rows]
     assert summary["labels"]["accuracy"]["value"] == pytest.approx(sum(per_order) / len(rows), abs=1e-6)

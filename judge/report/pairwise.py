@@ -453,7 +453,7 @@ def anchor_rows(entries: Sequence[Mapping[str, Any]], published: Sequence[Mappin
         a, b, g = lab.get("accuracy"), lab.get("both_orders"), lab.get("positional_agreement")
         if a:
             spec = e.get("spec") or {}
-            rows.append([judge_label(e), f"ours: prompt {spec.get('prompt')}, {spec.get('orders')} orders",
+            rows.append([judge_label(e), f"ours: prompt {spec.get('prompt')}, {_orders_text(str(spec.get('orders')))}",
                          f"{fmt(a['value'])}{_ci(a)}", fmt(b["value"]) if b else "–", fmt(g["value"]) if g else "–",
                          str(a["n"])])
     shown = _compact(published) if compact else list(published)
