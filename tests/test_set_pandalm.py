@@ -154,3 +154,11 @@ def test_systems_and_baseline_choose_among_the_records_pairs(pandalm):
     assert len(with_llama) == 111 + 110 + 106 + 94 and all("llama-7b" in (p.system_a, p.system_b) for p in with_llama)
     with pytest.raises(InputError, match="no item of the file is by system 'gpt-4'"):
         pairs_within(pandalm, file="pandalm", baseline="gpt-4")
+
+
+def test_one_order_per_pair_gives_accuracy_but_no_positional_figures():
+    rows = [{**_row(["a"], "a", ["a"], "a", f"g{i}"), "label_kind": "gold"} for i in range(3)]
+    rows[2]["orders"][0]["winner"] = "b"
+    lab = summarise_pairs(rows, n_boot=20)["labels"]
+    assert lab["kind"] == "gold" and lab["accuracy"]["value"] == pytest.approx(2 / 3)
+    assert lab["both_orders"] is None and lab["positional_agreement"] is None and "human_human" not in lab
