@@ -38,12 +38,14 @@ NOT_SHARED = {"dstc10_track5/persona-zhao_eval.json", "dstc10_track5/convai2-gra
 
 
 def test_sources_are_pinned_raw_github_urls():
-    assert len(DATA_FILES) == 14
+    assert len(DATA_FILES) == 14 + 8  # the DSTC10 and original releases, then PandaLM and the seven LLMBar sets
     for f in DATA_FILES:
         assert f.url.startswith("https://raw.githubusercontent.com/") and f.commit in f.url
         assert len(f.sha256) == 64
     urls = {f.path: f.url for f in DATA_FILES}
     assert urls["fed/fed_data.json"].endswith("DSincerity/FED_Replication/f0a9a675ffcd134e9cb606c46afc8e0c7ad31ba4/fed_data.json")
+    # A path with a character URLs reserve is sent escaped (the release's folder is "LLMEval^2").
+    assert urls["llmbar/LLMEval2/dataset.json"].endswith("/Dataset/Processed/LLMEval%5E2/dataset.json")
 
 
 def test_verify_shared_copy(data_dir, capsys):

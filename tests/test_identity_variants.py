@@ -20,7 +20,7 @@ from judge.cli import main
 from judge.core.errors import InputError
 from judge.data.items import Item, Turn, conversation_of
 from judge.datasets import load_benchmark, load_items
-from judge.datasets.benchmarks import DATASETS
+from judge.datasets.benchmarks import DATASETS, indexed
 from judge.datasets.contexts import MIN_CONTEXT, ContextIndex, context_texts, piece_key, pieces, unlabelled
 from judge.datasets.identity import fingerprint, identify, index_digest, known_contexts, known_conversations
 from judge.datasets.split import split_of
@@ -216,6 +216,8 @@ def test_a_registered_set_is_named_by_its_fingerprints_never_by_context(data_dir
     and its halves are the ones before it (a set registered later gets the same by write_index)."""
     if not (data_dir / DATASETS[name].path).exists():
         pytest.skip(f"{name}: its file is not shipped")
+    if not indexed(DATASETS[name].corpus):
+        pytest.skip(f"{name}: a response-pair set, named by its instructions' texts (tests/test_set_pandalm.py, test_set_llmbar.py)")
     items = load_items(data_dir / DATASETS[name].path, format=DATASETS[name].format, dataset=name,
                        identified=False)
     known = known_conversations()

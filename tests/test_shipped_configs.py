@@ -73,6 +73,9 @@ ARGS = {
     # Its test reading: the chosen cell of the dev file above on the test half (tests/test_pairwise.py checks
     # that it is the dev choice), the same harness path.
     "pairwise_test_q15.toml": ["--datasets", "DGR", "--backend", "mock"],
+    # The response-pair sets' judge (tests/test_set_pairs.py runs judge compare on them with SmolLM2): the smallest
+    # LLMBar set on the mock backend, its labels table with the paper's judges beside.
+    "pairsets_q15.toml": ["--datasets", "LBGO", "--backend", "mock"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
     # Issue 54's measurement (a 128-token rationale with Qwen-1.5B): its harness logic on the mock backend;

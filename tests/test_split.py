@@ -16,7 +16,7 @@ import pytest
 from judge.core.errors import InputError
 from judge.data.items import conversation_of
 from judge.datasets import load_benchmark, load_items, resolve_source
-from judge.datasets.benchmarks import DATASETS
+from judge.datasets.benchmarks import DATASETS, indexed
 from judge.datasets.conversations import build_index, index_text
 from judge.datasets.identity import INDEX
 from judge.datasets.split import split_items, split_of
@@ -107,6 +107,15 @@ HALVES = [
     ("usr-topical", 162, 25, 198, 29, "3deccb9accd41a06826cb1b73bb7e902877d8b75f1bc8b732c63c66f2e2e6b30"),
     ("usr-persona", 155, 31, 145, 28, "96ba7ef4613df7a7398a762144d07f16a5b8c34e1ba8bff3a6dc9b5eac4179e8"),
     ("gupta-csv", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
+    # The response-pair sets, split by instruction (an item per reply, both replies of a pair in one half).
+    ("pandalm", 966, 85, 1032, 85, "c7359c0e2a3432063d3f2cb4ff73e07645988d40155c03b08bea0605a90c917e"),
+    ("llmbar-natural", 86, 43, 114, 57, "337d209602943a1e65cbfe96c58483a046eff82ca38dcd265542d1903389212a"),
+    ("llmbar-gptinst", 88, 44, 96, 48, "2aaa60ea02045ffda2f5d50d40db0cd4934d5edcf94236c672135359800c7a28"),
+    ("llmbar-gptout", 52, 26, 42, 21, "8a0ccc920a42657bf31cdd7d81100b4d7e2233fa3645479e290f775029bef11c"),
+    ("llmbar-manual", 36, 18, 56, 28, "2a7d16ea4b21604806c6679803b69a6851452f5598542a8862781f1945b29003"),
+    ("llmbar-neighbor", 132, 66, 136, 68, "1043d799c35aafa4a38b0ddd6c754b96e007ab91b42a6136e03993fd88415de4"),
+    ("llmbar-faireval", 62, 31, 70, 35, "6867c8095108138a8de95dbaa93a1ba8e896c9e5390e850ebb2ff579a26ed56a"),
+    ("llmbar-llmeval2", 200, 100, 200, 100, "302b93477f004cca7cf61d05be6f299aacdf1d4f3c3d41af221b042be35cdaad"),
 ]
 #: Registered, but their files are not in ../shared/data: once they are, they need a row in HALVES.
 NOT_SHIPPED = {"persona-zhao", "convai2-grade"}
@@ -323,7 +332,12 @@ def test_the_conversation_index_is_what_the_registered_files_give(data_dir):
     built = build_index(data_dir)
     assert json.loads(INDEX.read_text()) == built
     assert index_text(built) == INDEX.read_text()
-    assert set(built["sets"]) == {n for n in DATASETS if (data_dir / DATASETS[n].path).exists()}
+    # Every shipped set of a dialogue corpus; the response-pair sets (index = false) are named by their texts.
+    assert set(built["sets"]) == {n for n in DATASETS if (data_dir / DATASETS[n].path).exists()
+                                  and indexed(DATASETS[n].corpus)}
+    assert {n for n in DATASETS if not indexed(DATASETS[n].corpus)} == {
+        "pandalm", "llmbar-natural", "llmbar-gptinst", "llmbar-gptout", "llmbar-manual", "llmbar-neighbor",
+        "llmbar-faireval", "llmbar-llmeval2"}
 
 
 def test_halves_do_not_depend_on_which_other_files_are_present(data_dir, tmp_path):

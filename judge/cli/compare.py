@@ -25,6 +25,7 @@ from ..data.pairs import Pairing, pairs_between, pairs_within, sample_contexts
 from ..data.qualities import Quality
 from ..datasets import load_items
 from ..datasets.benchmarks import dataset_info
+from ..datasets.published_judges import published_judges
 from ..datasets.source import resolve_source
 from ..datasets.split import split_items
 from ..distributed.options import add_ray_options
@@ -37,7 +38,7 @@ from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default
 from ..records.pair_rows import PairRow
 from ..records.rows import Row
-from ..report.pairwise import text_lines
+from ..report.pairwise import anchors_text, text_lines
 from ..stats.pairwise import pairwise_entry
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
                            spec=spec.describe(), settings=spec.kind.settings_text(spec.describe()),
                            kind=method_kinds(spec, quality).to_dict(), pointwise=pointwise,
                            pointwise_name=against.name if against else None, n_boot=args.bootstrap)
-    for line in text_lines(entry):
+    for line in text_lines(entry) + anchors_text(entry, published_judges(where)):
         print(line)
     if args.output:
         atomic_write_text(Path(args.output).with_suffix(".summary.json"),

@@ -9,7 +9,11 @@ the data people have:
   :func:`pairs_within` pairs the replies of different ``system`` s within each context, every two systems
   or each system against a ``baseline``;
 * two files, one per system (``judge compare old.jsonl new.jsonl``): :func:`pairs_between` pairs them item
-  by item, by matching ids, or where the ids differ by matching contexts.
+  by item, by matching ids, or where the ids differ by matching contexts;
+* a set whose records *are* pairs with a human preference each (PandaLM, LLMBar:
+  :mod:`judge.datasets.pair_sets`): :func:`pairs_within` pairs exactly the two replies of each record, and
+  the pair carries the record's label (:class:`PairLabel`: the preferred side per annotator, ties where the
+  set has them, or one gold side).
 
 Bad pairing is bad input, named by file and record before any model loads: an item without a system, a
 dialog-level item (a dialog has no context shared with another), ids or contexts that do not match across
@@ -26,6 +30,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InputError, MissingInputError
 from .alternatives import context_key
@@ -37,15 +42,50 @@ def context_id(item: Item) -> str:
     return "ctx:" + hashlib.sha1(context_key(item).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+#: ``Item.meta`` keys of an item of a response-pair set: the record it belongs to (both its replies share it)
+#: and how the set labels its pairs (:data:`LABEL_KINDS`).
+PAIR_KEY = "labelled_pair"
+LABEL_KEY = "label_kind"
+#: The quality whose ratings hold each annotator's vote on a reply of a pair: 1 preferred, 0 not, 0.5 a tie.
+PREFERRED = "preferred"
+#: ``annotators``: several people each gave a side or a tie, the label is their majority; ``gold``: one label.
+LABEL_KINDS = ("annotators", "gold")
+#: What one vote or label says: the pair's first reply is better, the second, or neither (a tie).
+SIDES = ("a", "b", "tie")
+
+
+@dataclass(frozen=True)
+class PairLabel:
+    """The human preference on one pair: each annotator's vote (``a``, ``b`` or ``tie``), in the file's
+    order, and how the set means them (:data:`LABEL_KINDS`). The label a judge is scored against is
+    :attr:`side`: the gold vote, or the annotators' majority (a tie when most voted tie; None when no side
+    has a majority, which three annotators and three answers allow)."""
+
+    votes: tuple[str, ...]
+    kind: str = "annotators"
+
+    @property
+    def side(self) -> str | None:
+        """The label: the gold side, else the side more than half the annotators chose (else None)."""
+        if self.kind == "gold":
+            return self.votes[0]
+        for s in SIDES:
+            if 2 * self.votes.count(s) > len(self.votes):
+                return s
+        return None
+
+
 @dataclass(frozen=True)
 class Pair:
     """Two replies to one context: ``a`` by ``system_a`` and ``b`` by ``system_b``. Which one a prompt shows
-    first is the judge's business (both orders by default), not the pair's."""
+    first is the judge's business (both orders by default), not the pair's. ``label``: the human preference
+    where the set gives one per pair (:class:`PairLabel`), else None."""
 
     a: Item
     b: Item
     system_a: str
     system_b: str
+    label: PairLabel | None = None
 
     @property
     def id(self) -> str:
@@ -106,6 +146,8 @@ def pairs_within(items: Sequence[Item], *, file: str, systems: Sequence[str] | N
                                     record=it.id, field="system")
     known = list(dict.fromkeys(str(it.system) for it in items))
     wanted = _chosen(systems, baseline, known, file)
+    if any(PAIR_KEY in it.meta for it in items):
+        return _declared_pairs(items, wanted, baseline, known, file, dialogs)
     by_context: dict[str, list[Item]] = {}
     for it in items:
         if str(it.system) in wanted:
@@ -129,6 +171,64 @@ def pairs_within(items: Sequence[Item], *, file: str, systems: Sequence[str] | N
         (dialogs, "dialog-level items" if dialogs != 1 else "dialog-level item",
          "a dialog shares no context with another reply")) if n]
     return Pairing(pairs, [s for s in known if s in used], single, notes=notes)
+
+
+def _declared_pairs(items: Sequence[Item], wanted: set[str], baseline: str | None, known: list[str], file: str,
+                    dialogs: int) -> Pairing:
+    """The pairs of a response-pair set: the two items of each record (``meta["labelled_pair"]``), the first as ``a``,
+    with the record's label; of the chosen systems (with a ``baseline``, the pairs that hold it)."""
+    records: dict[Any, list[Item]] = {}
+    for it in items:
+        if PAIR_KEY not in it.meta:
+            raise InputError("the file pairs its replies record by record, and this item names no pair", file=file,
+                             record=it.id, field=f"meta.{PAIR_KEY}")
+        records.setdefault(it.meta[PAIR_KEY], []).append(it)
+    pairs = []
+    for key, two in records.items():
+        if len(two) != 2:
+            raise InputError(f"pair {key} has {len(two)} replies, not two", file=file, record=two[0].id,
+                             field=f"meta.{PAIR_KEY}")
+        a, b = two
+        sa, sb = str(a.system), str(b.system)
+        if not {sa, sb} <= wanted or (baseline is not None and baseline not in (sa, sb)):
+            continue
+        pairs.append(Pair(a, b, sa, sb, pair_label(a, b, file)))
+    if not pairs:
+        raise MissingInputError("no pair of the file is between the systems chosen: nothing to compare", file=file,
+                                field="--systems")
+    used = {s for p in pairs for s in (p.system_a, p.system_b)}
+    notes = [f"{dialogs} dialog-level item{'s' if dialogs != 1 else ''} left out: a dialog shares no context with "
+             "another reply"] if dialogs else []
+    return Pairing(pairs, [s for s in known if s in used], matched_by="pairs", notes=notes)
+
+
+def pair_label(a: Item, b: Item, file: str) -> PairLabel | None:
+    """The human preference on the pair (a, b) of a response-pair set, from each reply's votes
+    (``annotations["preferred"]``, one per annotator, the two replies' summing to 1) and the set's kind of
+    label (``meta["label_kind"]``); None where neither reply carries votes."""
+    va, vb = a.annotations.get(PREFERRED), b.annotations.get(PREFERRED)
+    if va is None and vb is None:
+        return None
+    if va is None or vb is None or len(va) != len(vb) or any(abs(x + y - 1.0) > 1e-9 for x, y in zip(va, vb)):
+        raise InputError(f"the two replies' votes ({va} and {vb}) do not split each annotator's preference between "
+                         "them (1 and 0, or 0.5 each for a tie)", file=file, record=a.id, field=PREFERRED)
+    kind = str(a.meta.get(LABEL_KEY, "annotators"))
+    if kind not in LABEL_KINDS:
+        raise InputError(f"expected one of {', '.join(LABEL_KINDS)}, got {kind!r}", file=file, record=a.id,
+                         field=f"meta.{LABEL_KEY}")
+    votes = tuple("a" if x == 1.0 else "b" if x == 0.0 else "tie" if x == 0.5 else "" for x in va)
+    if "" in votes or not votes or (kind == "gold" and (len(votes) != 1 or votes[0] == "tie")):
+        raise InputError(f"expected votes of 1, 0 or 0.5 (a gold label: one vote, no tie), got {va}", file=file,
+                         record=a.id, field=PREFERRED)
+    return PairLabel(votes, kind)
+
+
+def label_fields(pair: Pair) -> dict[str, Any]:
+    """The pair row's keys for the human label (only where the pair has one): ``label`` (the side it is scored
+    against, or None), ``label_kind`` and ``votes`` (per annotator)."""
+    if pair.label is None:
+        return {}
+    return {"label": pair.label.side, "label_kind": pair.label.kind, "votes": tuple(pair.label.votes)}
 
 
 def _chosen(systems: Sequence[str] | None, baseline: str | None, known: list[str], file: str) -> set[str]:

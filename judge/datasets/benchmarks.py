@@ -13,6 +13,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InputError, UnknownNameError
 from ..data.items import Level
@@ -62,13 +63,13 @@ class DatasetInfo:
         raise UnknownNameError(f"quality of {self.name}", name, [q.name for q in self.qualities])
 
 
-def _read(path: Path) -> tuple[dict[str, dict[str, str]], dict[str, DatasetInfo]]:
+def _read(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, DatasetInfo]]:
     """The corpora and the sets of the records file (their quality groups are read by :mod:`judge.data.qualities`),
     checked as far as they refer to each other: a wrong name in a record fails every import of judge, which
     the test suite sees at once."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     groups = QUALITY_GROUPS
-    corpora: dict[str, dict[str, str]] = data["corpora"]
+    corpora: dict[str, dict[str, Any]] = data["corpora"]
     sets: dict[str, DatasetInfo] = {}
     for raw in data["sets"]:
         src = raw.get("source")
@@ -109,6 +110,13 @@ def corpus_sets(corpus: str) -> tuple[str, ...]:
     then in the records' order."""
     anchor = CORPORA[corpus]["anchor"]
     return (anchor, *(n for n, d in DATASETS.items() if d.corpus == corpus and n != anchor))
+
+
+def indexed(corpus: str) -> bool:
+    """Whether the sets of ``corpus`` are in the conversation index (``conversations.json``): dialogue corpora
+    are; the response-pair sets (``index = false``) share no dialogue with them, and each of their
+    instructions is named by its own text (:func:`judge.datasets.identity.content_name`)."""
+    return bool(CORPORA[corpus].get("index", True))
 
 
 def registered_quality(name: str) -> Quality:

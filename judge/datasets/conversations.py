@@ -48,7 +48,7 @@ from typing import Any
 from ..core.components import components
 from ..core.io import atomic_write_text
 from ..data.items import Item
-from .benchmarks import DATASETS, corpus_sets, dataset_info
+from .benchmarks import DATASETS, corpus_sets, dataset_info, indexed
 from .contexts import index_entry, known_sequences
 from .formats import load_items
 from .identity import INDEX, INDEX_FORMAT, fingerprint, normalised
@@ -186,8 +186,9 @@ def _window_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]
 
 
 def present_sets(data_dir: str | Path) -> list[str]:
-    """The registered sets whose files are under ``data_dir``, in the records' order."""
-    return [n for n, d in DATASETS.items() if (Path(data_dir) / d.path).is_file()]
+    """The registered sets of an indexed corpus (:func:`judge.datasets.benchmarks.indexed`) whose files are under
+    ``data_dir``, in the records' order."""
+    return [n for n, d in DATASETS.items() if indexed(d.corpus) and (Path(data_dir) / d.path).is_file()]
 
 
 def build_index(data_dir: str | Path, rules: Sequence[str] = RULES) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ class DataFile:
 
     @property
     def url(self) -> str:
-        return f"{_RAW}/{self.repo}/{self.commit}/{self.source_path}"
+        return f"{_RAW}/{self.repo}/{self.commit}/{urllib.parse.quote(self.source_path)}"
 
 
 def _label(info: DatasetInfo) -> str:

@@ -30,9 +30,11 @@ FORMAT_LOADERS.register_lazy("dstc10", "judge.datasets.dstc10:from_text")
 FORMAT_LOADERS.register_lazy("dstc10-dial", "judge.datasets.dstc10:from_text")
 FORMAT_LOADERS.register_lazy("fed", "judge.datasets.fed:from_text")
 FORMAT_LOADERS.register_lazy("usr", "judge.datasets.usr:from_text")
+FORMAT_LOADERS.register_lazy("pandalm", "judge.datasets.pair_sets:pandalm_from_text")
+FORMAT_LOADERS.register_lazy("llmbar", "judge.datasets.pair_sets:llmbar_from_text")
 
 #: The built-in format names (``FORMAT_LOADERS.names()`` adds registered ones).
-FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta")
+FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta", "pandalm", "llmbar")
 
 
 def detect_format(path: str | Path, text: str | None = None) -> str:
@@ -69,6 +71,10 @@ def _json_format(data: Any, file: str) -> str:
         return "dstc10-dial" if "dialog" in keys else "dstc10"
     if "context" in keys and ("system" in keys or "annotations" in keys):
         return "fed"
+    if "cmp_key" in keys:
+        return "pandalm"
+    if {"output_1", "output_2"} <= keys:
+        return "llmbar"
     raise InputError(
         f"cannot tell the format from the first record's keys ({', '.join(sorted(map(str, keys)))}): "
         "DSTC10 records have 'dialogue_id', USR ones 'responses', FED ones 'context' and 'system'; "

@@ -6,7 +6,8 @@ loads), builds it with :func:`judge.engine.build.build` and runs it with :func:`
 judge is a lane of the unit of work whose items are pairs (:func:`judge.engine.units.run_lanes`), so its
 requests are prefix-ordered, cut into units, cached and counted by ``--check`` as every other method's are.
 
-The pair row is :class:`judge.records.pair_rows.PairRow` (documented in docs/pairwise.md, "Rows").
+The pair row is :class:`judge.records.pair_rows.PairRow` (documented in docs/pairwise.md, "Rows"); a pair of a set
+that labels its pairs (PandaLM, LLMBar) carries the label (:func:`judge.data.pairs.label_fields`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..core.errors import InputError
 from ..data.items import Item
-from ..data.pairs import Pair
+from ..data.pairs import Pair, label_fields
 from ..data.qualities import Quality
 from ..records.pair_rows import PAIR_ROW_KEYS, PairOrder, PairRow
 from ..records.rows import Row, item_flags, rounded
@@ -78,7 +79,8 @@ def pair_row(pair: Pair, score: PairScore, method: str, quality: str | None) -> 
         length_a=len(reply_a), length_b=len(reply_b),
         flags=tuple([f"a:{f}" for f in item_flags(pair.a)] + [f"b:{f}" for f in item_flags(pair.b)]
                     + (["same_reply"] if reply_a == reply_b else []) + [f for f in score.flags if f]),
-        estimated=score.estimated, complete=score.complete, error=score.error, n_prompt_tokens=score.n_prompt_tokens)
+        estimated=score.estimated, complete=score.complete, error=score.error, n_prompt_tokens=score.n_prompt_tokens,
+        **label_fields(pair))
 
 
 def compare_rows(judge: Scorer, pairs: Sequence[Pair], method: str, quality: str | None,

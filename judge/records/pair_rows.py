@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import ClassVar
 
 from .record import Record
 from .rows import read_records
@@ -30,7 +31,13 @@ class PairRow(Record):
     where they disagree; ``consistent`` whether both orders agreed (null with one order); ``tie`` the mean
     probability of the tie label (null without one); ``length_a``/``length_b`` the characters of each reply;
     ``flags`` each item's flags as ``a:<flag>``/``b:<flag>``, and ``same_reply`` when the texts are equal;
-    ``n_prompt_tokens`` over both orders."""
+    ``n_prompt_tokens`` over both orders. A pair of a set that labels its pairs (PandaLM, LLMBar) adds
+    ``label`` (the side the humans preferred: ``a``, ``b`` or ``tie``; absent where the annotators have no
+    majority),
+    ``label_kind`` (``annotators`` or ``gold``) and ``votes`` (each annotator's side), from
+    :func:`judge.data.pairs.label_fields`; other pairs write none of them."""
+
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"label", "label_kind", "votes"})
 
     id: str
     method: str
@@ -55,10 +62,15 @@ class PairRow(Record):
     complete: bool
     error: str | None
     n_prompt_tokens: int
+    label: str | None = None
+    label_kind: str | None = None
+    votes: tuple[str, ...] | None = None
 
 
+#: Keys a labelled pair's row adds after the others.
+LABEL_ROW_KEYS = ("label", "label_kind", "votes")
 #: Pair row keys, in the order they are written.
-PAIR_ROW_KEYS = tuple(f.name for f in fields(PairRow))
+PAIR_ROW_KEYS = tuple(f.name for f in fields(PairRow) if f.name not in LABEL_ROW_KEYS)
 
 
 def read_pair_rows(path: str | Path) -> list[PairRow]:

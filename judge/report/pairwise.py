@@ -187,7 +187,8 @@ def text_lines(e: Mapping[str, Any]) -> list[str]:
     out.append("ranking   Bradley-Terry strength (log-odds, centred) [95% CI], comparisons")
     out += _aligned(ranking_rows(e), indent="  ")
     out.append(f"position  {position_text(e)}")
-    for label, line in (("humans", humans_text(e)), ("length", length_text(e)), ("systems", system_text(e))):
+    for label, line in (("humans", humans_text(e)), ("length", length_text(e)), ("systems", system_text(e)),
+                        ("labels", labels_text(e))):
         if line:
             out.append(f"{label:<9} {line}")
     return out
@@ -243,6 +244,7 @@ def markdown(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, 
         out.append(_md_row(summary_cells(e)))
     if means:
         out += [""] + [f"- {mean_text(m)}." for m in means]
+    out += labels_markdown(entries, _published(entries))
     for e in entries:
         out += ["", f"### {e['name']}, {e.get('abbrev') or e['dataset']} {e.get('quality') or ''}".rstrip(), "",
                 headline(e) + f"; method `{e['method_name']}`: {e.get('settings', '')}.", ""]
@@ -293,6 +295,7 @@ def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]
             "difference [CI], p", "orders agree", "first preferred by", "Kendall tau (systems)"]
     h = ["<h2>Pairwise comparisons</h2>", f"<p>{escape(_ABOUT)}</p>", _html_table(head, [summary_cells(e) for e in entries])]
     h += [f"<p>{escape(mean_text(m))}.</p>" for m in means]
+    h += _labels_html(entries)
     for e in entries:
         h.append(f"<h3>{escape(e['name'])}, {escape(e.get('abbrev') or e['dataset'])} {escape(e.get('quality') or '')}</h3>")
         h.append(f"<p>{escape(headline(e))}</p>")
@@ -308,6 +311,28 @@ def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]
     return h
 
 
+def _published(entries: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The published judges of every set the entries compared on (none for most sets)."""
+    from ..datasets.published_judges import published_judges
+
+    return {d: published_judges(d) for d in dict.fromkeys(str(e["dataset"]) for e in entries)}
+
+
+def _labels_html(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The "Against the pairs' labels" tables of ``leaderboard.html`` (see :func:`labels_markdown`)."""
+    labelled = [e for e in entries if (e.get("labels") or {}).get("accuracy")]
+    if not labelled:
+        return []
+    published = _published(labelled)
+    h = ["<h2>Against the pairs' labels</h2>", f"<p>{escape(_LABELS_ABOUT)}</p>"]
+    for dataset in dict.fromkeys(e["dataset"] for e in labelled):
+        mine = [e for e in labelled if e["dataset"] == dataset]
+        h.append(f"<h3>{escape(mine[0].get('abbrev') or dataset)} ({escape(dataset)})</h3>")
+        h.append(_html_table(ANCHOR_HEAD, anchor_rows(mine, published.get(dataset, ()))))
+        h += [f"<p>{escape(e['name'])}: {escape(labels_text(e) or '')}.</p>" for e in mine]
+    return h
+
+
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     cells = "".join(f"<th>{escape(x)}</th>" for x in head)
     body = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r) + "</tr>" for r in rows)
@@ -316,7 +341,7 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def csv_text(entries: Sequence[Mapping[str, Any]]) -> str:
     """``pairwise.csv``: one row per figure of every entry (win rates, strengths, position, agreement, length,
-    system-level tau), for spreadsheets."""
+    against the pairs' labels (``label_*``), system-level tau), for spreadsheets."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, CSV_FIELDS, lineterminator="\n")
     w.writeheader()
@@ -356,10 +381,120 @@ def _figures(e: Mapping[str, Any]) -> list[dict[str, Any]]:
         out += fig("human_agreement_difference", h["difference"], e["method_name"], h["pointwise"]["method"])
     ln = e.get("length") or {}
     out += fig("longer_wins", ln.get("judge"), e["method_name"]) + fig("longer_wins", ln.get("humans"), "humans")
+    lab = e.get("labels") or {}
+    for key in ("accuracy", "decided", "both_orders", "positional_agreement", "verdict", "human_human", "judge_human"):
+        out += fig(f"label_{key}", lab.get(key), e["method_name"] if key != "human_human" else "humans")
     s = e.get("system_level")
     if s:
         k = few(s)
         out += [{"figure": "system_kendall", "a": e["method_name"], "n": s["n_systems"], "value": s["kendall"],
                  "p": "" if k is not None else s["p"], "p_text": too_few_text(k) if k is not None else p_text(s["p"]),
                  "significant": k is None and s["p"] is not None and s["p"] < 0.05}]
+    return out
+
+
+# -- against the pairs' human labels (PandaLM, LLMBar) -------------------------------------------------
+_LABELS_ABOUT = ("Sets that label their pairs (PandaLM: three annotators, ties allowed, the label is their "
+                 "majority; LLMBar: one gold label). Accuracy: each order's verdict against the label, averaged "
+                 "over the two orders (the LLMBar paper's); a tie label is matched only by a tie verdict. Both: right "
+                 "in both orders. Agreement: the same verdict in both orders (positional agreement). Human-human: "
+                 "per pair the share of annotator pairs that agree, the ceiling beside the judge-human agreement "
+                 "(the share of annotators the judge's verdict equals). Published judges: the LLMBar paper's "
+                 "(evaluators/<judge>/<strategy>/statistics.json), read from the release: over the whole set, where ours are "
+                 "over the pairs the run compared (its half and contexts; the pairs column says how many).")
+
+
+def judge_label(e: Mapping[str, Any]) -> str:
+    """How the anchors table names a judge of ours: the cell or method, and the model and backend it ran on."""
+    spec = e.get("spec") or {}
+    where = ", ".join(str(x) for x in (spec.get("model"), spec.get("backend")) if x)
+    return f"{e['name']} ({where})" if where else str(e["name"])
+
+
+def labels_text(e: Mapping[str, Any]) -> str | None:
+    """The labels line of ``judge compare`` and the leaderboards (None for a set without pair labels)."""
+    lab = e.get("labels")
+    if not lab or not lab.get("accuracy"):
+        return None
+    boot = e["bootstrap"]
+    a = lab["accuracy"]
+    what = ("the annotators' majority" if lab["kind"] == "annotators" else "the gold label")
+    text = (f"accuracy against {what} {fmt(a['value'])}{_mark(a)}{_ci(a)} on {a['n']} pairs "
+            f"(p {_p(a, boot)} against .5)")
+    if lab.get("n_tie_labels"):
+        d = lab.get("decided")
+        text += (f"; {lab['n_tie_labels']} tie labels, matched only by a tie verdict"
+                 + (f"; on the {d['n']} decided pairs {fmt(d['value'])}{_mark(d)}{_ci(d)}" if d else ""))
+    if lab.get("n_without_majority"):
+        text += f"; {lab['n_without_majority']} pairs without a majority left out"
+    for key, name in (("both_orders", "right in both orders"), ("positional_agreement", "positional agreement"),
+                      ("verdict", "the pair's verdict right")):
+        if lab.get(key):
+            text += f"; {name} {fmt(lab[key]['value'])}{_ci(lab[key])}"
+    if lab.get("human_human"):
+        hh, jh = lab["human_human"], lab["judge_human"]
+        text += (f"; human-human agreement {fmt(hh['value'])}{_ci(hh)} ({lab['n_annotators']} annotators, the "
+                 f"ceiling) beside judge-human {fmt(jh['value'])}{_ci(jh)}")
+    return text
+
+
+#: Columns of the anchors table.
+ANCHOR_HEAD = ["judge", "strategy", "accuracy [CI]", "both orders", "positional agreement", "pairs"]
+
+
+def anchor_rows(entries: Sequence[Mapping[str, Any]], published: Sequence[Mapping[str, Any]],
+                compact: bool = False) -> list[list[str]]:
+    """One table per set: our judges (``entries``, each with its CI) first, then the published ones
+    (``published``: :func:`judge.datasets.published_judges.published_judges`). ``compact``: per published
+    judge its plain strategy (``Vanilla``, else ``Vanilla_NoRules``) and its best one only."""
+    rows = []
+    for e in entries:
+        lab = e.get("labels") or {}
+        a, b, g = lab.get("accuracy"), lab.get("both_orders"), lab.get("positional_agreement")
+        if a:
+            spec = e.get("spec") or {}
+            rows.append([judge_label(e), f"ours: prompt {spec.get('prompt')}, {_orders_text(str(spec.get('orders')))}",
+                         f"{fmt(a['value'])}{_ci(a)}", fmt(b["value"]) if b else "–", fmt(g["value"]) if g else "–",
+                         str(a["n"])])
+    shown = _compact(published) if compact else list(published)
+    rows += [[p["judge"], p["strategy"], fmt(p["accuracy"]), fmt(p["both_orders"]), fmt(p["positional_agreement"]),
+              str(p.get("n") or "")] for p in shown]
+    return rows
+
+
+def _compact(published: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for judge in dict.fromkeys(p["judge"] for p in published):
+        mine = [p for p in published if p["judge"] == judge]
+        plain = next((p for s in ("Vanilla", "Vanilla_NoRules") for p in mine if p["strategy"] == s), None)
+        best = max(mine, key=lambda p: (p["accuracy"], p["strategy"]))
+        out += [p for p in (plain, best) if p is not None]
+        if plain is best:
+            out.pop()
+    return out
+
+
+def anchors_text(e: Mapping[str, Any], published: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``judge compare``'s anchors: this judge beside the published judges' plain and best strategies."""
+    if not published or not (e.get("labels") or {}).get("accuracy"):
+        return []
+    return (["judges   this one beside the LLMBar paper's (accuracy averaged over both orders; plain and best "
+             "strategy per judge; docs/pairwise.md)"]
+            + _aligned([ANCHOR_HEAD, *anchor_rows([e], published, compact=True)], indent="  "))
+
+
+def labels_markdown(entries: Sequence[Mapping[str, Any]], published: Mapping[str, Sequence[Mapping[str, Any]]]
+                    ) -> list[str]:
+    """The leaderboards' "Against the pairs' labels" section: per set that labels its pairs, every cell's
+    judge and the published judges (``published``: set name -> rows) in one table, then each cell's labels line."""
+    labelled = [e for e in entries if (e.get("labels") or {}).get("accuracy")]
+    if not labelled:
+        return []
+    out = ["", "## Against the pairs' labels", "", _LABELS_ABOUT]
+    for dataset in dict.fromkeys(e["dataset"] for e in labelled):
+        mine = [e for e in labelled if e["dataset"] == dataset]
+        out += ["", f"### {mine[0].get('abbrev') or dataset} ({dataset})", "",
+                _md_row(ANCHOR_HEAD), _md_row(["---", "---", "---:", "---:", "---:", "---:"])]
+        out += [_md_row(r) for r in anchor_rows(mine, published.get(dataset, ()))]
+        out += [""] + [f"- {e['name']}: {labels_text(e)}." for e in mine]
     return out

@@ -4,7 +4,8 @@
 a pointwise method's rows on the same items into the figures docs/pairwise.md lists ("The statistics"): win
 rates, a Bradley-Terry ranking (a pseudo-count of :data:`BT_PRIOR` wins each way per compared pair of systems
 keeps every strength finite), position consistency and bias, agreement with the humans beside the pointwise
-method's, length bias and system-level Kendall tau. Every bootstrap draws whole conversations (the rows'
+method's, length bias, system-level Kendall tau and, where a set labels its pairs (PandaLM, LLMBar), accuracy
+against the label with the human-human ceiling (:mod:`judge.stats.pair_labels`). Every bootstrap draws whole conversations (the rows'
 ``group``), the same seeded draws for every figure of one summary; a figure from fewer conversations than the
 floor (:mod:`judge.stats.floor`) gets no interval and no p (``too_few``). :func:`mean_over_sets` gives the mean
 of a figure over several sets its interval from a joint bootstrap of all their conversations.
@@ -20,6 +21,7 @@ import numpy as np
 
 from .correlation import _boot_samples, _percentiles, _scipy_stats, _two_sided_p, stratified_samples
 from .floor import has_interval
+from .pair_labels import label_figures
 
 #: Half a win each way per compared pair of systems (see the module docstring).
 BT_PRIOR = 0.5
@@ -34,6 +36,8 @@ class PairOrder(Protocol):
     def order(self) -> str: ...
     @property
     def p_a(self) -> float | None: ...
+    @property
+    def winner(self) -> str: ...
 
 
 class PairRow(Protocol):
@@ -75,6 +79,12 @@ class PairRow(Protocol):
     def complete(self) -> bool: ...
     @property
     def error(self) -> str | None: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def label_kind(self) -> str | None: ...
+    @property
+    def votes(self) -> Sequence[str] | None: ...
 
 
 def _f(x: float | None) -> float | None:
@@ -167,7 +177,7 @@ def summarise_pairs(rows: Sequence[PairRow], *, pointwise: PointScores | None = 
                            "systems": systems, "orders": _orders(ok), "bootstrap": boot.describe()}
     if not ok:
         return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
-                "system_level": None}
+                "system_level": None, "labels": None}
     strengths = _bt_fit(ok, systems, boot)
     out["win_rates"] = _win_rates(ok, systems, boot)
     out["ranking"] = strengths
@@ -175,6 +185,7 @@ def summarise_pairs(rows: Sequence[PairRow], *, pointwise: PointScores | None = 
     out["humans"] = _humans(ok, boot, pointwise, pointwise_name)
     out["length"] = _length(ok, boot)
     out["system_level"] = _system_level(ok, strengths, pointwise, pointwise_name, boot.n_units)
+    out["labels"] = label_figures(ok, boot)
     return out
 
 
