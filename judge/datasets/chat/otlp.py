@@ -56,8 +56,10 @@ def conversations(path: str | Path, dataset: str) -> list[Conversation]:
 def _spans(path: str | Path, file: str) -> Iterator[_Span]:
     for where, record in records(path, file):
         at = Where(file, where)
-        if not isinstance(record, dict):
-            raise at.error(f"expected an OTLP export object with 'resourceSpans', got {type_name(record)}")
+        if not isinstance(record, dict) or "resourceSpans" not in record:
+            got = f"an object with {', '.join(map(repr, list(record)[:5]))}" if isinstance(record, dict) \
+                else type_name(record)
+            raise at.error(f"expected an OTLP trace export (an object with 'resourceSpans'), got {got}")
         for r, resource_spans in enumerate(_list(record, "resourceSpans", at, "")):
             resource = attributes(resource_spans.get("resource", {}).get("attributes"), at,
                                   f"resourceSpans[{r}].resource.attributes")

@@ -22,7 +22,8 @@ def conversation(record: Mapping[str, Any], messages: list[Message], where: Wher
                  skip: Collection[str]) -> Conversation:
     """A conversation from a record's ``messages`` and its other keys (``skip``: the keys already read).
 
-    The id is the first of ``ID_KEYS`` found (else ``DATASET-RECORD``: the line number in JSONL); the model
+    The id is the first of ``ID_KEYS`` found (else ``DATASET-N``: the line in JSON Lines, the index in an array
+    or a table); the model
     the first of ``MODEL_KEYS``; feedback one of ``FEEDBACK_KEYS``; every other key is kept as metadata
     (objects and arrays as compact JSON, the keys of a ``metadata`` object lifted)."""
     flat: dict[str, tuple[Any, str]] = {}
@@ -43,10 +44,11 @@ def conversation(record: Mapping[str, Any], messages: list[Message], where: Wher
             rating.update(feedback(value if key != "thumbs" or not isinstance(value, int) else bool(value), where,
                                    path))
     meta: Meta = {key: plain(value) for key, (value, _) in flat.items()}
-    if conv_id is None:
-        conv_id = f"{dataset}-{where.record}"
+    # Without an id: the file's name and the line (JSON Lines) or index (an array, a table's row).
+    fallback = f"{dataset}-{str(where.record).removeprefix('row ').removeprefix('#')}"
+    conv_id = (conv_id or "").strip() or fallback
     meta["conversation_id"] = conv_id
-    return Conversation(conv_id.strip() or f"{dataset}-{where.record}", messages, where.record, meta, model, rating)
+    return Conversation(conv_id, messages, where.record, meta, model, rating)
 
 
 def _scalar(value: Any) -> bool:
