@@ -223,3 +223,19 @@ def test_input_format_forces_a_format(tmp_path, capsys):
 def test_a_native_jsonl_still_reads_natively():
     assert detect_format(ROOT / "examples" / "dialogues.jsonl") == "jsonl"
     assert detect_format(MESSAGES) == "chat"
+
+
+def test_a_real_model_scores_a_chat_log_with_instructions_a_tool_call_and_an_image(smollm2):
+    """End to end with SmolLM2 (llama.cpp): the log's replies and conversations are scored, the prompts show
+    the bot's instructions, the tool step and the placeholder, and the scores differ by reply."""
+    from judge.scorers.llm import LLMJudge
+
+    items = [it for it in load_items(MESSAGES) if it.id in ("conv-001#4", "conv-002#2")]
+    prompt = get_prompt("yesno-criteria")
+    shown = {it.id: prompt.render(it) for it in items}
+    assert "Background: The bot's instructions: You are the help desk" in shown["conv-001#4"]
+    assert "[tool call] order_status(" in shown["conv-001#4"] and "[image]" in shown["conv-002#2"]
+    scores = list(LLMJudge(prompt, smollm2).score(items))
+    assert [s.item_id for s in scores] == [it.id for it in items]
+    assert all(s.error is None and s.value is not None and 0 <= s.value <= 1 and s.complete for s in scores)
+    assert len({round(s.value or 0, 6) for s in scores}) == len(scores)
