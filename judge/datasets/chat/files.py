@@ -62,15 +62,25 @@ def sniff(path: str | Path, text: str | None = None, columns: Mapping[str, str] 
         return None
     try:
         found = shape(json.loads(first))
-    except ValueError:
+    except (ValueError, RecursionError):
         found = None
     if found is None and suffix != ".jsonl" and first.lstrip()[:1] in ("[", "{"):
-        try:
-            whole = json.loads(text if text is not None else read_text(p))
-        except ValueError:
-            return None
-        found = shape(whole)
+        found = shape(_head_record(text if text is not None else read_text(p)))
     return found
+
+
+def _head_record(text: str) -> Any:
+    """The first element of a JSON array (as a one-element list), or a whole object: parsed alone, so that
+    telling a large benchmark array's format does not parse it all."""
+    head = text.lstrip()
+    decoder = json.JSONDecoder()
+    try:
+        if head.startswith("["):
+            start = len(head) - len(head[1:].lstrip())
+            return [decoder.raw_decode(head, start)[0]] if start < len(head) and head[start] != "]" else []
+        return decoder.raw_decode(head)[0]
+    except (ValueError, RecursionError):
+        return None
 
 
 def _first_line(path: Path, text: str | None) -> str | None:
@@ -103,7 +113,7 @@ def records(path: str | Path, file: str) -> Iterator[tuple[int | str, Any]]:
         text = read_text(p)
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if data is not None:
             yield from _array(data if isinstance(data, list) else [data], file)

@@ -135,7 +135,7 @@ def arguments_text(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             return arguments.strip()
     if arguments is None:
         return ""

@@ -168,7 +168,7 @@ def _json(value: Any, span: _Span, key: str) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise span.where.error("invalid JSON in the attribute's string value", f"{span.path}.{key}") from None
     return value
 

@@ -62,7 +62,7 @@ def _call(text: str) -> tuple[str, str]:
     """A ``function_call`` turn's name and rendering (its value is ``{"name": ..., "arguments": ...}``)."""
     try:
         call = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "tool", tool_call_line("tool", text)
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return "tool", tool_call_line("tool", text)
