@@ -184,6 +184,7 @@ def test_a_chat_jsonl_streams_a_line_at_a_time(tmp_path):
     ({"message": []}, 1, "messages", "missing required field"),
     ({"messages": [{"role": "user", "content": "hi"}], "feedback": 7}, 1, "feedback", "outside the scale"),
     ({"messages": [{"role": "user", "content": "hi"}], "feedback": "meh"}, 1, "feedback", "unknown feedback"),
+    ({"messages": [{"role": "user", "content": "hi", "feedback": "up"}]}, 1, "messages[0].feedback", "rates a reply"),
     ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {}}]}]}, 1,
      "messages[0].tool_calls[0].function.name", "expected"),
 ])

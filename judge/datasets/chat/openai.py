@@ -55,6 +55,8 @@ def _message(raw: Any, where: Where, path: str, calls: dict[str, str]) -> Messag
         raise where.error(f"unknown role {role_name!r}; known roles: {', '.join(ROLES)}", f"{path}.role")
     text, non_text = content_text(raw.get("content"), where, f"{path}.content")
     rating = feedback(raw.get("feedback"), where, f"{path}.feedback")
+    if rating and role != "assistant":
+        raise where.error("feedback rates a reply: put it on an assistant message or on the record", f"{path}.feedback")
     if role == "tool":
         name = raw.get("name") or calls.get(str(raw.get("tool_call_id")), "tool")
         return Message("tool", tool_result_line(str(name), text), step=True, non_text=non_text)
