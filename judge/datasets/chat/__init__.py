@@ -6,9 +6,8 @@ each read into conversations (:mod:`.messages`), whose replies and whole dialogs
 
 from __future__ import annotations
 
-from .files import CHAT_FORMATS, STREAMING, sniff
+from .files import CHAT_FORMATS, sniff
 from .items import INSTRUCTIONS_LABEL, LEVELS, ChatLevel
 from .reading import ChatScan, load, scan
 
-__all__ = ["CHAT_FORMATS", "INSTRUCTIONS_LABEL", "LEVELS", "STREAMING", "ChatLevel", "ChatScan", "load", "scan",
-           "sniff"]
+__all__ = ["CHAT_FORMATS", "INSTRUCTIONS_LABEL", "LEVELS", "ChatLevel", "ChatScan", "load", "scan", "sniff"]

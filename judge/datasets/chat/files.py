@@ -20,8 +20,6 @@ from .messages import Conversation, Where
 CHAT_FORMATS = ("chat", "sharegpt", "tabular", "otlp")
 #: File suffixes read as tables.
 TABLE_SUFFIXES = (".parquet", ".arrow", ".feather")
-#: The formats whose JSON Lines files stream (one conversation per line).
-STREAMING = ("chat", "sharegpt")
 
 RecordReader = Callable[[Any, Where, str], Conversation]
 READERS: dict[str, RecordReader] = {"chat": openai.read_record, "sharegpt": sharegpt.read_record}
@@ -29,13 +27,14 @@ _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 def shape(record: Any) -> str | None:
-    """The chat format a parsed record (or the first element of a JSON array) has, None for none."""
+    """The chat format a parsed record has (a JSON array: its first element's), None for none."""
     if isinstance(record, list):
-        return "chat" if record and (isinstance(record[0], list) or _is_message(record[0]) or
-                                     (isinstance(record[0], dict) and "messages" in record[0])) else \
-            ("sharegpt" if record and isinstance(record[0], dict) and "conversations" in record[0] else None)
+        first = record[0] if record else None
+        if isinstance(first, list) or _is_message(first):
+            return "chat"  # bare arrays of messages, or one such array
+        return shape(first) if isinstance(first, dict) else None
     if isinstance(record, dict):
-        if "resourceSpans" in record or "resource_spans" in record:
+        if "resourceSpans" in record:
             return "otlp"
         if "messages" in record:
             return "chat"

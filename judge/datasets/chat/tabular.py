@@ -59,7 +59,9 @@ def rows(source: str | Path) -> Iterator[dict[str, Any]]:
     except InputError:
         raise
     except Exception as exc:  # the libraries raise many kinds (a damaged file, the hub unreachable)
-        raise InputError(f"cannot read the table: {type(exc).__name__}: {exc}", file=str(source)) from None
+        what = "the table" if path.exists() else "a dataset of this name (it is no local file or folder, so it was " \
+            "looked up on the Hugging Face hub)"
+        raise InputError(f"cannot read {what}: {type(exc).__name__}: {exc}", file=str(source)) from None
 
 
 def _arrow(path: Path) -> Iterator[dict[str, Any]]:
