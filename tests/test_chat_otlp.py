@@ -129,3 +129,14 @@ def test_the_example_trace_was_written_by_the_sdk():
     resource = {a["key"]: a["value"] for a in data["resourceSpans"][0]["resource"]["attributes"]}
     assert resource["telemetry.sdk.name"] == {"stringValue": "opentelemetry"}
     assert load_items(EXAMPLE)[0].id == "conv-lisbon#4"
+
+
+def test_one_pretty_printed_export_or_an_array_of_them(export, tmp_path):
+    want = [(i.id, i.context, i.response) for i in load_items(_write(tmp_path / "t.jsonl", export))]
+    pretty = tmp_path / "trace.json"
+    pretty.write_text(json.dumps(export, indent=2), encoding="utf-8")
+    array = tmp_path / "traces.json"
+    array.write_text(json.dumps([export]), encoding="utf-8")
+    for path in (pretty, array):
+        assert detect_format(path) == "otlp"
+        assert [(i.id, i.context, i.response) for i in load_items(path)] == want
