@@ -23,8 +23,8 @@ from judge.datasets._common import clean_fact
 from judge.datasets.chat import INSTRUCTIONS_LABEL
 
 #: Set file, records used (the first N: the rule is per record, and the test stays fast), level.
-SETS = {"FD": ("fed-dial_eval.json", 60, "dialog"), "TU": ("topical-usr_eval.json", 60, "turn"),
-        "PU": ("persona-usr_eval.json", 60, "turn")}
+SETS = {"FD": ("fed-dial_eval.json", 40, "dialog"), "TU": ("topical-usr_eval.json", 30, "turn"),
+        "PU": ("persona-usr_eval.json", 30, "turn")}
 
 
 def _role(speaker: str) -> str:
