@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -16,9 +17,10 @@ from ..accounting.counters import report_counters
 from ..core.errors import UnknownNameError
 from ..core.io import atomic_file, atomic_write_text, check_output_path
 from ..data.items import Item
-from ..datasets import check_scale, load_items
+from ..datasets import chat, check_scale, load_items
+from ..datasets._common import dataset_name
 from ..datasets.benchmarks import dataset_info
-from ..datasets.jsonl import scan, stream
+from ..datasets.jsonl import JsonlScan, scan
 from ..distributed.options import add_ray_options
 from ..engine import MethodSpec, Prepared, prepare
 from ..engine.cost import Entry
@@ -27,6 +29,7 @@ from ..engine.session import Session
 from ..records.rows import Row
 from ..scorers.base import Scorer
 from . import EXIT_FAILED_ITEMS, EXIT_OK
+from .input_options import add_input_options, input_options
 from .options import (
     add_check_option,
     add_judge_options,
@@ -44,7 +47,8 @@ from .score_table import ScoreTable
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score the items of a file (JSONL or a benchmark file)")
-    p.add_argument("input", help="items file: users' JSONL (see docs/data-format.md) or a benchmark file")
+    p.add_argument("input", help="items file: users' JSONL (see docs/data-format.md), a chatbot's log "
+                   "(docs/chat-logs.md) or a benchmark file")
     p.add_argument("-o", "--output", default=None, help="write JSONL here (atomically) instead of stdout")
     p.add_argument("--limit", type=int, default=None, help="score only the first N items (examples are still "
                    "drawn from the whole file)")
@@ -52,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="what goes to stdout: table (a table of id, score, most likely label and human rating, and "
                    "a summary with Spearman against the human ratings) or jsonl (one JSON row per item). Default: "
                    "table on a terminal without -o, else jsonl; -o always writes JSONL to the file")
+    add_input_options(p)
     add_progress_option(p)
     add_view_option(p)
     add_judge_options(p)
@@ -78,10 +83,13 @@ def run(args: argparse.Namespace) -> int:
             check_output_path(path, flag)
     spec = spec_from_args(args)
     session = Session(run_options(args))
+    reading = input_options(args)
     # --view shows the conversations of the file's items beside their rows: it reads the whole file.
-    if not args.check and not args.view and Path(args.input).suffix.lower() == ".jsonl" and spec.kind.streams(spec):
-        return run_streaming(args, spec, session)
-    all_items = load_items(args.input)
+    if not args.check and not args.view and spec.kind.streams(spec):
+        found = _scan(args.input, reading)
+        if found is not None:
+            return run_streaming(args, spec, session, found)
+    all_items = load_items(args.input, **reading)
     items = all_items[: args.limit] if args.limit is not None else all_items
     quality = resolve_quality(or_overall(args.quality, items), items, _registered_qualities(args.input, items),
                               parse_scales(args))
@@ -106,7 +114,19 @@ def run(args: argparse.Namespace) -> int:
 CHECK_CHUNK = 5_000
 
 
-def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session) -> int:
+def _scan(path: str, reading: dict[str, Any]) -> JsonlScan | chat.ChatScan | None:
+    """A first pass over a file that streams (users' JSONL, a chat log), None for one that does not."""
+    fmt = reading["format"]
+    log = fmt if fmt in chat.CHAT_FORMATS else None if fmt is not None else chat.sniff(path, columns=reading["columns"])
+    if log is not None:
+        return chat.scan(path, log, dataset_name(path), reading["level"], reading["columns"])
+    if fmt in (None, "jsonl") and Path(path).suffix.lower() == ".jsonl":
+        return scan(path)
+    return None
+
+
+def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session,
+                  found: JsonlScan | chat.ChatScan) -> int:
     """``judge score`` of a JSONL file through a method that scores each item from the item alone
     (``MethodType.streams``): the file is read three times instead of held. A first pass checks every
     record and finds what the whole file decides (scale declarations, conversation groups: ``scan``), a
@@ -114,11 +134,10 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session) 
     streams the items to the scorer while the rows stream to the output; what the table's summary needs
     is kept per row as a tuple. The rows are the ones of the whole-file path, byte for byte. A spending cap
     or a batch of the requests the cache lacks is counted in the second pass, a chunk at a time."""
-    found = scan(args.input)
     limit = args.limit
 
     def items() -> Iterator[Item]:
-        return islice(stream(found), limit)
+        return islice(found.items(), limit)
 
     quality = resolve_quality(or_overall(args.quality, found.samples), found.samples, (), parse_scales(args))
     prep: Prepared | None = None

@@ -129,7 +129,7 @@ LONG_TURN_CHARS = 1000
 
 #: Every flag an item can carry, in the order rows list them (docs/data-format.md).
 ITEM_FLAGS = ("empty_response", "empty_context", "empty_context_turn", "context_ends_with_system", "repeated_speaker",
-              "response_repeats_context", "long_turn", "multiline_turn", "non_ascii")
+              "response_repeats_context", "long_turn", "multiline_turn", "non_ascii", "non_text_part")
 
 
 def _norm(text: str) -> str:
@@ -153,5 +153,7 @@ def item_flags(item: Item) -> tuple[str, ...]:
         "long_turn": any(len(t) > LONG_TURN_CHARS for t in texts),
         "multiline_turn": any("\n" in t.strip() for t in texts),
         "non_ascii": any(not t.isascii() for t in texts + [item.fact or ""]),
+        # A chat log's image, audio or file, shown to the judge as a placeholder (docs/chat-logs.md).
+        "non_text_part": bool(item.meta.get("non_text_parts")),
     }
     return tuple(f for f in ITEM_FLAGS if found[f])

@@ -9,7 +9,7 @@ registered set's halves and guards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,8 @@ from ..core.errors import InputError
 from ..core.registry import Registry
 from ..data.items import Item
 from ._common import dataset_name, parse_json, read_text
+from .chat import CHAT_FORMATS, sniff
+from .chat import load as load_chat
 from .identity import identify
 
 #: ``loader(text, file, dataset_name) -> list[Item]``: one per file format. Third-party formats register
@@ -33,12 +35,17 @@ FORMAT_LOADERS.register_lazy("usr", "judge.datasets.usr:from_text")
 FORMAT_LOADERS.register_lazy("pandalm", "judge.datasets.pair_sets:pandalm_from_text")
 FORMAT_LOADERS.register_lazy("llmbar", "judge.datasets.pair_sets:llmbar_from_text")
 
-#: The built-in format names (``FORMAT_LOADERS.names()`` adds registered ones).
+#: The built-in format names (``FORMAT_LOADERS.names()`` adds registered ones); the chat-log formats
+#: (``CHAT_FORMATS``, docs/chat-logs.md) are read from the path, by :mod:`judge.datasets.chat`.
 FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta", "pandalm", "llmbar")
 
 
 def detect_format(path: str | Path, text: str | None = None) -> str:
-    """Format name for a file, from its extension and, for ``.json`` and others, its content."""
+    """Format name for a file, from its extension and, for ``.json`` and others, its content (a chat log's
+    format from the shape of its first record)."""
+    chat = sniff(path, text)
+    if chat is not None:
+        return chat
     suffix = Path(path).suffix.lower()
     if suffix == ".jsonl":
         return "jsonl"
@@ -82,18 +89,28 @@ def _json_format(data: Any, file: str) -> str:
 
 
 def load_items(path: str | Path, *, format: str | None = None, dataset: str | None = None,
-               identified: bool = True) -> list[Item]:
+               identified: bool = True, level: str | None = None,
+               columns: Mapping[str, str] | None = None) -> list[Item]:
     """Load any supported file as Items, each with its conversation's content fingerprint
     (``identified=False``: without, as the loader gives them; the corpus index is built from those).
 
     ``format`` is auto-detected when None: ``.jsonl`` -> users' JSONL, ``.csv`` -> Gupta, ``.json``
     -> DSTC10 turn/dialog array, FED original or USR original (from the first record's keys).
     ``dataset`` sets Item.dataset (default: the file stem without ``_eval``).
+    A chat log (``chat``, ``sharegpt``, ``tabular``, ``otlp``; told from its shape, or a hub dataset id)
+    gives its replies (``level="turn"``, the default), its conversations (``"dialog"``) or both; ``columns``
+    maps a table's columns (docs/chat-logs.md).
     Raises InputError for missing/unreadable/invalid files, UnknownNameError for a bad format name.
     """
-    loader = FORMAT_LOADERS.get(format) if format is not None else None
     file = str(path)
     name = dataset or dataset_name(path)
+    chat = format if format in CHAT_FORMATS else None if format is not None else sniff(path, columns=columns)
+    if chat is not None:
+        items = load_chat(path, chat, name, level, columns)
+        if identified:
+            identify(items)
+        return items
+    loader = FORMAT_LOADERS.get(format) if format is not None else None
     text = read_text(path)
     if loader is None:
         loader = FORMAT_LOADERS.get(detect_format(path, text))

@@ -101,6 +101,10 @@ class JsonlScan:
     #: The longest id, in characters.
     id_width: int
 
+    def items(self) -> Iterator[Item]:
+        """The file's items again (:func:`stream`)."""
+        return stream(self)
+
 
 def _records(path: str | Path, file: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed record) of every non-blank line, read one line at a time; the same errors as
