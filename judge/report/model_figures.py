@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..models.packaged import PACKAGED
-from .results_page import KIND_ORDER, ci_text, earlier_halves, figure_text, num, p_display
+from .figures import ci_text, figure_text, num, p_display
+from .results_page import KIND_ORDER, earlier_halves
 
 #: The generated file, relative to the repository root (read at run time as package data).
 QUALITY = Path("judge") / "models" / "models_quality.json"

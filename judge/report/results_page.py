@@ -22,13 +22,13 @@ from typing import Any, Protocol
 from ..core.errors import InputError
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
-from ..stats.correlation import p_at_floor, p_floor
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
+from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
+from .reason_table import measure_section
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
-#: Where the committed summaries live and where the page goes, relative to the repository root.
-SUMMARY_DIR = Path("benchmarks") / "results"
+#: Where the page goes, relative to the repository root (the summaries: ``figures.SUMMARY_DIR``).
 PAGE = Path("docs") / "results.md"
 #: Which test items earlier splits put in a dev half that rounds read, and which items the last change of the
 #: split moved (written from the data by benchmarks/halves_history.py, checked by a test).
@@ -42,8 +42,6 @@ KIND_TITLES = {
     "uses-future": "Uses-future: the method reads the user's turn after the rated reply",
     "supervised": "Supervised on the scored set: weights learned on the set's own ratings (out of fold)",
 }
-#: Significance level of the page's marks.
-ALPHA = 0.05
 #: Runs the page cannot show yet, with the commands that will produce them (see docs/journal.md for
 #: their last typed figures).
 PENDING = (
@@ -346,8 +344,6 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
     if any(s.get("pairwise") for s in summaries):
         parts.append(_pairwise_section(summaries))
     if any(s.get("measure") for s in summaries):  # a measurement with a candidate its script derives
-        from .reason_table import measure_section
-
         parts.append(measure_section(summaries))
     if history is not None:
         parts.append(_read_in_dev_section(history))
@@ -552,36 +548,6 @@ def _average_row(a: Mapping[str, Any]) -> str:
 
 def _int(x: int | None) -> str:
     return "–" if x is None else str(x)
-
-
-def num(x: float | None, digits: int = 3) -> str:
-    """A correlation as the page prints it: ``.355``, ``-.041``, ``–`` when undefined."""
-    if x is None or not math.isfinite(x):
-        return "–"
-    text = f"{x:.{digits}f}"
-    return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
-
-
-def figure_text(value: float | None, p: float | None) -> str:
-    significant = p is not None and math.isfinite(p) and p < ALPHA
-    return num(value) + ("" if significant or value is None else " †")
-
-
-def ci_text(x: Mapping[str, Any]) -> str:
-    """``[low, high]``; ``too few conversations (k)`` for a figure whose bootstrap stopped at the floor."""
-    if x.get("too_few"):
-        return too_few_text(x.get("strata") or x.get("n_conversations"))
-    return f"[{num(x.get('ci_low'), 2)}, {num(x.get('ci_high'), 2)}]"
-
-
-def p_display(p: float | None, n_boot: int | None, n_degenerate: int = 0) -> str:
-    """A bootstrap p: ``< 1/n_boot`` at its floor (every resample on one side of zero), else 2
-    significant digits without the leading zero."""
-    if p is None or not math.isfinite(p):
-        return "–"
-    if n_boot and p_at_floor(p, n_boot, n_degenerate):
-        return "< " + num(p_floor(n_boot, n_degenerate))
-    return num(float(f"{p:.2g}"), 3 if p < 0.1 else 2)
 
 
 def _read_in_dev_section(history: Mapping[str, Any]) -> str:
