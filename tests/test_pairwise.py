@@ -526,7 +526,7 @@ def test_round_9_candidates_are_committed_and_prepare_on_every_set(data_dir):
 
     exp = load_experiment(ROOT / "benchmarks" / "configs" / "pairwise_dev_q15.toml").with_overrides(data_dir=str(data_dir))
     assert exp.split == "dev" and exp.methods == ()
-    assert [(c.name, c.method.prompt, c.method.orders) for c in exp.compare_cells] == [
+    assert [(c.name, c.method.prompt, c.method.settings.orders) for c in exp.compare_cells] == [
         ("q15-pairwise", "pairwise", "both"), ("q15-pairwise-tie", "pairwise-tie", "both")]
     for c in exp.compare_cells:
         assert c.method.model == "qwen2.5-coder-1.5b" and c.against is not None

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.settings import given
 from ..datasets import load_items
 from ..engine import MethodSpec
 from ..engine.spec import method_type
@@ -141,7 +142,8 @@ def compare_spec(args: argparse.Namespace) -> MethodSpec | None:
     if args.compare_prompt.lower() == "none":
         return None
     check_not_spec_default(args.compare_prompt, "--compare-prompt")
-    return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt, "orders": args.orders,
+    return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt,
+                            **given(args, method_type("pairwise").settings),
                             "seeds": (args.seed or 0,), "backend": args.backend, "model": args.model,
                             "options": backend_options(args), "generate": generate_settings(args)},
                            {**FLAGS, "prompt": "--compare-prompt"})

@@ -28,6 +28,7 @@ from ..engine import check_names as engine_check_names
 from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.session import RunOptions, Session
+from ..engine.spec import OTHER_SETS
 from ..engine.units import LaneCost
 from ..records.results import cell_path
 from ..records.rows import Row, read_rows
@@ -185,7 +186,7 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
     DSTC10 copy, DailyDialog sets that sampled one dialogue, one file listed under two names or paths),
     whose ratings would carry the scored conversations' labels."""
     for cell, prep in prepared:
-        if prep.spec.fit != "lodo":
+        if prep.spec.kind.trained_on(prep.spec) != OTHER_SETS:
             continue
         where = f"{exp.path}: methods[{cell.method.index}]"
         others = [(c, p) for c, p in prepared

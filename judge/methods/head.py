@@ -22,14 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
-from ..engine.spec import Backends, MethodSpec, Prepared
+from ..engine.spec import EARLIER_FIT, Backends, MethodSpec, Prepared, own
 from ..heads.head import Head, locate_head, prompt_hash, read_head
 from ..heads.scorer import HeadScorer
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge
-from .llm import LLMType
+from .llm import LLMType, ReasonSettings
 
 #: Stands for the scored set's name in a ``head`` path.
 DATASET = "{dataset}"
@@ -43,10 +44,25 @@ class HeadPrepared(Prepared):
     head_path: str = ""
 
 
+@dataclass(frozen=True)
+class HeadSettings:
+    """A head method's own setting: the head that reads the model's hidden state (docs/heads.md)."""
+
+    head: str | None = setting(
+        "score with a head (judge fit) on the model's hidden state after --prompt, instead of the prompt's answer: a "
+        "head file or a shipped head's name; {dataset} stands for the scored set's name", metavar="FILE")
+
+
+def head_of(spec: MethodSpec) -> str | None:
+    """The head a head method names."""
+    return own(spec, HeadSettings).head
+
+
 class HeadType(LLMType):
     """A zero-shot prompt read by the model, scored by a head (:class:`judge.heads.scorer.HeadScorer`)."""
 
-    fields = frozenset({"prompt", "top_k", "rule", "context", "head"})
+    fields = frozenset({"prompt", "top_k", "rule", "context"})
+    settings = HeadSettings
     needs = frozenset({"hidden_states"})
     noun = "head methods"
     flag = ("head", "head")
@@ -54,11 +70,17 @@ class HeadType(LLMType):
 
     def check(self, spec: MethodSpec) -> None:
         super().check(spec)
-        if not spec.head:
+        if not head_of(spec):
             raise InputError("a head method names its head file (judge fit writes one)", field="head")
 
     def default_name(self, spec: MethodSpec) -> str:
-        return f"head-{Path(str(spec.head)).stem.replace(DATASET, 'each')}"
+        return f"head-{Path(str(head_of(spec))).stem.replace(DATASET, 'each')}"
+
+    def trained_on(self, spec: MethodSpec) -> str | None:
+        return EARLIER_FIT
+
+    def reasoning(self, spec: MethodSpec) -> ReasonSettings:
+        return ReasonSettings()  # a head reads the answer position of the prompt itself
 
     def seeded(self, spec: MethodSpec) -> bool:
         return False
@@ -70,7 +92,7 @@ class HeadType(LLMType):
         return False
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        return {"type": spec.type, "prompt": spec.prompt, "head": spec.head, "backend": spec.backend,
+        return {"type": spec.type, "prompt": spec.prompt, "head": head_of(spec), "backend": spec.backend,
                 "model": spec.model, "options": dict(spec.options), "generate": asdict(spec.generate),
                 "top_k": spec.top_k, "rule": spec.rule,
                 **({"context": spec.context} if spec.context != "given" else {}), "paper": spec.paper}
@@ -86,7 +108,7 @@ class HeadType(LLMType):
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
         base = super().prepare(spec, items, quality, pool=pool, population=population, seed=seed, level=level)
-        path = locate_head(head_path(str(spec.head), items))
+        path = locate_head(head_path(str(head_of(spec)), items))
         head = read_head(path)
         assert base.prompt is not None
         if head.prompt != base.prompt.name or head.prompt_sha256 != prompt_hash(base.prompt):

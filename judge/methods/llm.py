@@ -12,20 +12,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..backends.base import Prompt
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, UnknownNameError
+from ..core.settings import setting
 from ..data.alternatives import READ, alternatives_for, lists_for
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets import check_scale, load_items
 from ..engine.build import backend_key
 from ..engine.fields import close_hint
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..prompts.context_views import CONTEXT_VIEWS, in_view
 from ..prompts.templates import (
     PER_QUALITY_PROMPTS,
@@ -47,11 +48,34 @@ from ..selectors import SELECTORS, get_selector
 SELECTOR_OPTION_KEYS = ("order", "manual_set")
 
 
+@dataclass(frozen=True)
+class ReasonSettings:
+    """An llm judge's own settings: whether it writes a rationale before it answers (docs/backends.md, "Judges
+    that reason first")."""
+
+    reason: int = setting(
+        "the judge first writes a rationale of at most N tokens, then answers: the answer is read after the prompt's "
+        "answer cue (exactly where the backend shows log-probabilities, else estimated from --sampling-fallback N "
+        "completions); rows keep the rationale. 0: the answer is the next token, the paper's one-token read", 0,
+        metavar="N")
+    reason_temperature: float = setting(
+        "the rationale's sampling temperature, seeded by --seed (TOML: generate.seed); 0: greedy", 0.0, metavar="T")
+
+    def __post_init__(self) -> None:
+        if self.reason < 0:
+            raise InputError(f"must be >= 0 (tokens of rationale; 0: none), got {self.reason}", field="reason")
+        if self.reason_temperature < 0:
+            raise InputError(f"must be >= 0, got {self.reason_temperature}", field="reason_temperature")
+        if self.reason_temperature and not self.reason:
+            raise InputError("samples a rationale: it needs one (reason = N)", field="reason_temperature")
+
+
 class LLMType(MethodType):
     """A prompt + selector + backend + scoring rule (:class:`judge.scorers.llm.LLMJudge`)."""
 
     fields = frozenset({"prompt", "selector", "k", "seeds", "group_guard", "order", "manual_set", "pool", "top_k",
-                        "rule", "context", "reason", "reason_temperature"})
+                        "rule", "context"})
+    settings: ClassVar[type] = ReasonSettings
     runs_model = True
     noun = "llm methods"
     records_seed = True
@@ -64,14 +88,20 @@ class LLMType(MethodType):
         if spec.context not in CONTEXT_VIEWS:
             raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {spec.context!r}", field="context")
 
+    def reasoning(self, spec: MethodSpec) -> ReasonSettings:
+        """Whether (and how) the judge writes a rationale first (a type without the setting: never)."""
+        return own(spec, ReasonSettings)
+
     def default_name(self, spec: MethodSpec) -> str:
+        reason = self.reasoning(spec).reason
         return (f"{spec.prompt}-{spec.selector}-k{spec.k}" + ("" if spec.context == "given" else f"-context-{spec.context}")
-                + (f"-reason{spec.reason}" if spec.reason else ""))
+                + (f"-reason{reason}" if reason else ""))
 
     def seeded(self, spec: MethodSpec) -> bool:
         return spec.selector == "random" and spec.k > 0
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        r = self.reasoning(spec)
         return {
             "type": spec.type, "prompt": spec.prompt, "selector": spec.selector, "k": spec.k,
             "seeds": list(spec.run_seeds()), "group_guard": spec.group_guard, "order": spec.order,
@@ -79,7 +109,7 @@ class LLMType(MethodType):
             "options": dict(spec.options), "generate": asdict(spec.generate), "top_k": spec.top_k, "rule": spec.rule,
             # Only when not the default, so that the provenance of every earlier method reads as before.
             **({"context": spec.context} if spec.context != "given" else {}),
-            **({"reason": spec.reason, "reason_temperature": spec.reason_temperature} if spec.reason else {}),
+            **({"reason": r.reason, "reason_temperature": r.reason_temperature} if r.reason else {}),
             "paper": spec.paper,
         }
 
@@ -150,7 +180,7 @@ class LLMType(MethodType):
         quality = quality or prompt.quality
         selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
                                 manual_set=spec.manual_set, order=spec.order)
-        check_renders(prompt, items or (), quality, spec.context, population, spec.reason)
+        check_renders(prompt, items or (), quality, spec.context, population, self.reasoning(spec).reason)
         if spec.k and quality is None:
             raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                              field="quality")
@@ -166,11 +196,12 @@ class LLMType(MethodType):
         spec = prepared.spec
         assert prepared.prompt is not None and prepared.selector is not None
         backend = backends.get(spec)
+        r = self.reasoning(spec)
         return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
                         pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
                         top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
-                        population=prepared.population, reason=spec.reason,
-                        reason_temperature=spec.reason_temperature, reason_seed=spec.generate.seed)
+                        population=prepared.population, reason=r.reason,
+                        reason_temperature=r.reason_temperature, reason_seed=spec.generate.seed)
 
     def prompts(self, prepared: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool
                 ) -> list[Prompt] | None:
@@ -192,7 +223,7 @@ class LLMType(MethodType):
             out.append(render_prompt(template, item, examples, quality, alternatives_for(item, listed),
                                      context=prepared.spec.context, chat=chat,
                                      fixed_examples=prepared.selector is not None and prepared.selector.fixed_examples,
-                                     reason=prepared.spec.reason)[0])
+                                     reason=self.reasoning(prepared.spec).reason)[0])
         return out
 
 

@@ -12,15 +12,16 @@ run it through :mod:`judge.engine.compare`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, UnknownNameError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..prompts.templates import PromptTemplate, builtin_prompts, get_prompt, is_template_path, load_template
 from ..scorers.base import Scorer
 from ..scorers.pairwise import ORDERS, PairwiseJudge
@@ -29,24 +30,35 @@ from ..scorers.pairwise import ORDERS, PairwiseJudge
 _SPEC_PROMPT = next(f.default for f in fields(MethodSpec) if f.name == "prompt")
 
 
+@dataclass(frozen=True)
+class PairwiseSettings:
+    """A pairwise method's own setting: in which orders each pair is read."""
+
+    orders: str = setting(
+        "both: read each pair with either reply first and average the two, so that neither position is favoured; one: "
+        "one order per pair, drawn by a seeded hash of the pair (--seed), half the cost, position bias left in the "
+        "verdicts", "both", choices=ORDERS)
+
+
+def orders_of(spec: MethodSpec) -> str:
+    """The orders a pairwise method reads each pair in."""
+    return own(spec, PairwiseSettings).orders
+
+
 class PairwiseType(MethodType):
     """A pairwise template read by a model in one or both orders (:class:`PairwiseJudge`)."""
 
-    fields = frozenset({"prompt", "orders", "seeds"})
+    fields = frozenset({"prompt", "seeds"})
+    settings = PairwiseSettings
     defaults: ClassVar[Mapping[str, Any]] = {"prompt": "pairwise"}
     runs_model = True
     noun = "pairwise methods"
     compares = True
     cost = None
-    flags_help: ClassVar[Mapping[str, str]] = {
-        "orders": "both (default): read each pair with either reply first and average the two, so that neither "
-                  "position is favoured; one: one order per pair, drawn by a seeded hash of the pair (--seed), half "
-                  "the cost, position bias left in the verdicts",
-    }
 
     def check(self, spec: MethodSpec) -> None:
-        if spec.orders not in ORDERS:
-            raise InputError(f"must be one of {', '.join(ORDERS)}, got {spec.orders!r}", field="orders")
+        if orders_of(spec) not in ORDERS:
+            raise InputError(f"must be one of {', '.join(ORDERS)}, got {orders_of(spec)!r}", field="orders")
 
     def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
                    methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
@@ -57,11 +69,11 @@ class PairwiseType(MethodType):
 
     def default_name(self, spec: MethodSpec) -> str:
         stem = Path(spec.prompt).stem if is_template_path(spec.prompt) else spec.prompt
-        return stem + ("-one-order" if spec.orders == "one" else "")
+        return stem + ("-one-order" if orders_of(spec) == "one" else "")
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        return {"type": spec.type, "prompt": spec.prompt, "orders": spec.orders,
-                **({"seeds": list(spec.seeds[:1])} if spec.orders == "one" else {}),
+        return {"type": spec.type, "prompt": spec.prompt, "orders": orders_of(spec),
+                **({"seeds": list(spec.seeds[:1])} if orders_of(spec) == "one" else {}),
                 "backend": spec.backend, "model": spec.model, "options": dict(spec.options),
                 "generate": asdict(spec.generate), "paper": spec.paper}
 
@@ -96,7 +108,7 @@ class PairwiseType(MethodType):
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
         spec = prepared.spec
         assert prepared.prompt is not None
-        judge = PairwiseJudge(prepared.prompt, backends.get(spec), quality=prepared.quality, orders=spec.orders,
+        judge = PairwiseJudge(prepared.prompt, backends.get(spec), quality=prepared.quality, orders=orders_of(spec),
                               seed=prepared.seed, chat=spec.generate.chat, top_n=spec.generate.top_n,
                               batch_size=spec.generate.batch_size)
         judge.spec = spec
