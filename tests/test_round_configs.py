@@ -84,6 +84,6 @@ def test_round_7_gates_every_follow_up_candidate_on_its_paired_test_with_the_cri
     assert {a for a, _ in dev.compare} == {m.name for m in dev.methods} - {"q15-criteria"}
     assert {b for _, b in dev.compare} == {"q15-criteria"}
     # every candidate is the follow-up signal or holds it
-    fed = {m.name for m in dev.methods if m.signal == "followup"
-           or any(x.signal == "followup" for x in m.kind.members(m))}
+    fed = {m.name for m in dev.methods if m.describe().get("signal") == "followup"
+           or any(x.describe().get("signal") == "followup" for x in m.kind.members(m))}
     assert fed == {m.name for m in dev.methods} - {"q15-criteria"}

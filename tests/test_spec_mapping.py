@@ -125,7 +125,7 @@ def test_a_likelihood_method_is_the_same_spec_from_cli_toml_and_a_mapping():
     toml = _toml(type="likelihood", backend="mock", signal="pmi-min", name="lik", generate={"threads": 1})
     mapping = MethodSpec.from_mapping({"type": "likelihood", "backend": "mock", "signal": "pmi-min", "name": "lik",
                                        "generate": {"threads": 1}})
-    assert cli == toml == mapping and mapping.signal == "pmi-min"
+    assert cli == toml == mapping and mapping.settings.signal == "pmi-min"
     # As an ensemble member: --member likelihood=SIGNAL is the TOML table of type "likelihood".
     members = _cli("--backend", "mock", "--member", "prompt=yesno", "--member", "likelihood=pmi,name=lik")
     table = parse_experiment({"datasets": ["TU"], "methods": [

@@ -114,8 +114,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "pmi-max, followup (FED follow-ups; docs/likelihood.md)")
     add_flags(g, method_type("head").settings)
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
-    c.add_argument("--scorer", default=None, help="run this classic scorer instead of an LLM judge "
-                   "(length, bleu4, rouge-l, meteor, fed-metric, ...; `judge score --scorer ?` lists them)")
+    add_flags(c, method_type("classic").settings)
     c.add_argument("--scorer-model", default=None, help="model id/path for a model-based classic scorer")
     c.add_argument("--scorer-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the classic scorer (repeatable), e.g. loss=followup")

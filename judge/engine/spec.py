@@ -300,15 +300,11 @@ class MethodSpec:
     generate: GenerateConfig = field(default_factory=GenerateConfig)
     top_k: int = 3
     rule: str = "topk"
-    scorer: str | None = None
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
     #: Opt in to a method (or member) that reads the user's turn after the rated response on turn-level
     #: items (``next_user``): refused otherwise, as a live judge never has it (see engine.kinds).
     allow_future: bool = False
-    #: Likelihood methods: the statistic of the reply's token log-probabilities
-    #: (:data:`judge.scorers.likelihood.SIGNALS`, default ``pmi``).
-    signal: str | None = None
     #: LLM methods: what of the item the prompt shows (:data:`judge.prompts.context_views.CONTEXT_VIEWS`): the
     #: conversation as ``given``, or ``none`` (the reply alone), the baseline of a contrast.
     context: str = "given"
