@@ -107,6 +107,9 @@ class MethodType:
     #: Its own settings: a frozen dataclass of :func:`judge.core.settings.setting` fields, held in
     #: ``MethodSpec.settings``; their flags, config keys and docs table are generated from it.
     settings: ClassVar[type] = NoSettings
+    #: The docs page that lists its own settings, in a table generated from :attr:`settings`
+    #: (:mod:`judge.methods.settings_docs`); None: they are not documented there.
+    docs: ClassVar[str | None] = None
     def trained_on(self, spec: MethodSpec) -> str | None:
         """What ``spec`` learns weights from (:data:`SCORED_SET`, :data:`OTHER_SETS`, :data:`EARLIER_FIT`), so that
         runs and reports ask the type instead of reading its settings; None: nothing."""

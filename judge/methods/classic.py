@@ -39,6 +39,7 @@ class ClassicType(MethodType):
 
     fields = frozenset({"options"})
     settings = ClassicSettings
+    docs = "docs/classic.md"
     noun = "classic methods"
     options_flag = "options"
     implied_by = "scorer"

@@ -62,6 +62,7 @@ class EnsembleType(MethodType):
     """Members combined by ``combine`` with given, cross-validated (``cv``) or other-set (``lodo``) weights."""
 
     settings = EnsembleSettings
+    docs = "docs/harness.md"
     noun = "ensembles"
     refers_to_methods = True
     cost = "ensemble"

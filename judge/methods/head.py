@@ -63,6 +63,7 @@ class HeadType(LLMType):
 
     fields = frozenset({"prompt", "top_k", "rule", "context"})
     settings = HeadSettings
+    docs = "docs/heads.md"
     needs = frozenset({"hidden_states"})
     noun = "head methods"
     flag = ("head", "head")

@@ -39,6 +39,7 @@ class LikelihoodType(MethodType):
 
     fields = frozenset({"seeds"})
     settings = LikelihoodSettings
+    docs = "docs/likelihood.md"
     runs_model = True
     needs = frozenset({"sequence_logprobs"})
     noun = "likelihood methods"

@@ -76,6 +76,7 @@ class LLMType(MethodType):
     fields = frozenset({"prompt", "selector", "k", "seeds", "group_guard", "order", "manual_set", "pool", "top_k",
                         "rule", "context"})
     settings: ClassVar[type] = ReasonSettings
+    docs = "docs/backends.md"
     runs_model = True
     noun = "llm methods"
     records_seed = True

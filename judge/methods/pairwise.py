@@ -50,6 +50,7 @@ class PairwiseType(MethodType):
 
     fields = frozenset({"prompt", "seeds"})
     settings = PairwiseSettings
+    docs = "docs/pairwise.md"
     defaults: ClassVar[Mapping[str, Any]] = {"prompt": "pairwise"}
     runs_model = True
     noun = "pairwise methods"
