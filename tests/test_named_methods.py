@@ -129,7 +129,7 @@ def test_runtime_flags_apply_to_every_model_the_method_runs():
                                       "--backend-option", "n_batch=64"])
     spec = spec_from_args(args)
     criteria, pmi = spec.settings.members
-    assert (criteria.prompt, pmi.type, pmi.settings.signal) == ("yesno-criteria", "likelihood", "pmi")
+    assert (criteria.settings.prompt, pmi.type, pmi.settings.signal) == ("yesno-criteria", "likelihood", "pmi")
     for member in spec.settings.members:
         assert (member.backend, member.model, dict(member.options)) == ("mock", "m.gguf", {"n_batch": 64})
         gen = member.generate

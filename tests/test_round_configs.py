@@ -49,12 +49,12 @@ def test_round_5_gates_every_candidate_on_its_paired_test_with_the_criteria_prom
     references = {"q15-criteria", "q15-relevant"}
     assert {a for a, _ in dev.compare} == {m.name for m in dev.methods} - references
     assert {b for _, b in dev.compare} == {"q15-criteria"}
-    alone = [m for m in dev.methods if m.type == "llm" and m.context == "none"]
+    alone = [m for m in dev.methods if m.type == "llm" and m.settings.context == "none"]
     assert len(alone) == 2
     # every contrast subtracts a reply-alone member
     for m in dev.methods:
         if m.type == "ensemble":
-            assert [w < 0 for w in m.settings.weights] == [x.context == "none" for x in m.settings.members], m.name
+            assert [w < 0 for w in m.settings.weights] == [x.kind.context_view(x) == "none" for x in m.settings.members], m.name
 
 
 def test_round_6_gates_every_listwise_candidate_on_its_paired_test_with_the_criteria_prompt():

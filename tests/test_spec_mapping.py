@@ -144,7 +144,7 @@ def test_a_likelihood_mistake_gives_the_same_message():
         from_cli.value)
     assert str(from_toml.value).endswith("methods[0].signal: " + from_cli.value.reason)
     # Flags of prompt methods are refused, not ignored: the spec says why (a TOML table: unknown key).
-    with pytest.raises(InputError, match=r"'--selector': a likelihood method shows no examples"):
+    with pytest.raises(InputError, match=r"'--selector': selector belongs to llm methods, not to a likelihood method"):
         _cli("--likelihood", "pmi", "--selector", "random")
     with pytest.raises(InputError, match=r"methods\[0\]\.selector: unknown key"):
         _toml(type="likelihood", selector="random")

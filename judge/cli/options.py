@@ -16,7 +16,7 @@ from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
 from ..engine.named import named_method, with_runtime
 from ..engine.session import RunOptions
-from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, spec_fields
+from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, own_fields, spec_fields
 from ..prompts.context_views import CONTEXT_VIEWS
 from ..prompts.templates import builtin_prompts
 from ..selectors import ORDERS, SELECTOR_NAMES
@@ -418,8 +418,9 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
     own_options = kind.options_flag == "options"
     values: dict[str, object] = {f.name: getattr(base, f.name) for f in fields(base)
                                  if f.name in kind.accepted() and not (own_options and f.name == "options")}
-    if isinstance(base.settings, kind.settings):  # a member of the base's type keeps its own settings too
-        values.update({f.name: getattr(base.settings, f.name) for f in fields(kind.settings)})
+    # A member keeps the base's settings its own record has too (a head member: the prompt, rule and context).
+    shared = own_fields(kind.settings) & own_fields(type(base.settings))
+    values.update({name: getattr(base.settings, name) for name in shared})
     if kind.flag is not None:
         values[kind.flag[1]] = changes.pop(kind.flag[0])
     if "chat" in changes:
@@ -454,12 +455,13 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
                          field=f"--{kind.flag[0]}" if kind.flag else "--prompt")
     base = args.seed if args.seed is not None else 0
     defining: dict[str, object] = {
-        "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none", "k": args.k,
+        "prompt": args.template or args.prompt or _SPEC_DEFAULTS["prompt"], "selector": args.selector or "none",
+        "k": args.k,
         "group_guard": args.group_guard, "order": args.example_order, "manual_set": args.manual_set,
         "pool": args.pool, "top_k": args.top_k, "rule": args.rule, "context": args.context,
     }
     values: dict[str, object] = {key: value for key, value in defining.items()
-                                 if key in kind.accepted() or value != _SPEC_DEFAULTS[key]}
+                                 if value != _SPEC_DEFAULTS[key] or (key in kind.accepted() and key != "prompt")}
     values.update(name=args.name or "", type=name, allow_future=args.allow_future)
     for other in _types():  # the flags of each type's own settings: another type's refused by the spec, naming it
         if not other.refers_to_methods:
@@ -480,7 +482,7 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
 
 
 #: The spec's defaults, which a flag left alone holds.
-_SPEC_DEFAULTS = {f.name: f.default for f in fields(MethodSpec)}
+_SPEC_DEFAULTS = {f.name: f.default for f in fields(method_type(DEFAULT_TYPE).settings)}
 
 
 def key_value(text: str, field: str, parse: Callable[[str], object]) -> tuple[str, object]:

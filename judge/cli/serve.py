@@ -114,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
     require_extra()
     spec = spec_from_args(args)
     # The quality's scale is read from the file that holds labels: the example pool, else the reference set.
-    source = spec.pool or args.reference_set
+    pool = spec.kind.examples(spec)[1]
+    source = pool or args.reference_set
     reference = load_items(args.reference_set) if args.reference_set else None
-    labelled = load_items(spec.pool) if spec.pool else reference or []
+    labelled = load_items(pool) if pool else reference or []
     known = _registered_qualities(source, labelled) if source else ()
     quality = resolve_quality(args.quality, labelled, known, parse_scales(args))
     check_servable(spec, reference)  # before the port opens: e.g. a method that reads the next user turn

@@ -16,11 +16,12 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 
 def setting(help: str, default: Any = None, *, flag: str | None = "", key: str | None = None,
-            metavar: str | None = None, choices: Sequence[str] | None = None) -> Any:
+            metavar: str | None = None, choices: Sequence[str] | None = None, generated: bool = True) -> Any:
     """A field of a settings record. ``flag``: its command-line flag (``""``: ``--<field>`` with dashes;
-    None: no flag of its own); ``key``: its config key (default: the field's name)."""
+    None: no flag of its own); ``key``: its config key (default: the field's name); ``generated`` False: the
+    flag is written by hand, shared by several types (``--prompt``), and only the docs name it."""
     return field(default=default, metadata={"help": help, "flag": flag, "key": key, "metavar": metavar,
-                                            "choices": tuple(choices) if choices else None})
+                                            "choices": tuple(choices) if choices else None, "generated": generated})
 
 
 def flag_of(f: Field[Any]) -> str | None:
@@ -35,8 +36,8 @@ def key_of(f: Field[Any]) -> str:
 
 
 def flagged(cls: type) -> list[Field[Any]]:
-    """The fields of ``cls`` that have a command-line flag."""
-    return [f for f in fields(cls) if flag_of(f) is not None]
+    """The fields of ``cls`` whose command-line flag is generated from the record."""
+    return [f for f in fields(cls) if flag_of(f) is not None and f.metadata.get("generated", True)]
 
 
 def _parser(hint: Any) -> Callable[[str], Any]:

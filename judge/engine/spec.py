@@ -3,8 +3,7 @@
 A *method type* (``llm``, ``likelihood``, ``classic``, ``ensemble``, ``head``, ``pairwise``, or one a user
 registers) is one module that declares, on a :class:`MethodType`:
 
-* its spec fields and their defaults (:attr:`MethodType.fields`, :attr:`MethodType.defaults`), and its own
-  settings: a typed record (:attr:`MethodType.settings`, made with :func:`judge.core.settings.setting`) whose
+* the shared spec fields it takes (:attr:`MethodType.fields`), and its own settings: a typed record (:attr:`MethodType.settings`, made with :func:`judge.core.settings.setting`) whose
   fields generate their command-line flags, config keys and docs table; every entry point reads them:
   TOML ``[[methods]]`` tables, command-line flags, presets, ``make_judge`` and ``judge serve`` accept
   exactly those keys, flat (``reason = 64``) beside the common ones;
@@ -70,12 +69,9 @@ class MethodType:
     so a new type overrides what it needs: at least :meth:`build`.
     """
 
-    #: The spec fields a method of this type may set, beyond :data:`COMMON_FIELDS` (and
-    #: :data:`MODEL_FIELDS` when it runs a model). Any other field must keep its default.
+    #: The shared spec fields a method of this type may set, beyond :data:`COMMON_FIELDS` (and
+    #: :data:`MODEL_FIELDS` when it runs a model): ``seeds``, ``options``. Any other field must keep its default.
     fields: ClassVar[frozenset[str]] = frozenset()
-    #: Defaults of this type where they differ from :class:`MethodSpec`'s (applied when a field is left
-    #: at the spec's default).
-    defaults: ClassVar[Mapping[str, Any]] = {}
     #: Runs a language model through a backend: ``backend``, ``model``, ``options`` and ``generate``
     #: apply, ``judge run --backend/--model`` and ``--method`` change them, ``[defaults]`` tables apply.
     runs_model: ClassVar[bool] = False
@@ -110,6 +106,14 @@ class MethodType:
     #: The docs page that lists its own settings, in a table generated from :attr:`settings`
     #: (:mod:`judge.methods.settings_docs`); None: they are not documented there.
     docs: ClassVar[str | None] = None
+    def examples(self, spec: MethodSpec) -> tuple[int, str | None]:
+        """How many labelled examples it shows per item, and the file they come from (None: the scored items)."""
+        return 0, None
+
+    def context_view(self, spec: MethodSpec) -> str:
+        """What of each item its prompt shows (:data:`judge.prompts.context_views.CONTEXT_VIEWS`)."""
+        return "given"
+
     def trained_on(self, spec: MethodSpec) -> str | None:
         """What ``spec`` learns weights from (:data:`SCORED_SET`, :data:`OTHER_SETS`, :data:`EARLIER_FIT`), so that
         runs and reports ask the type instead of reading its settings; None: nothing."""
@@ -279,38 +283,23 @@ class MethodSpec:
     of the type's :attr:`MethodType.settings` class; the constructor takes them flat too
     (``MethodSpec(type="ensemble", members=..., fit="cv")``), as configs and flags give them.
 
-    ``prompt`` is a built-in name, ``"fed"`` (the FED rating prompt of the quality being scored) or a
-    path to a ``.j2`` template. ``pool`` names a labelled file to draw examples from; None means the
-    rated items of the data being scored (each item's own conversation kept out by the guard).
     ``seeds`` are selection seeds: random selection runs each, other selectors the first only.
     """
 
     name: str = ""
     #: The method type (:data:`METHOD_TYPES`): what the other fields mean and which of them apply.
     type: str = DEFAULT_TYPE
-    prompt: str = "yesno"
-    selector: str = "none"
-    k: int = 0
     seeds: tuple[int, ...] = (0,)
-    group_guard: bool = True
-    order: str = "ascending"
-    manual_set: str | None = None
-    pool: str | None = None
     backend: str = "llamacpp"
     model: str | None = None
     #: Backend options (LLM methods) or scorer options (classic methods).
     options: Mapping[str, Any] = field(default_factory=dict)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
-    top_k: int = 3
-    rule: str = "topk"
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
     #: Opt in to a method (or member) that reads the user's turn after the rated response on turn-level
     #: items (``next_user``): refused otherwise, as a live judge never has it (see engine.kinds).
     allow_future: bool = False
-    #: LLM methods: what of the item the prompt shows (:data:`judge.prompts.context_views.CONTEXT_VIEWS`): the
-    #: conversation as ``given``, or ``none`` (the reply alone), the baseline of a contrast.
-    context: str = "given"
     #: The type's own settings: an instance of its :attr:`MethodType.settings` class.
     settings: object = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
@@ -340,15 +329,8 @@ class MethodSpec:
 
     def _check(self, kind: MethodType) -> None:
         check_no_secrets(self.options, kind.options_flag)
-        if self.k < 0:
-            raise InputError(f"must be >= 0, got {self.k}", field="k")
-        if self.top_k < 1:
-            raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
         if not self.seeds:
             raise InputError("at least one seed is needed", field="seeds")
-        for key, value in kind.defaults.items():
-            if getattr(self, key) == _DEFAULTS[key]:
-                object.__setattr__(self, key, value)
         kind.check(self)
         accepted = kind.accepted()
         for key, default in _DEFAULTS.items():

@@ -49,9 +49,6 @@ class LikelihoodType(MethodType):
     def check(self, spec: MethodSpec) -> None:
         if signal_of(spec) not in SIGNALS:
             raise InputError(f"must be one of {', '.join(SIGNALS)}, got {signal_of(spec)!r}", field="signal")
-        if spec.k or spec.selector != "none" or spec.pool is not None:
-            raise InputError("a likelihood method shows no examples: k, selector and pool belong to llm "
-                             "methods", field="k" if spec.k else "selector" if spec.selector != "none" else "pool")
 
     def default_name(self, spec: MethodSpec) -> str:
         return f"likelihood-{signal_of(spec)}"
