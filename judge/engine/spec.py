@@ -315,13 +315,8 @@ class MethodSpec:
         if not isinstance(record, kind.settings):  # none yet, or another type's (a changed type): its values
             values = {**_changed(record), **values}
             record = kind.settings()
-        mine = own_fields(kind.settings)
-        for key in values:
-            if key not in mine:
-                owner = next(_owners(key), None)
-                reason, field_name = (owner.foreign(key, type_name) if owner is not None
-                                      else (f"{key} does not apply to a {type_name} method", key))
-                raise InputError(reason, field=field_name)
+        for key in [k for k in values if k not in own_fields(kind.settings)]:  # the first one given
+            _refuse(key, type_name)
         common["settings"] = replace(record, **values) if values else record
         for key in _DEFAULTS:
             object.__setattr__(self, key, common[key] if key in common else _default(key))
@@ -335,10 +330,7 @@ class MethodSpec:
         accepted = kind.accepted()
         for key, default in _DEFAULTS.items():
             if key not in accepted and key != "settings" and getattr(self, key) != default:
-                owner = next(_owners(key), None)
-                reason, field_name = (owner.foreign(key, self.type) if owner is not None
-                                      else (f"{key} does not apply to a {self.type} method", key))
-                raise InputError(reason, field=field_name)
+                _refuse(key, self.type)
         if not self.name:
             object.__setattr__(self, "name", kind.default_name(self))
 
@@ -397,6 +389,14 @@ class MethodSpec:
 
 #: Every spec field with its default (what a field a type does not accept must hold).
 _DEFAULTS: dict[str, Any] = {}
+
+
+def _refuse(key: str, type_name: str) -> None:
+    """Refuse field ``key`` on a method of type ``type_name``, naming the type it belongs to."""
+    owner = next(_owners(key), None)
+    reason, field_name = (owner.foreign(key, type_name) if owner is not None
+                          else (f"{key} does not apply to a {type_name} method", key))
+    raise InputError(reason, field=field_name)
 
 
 def _owners(key: str) -> Iterator[MethodType]:
