@@ -26,7 +26,7 @@ class ClassicSettings:
     """A classic method's own setting: which scorer of the literature it runs."""
 
     scorer: str | None = setting("run this classic scorer instead of an LLM judge (length, bleu4, rouge-l, meteor, "
-                                 "fed-metric, ...; `judge score --scorer ?` lists them; docs/classic.md)")
+                                 "fed-metric, ...; `judge score --scorer ?` lists them; docs/classic.md)", metavar="NAME")
 
 
 def scorer_of(spec: MethodSpec) -> str:
