@@ -71,7 +71,7 @@ def run_pass(spec: dict[str, Any]) -> dict[str, Any]:
 
     generate = GenerateConfig(threads=spec["threads"], cache_path=spec["cache"])
     rule = {"rule": "expected"} if Path(spec["prompt"]).stem.startswith("rating") else {}
-    method = MethodSpec(prompt=spec["prompt"], model=spec["model"], generate=generate, **rule)  # type: ignore[arg-type]
+    method = MethodSpec(prompt=spec["prompt"], model=spec["model"], generate=generate, **rule)
     out: dict[str, Any] = {"sets": {}}
     with Session(RunOptions(progress=False)) as session:
         for name in spec["sets"]:

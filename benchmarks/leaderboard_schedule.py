@@ -66,7 +66,7 @@ def zero_shot_methods(config: str, model: str) -> list[str]:
 
     exp = load_experiment(config)
     return [m.name for m in exp.methods
-            if m.type == "llm" and (m.model or DEFAULT_MODEL) == model and m.selector == "none" and m.k == 0]
+            if m.type == "llm" and (m.model or DEFAULT_MODEL) == model and m.kind.examples(m)[0] == 0]
 
 
 def check_pass(spec: dict[str, Any]) -> dict[str, Any]:

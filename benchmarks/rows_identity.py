@@ -41,8 +41,8 @@ TIMES_SECTION = "## Compute time and memory"
 
 def _light(method: Any) -> bool:
     if method.type == "classic":
-        return method.scorer in LIGHT_SCORERS
-    return all(_light(m) for m in method.members)
+        return method.settings.scorer in LIGHT_SCORERS
+    return all(_light(m) for m in method.kind.members(method))
 
 
 def run(out: Path, data_dir: str, limit: int) -> None:

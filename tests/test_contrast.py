@@ -76,7 +76,7 @@ def test_a_config_table_declares_a_contrast():
         {"name": "contrast", "type": "ensemble", "members": ["c", "c-alone"], "combine": "mean", "weights": [1, -1]},
     ]})
     contrast = exp.methods[-1]
-    assert contrast.weights == (1.0, -1.0) and contrast.members[1].context == "none"
+    assert contrast.settings.weights == (1.0, -1.0) and contrast.settings.members[1].settings.context == "none"
     with pytest.raises(InputError, match=r"methods\[1\]\.context"):
         parse_experiment({"datasets": ["FT"], "methods": [{"prompt": "yesno"}, {"prompt": "yesno", "context": "nope"}]})
 

@@ -22,6 +22,7 @@ from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.harness import load_experiment, run_experiment
 from judge.harness.config import parse_experiment
 from judge.harness.fitted import meta_settings
+from judge.methods.ensemble import kept_weights
 from judge.records.results import cell_path
 from judge.records.rows import read_rows as read_row_records
 from judge.scorers.classic import create_classic
@@ -209,10 +210,10 @@ def test_config_errors_name_the_entry(tmp_path):
     ok = parse_experiment({**base, "methods": [*base["methods"], {"type": "ensemble", "members": ["yn", "length"],
                                                                    "weights": [2, 1]}]}, "x.toml")
     ens = ok.methods[2]
-    assert ens.type == "ensemble" and [m.name for m in ens.members] == ["yn", "length"] and ens.weights == (2.0, 1.0)
+    assert ens.type == "ensemble" and [m.name for m in ens.settings.members] == ["yn", "length"] and ens.settings.weights == (2.0, 1.0)
     # --model reaches the members of an ensemble as it reaches every LLM method.
     moved = ok.with_overrides(model="other.gguf")
-    assert moved.methods[2].members[0].model == "other.gguf"
+    assert moved.methods[2].settings.members[0].model == "other.gguf"
     assert ok.with_overrides(methods=["ens-x"] if False else [ens.name]).methods == (ens,)
 
 
@@ -368,9 +369,9 @@ def test_cli_score_records_the_fold_weights_its_rows_used(tmp_path, turn_example
 
 def test_cv_fit_is_refused_without_ratings_to_learn_from():
     with pytest.raises(InputError, match="give weights or fit, not both"):
-        MethodSpec(type="ensemble", fit="cv", weights=(1.0, 1.0), members=_cv_ensemble().members)
+        MethodSpec(type="ensemble", fit="cv", weights=(1.0, 1.0), members=_cv_ensemble().settings.members)
     with pytest.raises(InputError, match="must be one of fixed, cv, lodo"):
-        MethodSpec(type="ensemble", fit="loo", members=_cv_ensemble().members)
+        MethodSpec(type="ensemble", fit="loo", members=_cv_ensemble().settings.members)
     with pytest.raises(InputError, match="name the quality"):
         prepare(_cv_ensemble(), load_items(str(EXAMPLES)))
     proc = _cli("score", str(EXAMPLES), "--scorer", "length", "--fit", "cv")
@@ -773,7 +774,7 @@ def test_optional_is_checked_with_the_spec():
     with pytest.raises(InputError, match="only members with weight 0 are left"):
         prepare(ens, no_refs)
     kept = prepare(ens.with_changes(weights=(2.0, 1.0)), no_refs)
-    assert [m.spec.name for m in kept.members] == ["length"] and kept.weights == (2.0,)
+    assert [m.spec.name for m in kept.members] == ["length"] and kept_weights(kept) == (2.0,)
     assert kept.left_out[0][0] == "rouge-l"
 
 

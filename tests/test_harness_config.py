@@ -67,7 +67,7 @@ def test_expansion_of_k_and_seeds():
     assert ids == ["rand-k4", "rand-k8", "bm25", "zero", "length"]
     assert exp.methods[0].run_seeds() == (0, 1, 2)  # random selection runs every seed
     assert exp.methods[2].run_seeds() == (0,)  # deterministic selection runs once
-    assert exp.methods[3].selector == "none"
+    assert exp.methods[3].settings.selector == "none"
 
 
 def test_qualities_overall_and_all():

@@ -24,6 +24,7 @@ from judge.datasets.benchmarks import DATASETS, indexed
 from judge.datasets.contexts import MIN_CONTEXT, ContextIndex, context_texts, piece_key, pieces, unlabelled
 from judge.datasets.identity import fingerprint, identify, index_digest, known_contexts, known_conversations
 from judge.datasets.split import split_of
+from judge.engine.spec import OTHER_SETS
 from judge.harness.config import parse_experiment
 from judge.harness.runner import attach_training, plan, prepare_cell
 from judge.heads.head import locate_head, read_head
@@ -148,7 +149,7 @@ def _lodo_cells(data_dir: Path, path: Path) -> dict[str, Any]:
                     {"name": "lodo", "type": "ensemble", "members": ["len", "len2"], "fit": "lodo"}]}, "lodo.toml")
     prepared = [(c, prepare_cell(c, exp)) for c in plan(exp)]
     attach_training(prepared, exp)
-    return {c.dataset: (c, p) for c, p in prepared if p.spec.fit == "lodo"}
+    return {c.dataset: (c, p) for c, p in prepared if p.spec.kind.trained_on(p.spec) == OTHER_SETS}
 
 
 @pytest.mark.parametrize("variant", ["labels", "new-reply"])

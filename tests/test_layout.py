@@ -161,7 +161,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("judge.distributed.backend", "judge.distributed.executor"): "backends: backend <-> executor (loop)",
     ("judge.distributed.backend", "judge"): "backends: __version__ from the root (core.distribution.SOURCE_VERSION has it)",
     ("judge.distributed.worker", "judge"): "backends: __version__ from the root (core.distribution.SOURCE_VERSION has it)",
-    ("judge.report.results_page", "judge.report.reason_table"): "methods: results_page <-> reason_table (loop)",
 }
 
 

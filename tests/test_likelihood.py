@@ -146,7 +146,7 @@ def test_config_errors_name_file_and_key(tmp_path):
         load_experiment(path)
     path.write_text('datasets = ["FT"]\n[[methods]]\ntype = "likelihood"\nsignal = "conditional"\n')
     (method,) = load_experiment(path).methods
-    assert (method.name, method.signal) == ("likelihood-conditional", "conditional")
+    assert (method.name, method.settings.signal) == ("likelihood-conditional", "conditional")
 
 
 # --- llama.cpp: a likelihood call leaves the KV cache so that later answers equal their answers alone ---

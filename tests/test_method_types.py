@@ -127,7 +127,7 @@ def test_a_table_takes_the_keys_its_type_declares():
 
     (spec,) = parse_experiment({"datasets": ["TU"], "methods": [
         {"type": "likelihood", "backend": "mock", "seeds": [0, 1], "allow_future": True}]}).methods
-    assert (spec.seeds, spec.allow_future, spec.signal) == ((0, 1), True, "pmi")
+    assert (spec.seeds, spec.allow_future, spec.settings.signal) == ((0, 1), True, "pmi")
     assert {"seeds", "allow_future", "signal", "backend"} <= method_type("likelihood").table_keys()
     with pytest.raises(InputError, match=r"methods\[0\]\.prompt: unknown key"):
         parse_experiment({"datasets": ["TU"], "methods": [{"type": "likelihood", "prompt": "yesno"}]})

@@ -48,7 +48,7 @@ def test_every_preset_parses_and_prepares():
     items = [it for it in load_items(str(EXAMPLES)) if it.level == "turn"]
     for name in ("yesno", "criteria", "pmi", "criteria-pmi", "criteria-pmi-pmimax"):
         assert prepare(methods[name], items).spec.name == name
-    assert named_method("criteria-pmi").members[1].type == "likelihood"
+    assert named_method("criteria-pmi").settings.members[1].type == "likelihood"
 
 
 def test_preset_kinds_come_from_what_their_methods_read():
@@ -128,9 +128,9 @@ def test_runtime_flags_apply_to_every_model_the_method_runs():
                                       "--model", "m.gguf", "--threads", "1", "--n-ctx", "1024", "--no-cache",
                                       "--backend-option", "n_batch=64"])
     spec = spec_from_args(args)
-    criteria, pmi = spec.members
-    assert (criteria.prompt, pmi.type, pmi.signal) == ("yesno-criteria", "likelihood", "pmi")
-    for member in spec.members:
+    criteria, pmi = spec.settings.members
+    assert (criteria.settings.prompt, pmi.type, pmi.settings.signal) == ("yesno-criteria", "likelihood", "pmi")
+    for member in spec.settings.members:
         assert (member.backend, member.model, dict(member.options)) == ("mock", "m.gguf", {"n_batch": 64})
         gen = member.generate
         assert (gen.threads, gen.max_context, gen.cache, gen.batch_size) == (1, 1024, False, 16)
@@ -163,7 +163,7 @@ def test_another_backend_without_a_model_drops_the_methods_model():
 
     spec = named_method("criteria-pmi")
     pinned = with_runtime(spec, model="qwen2.5-coder-1.5b")
-    assert [m.model for m in pinned.members] == ["qwen2.5-coder-1.5b"] * 2
-    assert [m.model for m in with_runtime(pinned, backend="mock").members] == [None, None]
-    assert [m.model for m in with_runtime(pinned, backend="mock", model="m").members] == ["m", "m"]
-    assert with_runtime(pinned, generate={"threads": 1}).members[0].model == "qwen2.5-coder-1.5b"
+    assert [m.model for m in pinned.settings.members] == ["qwen2.5-coder-1.5b"] * 2
+    assert [m.model for m in with_runtime(pinned, backend="mock").settings.members] == [None, None]
+    assert [m.model for m in with_runtime(pinned, backend="mock", model="m").settings.members] == ["m", "m"]
+    assert with_runtime(pinned, generate={"threads": 1}).settings.members[0].model == "qwen2.5-coder-1.5b"

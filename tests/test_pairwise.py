@@ -334,7 +334,7 @@ def test_a_config_of_compare_cells_only_and_method_pairs_beside_them():
                                                                                "datasets": ["PU"], "against": "none"}]})
     assert exp.methods == () and [c.name for c in exp.compare_cells] == ["pw", "pw2"]
     pw, pw2 = exp.compare_cells
-    assert pw.method.model == "m.gguf" and pw.against is not None and pw.against.prompt == "yesno-criteria"
+    assert pw.method.model == "m.gguf" and pw.against is not None and pw.against.settings.prompt == "yesno-criteria"
     assert pw.against.model == "m.gguf" and pw.contexts_for("topical-usr") == 3 and pw.contexts_for("persona-usr") is None
     assert pw2.against is None and pw2.datasets == ("persona-usr",)
     mixed = parse_experiment({"datasets": ["TU"], "methods": [{"name": "a"}, {"name": "b", "prompt": "rating"}],
@@ -526,11 +526,11 @@ def test_round_9_candidates_are_committed_and_prepare_on_every_set(data_dir):
 
     exp = load_experiment(ROOT / "benchmarks" / "configs" / "pairwise_dev_q15.toml").with_overrides(data_dir=str(data_dir))
     assert exp.split == "dev" and exp.methods == ()
-    assert [(c.name, c.method.prompt, c.method.orders) for c in exp.compare_cells] == [
+    assert [(c.name, c.method.settings.prompt, c.method.settings.orders) for c in exp.compare_cells] == [
         ("q15-pairwise", "pairwise", "both"), ("q15-pairwise-tie", "pairwise-tie", "both")]
     for c in exp.compare_cells:
         assert c.method.model == "qwen2.5-coder-1.5b" and c.against is not None
-        assert c.against.prompt == "yesno-criteria" and c.against.model == c.method.model
+        assert c.against.settings.prompt == "yesno-criteria" and c.against.model == c.method.model
         assert method_kinds(c.method).kind == "reference-free"
     cells, skipped = plan_compares(exp, load_sets(exp))
     assert not skipped and len(cells) == 12

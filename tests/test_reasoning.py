@@ -167,8 +167,8 @@ def test_toml_defaults_and_methods_set_reason(tmp_path):
                     '[[methods]]\nname = "b"\nprompt = "rating"\nreason = 0\n'
                     '[[methods]]\nname = "ens"\ntype = "ensemble"\nmembers = ["a", "b"]\n')
     methods = load_methods(path)
-    assert methods["a"].reason == 32 and methods["b"].reason == 0
-    assert [m.reason for m in methods["ens"].members] == [32, 0]
+    assert methods["a"].settings.reason == 32 and methods["b"].settings.reason == 0
+    assert [m.settings.reason for m in methods["ens"].settings.members] == [32, 0]
 
 
 def test_make_judge_reasons_and_a_rerun_replays_it_from_the_cache(tmp_path):

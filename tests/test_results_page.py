@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from judge.cli import build_parser, main
+from judge.data.kinds import BY_NAME, KINDS
 from judge.harness import load_experiment
 from judge.report import results_page as page
 
@@ -179,7 +180,7 @@ def test_every_committed_command_parses_and_names_its_config():
         args = build_parser().parse_args(shlex.split(s["run"]["command"])[1:])
         assert args.command == "run" and args.config == s["run"]["config"]
         assert (ROOT / args.config).is_file()
-        assert {c["kind"] for c in s["cells"]} <= set(page.KIND_ORDER)
+        assert {c["kind"] for c in s["cells"]} <= set(KINDS)
         # A mock backend's figures mean nothing: none is ever published.
         assert not [m for m, e in s["methods"].items() if page.uses_mock(e["settings"])], s["name"]
 
@@ -269,14 +270,14 @@ def _tables(text: str) -> list[tuple[str, list[str]]]:
 
 def test_render_keeps_the_kinds_apart_in_their_order(collected: dict):
     text = page.render_page([collected])
-    titles = [page.KIND_TITLES[k] for k in page.KIND_ORDER]
+    titles = [BY_NAME[k].page_title for k in KINDS]
     positions = [text.index(f"## {t}\n") for t in titles]
     assert positions == sorted(positions)
     kinds = {m: e["kind"] for m, e in collected["methods"].items()}
     tables = _tables(text)
     assert len(tables) == 4
     for title, names in tables:
-        assert names and all(page.KIND_TITLES[kinds[n]] == title[3:] for n in names), (title, names)
+        assert names and all(BY_NAME[kinds[n]].page_title == title[3:] for n in names), (title, names)
     assert f"Regenerate: `{collected['run']['command']}`" in text
     # Nothing is bolded against anything else.
     assert not [line for line in text.splitlines() if line.startswith("|") and "**" in line]
@@ -288,7 +289,7 @@ def test_paired_comparisons_are_kept_and_shown_only_within_one_kind(collected: d
     pairs = {(c["a"], c["b"], c.get("abbrev") or c["sets"]) for c in collected["comparisons"]}
     assert {("mock-yesno", "length", 2), ("mock-yesno", "length", "TU"), ("rouge-l", "length", "TU")} <= pairs
     text = page.render_page([collected])
-    free = text.split("## " + page.KIND_TITLES["reference-free"], 1)[1].split("\n## ", 1)[0]
+    free = text.split("## " + BY_NAME["reference-free"].page_title, 1)[1].split("\n## ", 1)[0]
     avg = next(c for c in collected["comparisons"] if c["a"] == "mock-yesno" and c.get("sets") == 2)
     row = next(line for line in free.splitlines() if line.startswith("| mock-yesno | length | avg of 2 sets |"))
     assert row.endswith(f"| {page.p_display(avg['p'], 200, avg['n_degenerate'])} |") and page.num(avg["diff"]) in row

@@ -12,6 +12,7 @@ from judge.datasets.source import resolve_source
 from judge.datasets.split import split_items
 from judge.engine import prepare
 from judge.engine.kinds import method_kinds
+from judge.engine.spec import SCORED_SET
 from judge.harness.config import load_experiment
 
 CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
@@ -33,7 +34,7 @@ def test_dev_and_test_files_hold_the_same_candidates(round_):
     assert [m.describe() for m in dev.methods] == [m.describe() for m in test.methods]
     assert {m.type for m in dev.methods} == types
     # Never weights fitted on the scored set; nothing reference-based or reading the next turn.
-    assert all(m.fit in ("fixed", "lodo") for m in dev.methods)
+    assert not any(m.kind.trained_on(m) == SCORED_SET for m in dev.methods)
     assert all(method_kinds(m).kind == "reference-free" and not method_kinds(m).uses_future for m in dev.methods)
 
 
@@ -48,12 +49,12 @@ def test_round_5_gates_every_candidate_on_its_paired_test_with_the_criteria_prom
     references = {"q15-criteria", "q15-relevant"}
     assert {a for a, _ in dev.compare} == {m.name for m in dev.methods} - references
     assert {b for _, b in dev.compare} == {"q15-criteria"}
-    alone = [m for m in dev.methods if m.type == "llm" and m.context == "none"]
+    alone = [m for m in dev.methods if m.type == "llm" and m.settings.context == "none"]
     assert len(alone) == 2
     # every contrast subtracts a reply-alone member
     for m in dev.methods:
         if m.type == "ensemble":
-            assert [w < 0 for w in m.weights] == [x.context == "none" for x in m.members], m.name
+            assert [w < 0 for w in m.settings.weights] == [x.kind.context_view(x) == "none" for x in m.settings.members], m.name
 
 
 def test_round_6_gates_every_listwise_candidate_on_its_paired_test_with_the_criteria_prompt():
@@ -83,6 +84,6 @@ def test_round_7_gates_every_follow_up_candidate_on_its_paired_test_with_the_cri
     assert {a for a, _ in dev.compare} == {m.name for m in dev.methods} - {"q15-criteria"}
     assert {b for _, b in dev.compare} == {"q15-criteria"}
     # every candidate is the follow-up signal or holds it
-    fed = {m.name for m in dev.methods if m.signal == "followup"
-           or any(x.signal == "followup" for x in m.members)}
+    fed = {m.name for m in dev.methods if m.describe().get("signal") == "followup"
+           or any(x.describe().get("signal") == "followup" for x in m.kind.members(m))}
     assert fed == {m.name for m in dev.methods} - {"q15-criteria"}

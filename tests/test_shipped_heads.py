@@ -51,7 +51,7 @@ def test_a_head_is_named_by_path_or_shipped_name_and_an_unknown_name_lists_the_s
 
 def test_the_preset_names_the_shipped_head_and_its_model():
     spec = named_method("criteria-head")
-    assert (spec.type, spec.prompt, spec.model, spec.head) == ("head", "yesno-criteria", "qwen2.5-coder-1.5b", NAME)
+    assert (spec.type, spec.settings.prompt, spec.model, spec.settings.head) == ("head", "yesno-criteria", "qwen2.5-coder-1.5b", NAME)
 
 
 def test_judge_models_lists_the_head_with_its_leave_one_set_out_figures(capsys):

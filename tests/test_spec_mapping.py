@@ -15,8 +15,7 @@ from judge.cli.options import add_judge_options, spec_from_args
 from judge.core.config import GenerateConfig
 from judge.core.errors import InputError
 from judge.datasets.benchmarks import dataset_info
-from judge.engine.fields import field_types
-from judge.engine.spec import MethodSpec, method_type
+from judge.engine.spec import MethodSpec, method_type, spec_fields
 from judge.harness.config import parse_experiment
 
 
@@ -114,8 +113,8 @@ def test_a_field_added_to_the_spec_is_a_one_place_change():
     assert Grown.from_mapping({"allow_future": True}).allow_future is True
     with pytest.raises(InputError, match=r"field 'allow_future': must be true or false, got str"):
         Grown.from_mapping({"allow_future": "yes"})
-    # The TOML keys of an LLM table are the spec's fields its type accepts (besides the TOML-only ones).
-    assert {n for n in field_types(MethodSpec) if n not in {"members", "weights", "combine", "fit", "optional", "index",
+    # The TOML keys of an LLM table are the spec's fields and its own settings (besides the TOML-only ones).
+    assert {n for n in spec_fields() if n not in {"members", "weights", "combine", "fit", "optional", "index",
                                                             "scorer", "signal", "head", "order", "manual_set",
                                                             "orders"}} <= set(
         method_type("llm").table_keys())
@@ -126,14 +125,14 @@ def test_a_likelihood_method_is_the_same_spec_from_cli_toml_and_a_mapping():
     toml = _toml(type="likelihood", backend="mock", signal="pmi-min", name="lik", generate={"threads": 1})
     mapping = MethodSpec.from_mapping({"type": "likelihood", "backend": "mock", "signal": "pmi-min", "name": "lik",
                                        "generate": {"threads": 1}})
-    assert cli == toml == mapping and mapping.signal == "pmi-min"
+    assert cli == toml == mapping and mapping.settings.signal == "pmi-min"
     # As an ensemble member: --member likelihood=SIGNAL is the TOML table of type "likelihood".
     members = _cli("--backend", "mock", "--member", "prompt=yesno", "--member", "likelihood=pmi,name=lik")
     table = parse_experiment({"datasets": ["TU"], "methods": [
         {"name": "yesno-none-k0", "backend": "mock", "prompt": "yesno"},
         {"name": "lik", "type": "likelihood", "backend": "mock"},
         {"type": "ensemble", "members": ["yesno-none-k0", "lik"]}]}).methods[2]
-    assert members.members == tuple(dataclasses.replace(m, index=0) for m in table.members)
+    assert members.settings.members == tuple(dataclasses.replace(m, index=0) for m in table.settings.members)
 
 
 def test_a_likelihood_mistake_gives_the_same_message():
@@ -145,7 +144,7 @@ def test_a_likelihood_mistake_gives_the_same_message():
         from_cli.value)
     assert str(from_toml.value).endswith("methods[0].signal: " + from_cli.value.reason)
     # Flags of prompt methods are refused, not ignored: the spec says why (a TOML table: unknown key).
-    with pytest.raises(InputError, match=r"'--selector': a likelihood method shows no examples"):
+    with pytest.raises(InputError, match=r"'--selector': selector belongs to llm methods, not to a likelihood method"):
         _cli("--likelihood", "pmi", "--selector", "random")
     with pytest.raises(InputError, match=r"methods\[0\]\.selector: unknown key"):
         _toml(type="likelihood", selector="random")

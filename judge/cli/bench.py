@@ -124,11 +124,12 @@ def run(args: argparse.Namespace) -> int:
             write_view(from_results([exp.output], experiment=exp), args.view)
     rated = sum(it.human(quality.name) is not None for it in items)
     print_summary(summary, info.abbrev, len(items) - rated, rated)
-    if spec.k:
+    k, pool = spec.kind.examples(spec)
+    if k:
         used = [len(r.examples) for r in rows]
-        print(f"examples  {statistics.fmean(used):.2f} shown per item on average (k {spec.k}); "
-              f"{sum(u < spec.k for u in used)} item-runs had fewer (context window or small pool); "
-              f"pool: {spec.pool or summary.experiment['example_pool']}")
+        print(f"examples  {statistics.fmean(used):.2f} shown per item on average (k {k}); "
+              f"{sum(u < k for u in used)} item-runs had fewer (context window or small pool); "
+              f"pool: {pool or summary.experiment['example_pool']}")
     report_counters(summary.counters)
     return EXIT_FAILED_ITEMS if any(c.stats.n_failed for c in summary.cells) else EXIT_OK
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..core.errors import InputError
 from ..engine.named import PRESETS, load_methods
 from ..heads.head import read_head, shipped_heads
+from ..methods.head import HeadSettings
 from ..models.packaged import DEFAULT_MODEL, PACKAGED, SplitModel, ensure_assembled, installed_state
 from . import EXIT_OK
 
@@ -48,7 +49,8 @@ def shipped_heads_by_model() -> dict[str, list[dict[str, Any]]]:
     judge/models/models_quality.json). Each file is read once for the whole listing."""
     from ..report.model_figures import read_head_quality
 
-    presets = {str(m.head): name for name, m in load_methods(PRESETS).items() if m.head}
+    presets = {str(m.settings.head): name for name, m in load_methods(PRESETS).items()
+               if isinstance(m.settings, HeadSettings)}
     tested = read_head_quality()
     out: dict[str, list[dict[str, Any]]] = {}
     for name, path in shipped_heads().items():

@@ -9,17 +9,16 @@ from dataclasses import asdict, fields, replace
 from ..backends import backend_names
 from ..backends.registry import has_batch_api
 from ..core.errors import InputError
+from ..core.settings import add_flags, flagged, given
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
 from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
-from ..engine.fields import field_types
 from ..engine.named import named_method, with_runtime
 from ..engine.session import RunOptions
-from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
+from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, own_fields, spec_fields
 from ..prompts.context_views import CONTEXT_VIEWS
 from ..prompts.templates import builtin_prompts
-from ..scorers.ensemble import COMBINE_RULES, FIT_RULES
 from ..selectors import ORDERS, SELECTOR_NAMES
 
 
@@ -48,13 +47,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="what of each item the prompt shows: given (default), or none: the reply alone (no "
                    "conversation, no background; dialogs: the system's turns), the baseline of a contrast "
                    "(docs/context.md)")
-    g.add_argument("--reason", type=int, default=0, metavar="N",
-                   help="the judge first writes a rationale of at most N tokens, then answers: the answer is read "
-                   "after the prompt's answer cue (exactly where the backend shows log-probabilities, else estimated "
-                   "from --sampling-fallback N completions); rows keep the rationale. Default 0: the answer is the "
-                   "next token (docs/backends.md, \"Judges that reason first\")")
-    g.add_argument("--reason-temperature", type=float, default=0.0, metavar="T",
-                   help="sample the rationale at temperature T, seeded by --seed (default 0: greedy)")
+    add_flags(g, method_type(DEFAULT_TYPE).settings)
     g.add_argument("--name", default=None, help="method name written in each output row (default: "
                    "<prompt>-<selector>-k<k>, or the scorer's name)")
     g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
@@ -119,12 +112,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="score with the model's log-probabilities of the reply instead of a prompt: pmi (context "
                    "against no context, default signal), conditional, unconditional, conditional-min, pmi-min, "
                    "pmi-max, followup (FED follow-ups; docs/likelihood.md)")
-    g.add_argument("--head", default=None, metavar="FILE",
-                   help="score with a head (judge fit) on the model's hidden state after --prompt, instead of the "
-                   "prompt's answer (docs/heads.md)")
+    add_flags(g, method_type("head").settings)
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
-    c.add_argument("--scorer", default=None, help="run this classic scorer instead of an LLM judge "
-                   "(length, bleu4, rouge-l, meteor, fed-metric, ...; `judge score --scorer ?` lists them)")
+    add_flags(c, method_type("classic").settings)
     c.add_argument("--scorer-model", default=None, help="model id/path for a model-based classic scorer")
     c.add_argument("--scorer-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the classic scorer (repeatable), e.g. loss=followup")
@@ -134,15 +124,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length; optional=true leaves a "
                    "member out where the data lacks its input (e.g. scorer=embedding-reference,optional=true). "
                    f"Keys: {', '.join(sorted(member_keys()))}")
-    e.add_argument("--weights", default=None, metavar="W,W,...", help="member weights (default: equal)")
-    e.add_argument("--combine", default="rank-mean", choices=COMBINE_RULES,
-                   help="rank-mean (default): mean of each member's percentile among the scored items; "
-                   "mean: mean of raw scores (members on one scale)")
-    e.add_argument("--fit", default="fixed", choices=FIT_RULES,
-                   help="fixed (default): the --weights (or equal ones); cv: weights learned from the scored "
-                   "items' human ratings (--quality) in 5 folds by conversation, no item scored with weights "
-                   "fitted on its own rating; lodo (judge run configs only): weights learned on the experiment's "
-                   "other datasets")
+    add_flags(e, method_type("ensemble").settings)
     s = p.add_argument_group("examples")
     s.add_argument("--selector", default="none",
                    help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
@@ -319,7 +301,7 @@ def member_keys(kind: MethodType | None = None) -> list[str]:
     """What a ``--member`` may set (of a member of type ``kind``, or of any type): the scalar spec fields its
     type accepts, the flag that selects a type (``scorer``, ``likelihood``) in place of the field it sets,
     ``chat`` for a type that runs a model, and ``optional``. Ensembles are not members."""
-    hints = field_types(MethodSpec)
+    hints = spec_fields()
     kinds = [kind] if kind is not None else [k for k in _types() if not k.refers_to_methods]
     keys: dict[str, None] = {}
     for k in kinds:
@@ -340,32 +322,28 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
         return _named_from_args(args)
     if args.member:
         return _ensemble_from_args(args, seeds)
-    if args.weights is not None:
-        raise InputError("--weights needs ensemble members (--member ...)", field="weights")
-    if args.fit != "fixed":
-        raise InputError("--fit needs ensemble members (--member ...)", field="fit")
+    for kind in _types():
+        for name in given(args, kind.settings) if kind.refers_to_methods else ():
+            raise InputError(f"--{name} needs ensemble members (--member ...)", field=name)
     return _single_from_args(args, seeds, default_type)
 
 
 def add_type_options(p: argparse.ArgumentParser, kind: MethodType) -> None:
-    """The flags a method type declares for its own fields (``MethodType.flags_help``): ``--<field>`` with the
-    spec's default and the type's help; :func:`spec_from_args` reads them back into the spec."""
-    if not kind.flags_help:
-        return
-    g = p.add_argument_group(f"{kind.noun}")
-    for name, text in kind.flags_help.items():
-        default = _SPEC_DEFAULTS[name]
-        g.add_argument("--" + name.replace("_", "-"), dest=name, default=default, type=type(default),
-                       help=f"{text} (default {default})")
+    """The flags of a method type's own settings (``MethodType.settings``), generated from its record;
+    :func:`spec_from_args` reads them back into the spec."""
+    add_flags(p.add_argument_group(f"{kind.noun}"), kind.settings)
 
 
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
 #: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
 #: context, batching, API and cache settings, --chat) apply to every model the method runs.
-METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "head", "context", "top_k", "rule", "reason",
-                "reason_temperature", "selector", "k", "seed",
-                "pool", "group_guard", "example_order", "manual_set", "weights", "combine", "fit",
-                "scorer_model", "scorer_option", "seeds")
+METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "context", "top_k", "rule", "selector", "k",
+                "seed", "pool", "group_guard", "example_order", "manual_set", "scorer_model", "scorer_option", "seeds")
+
+
+def _method_flags() -> list[str]:
+    """Every flag that defines a method: :data:`METHOD_FLAGS` and those of each type's own settings."""
+    return [*METHOD_FLAGS, *(f.name for kind in _types() for f in flagged(kind.settings))]
 _FLAG_NAMES = {"group_guard": "--no-group-guard"}
 
 
@@ -380,10 +358,10 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     if not args.method:
         raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
     defaults = _flag_defaults()
-    given = [_FLAG_NAMES.get(dest, "--" + dest.replace("_", "-")) for dest in METHOD_FLAGS
+    named = [_FLAG_NAMES.get(dest, "--" + dest.replace("_", "-")) for dest in _method_flags()
              if getattr(args, dest, None) not in (None, getattr(defaults, dest, None))]
-    if given:
-        raise InputError(f"--method names the whole method; drop {', '.join(given)} (or write the method into a "
+    if named:
+        raise InputError(f"--method names the whole method; drop {', '.join(named)} (or write the method into a "
                          "--methods-file)", field="--method")
     mine, default = generate_settings(args), generate_settings(defaults)
     generate = {key: value for key, value in mine.items() if key != "seed" and value != default[key]}
@@ -403,14 +381,8 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
     parsed = [_member(base, text) for text in args.member]
     members = [m for m, _ in parsed]
     optional = tuple(m.name for m, is_optional in parsed if is_optional)
-    weights: tuple[float, ...] = ()
-    if args.weights is not None:
-        try:
-            weights = tuple(float(w) for w in args.weights.split(","))
-        except ValueError:
-            raise InputError(f"expects comma-separated numbers, got {args.weights!r}", field="--weights") from None
     return spec_from_flags({"name": args.name or "", "type": "ensemble", "members": tuple(members),
-                            "weights": weights, "combine": args.combine, "fit": args.fit, "optional": optional,
+                            **given(args, method_type("ensemble").settings), "optional": optional,
                             "allow_future": args.allow_future})
 
 
@@ -421,7 +393,7 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
     with options of its own keeps none of the base's backend options). Values of text fields are kept as
     written; the others are read as TOML values (``k=2``, ``chat=false``)."""
     changes: dict[str, object] = {}
-    hints = field_types(MethodSpec)
+    hints = spec_fields()
     text_fields = {name for name, hint in hints.items() if hint is str or hint == (str | None)}
     flags = {k.flag[0]: k for k in _types() if k.flag is not None}
     known = member_keys()
@@ -446,6 +418,9 @@ def _member(base: MethodSpec, text: str) -> tuple[MethodSpec, bool]:
     own_options = kind.options_flag == "options"
     values: dict[str, object] = {f.name: getattr(base, f.name) for f in fields(base)
                                  if f.name in kind.accepted() and not (own_options and f.name == "options")}
+    # A member keeps the base's settings its own record has too (a head member: the prompt, rule and context).
+    shared = own_fields(kind.settings) & own_fields(type(base.settings))
+    values.update({name: getattr(base.settings, name) for name in shared})
     if kind.flag is not None:
         values[kind.flag[1]] = changes.pop(kind.flag[0])
     if "chat" in changes:
@@ -469,9 +444,9 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
     Every method-defining flag goes to the spec when its type accepts it or when the user changed it (so
     that the spec refuses it with its reason rather than ignoring it); where-and-how-to-run flags go to
     types that run a model; the flags a type generates for its own fields (``add_type_options``) go to it."""
-    given = vars(args)
+    raw = vars(args)
     chosen = [name for name in METHOD_TYPES.names()
-              if (flag := method_type(name).flag) is not None and given.get(flag[0])]
+              if (flag := method_type(name).flag) is not None and raw.get(flag[0])]
     name = chosen[0] if chosen else default_type
     kind = method_type(name)
     templates = [flag for flag, value in (("--prompt", args.prompt), ("--template", args.template)) if value]
@@ -480,15 +455,17 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
                          field=f"--{kind.flag[0]}" if kind.flag else "--prompt")
     base = args.seed if args.seed is not None else 0
     defining: dict[str, object] = {
-        "prompt": args.template or args.prompt or "yesno", "selector": args.selector or "none", "k": args.k,
+        "prompt": args.template or args.prompt or _SPEC_DEFAULTS["prompt"], "selector": args.selector or "none",
+        "k": args.k,
         "group_guard": args.group_guard, "order": args.example_order, "manual_set": args.manual_set,
         "pool": args.pool, "top_k": args.top_k, "rule": args.rule, "context": args.context,
-        "reason": args.reason, "reason_temperature": args.reason_temperature,
     }
     values: dict[str, object] = {key: value for key, value in defining.items()
-                                 if key in kind.accepted() or value != _SPEC_DEFAULTS[key]}
+                                 if value != _SPEC_DEFAULTS[key] or (key in kind.accepted() and key != "prompt")}
     values.update(name=args.name or "", type=name, allow_future=args.allow_future)
-    values.update({field: given[field] for field in kind.flags_help if field in given})
+    for other in _types():  # the flags of each type's own settings: another type's refused by the spec, naming it
+        if not other.refers_to_methods:
+            values.update(given(args, other.settings))
     if "seeds" in kind.accepted():
         values["seeds"] = seeds or (base,)
     if kind.runs_model:
@@ -499,13 +476,13 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
         values["options"] = scorer_options(args)
         flags["options"] = "--scorer-option"
     if kind.flag is not None:
-        values[kind.flag[1]] = given[kind.flag[0]]
+        values[kind.flag[1]] = raw[kind.flag[0]]
         flags[kind.flag[1]] = "--" + kind.flag[0]
     return spec_from_flags(values, flags)
 
 
 #: The spec's defaults, which a flag left alone holds.
-_SPEC_DEFAULTS = {f.name: f.default for f in fields(MethodSpec)}
+_SPEC_DEFAULTS = {f.name: f.default for f in fields(method_type(DEFAULT_TYPE).settings)}
 
 
 def key_value(text: str, field: str, parse: Callable[[str], object]) -> tuple[str, object]:

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.settings import given
 from ..datasets import load_items
 from ..engine import MethodSpec
 from ..engine.spec import method_type
@@ -113,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
     require_extra()
     spec = spec_from_args(args)
     # The quality's scale is read from the file that holds labels: the example pool, else the reference set.
-    source = spec.pool or args.reference_set
+    pool = spec.kind.examples(spec)[1]
+    source = pool or args.reference_set
     reference = load_items(args.reference_set) if args.reference_set else None
-    labelled = load_items(spec.pool) if spec.pool else reference or []
+    labelled = load_items(pool) if pool else reference or []
     known = _registered_qualities(source, labelled) if source else ()
     quality = resolve_quality(args.quality, labelled, known, parse_scales(args))
     check_servable(spec, reference)  # before the port opens: e.g. a method that reads the next user turn
@@ -141,7 +143,8 @@ def compare_spec(args: argparse.Namespace) -> MethodSpec | None:
     if args.compare_prompt.lower() == "none":
         return None
     check_not_spec_default(args.compare_prompt, "--compare-prompt")
-    return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt, "orders": args.orders,
+    return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt,
+                            **given(args, method_type("pairwise").settings),
                             "seeds": (args.seed or 0,), "backend": args.backend, "model": args.model,
                             "options": backend_options(args), "generate": generate_settings(args)},
                            {**FLAGS, "prompt": "--compare-prompt"})

@@ -29,6 +29,7 @@ from typing import Any
 from ..core.errors import InputError
 from ..data.alternatives import READ
 from ..data.items import Item
+from ..data.kinds import BY_NAME, KINDS
 from ..data.qualities import Quality
 from ..scorers.base import Scorer
 from .spec import MethodSpec
@@ -41,13 +42,6 @@ FUTURE = "next_user"
 LISTWISE = READ
 
 
-#: The kinds, in the order reports list their tables (docs/harness.md, "Method kinds").
-KINDS = ("reference-free", "reference-based", "uses-future", "supervised")
-#: What a kind means, as ``judge bench`` prints it after the kind's name (reference-based says it).
-KIND_NOTES = {
-    "uses-future": "reads the user's turn after the rated response",
-    "supervised": "weights learned on the scored set's own ratings, by cross-validation",
-}
 
 
 @dataclass(frozen=True)
@@ -100,7 +94,8 @@ def kind_text(kind: dict[str, Any]) -> str:
     """A method's kind (``MethodKinds.to_dict``, as results record it) in words, for ``judge bench``:
     the kind, what it means, and what else the method reads (``reference`` under uses-future, ...)."""
     name = str(kind.get("kind", "unknown"))
-    text = name + (f" ({KIND_NOTES[name]})" if name in KIND_NOTES else "")
+    note = BY_NAME[name].note if name in BY_NAME else ""
+    text = name + (f" ({note})" if note else "")
     also = [k for k, on in (("reference-based", "reference" in kind.get("reads", ())),
                             ("uses-future", bool(kind.get("uses_future"))))
             if on and name in KINDS and KINDS.index(k) < KINDS.index(name)]

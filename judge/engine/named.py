@@ -65,7 +65,7 @@ def with_runtime(spec: MethodSpec, *, backend: str | None = None, model: str | N
     if kind.members(spec):
         members = tuple(with_runtime(m, backend=backend, model=model, options=options, generate=generate)
                         for m in kind.members(spec))
-        return replace(spec, members=members)
+        return spec.with_changes(members=members)
     if not kind.runs_model:
         return spec
     gen = replace(spec.generate, **generate) if generate else spec.generate

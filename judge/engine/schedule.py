@@ -77,7 +77,8 @@ def family_shares(
         if prep.prompt is None or prep.prompt.family is None:
             continue
         # The reply-alone prompts (context = "none") share among themselves, not with the given ones.
-        view = "" if prep.spec.context == "given" else f" (context {prep.spec.context})"
+        shown = prep.spec.kind.context_view(prep.spec)
+        view = "" if shown == "given" else f" (context {shown})"
         groups.setdefault((backend_key(prep.spec), dataset, prep.prompt.family + view), []).append((prep, items))
     out = []
     for (_, dataset, family), members in groups.items():
@@ -101,7 +102,7 @@ def family_shares(
         n = len(shared_items)
         picked = shared_items if n <= sample else [shared_items[i * n // sample] for i in range(sample)]
         for pairs in picked:
-            texts = [p.prompt.render(in_view(item, p.spec.context), [], p.quality, replies)
+            texts = [p.prompt.render(in_view(item, p.spec.kind.context_view(p.spec)), [], p.quality, replies)
                      for p, item, replies in pairs.values() if p.prompt is not None]
             seqs: list[Sequence[Any]] = [tok(t) for t in texts] if tok is not None else list(texts)
             shared.append((common_prefix(seqs), sum(len(s) for s in seqs) / len(seqs)))

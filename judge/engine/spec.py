@@ -3,9 +3,10 @@
 A *method type* (``llm``, ``likelihood``, ``classic``, ``ensemble``, ``head``, ``pairwise``, or one a user
 registers) is one module that declares, on a :class:`MethodType`:
 
-* its spec fields and their defaults (:attr:`MethodType.fields`, :attr:`MethodType.defaults`), which
-  every entry point reads: TOML ``[[methods]]`` tables, command-line flags, presets, ``make_judge`` and
-  ``judge serve`` accept exactly those keys;
+* the shared spec fields it takes (:attr:`MethodType.fields`), and its own settings: a typed record (:attr:`MethodType.settings`, made with :func:`judge.core.settings.setting`) whose
+  fields generate their command-line flags, config keys and docs table; every entry point reads them:
+  TOML ``[[methods]]`` tables, command-line flags, presets, ``make_judge`` and ``judge serve`` accept
+  exactly those keys, flat (``reason = 64``) beside the common ones;
 * what it reads beyond the conversation (a reference, the next user turn, the other replies:
   :meth:`MethodType.reads`), which decides its kind in reports;
 * how its inputs are checked before any model loads (:meth:`MethodType.check`, :meth:`MethodType.prepare`);
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from ..backends.base import Backend, Prompt
 from ..core.config import GenerateConfig
@@ -41,6 +42,17 @@ DEFAULT_TYPE = "llm"
 COMMON_FIELDS = frozenset({"name", "type", "paper", "allow_future", "index"})
 #: Spec fields of every type that runs a language model through a backend (:attr:`MethodType.runs_model`).
 MODEL_FIELDS = frozenset({"backend", "model", "options", "generate"})
+#: A method type's settings record.
+S = TypeVar("S")
+#: What a method learns its weights from (:meth:`MethodType.trained_on`), in a report's words.
+SCORED_SET = "the scored set (out of fold)"
+OTHER_SETS = "the experiment's other sets"
+EARLIER_FIT = "a fit before the run"
+
+
+@dataclass(frozen=True)
+class NoSettings:
+    """The settings record of a type with no settings of its own."""
 
 
 class Backends(Protocol):
@@ -57,12 +69,9 @@ class MethodType:
     so a new type overrides what it needs: at least :meth:`build`.
     """
 
-    #: The spec fields a method of this type may set, beyond :data:`COMMON_FIELDS` (and
-    #: :data:`MODEL_FIELDS` when it runs a model). Any other field must keep its default.
+    #: The shared spec fields a method of this type may set, beyond :data:`COMMON_FIELDS` (and
+    #: :data:`MODEL_FIELDS` when it runs a model): ``seeds``, ``options``. Any other field must keep its default.
     fields: ClassVar[frozenset[str]] = frozenset()
-    #: Defaults of this type where they differ from :class:`MethodSpec`'s (applied when a field is left
-    #: at the spec's default).
-    defaults: ClassVar[Mapping[str, Any]] = {}
     #: Runs a language model through a backend: ``backend``, ``model``, ``options`` and ``generate``
     #: apply, ``judge run --backend/--model`` and ``--method`` change them, ``[defaults]`` tables apply.
     runs_model: ClassVar[bool] = False
@@ -91,14 +100,29 @@ class MethodType:
     #: runs through ``judge compare``, ``[[compare]]`` cells and ``POST /v1/compare``
     #: (:mod:`judge.engine.compare`), and every entry point that scores items refuses it before anything loads.
     compares: ClassVar[bool] = False
-    #: Spec fields of this type that get a command-line flag of their own (``--<field>``, dashes for
-    #: underscores), with the flag's help: the commands that build this type generate them
-    #: (:func:`judge.cli.options.add_type_options`) and read them back into the spec.
-    flags_help: ClassVar[Mapping[str, str]] = {}
+    #: Its own settings: a frozen dataclass of :func:`judge.core.settings.setting` fields, held in
+    #: ``MethodSpec.settings``; their flags, config keys and docs table are generated from it.
+    settings: ClassVar[type] = NoSettings
+    #: The docs page that lists its own settings, in a table generated from :attr:`settings`
+    #: (:mod:`judge.methods.settings_docs`); None: they are not documented there.
+    docs: ClassVar[str | None] = None
+    def examples(self, spec: MethodSpec) -> tuple[int, str | None]:
+        """How many labelled examples it shows per item, and the file they come from (None: the scored items)."""
+        return 0, None
+
+    def context_view(self, spec: MethodSpec) -> str:
+        """What of each item its prompt shows (:data:`judge.prompts.context_views.CONTEXT_VIEWS`)."""
+        return "given"
+
+    def trained_on(self, spec: MethodSpec) -> str | None:
+        """What ``spec`` learns weights from (:data:`SCORED_SET`, :data:`OTHER_SETS`, :data:`EARLIER_FIT`), so that
+        runs and reports ask the type instead of reading its settings; None: nothing."""
+        return None
 
     def accepted(self) -> frozenset[str]:
-        """Every spec field a method of this type may set."""
-        return COMMON_FIELDS | self.fields | (MODEL_FIELDS if self.runs_model else frozenset())
+        """Every spec field a method of this type may set (its settings record's fields included)."""
+        return (COMMON_FIELDS | self.fields | (MODEL_FIELDS if self.runs_model else frozenset())
+                | own_fields(self.settings))
 
     def foreign(self, key: str, other: str) -> tuple[str, str]:
         """The message (and field) refusing this type's field ``key`` on a method of type ``other``."""
@@ -121,6 +145,7 @@ class MethodType:
         for name in sorted(self.fields | (MODEL_FIELDS if self.runs_model else frozenset())):
             value = getattr(spec, name)
             out[name] = dict(value) if isinstance(value, Mapping) else value
+        out.update({f.name: getattr(spec.settings, f.name) for f in fields(self.settings)})
         return {**out, "paper": spec.paper}
 
     def settings_text(self, described: Mapping[str, Any]) -> str:
@@ -225,6 +250,18 @@ METHOD_TYPES.register_lazy("pairwise", "judge.methods.pairwise:PairwiseType")
 _INSTANCES: dict[Callable[[], MethodType], MethodType] = {}
 
 
+def own_fields(settings: type) -> frozenset[str]:
+    """The field names of a settings record class."""
+    return frozenset(f.name for f in fields(settings))
+
+
+def own(spec: MethodSpec, settings: type[S]) -> S:
+    """``spec``'s settings record, typed as its type's ``settings`` class (what a type reads its own settings by)."""
+    if not isinstance(spec.settings, settings):
+        raise TypeError(f"a {spec.type} method holds {type(spec.settings).__name__}, not {settings.__name__}")
+    return spec.settings
+
+
 def method_type(name: str) -> MethodType:
     """The registered type ``name`` (UnknownNameError, naming the known ones, otherwise)."""
     factory = METHOD_TYPES.get(name)
@@ -236,97 +273,64 @@ def method_type(name: str) -> MethodType:
     return _INSTANCES[factory]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class MethodSpec:
     """One method: an LLM judge (prompt + selector + backend + rule), a likelihood signal, a classic
     scorer, an ensemble whose score combines its ``members``' scores, or a method of any other type
     registered in :data:`METHOD_TYPES`. Each field applies to the types that accept it
-    (:attr:`MethodType.fields`); the others keep their defaults.
+    (:attr:`MethodType.fields`); the others keep their defaults. A type's own settings (an ensemble's
+    members and weights, a judge's rationale, a head file, pairwise orders) live in ``settings``, a record
+    of the type's :attr:`MethodType.settings` class; the constructor takes them flat too
+    (``MethodSpec(type="ensemble", members=..., fit="cv")``), as configs and flags give them.
 
-    ``prompt`` is a built-in name, ``"fed"`` (the FED rating prompt of the quality being scored) or a
-    path to a ``.j2`` template. ``pool`` names a labelled file to draw examples from; None means the
-    rated items of the data being scored (each item's own conversation kept out by the guard).
     ``seeds`` are selection seeds: random selection runs each, other selectors the first only.
     """
 
     name: str = ""
     #: The method type (:data:`METHOD_TYPES`): what the other fields mean and which of them apply.
     type: str = DEFAULT_TYPE
-    prompt: str = "yesno"
-    selector: str = "none"
-    k: int = 0
     seeds: tuple[int, ...] = (0,)
-    group_guard: bool = True
-    order: str = "ascending"
-    manual_set: str | None = None
-    pool: str | None = None
     backend: str = "llamacpp"
     model: str | None = None
     #: Backend options (LLM methods) or scorer options (classic methods).
     options: Mapping[str, Any] = field(default_factory=dict)
     generate: GenerateConfig = field(default_factory=GenerateConfig)
-    top_k: int = 3
-    rule: str = "topk"
-    scorer: str | None = None
-    #: Ensemble members (each a full spec), their weights (empty: equal) and how they combine.
-    members: tuple[MethodSpec, ...] = ()
-    weights: tuple[float, ...] = ()
-    combine: str = "rank-mean"
-    #: ``cv``: weights learned from the scored set's human ratings by grouped cross-validation.
-    fit: str = "fixed"
-    #: Members (by name) that the ensemble leaves out on a set lacking an input they need (a reference,
-    #: a next user turn), decided from the data before anything is computed and recorded in the results.
-    optional: tuple[str, ...] = ()
     #: The paper's row shown beside this method in leaderboards (labels only; never changes scores).
     paper: str | None = None
     #: Opt in to a method (or member) that reads the user's turn after the rated response on turn-level
     #: items (``next_user``): refused otherwise, as a live judge never has it (see engine.kinds).
     allow_future: bool = False
-    #: Likelihood methods: the statistic of the reply's token log-probabilities
-    #: (:data:`judge.scorers.likelihood.SIGNALS`, default ``pmi``).
-    signal: str | None = None
-    #: LLM methods: what of the item the prompt shows (:data:`judge.prompts.context_views.CONTEXT_VIEWS`): the
-    #: conversation as ``given``, or ``none`` (the reply alone), the baseline of a contrast.
-    context: str = "given"
-    #: Head methods: the head file ``judge fit`` wrote (``{dataset}``: the scored set's name).
-    head: str | None = None
-    #: LLM methods: the judge first writes a rationale of at most this many tokens, then answers; the answer
-    #: is read after the prompt's answer cue (0: the answer is the next token, the paper's one-token read).
-    reason: int = 0
-    #: The rationale's sampling temperature (0: greedy); its seed is ``generate.seed``.
-    reason_temperature: float = 0.0
-    #: Pairwise methods: read each pair in ``both`` orders (default) or in ``one``, drawn per pair by a
-    #: seeded hash (``seeds[0]``).
-    orders: str = "both"
+    #: The type's own settings: an instance of its :attr:`MethodType.settings` class.
+    settings: object = None
     #: Position of the config entry it came from (for error messages); 0 elsewhere.
     index: int = 0
 
-    def __post_init__(self) -> None:
-        kind = method_type(self.type)
+    def __init__(self, **values: Any) -> None:
+        """The spec of ``values``: the fields above, and the type's own settings either as ``settings`` (a record
+        of its class) or flat by field name; a setting of another type is refused naming its owner."""
+        type_name = values.get("type", DEFAULT_TYPE)
+        kind = method_type(type_name)
+        common = {k: values.pop(k) for k in list(values) if k in _DEFAULTS}
+        record: Any = common.get("settings")
+        if not isinstance(record, kind.settings):  # none yet, or another type's (a changed type): its values
+            values = {**_changed(record), **values}
+            record = kind.settings()
+        for key in [k for k in values if k not in own_fields(kind.settings)]:  # the first one given
+            _refuse(key, type_name)
+        common["settings"] = replace(record, **values) if values else record
+        for key in _DEFAULTS:
+            object.__setattr__(self, key, common[key] if key in common else _default(key))
+        self._check(kind)
+
+    def _check(self, kind: MethodType) -> None:
         check_no_secrets(self.options, kind.options_flag)
-        if self.k < 0:
-            raise InputError(f"must be >= 0, got {self.k}", field="k")
-        if self.top_k < 1:
-            raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
-        if self.reason < 0:
-            raise InputError(f"must be >= 0 (tokens of rationale; 0: none), got {self.reason}", field="reason")
-        if self.reason_temperature < 0:
-            raise InputError(f"must be >= 0, got {self.reason_temperature}", field="reason_temperature")
-        if self.reason_temperature and not self.reason:
-            raise InputError("samples a rationale: it needs one (reason = N)", field="reason_temperature")
         if not self.seeds:
             raise InputError("at least one seed is needed", field="seeds")
-        for key, value in kind.defaults.items():
-            if getattr(self, key) == _DEFAULTS[key]:
-                object.__setattr__(self, key, value)
         kind.check(self)
         accepted = kind.accepted()
         for key, default in _DEFAULTS.items():
-            if key not in accepted and getattr(self, key) != default:
-                owner = next(_owners(key), None)
-                reason, field_name = (owner.foreign(key, self.type) if owner is not None
-                                      else (f"{key} does not apply to a {self.type} method", key))
-                raise InputError(reason, field=field_name)
+            if key not in accepted and key != "settings" and getattr(self, key) != default:
+                _refuse(key, self.type)
         if not self.name:
             object.__setattr__(self, "name", kind.default_name(self))
 
@@ -353,8 +357,9 @@ class MethodSpec:
         """The spec that ``values`` (field name -> value) describe: the one translator every entry point
         uses (CLI flags, TOML ``[[methods]]`` tables, ``make_judge`` keywords).
 
-        Field names, types and defaults are read from the dataclass itself, so a field added to
-        :class:`MethodSpec` is accepted, type-checked and defaulted here with no other change. A value
+        Field names, types and defaults are read from the dataclasses themselves (the spec's and every type's
+        settings record: :func:`spec_fields`), so a field added to either is accepted, type-checked and
+        defaulted here with no other change. A value
         of the wrong type, an unknown key (with the closest known one) or a setting the spec refuses
         raises an :class:`InputError` whose ``field`` is the spec's field name (``generate.threads`` for
         generation settings); each entry point renames that field into its own words (``--threads``,
@@ -362,7 +367,7 @@ class MethodSpec:
         :class:`GenerateConfig` or a mapping of its fields; ``seeds`` and other list fields take one
         value or a list.
         """
-        hints = field_types(cls)
+        hints = spec_fields()
         out: dict[str, Any] = {}
         for key, value in values.items():
             if key not in hints:
@@ -386,14 +391,46 @@ class MethodSpec:
 _DEFAULTS: dict[str, Any] = {}
 
 
+def _refuse(key: str, type_name: str) -> None:
+    """Refuse field ``key`` on a method of type ``type_name``, naming the type it belongs to."""
+    owner = next(_owners(key), None)
+    reason, field_name = (owner.foreign(key, type_name) if owner is not None
+                          else (f"{key} does not apply to a {type_name} method", key))
+    raise InputError(reason, field=field_name)
+
+
 def _owners(key: str) -> Iterator[MethodType]:
     """The registered types that accept spec field ``key`` (for the message refusing it elsewhere), the
     default type first: a field of prompts is named as the ``llm`` methods' even where another type that
     reads a prompt (``head``) takes it too."""
     for name in sorted(METHOD_TYPES.names(), key=lambda n: n != DEFAULT_TYPE):
         kind = method_type(name)
-        if key in kind.fields:
+        if key in kind.fields or key in own_fields(kind.settings):
             yield kind
+
+
+def spec_fields() -> dict[str, Any]:
+    """Every key a spec is made from, with its type: the spec's own fields and those of every registered type's
+    settings record (a key of another type's record is refused, naming its owner, when the spec is made)."""
+    hints = {k: v for k, v in field_types(MethodSpec).items() if k != "settings"}
+    for name in METHOD_TYPES.names():
+        hints.update(field_types(method_type(name).settings))
+    return hints
+
+
+def _default(key: str) -> Any:
+    """A fresh default of spec field ``key`` (a new dict or record where the default is made by a factory)."""
+    f = next(f for f in fields(MethodSpec) if f.name == key)
+    return f.default_factory() if f.default is MISSING and callable(f.default_factory) else f.default
+
+
+def _changed(record: object) -> dict[str, Any]:
+    """The fields of a settings record that differ from its class's defaults (none for None)."""
+    if record is None:
+        return {}
+    fresh = type(record)()
+    return {f.name: getattr(record, f.name) for f in fields(record)  # type: ignore[arg-type]
+            if getattr(record, f.name) != getattr(fresh, f.name)}
 
 
 _DEFAULTS.update({f.name: (f.default_factory() if f.default is MISSING and callable(f.default_factory) else f.default)
@@ -424,12 +461,6 @@ class Prepared:
     training: tuple[Prepared, ...] = ()
     #: Ensembles: the optional members left out because these items lack their input, with the reason.
     left_out: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def weights(self) -> tuple[float, ...]:
-        """An ensemble's given weights for the members it kept (empty: equal weights)."""
-        kept = {m.spec.name for m in self.members}
-        return tuple(w for m, w in zip(self.spec.members, self.spec.weights) if m.name in kept)
 
     @property
     def label(self) -> str:

@@ -28,6 +28,7 @@ from ..engine import check_names as engine_check_names
 from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.session import RunOptions, Session
+from ..engine.spec import OTHER_SETS
 from ..engine.units import LaneCost
 from ..records.results import cell_path
 from ..records.rows import Row, read_rows
@@ -151,7 +152,7 @@ def cell_meta(cell: Cell, exp: Experiment, prep: Prepared) -> dict[str, Any]:
         "items": [it.id for it in cell.items],
     }
     if _uses_examples(prep):  # where the examples came from: another pool gives other prompts
-        meta["example_pool"] = prep.spec.pool or exp.example_pool()
+        meta["example_pool"] = prep.spec.kind.examples(prep.spec)[1] or exp.example_pool()
     if prep.training:  # the sets offered to the fit (other sets give other weights): a resume must not mix them
         meta["training_offered"] = [t.label for t in prep.training]  # what it used: ``record_fit``, after it
     if cell.not_trained_on:  # the experiment's sets lodo must not learn on for this one, and why
@@ -175,7 +176,7 @@ def _resumable_spec(spec: MethodSpec) -> dict[str, Any]:
 
 
 def _uses_examples(prep: Prepared) -> bool:
-    return prep.spec.k > 0 or any(_uses_examples(m) for m in prep.members)
+    return prep.spec.kind.examples(prep.spec)[0] > 0 or any(_uses_examples(m) for m in prep.members)
 
 
 def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> None:
@@ -185,7 +186,7 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
     DSTC10 copy, DailyDialog sets that sampled one dialogue, one file listed under two names or paths),
     whose ratings would carry the scored conversations' labels."""
     for cell, prep in prepared:
-        if prep.spec.fit != "lodo":
+        if prep.spec.kind.trained_on(prep.spec) != OTHER_SETS:
             continue
         where = f"{exp.path}: methods[{cell.method.index}]"
         others = [(c, p) for c, p in prepared

@@ -9,20 +9,37 @@ judge's: ``options`` are the scorer's own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InputError, UnknownNameError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..scorers.base import Scorer
 from ..scorers.classic import classic_names, create_classic
+
+
+@dataclass(frozen=True)
+class ClassicSettings:
+    """A classic method's own setting: which scorer of the literature it runs."""
+
+    scorer: str | None = setting("run this classic scorer instead of an LLM judge (length, bleu4, rouge-l, meteor, "
+                                 "fed-metric, ...; `judge score --scorer ?` lists them; docs/classic.md)", metavar="NAME")
+
+
+def scorer_of(spec: MethodSpec) -> str:
+    """The classic scorer a classic method names."""
+    return str(own(spec, ClassicSettings).scorer)
 
 
 class ClassicType(MethodType):
     """A classic scorer by name (``scorer``) with its ``options``."""
 
-    fields = frozenset({"scorer", "options"})
+    fields = frozenset({"options"})
+    settings = ClassicSettings
+    docs = "docs/classic.md"
     noun = "classic methods"
     options_flag = "options"
     implied_by = "scorer"
@@ -30,24 +47,24 @@ class ClassicType(MethodType):
     skips_missing_input = True
 
     def check(self, spec: MethodSpec) -> None:
-        if not spec.scorer:
+        if not own(spec, ClassicSettings).scorer:
             raise InputError("a classic method needs a scorer name (e.g. 'length')", field="scorer")
 
     def default_name(self, spec: MethodSpec) -> str:
-        return str(spec.scorer)
+        return scorer_of(spec)
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        return {"type": spec.type, "scorer": spec.scorer, "options": dict(spec.options), "paper": spec.paper}
+        return {"type": spec.type, "scorer": own(spec, ClassicSettings).scorer, "options": dict(spec.options), "paper": spec.paper}
 
     def settings_text(self, described: Mapping[str, Any]) -> str:
         return f"scorer {described['scorer']}"
 
     def check_names(self, spec: MethodSpec) -> None:
-        if spec.scorer not in classic_names():
-            raise UnknownNameError("scorer", str(spec.scorer), classic_names())
+        if scorer_of(spec) not in classic_names():
+            raise UnknownNameError("scorer", scorer_of(spec), classic_names())
 
     def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
-        return create_classic(str(spec.scorer), quality=quality, **dict(spec.options)).reads()
+        return create_classic(scorer_of(spec), quality=quality, **dict(spec.options)).reads()
 
     def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
                    methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
@@ -58,7 +75,7 @@ class ClassicType(MethodType):
 
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
-        scorer = create_classic(str(spec.scorer), quality=quality, **dict(spec.options))
+        scorer = create_classic(scorer_of(spec), quality=quality, **dict(spec.options))
         if items is not None:
             scorer.check(items)
         return Prepared(spec, quality, seed, classic=scorer)

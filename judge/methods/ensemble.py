@@ -11,22 +11,58 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InputError, MissingInputError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..engine.build import build, prepare_checked
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import OTHER_SETS, SCORED_SET, Backends, MethodSpec, MethodType, Prepared, own
 from ..engine.units import run_lanes
 from ..scorers.base import Score, Scorer
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES, EnsembleScorer, TrainingSet
 
 
+@dataclass(frozen=True)
+class EnsembleSettings:
+    """An ensemble's own settings: its members and how their scores combine."""
+
+    members: tuple[MethodSpec, ...] = setting(
+        "the methods combined (each a whole method of another type; TOML: names of the file's other methods)", (),
+        flag=None)
+    weights: tuple[float, ...] = setting("member weights, in the order of the members (default: equal)", (),
+                                         metavar="W,W,...")
+    combine: str = setting("rank-mean: mean of each member's percentile among the scored items; mean: mean of raw "
+                           "scores (members on one scale)", "rank-mean", choices=COMBINE_RULES)
+    fit: str = setting("fixed: the weights (or equal ones); cv: weights learned from the scored items' human ratings "
+                       "(--quality) in 5 folds by conversation, no item scored with weights fitted on its own rating; "
+                       "lodo (judge run configs only): weights learned on the experiment's other datasets", "fixed",
+                       choices=FIT_RULES)
+    optional: tuple[str, ...] = setting(
+        "members (by name) left out on a set lacking an input they need (a reference, a next user turn), decided "
+        "from the data before anything is computed and recorded in the results (CLI: --member ...,optional=true)",
+        (), flag=None)
+
+
+def ensemble_settings(spec: MethodSpec) -> EnsembleSettings:
+    """An ensemble spec's own settings."""
+    return own(spec, EnsembleSettings)
+
+
+def kept_weights(prepared: Prepared) -> tuple[float, ...]:
+    """An ensemble's given weights for the members it kept on its items (empty: equal weights)."""
+    kept = {m.spec.name for m in prepared.members}
+    s = ensemble_settings(prepared.spec)
+    return tuple(w for m, w in zip(s.members, s.weights) if m.name in kept)
+
+
 class EnsembleType(MethodType):
     """Members combined by ``combine`` with given, cross-validated (``cv``) or other-set (``lodo``) weights."""
 
-    fields = frozenset({"members", "weights", "combine", "fit", "optional"})
+    settings = EnsembleSettings
+    docs = "docs/harness.md"
     noun = "ensembles"
     refers_to_methods = True
     cost = "ensemble"
@@ -35,43 +71,45 @@ class EnsembleType(MethodType):
         return f"members, weights, fit and optional belong to ensembles, not to a {other} method", "members"
 
     def check(self, spec: MethodSpec) -> None:
-        if len(spec.members) < 2:
-            raise InputError(f"an ensemble needs at least two members, got {len(spec.members)}", field="members")
-        if any(m.kind.members(m) for m in spec.members):
+        s = ensemble_settings(spec)
+        if len(s.members) < 2:
+            raise InputError(f"an ensemble needs at least two members, got {len(s.members)}", field="members")
+        if any(m.kind.members(m) for m in s.members):
             raise InputError("an ensemble member cannot itself be an ensemble; list its members", field="members")
-        names = [m.name for m in spec.members]
+        names = [m.name for m in s.members]
         if len(set(names)) < len(names):
             raise InputError(f"members are listed twice: {', '.join(names)}", field="members")
-        if spec.combine not in COMBINE_RULES:
-            raise InputError(f"must be one of {', '.join(COMBINE_RULES)}, got {spec.combine!r}", field="combine")
-        if spec.weights and len(spec.weights) != len(spec.members):
-            raise InputError(f"{len(spec.weights)} weights for {len(spec.members)} members", field="weights")
-        if spec.weights and not any(spec.weights):
+        if s.combine not in COMBINE_RULES:
+            raise InputError(f"must be one of {', '.join(COMBINE_RULES)}, got {s.combine!r}", field="combine")
+        if s.weights and len(s.weights) != len(s.members):
+            raise InputError(f"{len(s.weights)} weights for {len(s.members)} members", field="weights")
+        if s.weights and not any(s.weights):
             raise InputError("at least one weight must be non-zero", field="weights")
-        if spec.fit not in FIT_RULES:
-            raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {spec.fit!r}", field="fit")
-        if spec.fit != "fixed" and spec.weights:
-            raise InputError(f"fit = '{spec.fit}' learns the weights: give weights or fit, not both", field="weights")
-        unknown = [n for n in spec.optional if n not in names]
+        if s.fit not in FIT_RULES:
+            raise InputError(f"must be one of {', '.join(FIT_RULES)}, got {s.fit!r}", field="fit")
+        if s.fit != "fixed" and s.weights:
+            raise InputError(f"fit = '{s.fit}' learns the weights: give weights or fit, not both", field="weights")
+        unknown = [n for n in s.optional if n not in names]
         if unknown:
             raise InputError(f"{', '.join(unknown)} is not a member (members: {', '.join(names)})", field="optional")
-        if spec.optional and any(w < 0 for w in spec.weights):
+        if s.optional and any(w < 0 for w in s.weights):
             raise InputError("a contrast (a negative weight) needs every member on every set: leaving one out would "
                              "score another quantity; drop optional", field="optional")
-        if spec.optional and spec.fit == "lodo":
+        if s.optional and s.fit == "lodo":
             raise InputError("fit = 'lodo' learns one weight per member across sets, so every member must score "
                              "every set: drop optional or use fit = 'cv' / given weights", field="optional")
 
     def default_name(self, spec: MethodSpec) -> str:
-        return f"ensemble({'+'.join(m.name for m in spec.members)})"
+        return f"ensemble({'+'.join(m.name for m in ensemble_settings(spec).members)})"
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        weights: Any = "learned" if spec.fit == "cv" else list(spec.weights) or [1.0] * len(spec.members)
-        return {"type": spec.type, "combine": spec.combine, "weights": weights,
-                **({"fit": spec.fit} if spec.fit != "fixed" else {}),
-                **({"optional": list(spec.optional)} if spec.optional else {}),
+        s = ensemble_settings(spec)
+        weights: Any = "learned" if s.fit == "cv" else list(s.weights) or [1.0] * len(s.members)
+        return {"type": spec.type, "combine": s.combine, "weights": weights,
+                **({"fit": s.fit} if s.fit != "fixed" else {}),
+                **({"optional": list(s.optional)} if s.optional else {}),
                 "members": {m.name: {k: v for k, v in m.describe().items() if k != "paper"}
-                            for m in spec.members}, "paper": spec.paper}
+                            for m in s.members}, "paper": spec.paper}
 
     def settings_text(self, described: Mapping[str, Any]) -> str:
         weights = described["weights"]  # "learned" with fit = "cv"
@@ -79,23 +117,26 @@ class EnsembleType(MethodType):
                 f"(weights {weights if isinstance(weights, str) else ', '.join(f'{w:g}' for w in weights)})")
 
     def members(self, spec: MethodSpec) -> tuple[MethodSpec, ...]:
-        return spec.members
+        return ensemble_settings(spec).members
 
     def check_names(self, spec: MethodSpec) -> None:
-        for member in spec.members:
+        for member in ensemble_settings(spec).members:
             member.kind.check_names(member)
 
     def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
-        return frozenset().union(*(m.kind.reads(m, quality) for m in spec.members))
+        return frozenset().union(*(m.kind.reads(m, quality) for m in ensemble_settings(spec).members))
 
     def supervised(self, spec: MethodSpec) -> bool:
-        return spec.fit == "cv" or any(m.kind.supervised(m) for m in spec.members)
+        return self.trained_on(spec) == SCORED_SET or any(m.kind.supervised(m) for m in self.members(spec))
+
+    def trained_on(self, spec: MethodSpec) -> str | None:
+        return {"cv": SCORED_SET, "lodo": OTHER_SETS}.get(ensemble_settings(spec).fit)
 
     def check_served(self, spec: MethodSpec, reference: Sequence[Item] | None) -> None:
         if reference is None:
             raise InputError("an ensemble places each item among a reference set; a service has no file to rank "
                              "against, so give one (--reference-set FILE)", field="--reference-set")
-        for member in spec.members:
+        for member in ensemble_settings(spec).members:
             member.kind.check_served(member, None)
 
     def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
@@ -120,13 +161,13 @@ class EnsembleType(MethodType):
 
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
-        if spec.fit == "cv" and quality is None:
+        if ensemble_settings(spec).fit == "cv" and quality is None:
             raise InputError("fit = 'cv' learns weights from human ratings: name the quality to read (--quality)",
                              field="quality")
         members, left_out = _members(spec, items, quality, pool, population, level)
         prepared = Prepared(spec, quality, seed, members=members, reference=None if items is None else list(items),
                             left_out=left_out)
-        if spec.weights and not any(prepared.weights):
+        if ensemble_settings(spec).weights and not any(kept_weights(prepared)):
             raise InputError(f"only members with weight 0 are left on these items ({', '.join(m.spec.name for m in members)}; "
                              f"left out: {', '.join(n for n, _ in left_out)})", field="weights")
         return prepared
@@ -136,8 +177,9 @@ class EnsembleType(MethodType):
         members = [(m.spec.name, MemberFactory(m, backends)) for m in prepared.members]
         training = [TrainingSet(t.label, t.reference or [], t.quality, [MemberFactory(m, backends) for m in t.members])
                     for t in prepared.training if t.quality is not None]
-        return EnsembleScorer(spec.name, members, weights=prepared.weights, combine=spec.combine,
-                              reference=prepared.reference, fit=spec.fit, quality=prepared.quality,
+        s = ensemble_settings(spec)
+        return EnsembleScorer(spec.name, members, weights=kept_weights(prepared), combine=s.combine,
+                              reference=prepared.reference, fit=s.fit, quality=prepared.quality,
                               training=training, left_out=prepared.left_out,
                               reads=self.reads(spec, prepared.quality), score_members=score_members)
 
@@ -148,17 +190,17 @@ def _members(spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | 
     classic scorer refusing them before computing) is left out with its reason, so one ensemble can
     join a reference-based scorer where references exist and do without it elsewhere; a required
     member's missing input stops here, naming the member."""
-    if items is None and spec.optional:
+    if items is None and ensemble_settings(spec).optional:
         raise InputError("optional members are kept or left out by the items they score: prepare the ensemble "
                          "with its items", field="optional")
     kept: list[Prepared] = []
     left_out: list[tuple[str, str]] = []
-    for member in spec.members:
+    for member in ensemble_settings(spec).members:
         try:
             kept.append(prepare_checked(member, items, quality, pool=pool, population=population, seed=None,
                                         level=level))
         except MissingInputError as exc:
-            if member.name not in spec.optional:
+            if member.name not in ensemble_settings(spec).optional:
                 raise MissingInputError(f"member '{member.name}': {exc.reason} (list it under optional to leave it "
                                         "out where its input is missing)", record=exc.record, field=exc.field) from None
             left_out.append((member.name, exc.reason))

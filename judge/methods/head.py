@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
-from ..engine.spec import Backends, MethodSpec, Prepared
+from ..engine.spec import EARLIER_FIT, Backends, MethodSpec, MethodType, Prepared, own
 from ..heads.head import Head, locate_head, prompt_hash, read_head
 from ..heads.scorer import HeadScorer
+from ..prompts.context_views import CONTEXT_VIEWS
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge
-from .llm import LLMType
+from .llm import LLMSettings, LLMType
 
 #: Stands for the scored set's name in a ``head`` path.
 DATASET = "{dataset}"
@@ -43,22 +45,65 @@ class HeadPrepared(Prepared):
     head_path: str = ""
 
 
+@dataclass(frozen=True)
+class HeadSettings:
+    """A head method's own settings: the zero-shot prompt it reads as an llm judge would, and the head that reads
+    the model's hidden state after it (docs/heads.md)."""
+
+    prompt: str = setting("the prompt the head was fitted on", "yesno", flag="--prompt", generated=False)
+    top_k: int = setting("top-K rating weighting of the prompt's answer, kept in each row", 3, flag="--top-k", generated=False)
+    rule: str = setting("scoring rule of the prompt's answer, kept in each row: topk or expected", "topk", flag="--rule", generated=False)
+    context: str = setting("what of each item the prompt shows: given, or none (the reply alone)", "given",
+                           flag="--context", generated=False)
+    head: str | None = setting(
+        "score with a head (judge fit) on the model's hidden state after --prompt, instead of the prompt's answer: a "
+        "head file or a shipped head's name; {dataset} stands for the scored set's name", metavar="FILE")
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
+        if self.context not in CONTEXT_VIEWS:
+            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {self.context!r}", field="context")
+
+
+def head_of(spec: MethodSpec) -> str | None:
+    """The head a head method names."""
+    return own(spec, HeadSettings).head
+
+
 class HeadType(LLMType):
     """A zero-shot prompt read by the model, scored by a head (:class:`judge.heads.scorer.HeadScorer`)."""
 
-    fields = frozenset({"prompt", "top_k", "rule", "context", "head"})
+    fields = frozenset()
+    settings = HeadSettings
+    docs = "docs/heads.md"
     needs = frozenset({"hidden_states"})
     noun = "head methods"
     flag = ("head", "head")
     records_seed = False
 
+    def table_keys(self) -> frozenset[str]:
+        return MethodType.table_keys(self)  # no examples: none of an llm table's own keys
+
+    def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
+                   methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
+        return MethodType.from_table(self, table, defaults, methods)  # one method: no list of k to expand
+
     def check(self, spec: MethodSpec) -> None:
-        super().check(spec)
-        if not spec.head:
+        if not head_of(spec):
             raise InputError("a head method names its head file (judge fit writes one)", field="head")
 
     def default_name(self, spec: MethodSpec) -> str:
-        return f"head-{Path(str(spec.head)).stem.replace(DATASET, 'each')}"
+        return f"head-{Path(str(head_of(spec))).stem.replace(DATASET, 'each')}"
+
+    def trained_on(self, spec: MethodSpec) -> str | None:
+        return EARLIER_FIT
+
+    def view(self, spec: MethodSpec) -> LLMSettings:
+        """Its prompt as a zero-shot llm judge reads it (no examples, no rationale: a head was fitted on the
+        answer position of the prompt alone)."""
+        s = own(spec, HeadSettings)
+        return LLMSettings(prompt=s.prompt, top_k=s.top_k, rule=s.rule, context=s.context)
 
     def seeded(self, spec: MethodSpec) -> bool:
         return False
@@ -70,10 +115,11 @@ class HeadType(LLMType):
         return False
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        return {"type": spec.type, "prompt": spec.prompt, "head": spec.head, "backend": spec.backend,
+        s = own(spec, HeadSettings)
+        return {"type": spec.type, "prompt": s.prompt, "head": s.head, "backend": spec.backend,
                 "model": spec.model, "options": dict(spec.options), "generate": asdict(spec.generate),
-                "top_k": spec.top_k, "rule": spec.rule,
-                **({"context": spec.context} if spec.context != "given" else {}), "paper": spec.paper}
+                "top_k": s.top_k, "rule": s.rule,
+                **({"context": s.context} if s.context != "given" else {}), "paper": spec.paper}
 
     def settings_text(self, described: Mapping[str, Any]) -> str:
         """What ``judge bench`` prints of it: its prompt, model and head (a head has no selector or guard)."""
@@ -86,7 +132,7 @@ class HeadType(LLMType):
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
         base = super().prepare(spec, items, quality, pool=pool, population=population, seed=seed, level=level)
-        path = locate_head(head_path(str(spec.head), items))
+        path = locate_head(head_path(str(head_of(spec)), items))
         head = read_head(path)
         assert base.prompt is not None
         if head.prompt != base.prompt.name or head.prompt_sha256 != prompt_hash(base.prompt):

@@ -8,23 +8,38 @@ the pointwise mutual information, of no transcript), or the FED follow-ups after
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, MissingInputError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..scorers.base import Scorer
 from ..scorers.likelihood import READS, SIGNALS, LikelihoodScorer, utterances
+
+
+@dataclass(frozen=True)
+class LikelihoodSettings:
+    """A likelihood method's own setting: the statistic of the reply's token log-probabilities."""
+
+    signal: str = setting(f"the statistic of the reply's token log-probabilities: {', '.join(SIGNALS)} "
+                          "(docs/likelihood.md)", "pmi", flag="--likelihood", metavar="SIGNAL")
+
+
+def signal_of(spec: MethodSpec) -> str:
+    """The signal a likelihood method reads."""
+    return own(spec, LikelihoodSettings).signal
 
 
 class LikelihoodType(MethodType):
     """One signal of :data:`judge.scorers.likelihood.SIGNALS` (default ``pmi``)."""
 
-    fields = frozenset({"signal", "seeds"})
-    defaults: ClassVar[Mapping[str, Any]] = {"signal": "pmi"}
+    fields = frozenset({"seeds"})
+    settings = LikelihoodSettings
+    docs = "docs/likelihood.md"
     runs_model = True
     needs = frozenset({"sequence_logprobs"})
     noun = "likelihood methods"
@@ -32,17 +47,14 @@ class LikelihoodType(MethodType):
     cost = None
 
     def check(self, spec: MethodSpec) -> None:
-        if spec.signal not in SIGNALS:
-            raise InputError(f"must be one of {', '.join(SIGNALS)}, got {spec.signal!r}", field="signal")
-        if spec.k or spec.selector != "none" or spec.pool is not None:
-            raise InputError("a likelihood method shows no examples: k, selector and pool belong to llm "
-                             "methods", field="k" if spec.k else "selector" if spec.selector != "none" else "pool")
+        if signal_of(spec) not in SIGNALS:
+            raise InputError(f"must be one of {', '.join(SIGNALS)}, got {signal_of(spec)!r}", field="signal")
 
     def default_name(self, spec: MethodSpec) -> str:
-        return f"likelihood-{spec.signal}"
+        return f"likelihood-{signal_of(spec)}"
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        return {"type": spec.type, "signal": spec.signal, "backend": spec.backend, "model": spec.model,
+        return {"type": spec.type, "signal": signal_of(spec), "backend": spec.backend, "model": spec.model,
                 "options": dict(spec.options), "generate": asdict(spec.generate), "seeds": list(spec.run_seeds()),
                 "paper": spec.paper}
 
@@ -68,4 +80,4 @@ class LikelihoodType(MethodType):
         return Prepared(spec, quality, seed)
 
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
-        return LikelihoodScorer(backends.get(prepared.spec), str(prepared.spec.signal))
+        return LikelihoodScorer(backends.get(prepared.spec), signal_of(prepared.spec))

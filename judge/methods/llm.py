@@ -12,20 +12,21 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..backends.base import Prompt
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, UnknownNameError
+from ..core.settings import setting
 from ..data.alternatives import READ, alternatives_for, lists_for
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets import check_scale, load_items
 from ..engine.build import backend_key
 from ..engine.fields import close_hint
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..prompts.context_views import CONTEXT_VIEWS, in_view
 from ..prompts.templates import (
     PER_QUALITY_PROMPTS,
@@ -47,39 +48,97 @@ from ..selectors import SELECTORS, get_selector
 SELECTOR_OPTION_KEYS = ("order", "manual_set")
 
 
+@dataclass(frozen=True)
+class LLMSettings:
+    """An llm judge's own settings: its prompt, the examples it shows, how its answer becomes a score, and
+    whether it writes a rationale before it answers."""
+
+    prompt: str = setting("a built-in prompt, fed (the FED rating prompt of the quality) or a .j2 template path "
+                          "(--template)", "yesno", flag="--prompt", generated=False)
+    selector: str = setting("in-context example selector (none: zero-shot)", "none", flag="--selector",
+                            generated=False)
+    k: int = setting("number of in-context examples (TOML: a list runs one method per value)", 0, flag="--k",
+                     generated=False)
+    group_guard: bool = setting("keep examples from the scored item's own context/dialog out",
+                                True, flag="--no-group-guard", generated=False)
+    order: str = setting("examples ascending (most relevant last), descending or as-selected (TOML: "
+                         "selector_options.order)", "ascending", flag="--example-order", generated=False)
+    manual_set: str | None = setting("the manual selector's set: a shipped name or a TOML/JSONL file (TOML: "
+                                     "selector_options.manual_set)", flag="--manual-set", generated=False)
+    pool: str | None = setting("labelled file to draw examples from (default: the scored data, leave-group-out)",
+                               flag="--pool", generated=False)
+    top_k: int = setting("top-K rating weighting of rating prompts", 3, flag="--top-k", generated=False)
+    rule: str = setting("scoring rule of rating prompts: topk (the paper's) or expected", "topk", flag="--rule",
+                        generated=False)
+    context: str = setting("what of each item the prompt shows: given, or none (the reply alone; docs/context.md)",
+                           "given", flag="--context", generated=False)
+    reason: int = setting(
+        "the judge first writes a rationale of at most N tokens, then answers: the answer is read after the prompt's "
+        "answer cue (exactly where the backend shows log-probabilities, else estimated from --sampling-fallback N "
+        "completions); rows keep the rationale. 0: the answer is the next token, the paper's one-token read", 0,
+        metavar="N")
+    reason_temperature: float = setting(
+        "the rationale's sampling temperature, seeded by --seed (TOML: generate.seed); 0: greedy", 0.0, metavar="T")
+
+    def __post_init__(self) -> None:
+        if self.k < 0:
+            raise InputError(f"must be >= 0, got {self.k}", field="k")
+        if self.top_k < 1:
+            raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
+        if self.k > 0 and self.selector in ("none", "zero-shot"):
+            raise InputError(f"k = {self.k} needs an example selector (e.g. 'random' or 'bm25-context')",
+                             field="selector")
+        if self.context not in CONTEXT_VIEWS:
+            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {self.context!r}", field="context")
+        if self.reason < 0:
+            raise InputError(f"must be >= 0 (tokens of rationale; 0: none), got {self.reason}", field="reason")
+        if self.reason_temperature < 0:
+            raise InputError(f"must be >= 0, got {self.reason_temperature}", field="reason_temperature")
+        if self.reason_temperature and not self.reason:
+            raise InputError("samples a rationale: it needs one (reason = N)", field="reason_temperature")
+
+
 class LLMType(MethodType):
     """A prompt + selector + backend + scoring rule (:class:`judge.scorers.llm.LLMJudge`)."""
 
-    fields = frozenset({"prompt", "selector", "k", "seeds", "group_guard", "order", "manual_set", "pool", "top_k",
-                        "rule", "context", "reason", "reason_temperature"})
+    fields = frozenset({"seeds"})
+    settings: ClassVar[type] = LLMSettings
+    docs = "docs/backends.md"
     runs_model = True
     noun = "llm methods"
     records_seed = True
     cost = None
 
-    def check(self, spec: MethodSpec) -> None:
-        if spec.k > 0 and spec.selector in ("none", "zero-shot"):
-            raise InputError(f"k = {spec.k} needs an example selector (e.g. 'random' or 'bm25-context')",
-                             field="selector")
-        if spec.context not in CONTEXT_VIEWS:
-            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {spec.context!r}", field="context")
+    def view(self, spec: MethodSpec) -> LLMSettings:
+        """``spec``'s settings as an llm judge's (a type that reads a prompt the same way gives its own as these)."""
+        return own(spec, LLMSettings)
+
+    def examples(self, spec: MethodSpec) -> tuple[int, str | None]:
+        s = self.view(spec)
+        return s.k, s.pool
+
+    def context_view(self, spec: MethodSpec) -> str:
+        return self.view(spec).context
 
     def default_name(self, spec: MethodSpec) -> str:
-        return (f"{spec.prompt}-{spec.selector}-k{spec.k}" + ("" if spec.context == "given" else f"-context-{spec.context}")
-                + (f"-reason{spec.reason}" if spec.reason else ""))
+        s = self.view(spec)
+        return (f"{s.prompt}-{s.selector}-k{s.k}" + ("" if s.context == "given" else f"-context-{s.context}")
+                + (f"-reason{s.reason}" if s.reason else ""))
 
     def seeded(self, spec: MethodSpec) -> bool:
-        return spec.selector == "random" and spec.k > 0
+        s = self.view(spec)
+        return s.selector == "random" and s.k > 0
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
+        s = self.view(spec)
         return {
-            "type": spec.type, "prompt": spec.prompt, "selector": spec.selector, "k": spec.k,
-            "seeds": list(spec.run_seeds()), "group_guard": spec.group_guard, "order": spec.order,
-            "manual_set": spec.manual_set, "pool": spec.pool, "backend": spec.backend, "model": spec.model,
-            "options": dict(spec.options), "generate": asdict(spec.generate), "top_k": spec.top_k, "rule": spec.rule,
+            "type": spec.type, "prompt": s.prompt, "selector": s.selector, "k": s.k,
+            "seeds": list(spec.run_seeds()), "group_guard": s.group_guard, "order": s.order,
+            "manual_set": s.manual_set, "pool": s.pool, "backend": spec.backend, "model": spec.model,
+            "options": dict(spec.options), "generate": asdict(spec.generate), "top_k": s.top_k, "rule": s.rule,
             # Only when not the default, so that the provenance of every earlier method reads as before.
-            **({"context": spec.context} if spec.context != "given" else {}),
-            **({"reason": spec.reason, "reason_temperature": spec.reason_temperature} if spec.reason else {}),
+            **({"context": s.context} if s.context != "given" else {}),
+            **({"reason": s.reason, "reason_temperature": s.reason_temperature} if s.reason else {}),
             "paper": spec.paper,
         }
 
@@ -91,26 +150,29 @@ class LLMType(MethodType):
                 f"order {described['order']}, group guard {guard}{reason}")
 
     def check_names(self, spec: MethodSpec) -> None:
+        s = self.view(spec)
         BACKENDS.canonical(spec.backend)
-        SELECTORS.canonical(spec.selector)
-        if spec.rule not in RULES:  # checked here, with the other names, so a typo stops the run before a model loads
-            raise UnknownNameError("scoring rule", spec.rule, RULES)
-        if is_template_path(spec.prompt):
-            if not Path(spec.prompt).exists():
-                raise InputError("template file not found", file=spec.prompt, field="prompt")
-        elif spec.prompt not in PER_QUALITY_PROMPTS and spec.prompt not in builtin_prompts():
-            raise UnknownNameError("prompt", spec.prompt, [*builtin_prompts(), *PER_QUALITY_PROMPTS])
+        SELECTORS.canonical(s.selector)
+        if s.rule not in RULES:  # checked here, with the other names, so a typo stops the run before a model loads
+            raise UnknownNameError("scoring rule", s.rule, RULES)
+        if is_template_path(s.prompt):
+            if not Path(s.prompt).exists():
+                raise InputError("template file not found", file=s.prompt, field="prompt")
+        elif s.prompt not in PER_QUALITY_PROMPTS and s.prompt not in builtin_prompts():
+            raise UnknownNameError("prompt", s.prompt, [*builtin_prompts(), *PER_QUALITY_PROMPTS])
 
     def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
-        if is_template_path(spec.prompt):
-            return load_template(spec.prompt, quality=quality).reads
-        if spec.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality: what any of them reads
-            return frozenset().union(*(get_prompt(n).reads for n in per_quality_prompts(spec.prompt)))
-        return get_prompt(spec.prompt).reads
+        s = self.view(spec)
+        if is_template_path(s.prompt):
+            return load_template(s.prompt, quality=quality).reads
+        if s.prompt in PER_QUALITY_PROMPTS:  # one prompt per FED quality: what any of them reads
+            return frozenset().union(*(get_prompt(n).reads for n in per_quality_prompts(s.prompt)))
+        return get_prompt(s.prompt).reads
 
     def check_served(self, spec: MethodSpec, reference: Sequence[Item] | None) -> None:
+        s = self.view(spec)
         super().check_served(spec, reference)
-        if spec.k > 0 and not spec.pool:
+        if s.k > 0 and not s.pool:
             raise InputError("in-context examples need a labelled file to draw them from when serving (--pool FILE)",
                              field="pool")
 
@@ -120,7 +182,8 @@ class LLMType(MethodType):
     def streams(self, spec: MethodSpec) -> bool:
         """Unless its examples come from the scored file's rated items (``k`` without a ``pool`` file) or its
         template lists the other replies to each context (``alternatives``), read from the whole file."""
-        return not (spec.k and not spec.pool) and READ not in self.reads(spec, None)
+        s = self.view(spec)
+        return not (s.k and not s.pool) and READ not in self.reads(spec, None)
 
     def table_keys(self) -> frozenset[str]:
         return (super().table_keys() - set(SELECTOR_OPTION_KEYS)) | {"selector_options"}
@@ -145,32 +208,34 @@ class LLMType(MethodType):
 
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
+        s = self.view(spec)
         level = items[0].level if items else level
-        prompt = resolve_prompt(spec, quality, level)
+        prompt = resolve_prompt(s, quality, level)
         quality = quality or prompt.quality
-        selector = get_selector(spec.selector if spec.k else "none", seed=seed, group_guard=spec.group_guard,
-                                manual_set=spec.manual_set, order=spec.order)
-        check_renders(prompt, items or (), quality, spec.context, population, spec.reason)
-        if spec.k and quality is None:
+        selector = get_selector(s.selector if s.k else "none", seed=seed, group_guard=s.group_guard,
+                                manual_set=s.manual_set, order=s.order)
+        check_renders(prompt, items or (), quality, s.context, population, s.reason)
+        if s.k and quality is None:
             raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                              field="quality")
         examples = None
         candidates = pool if pool is not None else items
-        if spec.k and (candidates is not None or spec.pool):
-            examples = example_pool(spec, candidates or (), quality)
+        if s.k and (candidates is not None or s.pool):
+            examples = example_pool(s, candidates or (), quality)
             if items is not None:
                 selector.check(items, examples, quality)
         return Prepared(spec, quality, seed, prompt, selector, examples, population)
 
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
         spec = prepared.spec
+        s = self.view(spec)
         assert prepared.prompt is not None and prepared.selector is not None
         backend = backends.get(spec)
-        return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=spec.k,
-                        pool=prepared.pool, top_k=spec.top_k, rule=spec.rule, chat=spec.generate.chat,
-                        top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=spec.context,
-                        population=prepared.population, reason=spec.reason,
-                        reason_temperature=spec.reason_temperature, reason_seed=spec.generate.seed)
+        return LLMJudge(prepared.prompt, backend, quality=prepared.quality, selector=prepared.selector, k=s.k,
+                        pool=prepared.pool, top_k=s.top_k, rule=s.rule, chat=spec.generate.chat,
+                        top_n=spec.generate.top_n, batch_size=spec.generate.batch_size, context=s.context,
+                        population=prepared.population, reason=s.reason,
+                        reason_temperature=s.reason_temperature, reason_seed=spec.generate.seed)
 
     def prompts(self, prepared: Prepared, shown: Sequence[tuple[Item, Sequence[str]]], chat: bool
                 ) -> list[Prompt] | None:
@@ -190,9 +255,9 @@ class LLMType(MethodType):
                                  field="examples")
             examples = [(pool[i], template.example_label(pool[i], quality)) for i in ids]  # type: ignore[arg-type]
             out.append(render_prompt(template, item, examples, quality, alternatives_for(item, listed),
-                                     context=prepared.spec.context, chat=chat,
+                                     context=self.view(prepared.spec).context, chat=chat,
                                      fixed_examples=prepared.selector is not None and prepared.selector.fixed_examples,
-                                     reason=prepared.spec.reason)[0])
+                                     reason=self.view(prepared.spec).reason)[0])
         return out
 
 
@@ -215,19 +280,19 @@ def _int_list(value: Any, key: str, minimum: int = 0) -> list[int]:
     return vals
 
 
-def resolve_prompt(spec: MethodSpec, quality: Quality | None, level: str) -> PromptTemplate:
+def resolve_prompt(s: LLMSettings, quality: Quality | None, level: str) -> PromptTemplate:
     """The template a spec names: a template path, ``fed`` / ``fedq`` (the FED prompt of the quality, the
     paper's or the shared-prefix family's), or a built-in."""
-    if is_template_path(spec.prompt):
-        prompt = load_template(spec.prompt, quality=quality)
-    elif spec.prompt in PER_QUALITY_PROMPTS:
+    if is_template_path(s.prompt):
+        prompt = load_template(s.prompt, quality=quality)
+    elif s.prompt in PER_QUALITY_PROMPTS:
         if quality is None:
-            raise InputError(f"--prompt {spec.prompt} needs --quality (it rates one FED quality)", field="quality")
-        return get_prompt(fed_prompt_name(level, quality.name, spec.prompt))
+            raise InputError(f"--prompt {s.prompt} needs --quality (it rates one FED quality)", field="quality")
+        return get_prompt(fed_prompt_name(level, quality.name, s.prompt))
     else:
-        prompt = get_prompt(spec.prompt)
+        prompt = get_prompt(s.prompt)
     if prompt.pairwise:
-        raise InputError(f"prompt '{spec.prompt}' compares two replies (answer = \"pairwise\"): run it as a pairwise "
+        raise InputError(f"prompt '{s.prompt}' compares two replies (answer = \"pairwise\"): run it as a pairwise "
                          "method (judge compare, a [[compare]] cell of judge run)", field="prompt")
     return prompt
 
@@ -271,16 +336,16 @@ def check_renders(prompt: PromptTemplate, items: Sequence[Item], quality: Qualit
             _RENDERED.popitem(last=False)
 
 
-def example_pool(spec: MethodSpec, candidates: Sequence[Item], quality: Quality | None) -> list[Item]:
+def example_pool(s: LLMSettings, candidates: Sequence[Item], quality: Quality | None) -> list[Item]:
     """Items that can be shown as examples: the spec's pool file or ``candidates``, rated for the quality."""
     if quality is None:
         raise InputError("in-context examples show human labels: name the quality to read them from (--quality)",
                          field="quality")
-    if spec.pool:
-        candidates = load_items(spec.pool)
+    if s.pool:
+        candidates = load_items(s.pool)
     rated = [it for it in candidates if it.human(quality.name) is not None]
-    if not rated and spec.selector != "manual":
+    if not rated and s.selector != "manual":
         raise InputError(f"no item in the example pool has a human rating for '{quality.name}'",
-                         file=spec.pool, field="scores")
-    check_scale(rated, quality, file=spec.pool)
+                         file=s.pool, field="scores")
+    check_scale(rated, quality, file=s.pool)
     return rated

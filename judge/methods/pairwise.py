@@ -12,56 +12,77 @@ run it through :mod:`judge.engine.compare`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, UnknownNameError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
-from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
+from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..prompts.templates import PromptTemplate, builtin_prompts, get_prompt, is_template_path, load_template
 from ..scorers.base import Scorer
 from ..scorers.pairwise import ORDERS, PairwiseJudge
+from .llm import LLMSettings
 
-#: The prompt every spec holds unless told otherwise (``MethodSpec.prompt``'s default).
-_SPEC_PROMPT = next(f.default for f in fields(MethodSpec) if f.name == "prompt")
+#: The prompt an llm method holds unless told otherwise: asked of a pairwise method, it is refused early.
+_SPEC_PROMPT = LLMSettings().prompt
+
+
+@dataclass(frozen=True)
+class PairwiseSettings:
+    """A pairwise method's own settings: its template and in which orders each pair is read."""
+
+    prompt: str = setting("a pairwise template: a built-in (pairwise, pairwise-tie) or a .j2 path with answer = "
+                          "\"pairwise\" (judge serve: --compare-prompt)", "pairwise", flag="--prompt",
+                          generated=False)
+
+    orders: str = setting(
+        "both: read each pair with either reply first and average the two, so that neither position is favoured; one: "
+        "one order per pair, drawn by a seeded hash of the pair (--seed), half the cost, position bias left in the "
+        "verdicts", "both", choices=ORDERS)
+
+
+def prompt_of(spec: MethodSpec) -> str:
+    """The pairwise template a pairwise method names."""
+    return own(spec, PairwiseSettings).prompt
+
+
+def orders_of(spec: MethodSpec) -> str:
+    """The orders a pairwise method reads each pair in."""
+    return own(spec, PairwiseSettings).orders
 
 
 class PairwiseType(MethodType):
     """A pairwise template read by a model in one or both orders (:class:`PairwiseJudge`)."""
 
-    fields = frozenset({"prompt", "orders", "seeds"})
-    defaults: ClassVar[Mapping[str, Any]] = {"prompt": "pairwise"}
+    fields = frozenset({"seeds"})
+    settings = PairwiseSettings
+    docs = "docs/pairwise.md"
     runs_model = True
     noun = "pairwise methods"
     compares = True
     cost = None
-    flags_help: ClassVar[Mapping[str, str]] = {
-        "orders": "both (default): read each pair with either reply first and average the two, so that neither "
-                  "position is favoured; one: one order per pair, drawn by a seeded hash of the pair (--seed), half "
-                  "the cost, position bias left in the verdicts",
-    }
 
     def check(self, spec: MethodSpec) -> None:
-        if spec.orders not in ORDERS:
-            raise InputError(f"must be one of {', '.join(ORDERS)}, got {spec.orders!r}", field="orders")
+        if orders_of(spec) not in ORDERS:
+            raise InputError(f"must be one of {', '.join(ORDERS)}, got {orders_of(spec)!r}", field="orders")
 
     def from_table(self, table: Mapping[str, Any], defaults: Mapping[str, Any],
                    methods: Mapping[str, MethodSpec]) -> list[dict[str, Any]]:
-        """As every type's, refusing ``prompt = "yesno"``: a spec holding the spec-wide default prompt gets this
-        type's (``pairwise``), so a yes/no template named on purpose must be refused here, not replaced."""
+        """As every type's, refusing ``prompt = "yesno"`` (the llm methods' default) before anything is read."""
         check_not_spec_default(table.get("prompt"))
         return super().from_table(table, defaults, methods)
 
     def default_name(self, spec: MethodSpec) -> str:
-        stem = Path(spec.prompt).stem if is_template_path(spec.prompt) else spec.prompt
-        return stem + ("-one-order" if spec.orders == "one" else "")
+        stem = Path(prompt_of(spec)).stem if is_template_path(prompt_of(spec)) else prompt_of(spec)
+        return stem + ("-one-order" if orders_of(spec) == "one" else "")
 
     def describe(self, spec: MethodSpec) -> dict[str, Any]:
-        return {"type": spec.type, "prompt": spec.prompt, "orders": spec.orders,
-                **({"seeds": list(spec.seeds[:1])} if spec.orders == "one" else {}),
+        return {"type": spec.type, "prompt": prompt_of(spec), "orders": orders_of(spec),
+                **({"seeds": list(spec.seeds[:1])} if orders_of(spec) == "one" else {}),
                 "backend": spec.backend, "model": spec.model, "options": dict(spec.options),
                 "generate": asdict(spec.generate), "paper": spec.paper}
 
@@ -72,11 +93,11 @@ class PairwiseType(MethodType):
 
     def check_names(self, spec: MethodSpec) -> None:
         BACKENDS.canonical(spec.backend)
-        if is_template_path(spec.prompt):
-            if not Path(spec.prompt).exists():
-                raise InputError("template file not found", file=spec.prompt, field="prompt")
-        elif spec.prompt not in builtin_prompts():
-            raise UnknownNameError("prompt", spec.prompt, pairwise_prompts())
+        if is_template_path(prompt_of(spec)):
+            if not Path(prompt_of(spec)).exists():
+                raise InputError("template file not found", file=prompt_of(spec), field="prompt")
+        elif prompt_of(spec) not in builtin_prompts():
+            raise UnknownNameError("prompt", prompt_of(spec), pairwise_prompts())
 
     def reads(self, spec: MethodSpec, quality: Quality | None) -> frozenset[str]:
         return template(spec, quality).reads
@@ -96,7 +117,7 @@ class PairwiseType(MethodType):
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:
         spec = prepared.spec
         assert prepared.prompt is not None
-        judge = PairwiseJudge(prepared.prompt, backends.get(spec), quality=prepared.quality, orders=spec.orders,
+        judge = PairwiseJudge(prepared.prompt, backends.get(spec), quality=prepared.quality, orders=orders_of(spec),
                               seed=prepared.seed, chat=spec.generate.chat, top_n=spec.generate.top_n,
                               batch_size=spec.generate.batch_size)
         judge.spec = spec
@@ -104,8 +125,8 @@ class PairwiseType(MethodType):
 
 
 def check_not_spec_default(prompt: object, field: str = "prompt") -> None:
-    """Refuse the spec-wide default prompt (``yesno``) named for a pairwise method: a spec holding it gets the
-    pairwise default instead (``MethodType.defaults``), which would replace what was asked for."""
+    """Refuse the llm methods' default prompt (``yesno``) named for a pairwise method, where the flag or key is
+    read (a template that asks about one reply is refused again when it is loaded)."""
     if prompt == _SPEC_PROMPT:
         raise InputError(f"prompt '{prompt}' asks about one reply; a pairwise method needs a template with answer = "
                          f"\"pairwise\" ({', '.join(pairwise_prompts())} or your own)", field=field)
@@ -113,9 +134,9 @@ def check_not_spec_default(prompt: object, field: str = "prompt") -> None:
 
 def template(spec: MethodSpec, quality: Quality | None) -> PromptTemplate:
     """The pairwise template a spec names (a built-in or a ``.j2`` path); InputError for another kind."""
-    prompt = load_template(spec.prompt, quality=quality) if is_template_path(spec.prompt) else get_prompt(spec.prompt)
+    prompt = load_template(prompt_of(spec), quality=quality) if is_template_path(prompt_of(spec)) else get_prompt(prompt_of(spec))
     if not prompt.pairwise:
-        raise InputError(f"prompt '{spec.prompt}' asks about one reply ({prompt.answer.kind}); a pairwise method needs "
+        raise InputError(f"prompt '{prompt_of(spec)}' asks about one reply ({prompt.answer.kind}); a pairwise method needs "
                          f"a template with answer = \"pairwise\" ({', '.join(pairwise_prompts())} or your own)",
                          field="prompt")
     return prompt

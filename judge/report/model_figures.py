@@ -17,8 +17,10 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..data.kinds import KINDS
 from ..models.packaged import PACKAGED
-from .results_page import KIND_ORDER, ci_text, earlier_halves, figure_text, num, p_display
+from .figures import ci_text, figure_text, num, p_display
+from .results_page import earlier_halves
 
 #: The generated file, relative to the repository root (read at run time as package data).
 QUALITY = Path("judge") / "models" / "models_quality.json"
@@ -28,7 +30,7 @@ NOT_YET = "not measured on today's test halves yet (figures from before the leak
 
 def model_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
                   history: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """One line per model in ``models``: its methods' test-half averages, by kind (``KIND_ORDER``), and the
+    """One line per model in ``models``: its methods' test-half averages, by kind (``KINDS``), and the
     runs they come from (those on earlier halves than today's marked). A method scored by several runs
     shows the latest run's figure (by date, then name)."""
     stale = {s["name"] for s in summaries if earlier_halves(s, history)}
@@ -84,7 +86,7 @@ def _line(entries: Mapping[str, tuple[Mapping[str, Any], str]], stale: Collectio
     if not entries:
         return NOT_YET
     parts = []
-    for kind in [*KIND_ORDER, *sorted({a["kind"] for a, _ in entries.values()} - set(KIND_ORDER))]:
+    for kind in [*KINDS, *sorted({a["kind"] for a, _ in entries.values()} - set(KINDS))]:
         figures = [_figure(method, avg) for method, (avg, _) in entries.items() if avg["kind"] == kind]
         if figures:
             parts.append(f"{kind}: {', '.join(figures)}")

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .figures import SUMMARY_DIR
 from .model_figures import QUALITY, render_quality
 from .readme_figures import README, render_block, splice
-from .results_page import PAGE, SUMMARY_DIR, load_history, load_summaries, render_page
+from .results_page import PAGE, load_history, load_summaries, render_page
 
 
 def rendered(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None,

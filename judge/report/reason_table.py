@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..stats.floor import too_few_text
-from .results_page import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
+from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 
 
 def measure_section(summaries: Sequence[Mapping[str, Any]]) -> str:

@@ -20,30 +20,20 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.errors import InputError
+from ..data.kinds import BY_NAME, KINDS, recorded_kind
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
-from ..stats.correlation import p_at_floor, p_floor
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
+from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
+from .reason_table import measure_section
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
-#: Where the committed summaries live and where the page goes, relative to the repository root.
-SUMMARY_DIR = Path("benchmarks") / "results"
+#: Where the page goes, relative to the repository root (the summaries: ``figures.SUMMARY_DIR``).
 PAGE = Path("docs") / "results.md"
 #: Which test items earlier splits put in a dev half that rounds read, and which items the last change of the
 #: split moved (written from the data by benchmarks/halves_history.py, checked by a test).
 HISTORY = Path("benchmarks") / "halves_history.json"
-#: Every kind, in the order the page shows them. Kinds never share a table: a reference-based or
-#: supervised figure answers a different question than a reference-free one.
-KIND_ORDER = ("reference-free", "reference-based", "uses-future", "supervised")
-KIND_TITLES = {
-    "reference-free": "Reference-free: the judge reads the conversation and the reply only",
-    "reference-based": "Reference-based: the method reads a reference reply",
-    "uses-future": "Uses-future: the method reads the user's turn after the rated reply",
-    "supervised": "Supervised on the scored set: weights learned on the set's own ratings (out of fold)",
-}
-#: Significance level of the page's marks.
-ALPHA = 0.05
 #: Runs the page cannot show yet, with the commands that will produce them (see docs/journal.md for
 #: their last typed figures).
 PENDING = (
@@ -63,21 +53,8 @@ PENDING = (
 
 
 def method_kind(info: Mapping[str, Any]) -> str:
-    """The page's kind of one method, from ``summary.json``'s ``methods`` entry.
-
-    Today's summaries hold a binary ``kind`` plus a ``uses_future`` flag, and a ``cv`` ensemble is
-    labelled by its inputs alone; the page keeps four kinds apart. When the summaries name the four
-    kinds themselves, this is the one place to point at them. A method that learns on the scored set
-    is supervised whatever it reads; one that reads the user's next turn is uses-future before
-    reference-based (no live judge has the future)."""
-    kind = str(info.get("kind", "reference-free"))
-    if kind in KIND_ORDER[2:]:
-        return kind
-    if info.get("fit") == "cv":  # an ensemble learning its weights on the scored set
-        return "supervised"
-    if info.get("uses_future"):
-        return "uses-future"
-    return kind
+    """The page's kind of one method, from ``summary.json``'s ``methods`` entry (:func:`recorded_kind`)."""
+    return recorded_kind(info, "reference-free")
 
 
 # --- collect ----------------------------------------------------------------------------------------
@@ -337,7 +314,7 @@ def load_history(root: str | Path = ".") -> dict[str, Any] | None:
 
 
 def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> str:
-    """The whole of docs/results.md: the reading notes, one section per kind in ``KIND_ORDER`` (one
+    """The whole of docs/results.md: the reading notes, one section per kind in ``KINDS`` (one
     table per run inside it, with its command and provenance, and what of it stands on earlier halves),
     the test items earlier development rounds read (``history``), then the pending runs."""
     parts = [_HEADER.replace("{floor}", str(MIN_CONVERSATIONS))]
@@ -346,8 +323,6 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
     if any(s.get("pairwise") for s in summaries):
         parts.append(_pairwise_section(summaries))
     if any(s.get("measure") for s in summaries):  # a measurement with a candidate its script derives
-        from .reason_table import measure_section
-
         parts.append(measure_section(summaries))
     if history is not None:
         parts.append(_read_in_dev_section(history))
@@ -362,9 +337,9 @@ def earlier_halves(s: Mapping[str, Any], history: Mapping[str, Any] | None) -> b
 
 
 def _kinds(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``KIND_ORDER``, then any kind a summary names that it does not know (never dropped silently)."""
+    """``KINDS``, then any kind a summary names that it does not know (never dropped silently)."""
     seen = {c["kind"] for s in summaries for c in s["cells"]}
-    return [*KIND_ORDER, *sorted(seen - set(KIND_ORDER))]
+    return [*KINDS, *sorted(seen - set(KINDS))]
 
 
 _HEADER = """\
@@ -406,7 +381,7 @@ How to read the tables:
 
 
 def _kind_section(kind: str, summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None) -> str:
-    title = KIND_TITLES.get(kind, kind)
+    title = BY_NAME[kind].page_title if kind in BY_NAME else kind
     blocks = [f"## {title}\n"]
     for s in summaries:
         cells = [c for c in s["cells"] if c["kind"] == kind]
@@ -552,36 +527,6 @@ def _average_row(a: Mapping[str, Any]) -> str:
 
 def _int(x: int | None) -> str:
     return "–" if x is None else str(x)
-
-
-def num(x: float | None, digits: int = 3) -> str:
-    """A correlation as the page prints it: ``.355``, ``-.041``, ``–`` when undefined."""
-    if x is None or not math.isfinite(x):
-        return "–"
-    text = f"{x:.{digits}f}"
-    return text.replace("0.", ".", 1) if text.startswith(("0.", "-0.")) else text
-
-
-def figure_text(value: float | None, p: float | None) -> str:
-    significant = p is not None and math.isfinite(p) and p < ALPHA
-    return num(value) + ("" if significant or value is None else " †")
-
-
-def ci_text(x: Mapping[str, Any]) -> str:
-    """``[low, high]``; ``too few conversations (k)`` for a figure whose bootstrap stopped at the floor."""
-    if x.get("too_few"):
-        return too_few_text(x.get("strata") or x.get("n_conversations"))
-    return f"[{num(x.get('ci_low'), 2)}, {num(x.get('ci_high'), 2)}]"
-
-
-def p_display(p: float | None, n_boot: int | None, n_degenerate: int = 0) -> str:
-    """A bootstrap p: ``< 1/n_boot`` at its floor (every resample on one side of zero), else 2
-    significant digits without the leading zero."""
-    if p is None or not math.isfinite(p):
-        return "–"
-    if n_boot and p_at_floor(p, n_boot, n_degenerate):
-        return "< " + num(p_floor(n_boot, n_degenerate))
-    return num(float(f"{p:.2g}"), 3 if p < 0.1 else 2)
 
 
 def _read_in_dev_section(history: Mapping[str, Any]) -> str:

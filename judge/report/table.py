@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.kinds import KIND_LIST, recorded_kind
 from ..datasets.paper import PaperValue, paper_value
 from ..stats.correlation import p_at_floor, p_floor
 from ..stats.floor import has_interval, too_few_text
@@ -89,20 +90,13 @@ class Row:
 
 
 #: The order and titles of the leaderboard's sections, one per kind: never averaged or bolded together.
-KIND_SECTIONS = (("reference-free", "Reference-free methods"),
-                 ("reference-based", "Reference-based methods (read the reference response)"),
-                 ("uses-future", "Uses-future methods (read the user's turn after the rated response)"),
-                 ("supervised", "Supervised on the scored set (ensemble weights learned on its ratings, cv)"),
+KIND_SECTIONS = (*((k.name, k.section) for k in KIND_LIST),
                  ("unknown", "Methods of unrecorded kind (summary written before kinds were recorded)"))
 
 
 def row_kind(spec: dict[str, Any]) -> str:
-    """A summary method's kind. Summaries written while there were two kinds recorded a uses-future
-    method as reference-free or reference-based with ``uses_future``; it is uses-future now."""
-    kind = str(spec.get("kind", "unknown"))
-    if kind in ("reference-free", "reference-based") and spec.get("uses_future"):
-        return "uses-future"
-    return kind
+    """A summary method's kind (:func:`recorded_kind`: files of earlier formats read as today's)."""
+    return recorded_kind(spec)
 
 
 @dataclass

@@ -1,0 +1,61 @@
+"""Each method type's own settings are one typed record: its flags, config keys and docs table come from it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from judge.cli.options import add_judge_options, spec_from_args
+from judge.core.errors import InputError
+from judge.core.settings import docs_table
+from judge.engine.spec import MethodSpec, method_type
+from judge.methods import settings_docs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_docs_table_of_settings_is_the_records():
+    """A page whose table differs from the record fails here; ``python -m judge.methods.settings_docs`` rewrites it."""
+    pages = settings_docs.pages()
+    assert set(pages) >= {"docs/backends.md", "docs/heads.md", "docs/harness.md", "docs/pairwise.md"}
+    for page, names in pages.items():
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert settings_docs.render(text, names) == text, f"{page}: run python -m judge.methods.settings_docs"
+
+
+def test_a_stale_table_is_rewritten_and_a_missing_one_named():
+    name = "ensemble"
+    stale = f"x\n{settings_docs.begin(name)}\n| old |\n{settings_docs.END}\ny"
+    assert settings_docs.render(stale, [name]) == (f"x\n{settings_docs.begin(name)}\n"
+                                                   f"{docs_table(method_type(name).settings)}\n{settings_docs.END}\ny")
+    with pytest.raises(ValueError, match="no table of the head type's settings"):
+        settings_docs.render("nothing here", ["head"])
+
+
+def _spec(*argv: str) -> MethodSpec:
+    p = argparse.ArgumentParser()
+    add_judge_options(p)
+    return spec_from_args(p.parse_args(list(argv)))
+
+
+def test_generated_flags_reach_the_types_record_and_another_types_are_refused_naming_the_owner():
+    spec = _spec("--reason", "16", "--reason-temperature", "0.7")
+    assert (spec.settings.reason, spec.settings.reason_temperature) == (16, 0.7)  # type: ignore[attr-defined]
+    ens = _spec("--member", "prompt=yesno", "--member", "scorer=length", "--weights", "2,1", "--combine", "mean")
+    assert (ens.settings.weights, ens.settings.combine) == ((2.0, 1.0), "mean")  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match="reason belongs to llm methods, not to a classic method"):
+        _spec("--scorer", "length", "--reason", "8")
+    with pytest.raises(InputError, match="--combine needs ensemble members"):
+        _spec("--combine", "mean")
+
+
+def test_a_spec_holds_only_its_types_settings_and_takes_them_flat():
+    spec = MethodSpec(type="pairwise", orders="one")
+    assert type(spec.settings).__name__ == "PairwiseSettings" and spec.describe()["orders"] == "one"
+    assert MethodSpec.from_mapping({"type": "pairwise", "orders": "one"}) == spec
+    with pytest.raises(InputError, match="orders belongs to pairwise methods, not to a llm method"):
+        MethodSpec(orders="one")
+    with pytest.raises(InputError, match=r"field 'reason_temperature'.*needs one"):
+        MethodSpec(reason_temperature=0.5)
