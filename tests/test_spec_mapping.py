@@ -14,8 +14,8 @@ from judge import make_judge
 from judge.cli.options import add_judge_options, spec_from_args
 from judge.core.config import GenerateConfig
 from judge.core.errors import InputError
+from judge.core.fields import field_types
 from judge.datasets.benchmarks import dataset_info
-from judge.engine.fields import field_types
 from judge.engine.spec import MethodSpec, method_type
 from judge.harness.config import parse_experiment
 

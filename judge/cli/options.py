@@ -9,11 +9,11 @@ from dataclasses import asdict, fields, replace
 from ..backends import backend_names
 from ..backends.registry import has_batch_api
 from ..core.errors import InputError
+from ..core.fields import field_types
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
 from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
-from ..engine.fields import field_types
 from ..engine.named import named_method, with_runtime
 from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type

@@ -19,12 +19,12 @@ from typing import Any
 from ..backends.base import Prompt
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, UnknownNameError
+from ..core.fields import close_hint
 from ..data.alternatives import READ, alternatives_for, lists_for
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets import check_scale, load_items
 from ..engine.build import backend_key
-from ..engine.fields import close_hint
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared
 from ..prompts.context_views import CONTEXT_VIEWS, in_view
 from ..prompts.templates import (
