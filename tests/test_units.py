@@ -1,4 +1,4 @@
-"""The unit of work (``judge.engine.units``): every method that runs a model states its work as requests,
+"""The unit of work (``judge.scorers.units``): every method that runs a model states its work as requests,
 the engine cuts a pass into units that are data only, and whoever answers them (this process, or workers
 elsewhere, in any order) gives the rows a local run gives.
 
@@ -29,10 +29,10 @@ from judge.datasets import load_benchmark, load_items
 from judge.datasets.groups import GroupIndex
 from judge.engine import BackendPool, MethodSpec, build_scorer, score_rows
 from judge.engine.cache import cache_key, hidden_key, request_key, sequence_key
-from judge.engine.units import Executor, LocalExecutor, Unit, plan, run_lanes
 from judge.prompts.templates import get_prompt
 from judge.scorers.likelihood import LikelihoodScorer
 from judge.scorers.llm import LLMJudge
+from judge.scorers.units import Executor, LocalExecutor, Unit, plan, run_lanes
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from ..accounting.rates import Rate
-from ..core.config import GenerateConfig
 from ..core.errors import InputError
-
-if TYPE_CHECKING:  # the engine runs backends; a backend names the engine's types only to say how it is run
-    from ..engine.units import Executor, LaneCost
-    from .batching import Batcher
 
 
 @dataclass(frozen=True)
@@ -193,16 +188,6 @@ class Backend(Protocol):
     #: ``unknown`` (the default: the estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
 
-    @classmethod
-    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """The backend's twin without its work: the same identity and settings (so the same cache keys); it
-        answers every request with a placeholder. With ``cost = "replay"`` it has no forward pass but the same
-        tokens and prefix reuse, and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this
-        backend's would after the same calls; with ``cost = "hosted"`` nothing is sent, and its counters
-        (``counted_requests``, ``counted_prompt_tokens``) say what would have been. Only a backend that
-        declares one of these two costs has one."""
-        raise TypeError(f"backend class {cls.__name__} declares no replay (cost = {cls.cost!r})")
-
     def rate_identity(self) -> dict[str, object]:
         """What moves this backend's speed on one machine (model file, threads, batch settings): the key of its
         measured rate (:mod:`judge.accounting.rates`). Empty by default (no rate is kept)."""
@@ -215,10 +200,6 @@ class Backend(Protocol):
     #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
     #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
     sending_options: ClassVar[frozenset[str]] = frozenset()
-    #: Whether the class can answer a run's label requests in bulk before the run scores them, through its
-    #: provider's batch API (:meth:`batcher`; :mod:`judge.backends.batching`): declared on the class so that a
-    #: run finds out without building a backend that loads a model. False by default.
-    batch_api: ClassVar[bool] = False
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -287,13 +268,6 @@ class Backend(Protocol):
         """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""
         return {}
 
-    def executor(self, costs: Sequence[LaneCost] | None) -> Executor | None:
-        """How the units of work of a pass on this backend are answered (:mod:`judge.engine.units`): None, the
-        default, in this process, one backend call per unit, each charged to its lane's ``costs``
-        (``LocalExecutor``). A backend whose model runs elsewhere returns the executor that ships the units
-        there and charges what they cost (the driver of a Ray cluster: :mod:`judge.distributed`)."""
-        return None
-
     def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of the model (answer labels must be); None when the
         backend cannot tell (hosted APIs: no tokenizer), the default."""
@@ -304,12 +278,6 @@ class Backend(Protocol):
         parts around the user message (``chat``) and the BOS token the tokenizer adds. Results record it,
         so that ``judge view`` shows a prompt as the model read it without loading the model. None when
         the backend cannot say (a server applies its template; the mock has none), the default."""
-        return None
-
-    def batcher(self) -> Batcher | None:
-        """The driver that answers a run's label requests in bulk before the run scores them (``batch_api``),
-        when this backend's options ask for one (OpenAI: ``batch``, ``batch_file``, ``batch_results``); None
-        (the default): every request is sent when the run reaches it."""
         return None
 
 

@@ -40,18 +40,16 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..accounting.prices import Price, dollars, load_prices
 from ..core.config import GenerateConfig
 from ..core.errors import BackendError, InputError, MissingExtraError
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, Reasoned, Reasoning, gather
+from .hosted import SENDING, HostedOptions
 from .pacing import Pacer
 from .reasoning import ANSWER_LINE_TOKENS, THINK_CLOSE, THINK_OPEN, answer_line, final_answer
-
-if TYPE_CHECKING:
-    from .batching import Batcher
 
 #: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
 NO_KEY = "no-key"
@@ -290,108 +288,42 @@ class OpenAIBackend(Backend):
 
     name = "openai"
     #: ``--check``: a remote API: its speed is not this machine's; what it would send is counted by a twin
-    #: (:meth:`replay`) and priced from the price table.
+    #: (:mod:`judge.backends.openai_replay`) and priced from the price table.
     cost = "hosted"
     #: How requests are sent, never what they ask: a results folder resumes with other values of them.
-    sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff", "batch",
-                                 "batch_fallback", "batch_file", "batch_results", "batch_poll",
-                                 "batch_queue_tokens"})
-    #: A run's requests can go through the Batch API before it scores (:mod:`judge.backends.openai_batch`).
-    batch_api = True
+    sending_options = SENDING
 
-    @classmethod
-    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """This backend with its sending taken out (:mod:`judge.backends.openai_replay`): what ``--check`` and
-        ``--max-cost`` count a run's requests and prompt tokens with."""
-        from .openai_replay import OpenAIReplay
-
-        return OpenAIReplay(model, config, **options)
-
-    def __init__(
-        self,
-        model: str | None,
-        config: GenerateConfig,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        endpoint: str = "auto",
-        sampling_fallback: int = 0,
-        tokenize: str = "auto",
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
-        max_context: int | None = None,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        pace: bool = True,
-        prices: str | None = None,
-        max_cost: float | None = None,
-        batch: bool = False,
-        batch_fallback: str = "resubmit",
-        batch_file: str | None = None,
-        batch_results: str | None = None,
-        batch_poll: float = 30.0,
-        batch_queue_tokens: int | None = None,
-        reasoning_effort: str | None = None,
-        reasoning: bool | None = None,
-        max_top_logprobs: int | None = None,
-    ) -> None:
-        """``rpm`` / ``tpm``: caps on requests / tokens per minute (None: only the server's own budget);
-        ``pace``: adapt to the server's rate-limit headers and 429s (False: ``concurrency`` requests in flight
-        whatever the server says, as before pacing existed); ``prices``: a TOML file of prices over the shipped
-        table; ``max_cost``: dollars this backend may spend (it needs the model's price).
-
-        ``batch``: a run sends the requests the cache lacks through the Batch API before it scores
-        (:meth:`batcher`), looking at its batches every ``batch_poll`` seconds; ``batch_fallback``: what
-        becomes of requests the batches did not answer: ``resubmit`` (once, then their items fail with the
-        reason) or ``sync`` (sent one by one as the run reaches them); ``batch_file``: write the requests as a
-        Batch API input file for another runner (``vllm run-batch``) and stop; ``batch_results``: read such
-        a runner's output file into the cache first; ``batch_queue_tokens``: the model's batch queue limit in
-        prompt tokens, over the shipped table's (``judge/accounting/batch_limits.toml``).
-
-        ``max_top_logprobs``: the most top log-probabilities the server gives per position, on either endpoint
-        (None: OpenAI's documented maxima, 20 on chat completions and 5 on completions; a llama.cpp or vLLM
-        server gives 20 on both, so that a plain prompt is read from as many tokens as a chat one)."""
+    def __init__(self, model: str | None, config: GenerateConfig, *, api_key: str | None = None,
+                 **options: Any) -> None:
+        """``options``: the fields of :class:`judge.backends.hosted.HostedOptions` (checked there); ``api_key``: a
+        key given in code (else read from the environment variable ``api_key_env`` names)."""
         try:
             import openai
             import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
         except ImportError as exc:
             raise MissingExtraError("the OpenAI-compatible API backend", "openai", "openai, tenacity") from exc
-        if endpoint not in ENDPOINTS:
-            raise BackendError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
-        if tokenize not in ("auto", "server", "estimate"):
-            raise BackendError(f"tokenize must be auto, server or estimate, got {tokenize!r}")
-        if sampling_fallback < 0:
-            raise BackendError(f"sampling_fallback must be >= 0, got {sampling_fallback}")
-        for name, cap in (("rpm", rpm), ("tpm", tpm), ("max_cost", max_cost)):
-            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
-                raise InputError(f"must be a number > 0, got {cap!r}", field=f"--{name.replace('_', '-')}")
-        if max_top_logprobs is not None and (isinstance(max_top_logprobs, bool) or not isinstance(max_top_logprobs, int)
-                                             or max_top_logprobs < 1):
-            raise InputError(f"must be a whole number >= 1, got {max_top_logprobs!r}", field="max_top_logprobs")
-        self.max_top_logprobs = max_top_logprobs
-        self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback,
-                                     batch_queue_tokens)
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.options = o = HostedOptions.of(options)
+        self.max_top_logprobs = o.max_top_logprobs
+        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
             raise BackendError("the openai backend needs a model name: --model NAME (or OPENAI_MODEL)")
         if api_key is None:
-            api_key = os.environ.get(api_key_env)
-            if api_key is None and api_key_env != "OPENAI_API_KEY":
-                raise BackendError(f"environment variable {api_key_env} (named by --api-key-env) is not set")
+            api_key = os.environ.get(o.api_key_env)
+            if api_key is None and o.api_key_env != "OPENAI_API_KEY":
+                raise BackendError(f"environment variable {o.api_key_env} (named by --api-key-env) is not set")
         self._secret = api_key or ""
         self._openai = openai
         self.model_id = model
         self.base_url = base_url or "https://api.openai.com/v1"
         self.config = config
-        self.endpoint = endpoint
-        self.sampling_fallback = sampling_fallback
-        self.reasoning_effort = reasoning_effort
+        self.endpoint = o.endpoint
+        self.sampling_fallback = o.sampling_fallback
+        self.reasoning_effort = o.reasoning_effort
         #: What the model refuses: known from its name (or the ``reasoning`` option), then learned.
-        self.refusals = Refusals(bool(REASONING_MODELS.search(model)) if reasoning is None else reasoning)
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.refusals = Refusals(bool(REASONING_MODELS.search(model)) if o.reasoning is None else o.reasoning)
+        self.backoff = o.backoff
+        self.max_backoff = o.max_backoff
         self.max_retries = config.max_retries  # GenerateConfig refuses values below 0
         self.concurrency = config.concurrency  # GenerateConfig refuses values below 1
         # The SDK's own retries are off: tenacity does them, so they are counted and bounded here.
@@ -400,26 +332,26 @@ class OpenAIBackend(Backend):
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge-api")
         self.usage = Usage()
         #: Paces the synchronous requests (None: ``pace`` off and no cap: ``concurrency`` in flight).
-        self.pacer = Pacer(self.concurrency, rpm, tpm) if (pace or rpm or tpm) else None
-        if self.pacer is not None and not pace:
+        self.pacer = Pacer(self.concurrency, o.rpm, o.tpm) if (o.pace or o.rpm or o.tpm) else None
+        if self.pacer is not None and not o.pace:
             self.pacer.adaptive = False
-        self.prices = load_prices(prices)
+        self.prices = load_prices(o.prices)
         #: The model's price (None: the table has no row for it; its cost is then not known).
         self.price = self.prices.get(model)
-        self.max_cost = float(max_cost) if max_cost is not None else None
+        self.max_cost = o.max_cost
         if self.max_cost is not None and self.price is None:
             raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
         self._money = threading.Condition()
         self._reserved = 0.0
-        self._tokenize_mode = tokenize
+        self._tokenize_mode = o.tokenize
         self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
         self._tok_lock = threading.Lock()
         self._tok_cache: dict[tuple[str, bool], int] = {}
         self.capabilities = Capabilities(
             full_vocab=False,
             top_n=min(config.top_n, self._top_logprobs_cap(self._chat_by_default(config))),
-            chat_template=endpoint != "completions",
-            max_context=max_context or config.max_context or 4096,
+            chat_template=o.endpoint != "completions",
+            max_context=o.max_context or config.max_context or 4096,
             batching=True,
             reason=True,
             answers_at_once=not self.refusals.reasoning,
@@ -892,15 +824,6 @@ class OpenAIBackend(Backend):
             out.update(paced_waits=self.pacer.stats.waits, rate_limited=self.pacer.stats.limited)
         return out
 
-    def batcher(self) -> Batcher | None:
-        """The Batch API driver (:class:`judge.backends.openai_batch.OpenAIBatcher`) when ``batch``,
-        ``batch_file`` or ``batch_results`` is set, else None."""
-        if self._batch is None:
-            return None
-        from .openai_batch import OpenAIBatcher
-
-        return OpenAIBatcher(**self._batch)
-
     def answer_from_batch(self, line: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
         """The answer a Batch API output line (or ``vllm run-batch``'s) holds, read as :meth:`_one` reads a
         synchronous response: the same distribution, or a Failure with the same kind of reason; its usage is
@@ -931,32 +854,6 @@ class OpenAIBackend(Backend):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
-
-
-def _batch_options(batch: bool, fallback: str, file: str | None, results: str | None, poll: float,
-                   sampling_fallback: int, queue_tokens: int | None = None) -> dict[str, Any] | None:
-    """The Batch API options, checked (None: the run sends every request itself)."""
-    if not isinstance(batch, bool):
-        raise InputError(f"must be true or false, got {batch!r}", field="--batch")
-    if fallback not in ("resubmit", "sync"):
-        raise InputError(f"must be resubmit or sync, got {fallback!r}", field="--batch-fallback")
-    if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
-        raise InputError(f"must be a number of seconds > 0, got {poll!r}", field="batch_poll")
-    if queue_tokens is not None and (isinstance(queue_tokens, bool) or not isinstance(queue_tokens, int)
-                                     or queue_tokens < 1):
-        raise InputError(f"must be a whole number of tokens > 0, got {queue_tokens!r}", field="batch_queue_tokens")
-    for name, path in (("--batch-file", file), ("--batch-results", results)):
-        if path is not None and (not isinstance(path, str) or not path):
-            raise InputError(f"must be a file path, got {path!r}", field=name)
-    if file is not None and results is not None:
-        raise InputError("--batch-file writes the requests for another runner and stops; --batch-results reads "
-                         "its answers on the next run: give one of them", field="--batch-file")
-    if not (batch or file or results):
-        return None
-    if sampling_fallback:
-        raise InputError("the Batch API reads log-probabilities only; the sampling fallback sends sampled answers "
-                         "one by one: drop --sampling-fallback or the batch options", field="--sampling-fallback")
-    return {"fallback": fallback, "file": file, "results": results, "poll_s": float(poll), "queue_tokens": queue_tokens}
 
 
 def _without_userinfo(url: str) -> str:

@@ -10,9 +10,10 @@ the table and key) and lists the rows of the docs table.
 from __future__ import annotations
 
 import argparse
+import types
 from collections.abc import Mapping
 from dataclasses import MISSING, field, fields
-from typing import Any, Generic, Literal, TypeVar, get_args, get_origin
+from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
 
 from .errors import InputError
 from .fields import close_hint, convert, field_types
@@ -20,9 +21,18 @@ from .fields import close_hint, convert, field_types
 T = TypeVar("T")
 
 
-def option(flag: str, key: str, help: str, default: Any = None, *, metavar: str | None = None) -> Any:
-    """A field of an option group: its flag (``--ray-actors``), its config key (``ray_actors``) and its help."""
-    return field(default=default, metadata={"flag": flag, "key": key, "help": help, "metavar": metavar})
+def option(flag: str | None, key: str, help: str, default: Any = None, *, metavar: str | None = None,
+           **extra: Any) -> Any:
+    """A field of an option group: its flag (``--ray-actors``; None: a config key only), its config key
+    (``ray_actors``) and its help; ``extra``: what else the group's owner declares of it."""
+    return field(default=default, metadata={"flag": flag, "key": key, "help": help, "metavar": metavar, **extra})
+
+
+def _bare(hint: Any) -> Any:
+    """``hint`` without its ``| None``."""
+    if get_origin(hint) in (Union, types.UnionType):
+        return next(a for a in get_args(hint) if a is not type(None))
+    return hint
 
 
 class OptionGroup(Generic[T]):
@@ -39,14 +49,20 @@ class OptionGroup(Generic[T]):
         self.keys: dict[str, str] = {m["key"]: name for name, m in self.meta.items()}
 
     def flag(self, name: str) -> str:
-        return str(self.meta[name]["flag"])
+        """The flag of field ``name``, else its config key."""
+        return str(self.meta[name]["flag"] or self.meta[name]["key"])
 
-    def add_flags(self, p: argparse.ArgumentParser) -> None:
-        """The group's flags, each defaulting to None (not given) so that :meth:`given` tells them apart."""
+    def flagged(self) -> dict[str, Any]:
+        """The fields that have a flag, with their types."""
+        return {name: hint for name, hint in self.types.items() if self.meta[name]["flag"]}
+
+    def add_flags(self, p: argparse.ArgumentParser) -> Any:
+        """The group's flags, each defaulting to None (not given) so that :meth:`given` tells them apart; returns
+        the parser's argument group, for flags of other origins that belong with them."""
         g = p.add_argument_group(self.title)
-        for name, hint in self.types.items():
+        for name, hint in self.flagged().items():
             meta = self.meta[name]
-            kind = next(a for a in (get_args(hint) or (hint,)) if a is not type(None))
+            kind = _bare(hint)
             dest = self.dest + name
             if kind is bool:
                 g.add_argument(meta["flag"], dest=dest, action=argparse.BooleanOptionalAction, default=None,
@@ -56,10 +72,11 @@ class OptionGroup(Generic[T]):
             else:
                 metavar = meta["metavar"] or ("N" if kind in (int, float) else None)
                 g.add_argument(meta["flag"], dest=dest, type=kind, default=None, metavar=metavar, help=meta["help"])
+        return g
 
     def given(self, args: argparse.Namespace) -> dict[str, Any]:
         """The fields whose flags were given (by field name)."""
-        return {name: getattr(args, self.dest + name) for name in self.types
+        return {name: getattr(args, self.dest + name) for name in self.flagged()
                 if getattr(args, self.dest + name, None) is not None}
 
     def read(self, table: Mapping[str, Any], *, path: str | None = None, section: str = "") -> dict[str, Any]:
@@ -82,5 +99,5 @@ class OptionGroup(Generic[T]):
         out = []
         for f in fields(self.cls):  # type: ignore[arg-type]
             default = "" if f.default is MISSING or f.default is None else str(f.default)
-            out.append((f.metadata["flag"], f.metadata["key"], default, f.metadata["help"]))
+            out.append((f.metadata["flag"] or "", f.metadata["key"], default, f.metadata["help"]))
         return out

@@ -3,10 +3,10 @@ the run sends anything (``--batch``, ``batch = true`` under a method's backend o
 
 Which requests a run will make is the engine's to say, not guessed: :meth:`BatchPlan.collect` runs the
 run's own scorers over the run's own items in the run's own order (the replay ``--check`` counts with,
-:func:`judge.engine.cost.replay_group`: the same lanes, windows and units, :mod:`judge.engine.units`; an
+:func:`judge.engine.cost.replay_group`: the same lanes, windows and units, :mod:`judge.scorers.units`; an
 ensemble's members on its reference and training sets; a ``judge run`` grid's cells, several cells of one
-model in one prefix-ordered pass), on backends that answer nothing. A method whose backend batches
-(``Backend.batcher``) runs on :class:`_Recorder`: the real backend's identity, settings and tokenizer (so the
+model in one prefix-ordered pass), on backends that answer nothing. A method whose backend batches (its
+options ask the driver registered for it, :data:`judge.backends.registry.BATCHERS`) runs on :class:`_Recorder`: the real backend's identity, settings and tokenizer (so the
 same prompts, fitted to the same window, and the same cache keys) with every label request recorded and
 answered by a placeholder, behind the cache read-only (:class:`judge.engine.cost.DryCache`), so that what the
 SQLite cache holds, and what an earlier cell of the run will have put there, is not asked again. Every
@@ -34,7 +34,7 @@ from pathlib import Path
 from ..backends import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, create_backend
 from ..backends.base import Reasoned, Reasoning, Wrapper
 from ..backends.batching import Batcher, BatchReport
-from ..backends.registry import has_batch_api
+from ..backends.registry import BATCHERS, has_batch_api
 from ..backends.requests import Request
 from ..core.config import default_cache_path
 from ..core.errors import InputError, RunStopped
@@ -199,11 +199,7 @@ class BatchPlan:
         if key not in self._probed:
             self._probed.add(key)
             if has_batch_api(spec.backend):
-                backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-                try:
-                    batcher = backend.batcher()
-                finally:
-                    backend.close()
+                batcher = BATCHERS.get(spec.backend)(spec.options)
                 if batcher is not None:
                     if not spec.generate.cache:
                         raise InputError("the batch's answers reach the run through the cache: drop --no-cache "
@@ -233,7 +229,7 @@ class BatchPlan:
         for p in self.pending.values():
             if not p.requests and p.batcher.file is None:
                 continue  # everything is in the cache already
-            backend = backends.get(p.spec)
+            backend = backends.cached(p.spec)
             where = Path(p.spec.generate.cache_path or default_cache_path()).expanduser().parent / "batches"
             report = p.batcher.fill(backend, list(p.requests), where)
             backends.settle(p.spec, report.settled)

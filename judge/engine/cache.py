@@ -21,7 +21,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.base import (
     Backend,
@@ -37,9 +37,6 @@ from ..backends.base import (
 )
 from ..backends.requests import KINDS, Answer, Request
 from ..core.config import default_cache_path as default_cache_path
-
-if TYPE_CHECKING:
-    from ..backends.batching import Batcher
 
 SCHEMA_VERSION = 1
 #: What a hidden-state key adds to its answer's key material: which vector is stored (``HiddenState``).
@@ -408,8 +405,18 @@ class CachedBackend(Wrapper):
     ) -> list[Reasoned | Failure]:
         return self._all([Request("reason", p, tuple(candidates), top_n, reasoning=how) for p in prompts])
 
-    def batcher(self) -> Batcher | None:
-        return self.inner.batcher()
+    # -- what a provider's batch driver answers into (:class:`judge.backends.batching.Store`) ------------------
+    def key(self, request: Request) -> str:
+        return request_key(self.inner, request)
+
+    def kept(self, keys: Sequence[str]) -> set[str]:
+        return set(self.cache.read(TABLES["label"].name, keys))
+
+    def keep(self, key: str, answer: LabelDist) -> str | None:
+        reason = unstorable(answer)
+        if reason is None:
+            self.cache.put(key, self.inner.name, self.inner.model_id, answer)
+        return reason
 
     def counters(self) -> dict[str, int]:
         return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}

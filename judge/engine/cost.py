@@ -36,12 +36,12 @@ from ..data.items import Item
 from ..data.pairs import Pair
 from ..records.pair_rows import PairRow
 from ..records.rows import Row
+from ..scorers.units import Lane, LaneCost
 from .build import BackendPool, Prepared, backend_key, build
 from .cache import Cache, CachedBackend
 from .compare import compare_rows
 from .run import run_rows, run_rows_together
 from .spec import MethodSpec
-from .units import Lane, LaneCost
 
 
 class DryCache(Cache):
