@@ -101,3 +101,11 @@ class OptionGroup(Generic[T]):
             default = "" if f.default is MISSING or f.default is None else str(f.default)
             out.append((f.metadata["flag"] or "", f.metadata["key"], default, f.metadata["help"]))
         return out
+
+    def markdown(self, key_title: str = "key") -> str:
+        """The docs' table of the options: flag, config key, default, what it does (a docs page holds it as it is
+        printed here, and a test checks that it does)."""
+        lines = [f"| flag | {key_title} | default | what it does |", "|------|-----|---------|--------------|"]
+        for flag, key, default, help in self.rows():
+            lines.append(f"| {f'`{flag}`' if flag else ''} | `{key}` | {default} | {help.replace('|', '/')} |")
+        return "\n".join(lines) + "\n"
