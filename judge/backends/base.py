@@ -281,48 +281,6 @@ class Backend(Protocol):
         return None
 
 
-class Wrapper(Backend):
-    """A backend in front of another (``inner``): its name, model, capabilities, settings and tokenizer are
-    the inner backend's, so prompts are fitted and cache keys made as for the inner one; a subclass changes
-    how requests are answered (the SQLite cache, the batch pre-pass's recorder). Closing it closes the inner."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:  # type: ignore[override]
-        return self.inner.model_id
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        return self.inner.capabilities
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return self.inner.count_tokens(prompt)
-
-    def settings(self) -> dict[str, object]:
-        return self.inner.settings()
-
-    def sequence_settings(self) -> dict[str, object]:
-        return self.inner.sequence_settings()
-
-    def reason_settings(self) -> dict[str, object]:
-        return self.inner.reason_settings()
-
-    def single_token(self, text: str) -> bool | None:
-        return self.inner.single_token(text)
-
-    def wrapping(self, chat: bool) -> tuple[str, str] | None:
-        return self.inner.wrapping(chat)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 #: An optional capability a method may need (a field of ``Capabilities``).
 Optional = Literal["sequence_logprobs", "hidden_states", "reason"]
 #: What each optional capability reads, for the messages of the backends that lack it.

@@ -23,7 +23,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper
+from ..backends.base import Backend, Capabilities, Failure, LabelDist, Prompt
+from ..backends.layer import Layer
 from ..backends.registry import backend_cost, replay_backend
 from ..backends.requests import Answer, Request
 from ..core.distribution import SOURCE_VERSION
@@ -111,9 +112,9 @@ class RemoteIdentity(Backend):
         pass
 
 
-class RayBackend(Wrapper):
+class RayBackend(Layer):
     """The backend of ``recipe`` with its model on ``options``' cluster (see the module docstring): a
-    :class:`Wrapper` of its identity (name, model, settings, tokenizer, chat wrapping: what planning reads),
+    :class:`Layer` over its identity (name, model, settings, tokenizer, chat wrapping: what planning reads),
     whose answers come from the actors. ``cache``: the driver's SQLite cache (None: the method turned it off)."""
 
     def __init__(self, recipe: BackendRecipe, options: RayOptions, cache: Cache | None,
@@ -152,25 +153,11 @@ class RayBackend(Wrapper):
         return self.group.count
 
     # -- answers: on the actors ---------------------------------------------------------------------------
-    def _one_unit(self, requests: Sequence[Request]) -> list[Answer]:
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        """A direct call: one unit of work, shipped as a pass's are."""
         unit = Unit(0, tuple(requests), tuple(Feed(i, 0) for i in range(len(requests))))
         ((_, answers),) = list(executor_for(self).run([unit]))
-        return list(answers)
-
-    def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                       top_n: int = 20) -> list[LabelDist | Failure]:
-        return self._one_unit([Request("label", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
-
-    def iter_label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                            top_n: int = 20) -> Iterator[tuple[int, LabelDist | Failure]]:
-        yield from enumerate(self.label_logprobs(prompts, candidates, top_n))
-
-    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                      top_n: int = 20) -> list[HiddenState | Failure]:
-        return self._one_unit([Request("hidden", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        return self._one_unit([Request("sequence", p, continuation=t) for p, t in requests])  # type: ignore[return-value]
+        yield from enumerate(answers)
 
     # -- counters -----------------------------------------------------------------------------------------
     def moved(self, into: dict[str, int], delta: dict[str, int]) -> None:

@@ -27,15 +27,16 @@ anything is written (a method that cannot be batched is refused there), ``send``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backends import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, create_backend
-from ..backends.base import Reasoned, Reasoning, Wrapper
+from ..backends.base import Reasoned, Reasoning
 from ..backends.batching import Batcher, BatchReport
+from ..backends.layer import Layer
 from ..backends.registry import BATCHERS, has_batch_api
-from ..backends.requests import Request
+from ..backends.requests import Answer, Request
 from ..core.config import default_cache_path
 from ..core.errors import InputError, RunStopped
 from .build import BackendPool, backend_key, check_needs
@@ -50,7 +51,7 @@ def _placeholder(candidates: Sequence[str]) -> LabelDist:
     return LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates], complete=False)
 
 
-class _Recorder(Wrapper):
+class _Recorder(Layer):
     """A batched backend with its sending taken out: the real backend's name, model, settings, capabilities
     and tokenizer (so the run's prompts and cache keys), every label request recorded into ``requests`` (in
     the order first asked) and answered by a placeholder. Other kinds of request cannot go through a batch
@@ -60,27 +61,16 @@ class _Recorder(Wrapper):
         super().__init__(inner)
         self.requests = requests
 
-    def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                       top_n: int = 20) -> list[LabelDist | Failure]:
-        for p in prompts:
-            self.requests.setdefault(Request("label", p, tuple(candidates), top_n), None)
-        return [_placeholder(candidates) for _ in prompts]
-
-    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                      top_n: int = 20) -> list[HiddenState | Failure]:
-        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not hidden states: "
-                         "run this method without the batch options", field="--batch")
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not the "
-                         "log-probabilities of a given text: run this method without the batch options",
-                         field="--batch")
-
-    def reason(self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int,
-               how: Reasoning) -> list[Reasoned | Failure]:
-        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not a rationale "
-                         "and the answer after it: run this method (reason = N) without the batch options",
-                         field="--batch")
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        kind = requests[0].kind if requests else "label"
+        if kind != "label":
+            what = {"hidden": "hidden states", "sequence": "the log-probabilities of a given text",
+                    "reason": "a rationale and the answer after it (reason = N)"}[kind]
+            raise InputError(f"backend '{self.name}' answers label requests through its batch API, not {what}: "
+                             "run this method without the batch options", field="--batch")
+        for i, r in enumerate(requests):
+            self.requests.setdefault(r, None)
+            yield i, _placeholder(r.candidates)
 
 
 class _StandIn(Backend):

@@ -32,9 +32,8 @@ from ..backends.base import (
     Reasoned,
     Reasoning,
     TokenLogprobs,
-    Wrapper,
-    gather,
 )
+from ..backends.layer import Layer
 from ..backends.requests import KINDS, Answer, Request
 from ..core.config import default_cache_path as default_cache_path
 
@@ -328,7 +327,7 @@ class Cache:
             self._db.close()
 
 
-class CachedBackend(Wrapper):
+class CachedBackend(Layer):
     """Any backend behind the cache: hits are served without model calls, misses go to the inner
     backend in one batch and are stored as they arrive. Failures are returned, never stored; a
     distribution holding a NaN is not stored either but returned as a Failure saying why.
@@ -378,32 +377,6 @@ class CachedBackend(Wrapper):
             kept = store(self.cache, self.inner, asked[j], res)
             for i in places[j]:
                 yield i, kept
-
-    def _all(self, requests: Sequence[Request]) -> list[Any]:
-        return gather(self.answer(requests), len(requests))  # type: ignore[arg-type]
-
-    def iter_label_logprobs(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> Iterator[tuple[int, LabelDist | Failure]]:
-        return self.answer([Request("label", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
-
-    def label_logprobs(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> list[LabelDist | Failure]:
-        return self._all([Request("label", p, tuple(candidates), top_n) for p in prompts])
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        return self._all([Request("sequence", p, continuation=text) for p, text in requests])
-
-    def hidden_states(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> list[HiddenState | Failure]:
-        return self._all([Request("hidden", p, tuple(candidates), top_n) for p in prompts])
-
-    def reason(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
-    ) -> list[Reasoned | Failure]:
-        return self._all([Request("reason", p, tuple(candidates), top_n, reasoning=how) for p in prompts])
 
     # -- what a provider's batch driver answers into (:class:`judge.backends.batching.Store`) ------------------
     def key(self, request: Request) -> str:
