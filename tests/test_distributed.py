@@ -17,8 +17,8 @@ import pytest
 
 from judge.cli import build_parser, main
 from judge.core.errors import InputError
-from judge.distributed.options import RayOptions, add_ray_options, option_rows, ray_from_args
 from judge.distributed.segments import Segments, cuts
+from judge.engine.ray_options import RayOptions, add_ray_options, option_rows, ray_from_args
 from judge.harness.config import parse_experiment
 
 ROOT = Path(__file__).resolve().parents[1]

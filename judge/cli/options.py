@@ -13,9 +13,9 @@ from ..core.errors import InputError
 from ..core.fields import field_types
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
-from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
 from ..engine.named import named_method, with_runtime
+from ..engine.ray_options import ray_from_args
 from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type
 from ..prompts.context_views import CONTEXT_VIEWS

@@ -1,6 +1,6 @@
 """Typed option groups: one frozen dataclass whose fields' metadata give each option's command-line flag, its key
 in a config table and its help, so that the flags, the config keys, their checks and the docs table come from one
-place (:class:`judge.distributed.options.RayOptions`, :class:`judge.backends.hosted.HostedOptions`).
+place (:class:`judge.engine.ray_options.RayOptions`, :class:`judge.backends.hosted.HostedOptions`).
 
 A field is declared with :func:`option`; :class:`OptionGroup` reads the dataclass and adds its flags to a parser,
 reads them back (only those given, so that a default never overrides a config), reads a config table (errors name

@@ -31,11 +31,11 @@ from ..core.distribution import SOURCE_VERSION
 from ..core.errors import BackendError, MissingExtraError
 from ..engine.build import BackendPool
 from ..engine.cache import Cache
+from ..engine.ray_options import RayOptions
 from ..engine.spec import MethodSpec
 from ..scorers.units import Feed, Unit, answer_elsewhere, executor_for
 from .actors import ActorGroup
 from .executor import RayExecutor
-from .options import RayOptions
 from .worker import BackendRecipe
 
 

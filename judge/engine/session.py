@@ -31,7 +31,6 @@ from ..backends.base import Prompt
 from ..core.errors import InputError
 from ..data.items import Item
 from ..data.pairs import Pair
-from ..distributed.options import RayOptions
 from ..records.pair_rows import PairRow
 from ..records.rows import Row
 from ..scorers.base import Scorer
@@ -40,6 +39,7 @@ from .build import POOLS, BackendPool, build
 from .compare import compare_rows
 from .cost import Entry, calibrate, cost_lines, estimate
 from .hosted_cost import Budget, count_hosted, money_lines
+from .ray_options import RayOptions
 from .run import run_rows
 from .spec import Prepared
 
