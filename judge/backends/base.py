@@ -182,9 +182,9 @@ class Backend(Protocol):
     capabilities: Capabilities
     #: How ``judge run --check`` knows what this backend's work costs before it runs (:data:`COSTS`), declared
     #: on the class so that it is read without building the backend: ``replay`` (a twin that reads no
-    #: weights counts what it would evaluate: :meth:`replay`, timed at the rate :meth:`calibrate` measures),
+    #: weights counts what it would evaluate: its replay, :data:`judge.backends.registry.REPLAYS`, timed at the rate :meth:`calibrate` measures),
     #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's; a twin
-    #: counts the requests it would send, :meth:`replay`, priced in money from the price table),
+    #: counts the requests it would send, priced in money from the price table),
     #: ``unknown`` (the default: the estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
 

@@ -678,7 +678,7 @@ def _storer(backend: Store) -> Keeper:
 
 @dataclass
 class OpenAIBatcher:
-    """The OpenAI backend's Batch API driver (``OpenAIBackend.batcher``), as its options set it: send the
+    """The OpenAI backend's Batch API driver (:func:`batcher`), as its options set it: send the
     requests as batches (``batch``), write them for another runner (``file``: ``--batch-file``), or read
     that runner's answers (``results``: ``--batch-results``). What no batch answered is settled as a failure
     of its item with the reason (``fallback = "resubmit"``, after one resubmission), or left to the run to

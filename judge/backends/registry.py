@@ -53,7 +53,7 @@ def backend_cost(name: str) -> str:
 
 
 def replay_backend(name: str, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    """The twin of backend ``name`` that counts what it would evaluate or send (``Backend.replay``), for a
+    """The twin of backend ``name`` that counts what it would evaluate or send (:data:`REPLAYS`), for a
     backend whose cost is ``replay`` or ``hosted``."""
     if name not in REPLAYS or backend_cost(name) not in ("replay", "hosted"):
         raise ValueError(f"backend '{name}' declares no replay")

@@ -3,7 +3,7 @@
 The count is not modelled, it is replayed: the run's own scorers (:func:`judge.engine.build`) run their own
 items in the run's own order (:func:`run_rows`, :func:`run_rows_together`: the same lanes, windows and
 units), behind the run's own cache keys, on the backend's declared replay (``Backend.cost = "replay"``,
-``Backend.replay``: for llama.cpp the backend with the forward pass taken out,
+its replay, :data:`judge.backends.registry.REPLAYS`: for llama.cpp the backend with the forward pass taken out,
 :mod:`judge.backends.llamacpp_replay`). It reads the model's vocabulary only, tokenizes every prompt exactly
 as the backend does (chat template, BOS, a prompt's declared splits) and keeps the backend's own KV
 bookkeeping (which batches a prompt keeps from the one before), so its count of tokens evaluated is what the

@@ -2,7 +2,7 @@
 
 Like the token count of local cells (:mod:`judge.engine.cost`), the count is a replay, not a model: the
 run's own scorers ask their own prompts in the run's own order behind the run's own cache keys, on the
-backend's declared twin (``Backend.cost = "hosted"``, ``Backend.replay``: for OpenAI the backend with the
+backend's declared twin (``Backend.cost = "hosted"``, its replay in :data:`judge.backends.registry.REPLAYS`: for OpenAI the backend with the
 sending taken out, :mod:`judge.backends.openai_replay`), whose counters say how many requests it would
 send and their estimated prompt tokens. A prompt answered from the SQLite cache costs nothing; every other
 one is a request of one answer token (``max_tokens=1``), or for a judge that reasons first of its whole
