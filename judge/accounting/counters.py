@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+
 from .prices import dollars
 
 #: What the API backend did with each parameter a server refused (the ``refused:<param>`` counters).
