@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-
 from .prices import dollars
 
 #: What the API backend did with each parameter a server refused (the ``refused:<param>`` counters).
