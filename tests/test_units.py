@@ -199,3 +199,25 @@ def test_an_executor_that_loses_a_unit_stops_the_pass():
 
     with pytest.raises(RuntimeError, match="answered 2 of a window's 3 units"):
         list(run_lanes([judge], [items], executor=Lossy(backend)))
+
+
+def test_a_layer_that_answers_elsewhere_gets_every_pass_on_its_backend():
+    """A backend whose layer registered an executor (``answer_elsewhere``: a Ray driver's) has every pass on it,
+    its own ``score`` included, answered by that executor; another backend's passes stay in this process."""
+    from judge.backends.layer import Layer
+    from judge.scorers.units import answer_elsewhere
+
+    items = [Item(id=str(i), level="turn", context=(Turn(USER, f"Hi {i}!"),), response="Hello.") for i in range(5)]
+    inner = _mock()
+    shipped: list[Reversed] = []
+
+    def elsewhere(backend, costs):
+        shipped.append(Reversed(backend.inner))
+        return shipped[-1]
+
+    layer = Layer(inner)
+    answer_elsewhere(layer, elsewhere)
+    there = list(LLMJudge(get_prompt("yesno"), layer, batch_size=2).score(items))
+    here = list(LLMJudge(get_prompt("yesno"), inner, batch_size=2).score(items))
+    assert len(shipped) == 1 and len(shipped[0].shipped) == 3
+    assert [(s.item_id, s.value) for s in there] == [(s.item_id, s.value) for s in here]
