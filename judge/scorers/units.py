@@ -31,7 +31,7 @@ request), so a driver can look every request up, and send only the misses, befor
 
 What consumes this: :func:`judge.engine.run.run_rows` and :func:`judge.engine.run.run_rows_together`
 (``judge score``, ``judge run`` cells, ``judge serve``), ensembles' members
-(:func:`judge.methods.ensemble.score_members`), a lane scorer's own ``score`` (:func:`judge.scorers.base.score_lane`),
+(:func:`judge.methods.ensemble.score_members`), a lane scorer's own ``score`` (:func:`score_lane`),
 and ``--check``'s replay (:mod:`judge.engine.cost`), which runs the same plan on a backend that counts tokens.
 """
 
