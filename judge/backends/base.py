@@ -180,12 +180,10 @@ class Backend(Protocol):
     name: str
     model_id: str
     capabilities: Capabilities
-    #: How ``judge run --check`` knows what this backend's work costs before it runs (:data:`COSTS`), declared
-    #: on the class so that it is read without building the backend: ``replay`` (a twin that reads no
-    #: weights counts what it would evaluate: its replay, :data:`judge.backends.registry.REPLAYS`, timed at the rate :meth:`calibrate` measures),
-    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's; a twin
-    #: counts the requests it would send, priced in money from the price table),
-    #: ``unknown`` (the default: the estimate says n/a rather than guess).
+    #: How ``judge run --check`` knows what this backend's work costs (:data:`COSTS`), read from the class: ``replay``
+    #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate
+    #: :meth:`calibrate` measures), ``free`` (no model), ``hosted`` (its twin counts the requests it would send,
+    #: priced from the price table), ``unknown`` (the default: the estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
 
     def rate_identity(self) -> dict[str, object]:
@@ -197,6 +195,7 @@ class Backend(Protocol):
         """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
         short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
         raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
+
     #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
     #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
     sending_options: ClassVar[frozenset[str]] = frozenset()
@@ -300,10 +299,7 @@ def cannot(backend: Backend, capability: Optional) -> str:
 def require(backend: Backend, capability: Optional, needed_by: str) -> None:
     """Refuse, before anything is scored, a method that needs an optional capability the backend lacks:
     an InputError naming the backend, the capability and the method."""
-    caps = backend.capabilities
-    declared = {"sequence_logprobs": caps.sequence_logprobs, "hidden_states": caps.hidden_states,
-                "reason": caps.reason}
-    if not declared[capability]:
+    if backend.capabilities.lacks([capability]):
         raise InputError(f"{cannot(backend, capability)}; {needed_by} needs a backend that can", field="backend")
 
 

@@ -17,7 +17,47 @@ from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt
 from .requests import Answer, Request, ask
 
 
-class Layer(Backend):
+class Answering(Backend):
+    """A backend that answers every request kind in one method, :meth:`answer`; the contract's kind methods
+    turn their arguments into requests and call it."""
+
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        """(index, answer) of ``requests`` (one kind, candidates, ``top_n`` and reasoning) as they are answered, in
+        any order."""
+        raise NotImplementedError
+
+    def _all(self, requests: Sequence[Request]) -> list[Any]:
+        got = dict(self.answer(requests))
+        if len(got) != len(requests):
+            raise RuntimeError(f"backend returned {len(got)} results for {len(requests)} prompts")
+        return [got[i] for i in range(len(requests))]
+
+    def iter_label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> Iterator[tuple[int, LabelDist | Failure]]:
+        return self.answer([Request("label", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
+
+    def label_logprobs(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[LabelDist | Failure]:
+        return self._all([Request("label", p, tuple(candidates), top_n) for p in prompts])
+
+    def hidden_states(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
+    ) -> list[HiddenState | Failure]:
+        return self._all([Request("hidden", p, tuple(candidates), top_n) for p in prompts])
+
+    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
+        return self._all([Request("sequence", p, continuation=text) for p, text in requests])
+
+    def reason(
+        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
+    ) -> list[Reasoned | Failure]:
+        return self._all([Request("reason", p, tuple(candidates), top_n, reasoning=how) for p in prompts])
+
+
+
+class Layer(Answering):
     """A backend in front of ``inner`` (see the module's doc); subclasses override :meth:`answer`."""
 
     def __init__(self, inner: Backend) -> None:
@@ -57,41 +97,8 @@ class Layer(Backend):
         self.inner.close()
 
     def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
-        """(index, answer) of ``requests`` (one kind, candidates, ``top_n`` and reasoning) as they are answered, in
-        any order. Default: the inner backend's answers, in order."""
+        """The inner backend's answers, in order (a subclass answers its own way)."""
         yield from enumerate(ask(self.inner, requests))
 
-    def _all(self, requests: Sequence[Request]) -> list[Any]:
-        out: list[Answer | None] = [None] * len(requests)
-        for i, answer in self.answer(requests):
-            out[i] = answer
-        missing = [i for i, a in enumerate(out) if a is None]
-        if missing:
-            raise RuntimeError(f"backend returned no result for prompts {missing[:5]}")
-        return out
 
-    def iter_label_logprobs(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> Iterator[tuple[int, LabelDist | Failure]]:
-        return self.answer([Request("label", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
-
-    def label_logprobs(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> list[LabelDist | Failure]:
-        return self._all([Request("label", p, tuple(candidates), top_n) for p in prompts])
-
-    def hidden_states(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> list[HiddenState | Failure]:
-        return self._all([Request("hidden", p, tuple(candidates), top_n) for p in prompts])
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        return self._all([Request("sequence", p, continuation=text) for p, text in requests])
-
-    def reason(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
-    ) -> list[Reasoned | Failure]:
-        return self._all([Request("reason", p, tuple(candidates), top_n, reasoning=how) for p in prompts])
-
-
-__all__ = ["Layer"]
+__all__ = ["Answering", "Layer"]

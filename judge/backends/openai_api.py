@@ -303,7 +303,6 @@ class OpenAIBackend(Backend):
         except ImportError as exc:
             raise MissingExtraError("the OpenAI-compatible API backend", "openai", "openai, tenacity") from exc
         self.options = o = HostedOptions.of(options)
-        self.max_top_logprobs = o.max_top_logprobs
         base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
@@ -317,13 +316,8 @@ class OpenAIBackend(Backend):
         self.model_id = model
         self.base_url = base_url or "https://api.openai.com/v1"
         self.config = config
-        self.endpoint = o.endpoint
-        self.sampling_fallback = o.sampling_fallback
-        self.reasoning_effort = o.reasoning_effort
         #: What the model refuses: known from its name (or the ``reasoning`` option), then learned.
         self.refusals = Refusals(bool(REASONING_MODELS.search(model)) if o.reasoning is None else o.reasoning)
-        self.backoff = o.backoff
-        self.max_backoff = o.max_backoff
         self.max_retries = config.max_retries  # GenerateConfig refuses values below 0
         self.concurrency = config.concurrency  # GenerateConfig refuses values below 1
         # The SDK's own retries are off: tenacity does them, so they are counted and bounded here.
@@ -338,8 +332,7 @@ class OpenAIBackend(Backend):
         self.prices = load_prices(o.prices)
         #: The model's price (None: the table has no row for it; its cost is then not known).
         self.price = self.prices.get(model)
-        self.max_cost = o.max_cost
-        if self.max_cost is not None and self.price is None:
+        if self.options.max_cost is not None and self.price is None:
             raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
         self._money = threading.Condition()
         self._reserved = 0.0
@@ -366,9 +359,9 @@ class OpenAIBackend(Backend):
 
     # -- one request ------------------------------------------------------------------------------
     def _use_chat(self, prompt: Prompt) -> bool:
-        if self.endpoint == "chat":
+        if self.options.endpoint == "chat":
             return True
-        if self.endpoint == "completions":
+        if self.options.endpoint == "completions":
             if prompt.chat:
                 raise _Permanent("chat prompt but endpoint=completions (use --no-chat or --endpoint chat)")
             return False
@@ -377,14 +370,14 @@ class OpenAIBackend(Backend):
     def _chat_by_default(self, config: GenerateConfig) -> bool:
         """Whether this run's prompts go to chat completions: the endpoint, else the run's ``chat`` setting (None:
         the chat template this backend offers)."""
-        if self.endpoint != "auto":
-            return self.endpoint == "chat"
+        if self.options.endpoint != "auto":
+            return self.options.endpoint == "chat"
         return config.chat is not False
 
     def _top_logprobs_cap(self, chat: bool) -> int:
         """The most top log-probabilities one request to the chat (or completions) endpoint may ask for."""
-        if self.max_top_logprobs is not None:
-            return self.max_top_logprobs
+        if self.options.max_top_logprobs is not None:
+            return self.options.max_top_logprobs
         return MAX_TOP_LOGPROBS["chat" if chat else "completions"]
 
     def request(self, prompt: Prompt, top_n: int) -> tuple[str, dict[str, Any]]:
@@ -483,16 +476,16 @@ class OpenAIBackend(Backend):
         chat markup, its answer tokens, no cached discount), waiting for requests in flight to settle while
         their share is what does not fit; raise _OverBudget when the spend so far leaves no room for it.
         Returns what was set aside (0 without a cap)."""
-        if self.max_cost is None or self.price is None:
+        if self.options.max_cost is None or self.price is None:
             return 0.0
         most = self.price.cost(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
         with self._money:
             while True:
                 spent = self.usage.cost(self.price)
-                if spent + most > self.max_cost:
+                if spent + most > self.options.max_cost:
                     raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
-                                      f"{dollars(self.max_cost)} ({dollars(spent)} spent)")
-                if spent + self._reserved + most <= self.max_cost:
+                                      f"{dollars(self.options.max_cost)} ({dollars(spent)} spent)")
+                if spent + self._reserved + most <= self.options.max_cost:
                     self._reserved += most
                     return most
                 self._money.wait(timeout=1.0)
@@ -508,8 +501,8 @@ class OpenAIBackend(Backend):
             if isinstance(exc, _Retryable) and exc.retry_after is not None:
                 return min(exc.retry_after, MAX_RETRY_AFTER)
             # exponential backoff with jitter on top: base * 2^(n-1), capped, + U(0, base)
-            exp = min(self.max_backoff, self.backoff * 2 ** (state.attempt_number - 1))
-            return exp + random.uniform(0, self.backoff)
+            exp = min(self.options.max_backoff, self.options.backoff * 2 ** (state.attempt_number - 1))
+            return exp + random.uniform(0, self.options.backoff)
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
@@ -531,8 +524,8 @@ class OpenAIBackend(Backend):
         """One request with the parameters the model takes: those it refused earlier in the run are replaced
         or dropped (:class:`Refusals`), and a new refusal is learned and the request sent again at once. A
         one-token read (``one_token``) of a model found to think first fails, naming ``--reason``."""
-        if self.reasoning_effort is not None and self.refusals.reasoning:
-            params = {**params, "reasoning_effort": self.reasoning_effort}
+        if self.options.reasoning_effort is not None and self.refusals.reasoning:
+            params = {**params, "reasoning_effort": self.options.reasoning_effort}
         for _ in range(len(REPLACEMENTS) + 1):  # each round adjusts one more parameter
             if one_token and self.refusals.reasoning:
                 raise _Permanent(self._thinks_first())
@@ -584,14 +577,14 @@ class OpenAIBackend(Backend):
             return self._call(lambda: _read_logprobs(self._send(prompt, chat, one_token=True, **params), candidates,
                                                      top_n))
         except _NoLogprobs:
-            if not self.sampling_fallback:
+            if not self.options.sampling_fallback:
                 return Failure("the server returned no logprobs (enable the sampling fallback: "
                                "--sampling-fallback N)")
             return self._estimate(prompt, chat, candidates)
 
     def _estimate(self, prompt: Prompt, chat: bool, candidates: Sequence[str]) -> LabelDist | Failure:
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
-        want = self.sampling_fallback
+        want = self.options.sampling_fallback
         answers: list[str] = []
         prompt_tokens = 0
         while len(answers) < want:
@@ -624,7 +617,7 @@ class OpenAIBackend(Backend):
                                                            candidates, top_n, how))
             except _NoLogprobs:
                 self.refusals.no_logprobs()
-        if not self.sampling_fallback:
+        if not self.options.sampling_fallback:
             return Failure(f"the server returns no log-probabilities for model {self.model_id}: estimate the answer "
                            "from sampled completions with --sampling-fallback N (e.g. 5)")
         return self._sample_answers(prompt, chat, candidates, how)
@@ -683,7 +676,7 @@ class OpenAIBackend(Backend):
         """``sampling_fallback`` completions at temperature 1 (seeded where the server takes a seed), each read
         for its final answer line; the distribution is their answers' frequencies (``estimated``). Completions
         without a readable answer are counted; an item with none fails, saying so."""
-        want = self.sampling_fallback
+        want = self.options.sampling_fallback
         said: list[tuple[str, str | None]] = []  # (rationale, label) per completion
         generated = prompt_tokens = 0
         finish = ""
@@ -802,12 +795,12 @@ class OpenAIBackend(Backend):
     def settings(self) -> dict[str, object]:
         # No key here: settings feed cache keys and provenance. reasoning_effort only when given, so that the
         # keys of every other run stay as they were.
-        out: dict[str, object] = {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
-                                  "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
-        if self.reasoning_effort is not None:
-            out["reasoning_effort"] = self.reasoning_effort
-        if self.max_top_logprobs is not None:  # only when given, for the same reason
-            out["max_top_logprobs"] = self.max_top_logprobs
+        out: dict[str, object] = {"base_url": _without_userinfo(self.base_url), "endpoint": self.options.endpoint,
+                                  "sampling_fallback": self.options.sampling_fallback, "top_n": self.capabilities.top_n}
+        if self.options.reasoning_effort is not None:
+            out["reasoning_effort"] = self.options.reasoning_effort
+        if self.options.max_top_logprobs is not None:  # only when given, for the same reason
+            out["max_top_logprobs"] = self.options.max_top_logprobs
         return out
 
     def counters(self) -> dict[str, int]:

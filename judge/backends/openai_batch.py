@@ -483,7 +483,7 @@ class BatchClient:
     def _money_left(self, running: list[dict[str, Any]]) -> float | None:
         """Under ``max_cost``: the cap less the spend the server's usage has counted so far and the most the
         batches still running can cost (None: no cap)."""
-        cap, price = self.backend.max_cost, self.backend.price
+        cap, price = self.backend.options.max_cost, self.backend.price
         if cap is None or price is None:
             return None
         spent = self.backend.spent() or 0.0
@@ -495,12 +495,12 @@ class BatchClient:
 
     def _keep(self, todo: Sequence[BatchRequest], money: float | None) -> None:
         """Nothing runs and the next request does not fit: it and those after it are kept back, with why."""
-        assert self.backend.max_cost is not None or self.queue_tokens is not None
+        assert self.backend.options.max_cost is not None or self.queue_tokens is not None
         for r in todo:
             prompt, completion = r.bound()
             if money is not None and self._cost(prompt, completion) > money:
                 self._kept[r.custom_id] = (
-                    f"not scored: sending it could take the spend past --max-cost {dollars(self.backend.max_cost or 0)} "
+                    f"not scored: sending it could take the spend past --max-cost {dollars(self.backend.options.max_cost or 0)} "
                     f"({dollars(self.backend.spent() or 0.0)} spent)")
             else:
                 self._kept[r.custom_id] = (f"not sent through the Batch API: its prompt alone may hold {prompt:,} "

@@ -59,7 +59,7 @@ class OpenAIReplay(OpenAIBackend):
                how: Reasoning) -> list[Reasoned | Failure]:
         """One request per prompt, generating the whole budget and the answer line: once with log-probabilities,
         ``sampling_fallback`` times (``n``) from a model known to give none (a reasoning model)."""
-        samples = self.sampling_fallback if (self.sampling_fallback and not self.refusals.logprobs) else 1
+        samples = self.options.sampling_fallback if (self.options.sampling_fallback and not self.refusals.logprobs) else 1
         completion = samples * (how.tokens + ANSWER_LINE_TOKENS)
         return [Reasoned(self._count(p, completion, candidates), "", completion) for p in prompts]
 

@@ -185,8 +185,7 @@ def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Qua
     return quality_for(name, items, level, known=known, strict=False)
 
 
-#: Hosted options a method records whatever the flags say (its recorded options stay as they were before the
-#: others existed, which are recorded only when a flag moves them from their default).
+#: Hosted options a method records whatever the flags say (the others only when a flag moves them).
 _ALWAYS = ("base_url", "api_key_env", "endpoint", "sampling_fallback")
 
 

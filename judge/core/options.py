@@ -28,13 +28,6 @@ def option(flag: str | None, key: str, help: str, default: Any = None, *, metava
     return field(default=default, metadata={"flag": flag, "key": key, "help": help, "metavar": metavar, **extra})
 
 
-def _bare(hint: Any) -> Any:
-    """``hint`` without its ``| None``."""
-    if get_origin(hint) in (Union, types.UnionType):
-        return next(a for a in get_args(hint) if a is not type(None))
-    return hint
-
-
 class OptionGroup(Generic[T]):
     """The flags and config keys of the option dataclass ``cls`` (every field declared with :func:`option`).
     Flags write to ``dest + field name`` on the parsed namespace."""
@@ -62,7 +55,8 @@ class OptionGroup(Generic[T]):
         g = p.add_argument_group(self.title)
         for name, hint in self.flagged().items():
             meta = self.meta[name]
-            kind = _bare(hint)
+            optional = get_origin(hint) in (Union, types.UnionType)
+            kind = next(a for a in get_args(hint) if a is not type(None)) if optional else hint
             dest = self.dest + name
             if kind is bool:
                 g.add_argument(meta["flag"], dest=dest, action=argparse.BooleanOptionalAction, default=None,

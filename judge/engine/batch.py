@@ -31,10 +31,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, create_backend
-from ..backends.base import Reasoned, Reasoning
+from ..backends import Backend, Capabilities, Failure, LabelDist, Prompt, create_backend
 from ..backends.batching import Batcher, BatchReport
-from ..backends.layer import Layer
+from ..backends.layer import Answering, Layer
 from ..backends.registry import BATCHERS, has_batch_api
 from ..backends.requests import Answer, Request
 from ..core.config import default_cache_path
@@ -73,7 +72,7 @@ class _Recorder(Layer):
             yield i, _placeholder(r.candidates)
 
 
-class _StandIn(Backend):
+class _StandIn(Answering):
     """What a method whose backend does not batch runs on in the pre-pass (an ensemble's member on a local
     model, say): nothing is loaded or sent; label requests get a placeholder, hidden states, sequences and
     rationales a failure (its scores are thrown away: only the batched members' requests are wanted)."""
@@ -85,20 +84,9 @@ class _StandIn(Backend):
                                          max_context=spec.generate.max_context or 1 << 20,
                                          sequence_logprobs=True, hidden_states=True, reason=True)
 
-    def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                       top_n: int = 20) -> list[LabelDist | Failure]:
-        return [_placeholder(candidates) for _ in prompts]
-
-    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                      top_n: int = 20) -> list[HiddenState | Failure]:
-        return [Failure("not answered in the batch pre-pass") for _ in prompts]
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        return [Failure("not answered in the batch pre-pass") for _ in requests]
-
-    def reason(self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int,
-               how: Reasoning) -> list[Reasoned | Failure]:
-        return [Failure("not answered in the batch pre-pass") for _ in prompts]
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        for i, r in enumerate(requests):
+            yield i, _placeholder(r.candidates) if r.kind == "label" else Failure("not answered in the batch pre-pass")
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(prompt.text) // 4

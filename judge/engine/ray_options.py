@@ -64,8 +64,6 @@ class RayOptions:
 
 #: The flags and ``[run]`` keys of :class:`RayOptions`.
 RAY = OptionGroup(RayOptions, "Ray cluster (needs dialogue-judge[ray]; docs/distributed.md)", dest="ray_")
-#: The ``[run]`` keys a config may hold (each a field of :class:`RayOptions`), by key.
-RUN_KEYS: dict[str, str] = RAY.keys
 
 
 def add_ray_options(p: argparse.ArgumentParser) -> None:
@@ -96,8 +94,3 @@ def ray_from_table(table: Mapping[str, Any], path: str) -> RayOptions | None:
         return RayOptions(**values)
     except InputError as exc:
         raise InputError(exc.reason, file=path, field=f"run.{exc.field}") from None
-
-
-def option_rows() -> list[tuple[str, str, str, str]]:
-    """(flag, ``[run]`` key, default, help) of every option, for the docs' table."""
-    return RAY.rows()
