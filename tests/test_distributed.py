@@ -17,8 +17,8 @@ import pytest
 
 from judge.cli import build_parser, main
 from judge.core.errors import InputError
-from judge.distributed.options import RayOptions, add_ray_options, option_rows, ray_from_args
 from judge.distributed.segments import Segments, cuts
+from judge.engine.ray_options import RAY, RayOptions, add_ray_options, ray_from_args
 from judge.harness.config import parse_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +147,7 @@ def test_a_bad_run_table_names_the_key(run, message):
 
 def test_the_docs_list_every_option_with_its_flag_and_key():
     text = (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
-    for flag, key, _, _ in option_rows():
+    for flag, key, _, _ in RAY.rows():
         assert f"`{flag}`" in text and f"`{key}`" in text, flag
 
 

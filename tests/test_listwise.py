@@ -24,11 +24,11 @@ from judge.datasets import load_benchmark, load_items
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.kinds import method_kinds
 from judge.engine.schedule import common_prefix
-from judge.engine.units import run_lanes
 from judge.harness import load_experiment
 from judge.harness.runner import plan
 from judge.prompts.templates import get_prompt, load_template
 from judge.scorers.llm import LLMJudge
+from judge.scorers.units import run_lanes
 from judge.serve.service import JudgeService
 
 ROOT = Path(__file__).resolve().parents[1]

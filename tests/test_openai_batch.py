@@ -493,3 +493,27 @@ def test_a_run_waits_while_another_runs_batch_holds_the_queue(tmp_path):
         assert (x["request_counts"]["total"], y["request_counts"]["total"]) == (6, 6)
         assert len(paid(srv)) == 12 and set(paid(srv).values()) == {1}
         assert all(reports[n].stored == 6 for n in "ab")  # type: ignore[attr-defined]
+
+
+def test_the_docs_hold_the_generated_table_of_hosted_options():
+    """docs/backends-api.md holds the table of every hosted option exactly as :class:`HostedOptions` generates it, and
+    each flag it names is one of ``judge score``'s."""
+    from judge.backends.hosted import HOSTED
+    from judge.cli import build_parser
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "backends-api.md").read_text(encoding="utf-8")
+    assert HOSTED.markdown("`options` key") in text
+    score = build_parser().parse_args(["score", "x.jsonl", "--no-pace", "--max-cost", "1", "--batch"])
+    assert HOSTED.given(score) == {"pace": False, "max_cost": 1.0, "batch": True}
+
+
+def test_an_unknown_or_mistyped_hosted_option_is_refused_naming_it():
+    from judge.backends.hosted import HostedOptions
+
+    with pytest.raises(InputError, match=r"max_cots.*did you mean 'max_cost'"):
+        HostedOptions.of({"max_cots": 1})
+    with pytest.raises(InputError, match=r"rpm.*must be a number"):
+        HostedOptions.of({"rpm": "fast"})
+    with pytest.raises(InputError, match=r"--rpm.*> 0"):
+        HostedOptions.of({"rpm": 0})
+    assert HostedOptions.of({"rpm": 60, "batch": True}) == HostedOptions(rpm=60.0, batch=True)

@@ -21,7 +21,7 @@ import pytest
 from judge import load_items
 from judge.accounting.rates import Rate, rate_key, write_rate
 from judge.backends.base import Prompt, Reasoned, Reasoning
-from judge.backends.llamacpp import LlamaCppBackend
+from judge.backends.registry import replay_backend
 from judge.core.config import GenerateConfig
 from judge.prompts.answers import candidates
 from judge.prompts.templates import get_prompt
@@ -80,7 +80,7 @@ def test_the_replay_counts_what_a_rationale_that_spends_its_budget_evaluates(reu
     where the real rationale spent its whole budget too, every count is the real one."""
     how = Reasoning(6, "Answer:")
     prompts = _prompts(3, how.tokens)
-    replay = LlamaCppBackend.replay(None, GenerateConfig(threads=2), n_batch=32)
+    replay = replay_backend("llamacpp", None, GenerateConfig(threads=2), n_batch=32)
     reuse.reset()
     full = 0
     for prompt in prompts:
@@ -107,7 +107,7 @@ def _score(cache: Path, *args: str) -> subprocess.CompletedProcess:
 def test_check_counts_the_rationales_it_will_generate(tmp_path):
     """``--check`` counts every rationale at its budget and times it at the rate of a generated token (a
     rate written here: a calibration would time the model)."""
-    replay = LlamaCppBackend.replay(None, GenerateConfig(threads=2))
+    replay = replay_backend("llamacpp", None, GenerateConfig(threads=2))
     write_rate(rate_key(replay.rate_identity()), Rate("smollm2", 2, 0.01, 0.001, "2026-11-28", "calibration",
                                                       per_generated=0.5), tmp_path / "rates.json")
     replay.close()

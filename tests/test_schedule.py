@@ -24,10 +24,10 @@ from judge.datasets import load_benchmark
 from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build_scorer
 from judge.engine.schedule import common_prefix
-from judge.engine.units import run_lanes
 from judge.harness import load_experiment, run_experiment
 from judge.prompts.templates import builtin_prompts, get_prompt
 from judge.scorers.llm import LLMJudge
+from judge.scorers.units import run_lanes
 
 ROOT = Path(__file__).resolve().parents[1]
 CRITERIA = ["yesno-criteria", "yesno-aspect-relevant", "rating-criteria"]

@@ -17,10 +17,10 @@ from judge.cli import main
 from judge.core.config import GenerateConfig
 from judge.data.pairs import pairs_between
 from judge.datasets import load_items
-from judge.distributed.options import RayOptions
 from judge.engine import BackendPool, MethodSpec, build, prepare, run_rows
 from judge.engine.compare import compare_rows, pair_items, prepare_pairs
 from judge.engine.cost import Entry
+from judge.engine.ray_options import RayOptions
 from judge.engine.session import RunOptions, Session
 
 ROOT = Path(__file__).resolve().parents[1]

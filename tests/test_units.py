@@ -1,4 +1,4 @@
-"""The unit of work (``judge.engine.units``): every method that runs a model states its work as requests,
+"""The unit of work (``judge.scorers.units``): every method that runs a model states its work as requests,
 the engine cuts a pass into units that are data only, and whoever answers them (this process, or workers
 elsewhere, in any order) gives the rows a local run gives.
 
@@ -29,10 +29,10 @@ from judge.datasets import load_benchmark, load_items
 from judge.datasets.groups import GroupIndex
 from judge.engine import BackendPool, MethodSpec, build_scorer, score_rows
 from judge.engine.cache import cache_key, hidden_key, request_key, sequence_key
-from judge.engine.units import Executor, LocalExecutor, Unit, plan, run_lanes
 from judge.prompts.templates import get_prompt
 from judge.scorers.likelihood import LikelihoodScorer
 from judge.scorers.llm import LLMJudge
+from judge.scorers.units import Executor, LocalExecutor, Unit, plan, run_lanes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -199,3 +199,25 @@ def test_an_executor_that_loses_a_unit_stops_the_pass():
 
     with pytest.raises(RuntimeError, match="answered 2 of a window's 3 units"):
         list(run_lanes([judge], [items], executor=Lossy(backend)))
+
+
+def test_a_layer_that_answers_elsewhere_gets_every_pass_on_its_backend():
+    """A backend whose layer registered an executor (``answer_elsewhere``: a Ray driver's) has every pass on it,
+    its own ``score`` included, answered by that executor; another backend's passes stay in this process."""
+    from judge.backends.layer import Layer
+    from judge.scorers.units import answer_elsewhere
+
+    items = [Item(id=str(i), level="turn", context=(Turn(USER, f"Hi {i}!"),), response="Hello.") for i in range(5)]
+    inner = _mock()
+    shipped: list[Reversed] = []
+
+    def elsewhere(backend, costs):
+        shipped.append(Reversed(backend.inner))
+        return shipped[-1]
+
+    layer = Layer(inner)
+    answer_elsewhere(layer, elsewhere)
+    there = list(LLMJudge(get_prompt("yesno"), layer, batch_size=2).score(items))
+    here = list(LLMJudge(get_prompt("yesno"), inner, batch_size=2).score(items))
+    assert len(shipped) == 1 and len(shipped[0].shipped) == 3
+    assert [(s.item_id, s.value) for s in there] == [(s.item_id, s.value) for s in here]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from .prices import dollars
+
 #: What the API backend did with each parameter a server refused (the ``refused:<param>`` counters).
 REFUSED = {"max_tokens": "sent max_completion_tokens instead", "logprobs": "answers estimated from samples",
            "top_logprobs": "answers estimated from samples", "temperature": "the server's default temperature",
@@ -44,8 +46,6 @@ def report_counters(counters: dict[str, int], file: TextIO | None = None) -> Non
 
 def cost_lines(counters: dict[str, int]) -> list[str]:
     """The run's cost in dollars from the usage the server reported, or why it is not known."""
-    from .prices import dollars
-
     out = []
     if "cost_micro_usd" in counters:
         out.append(f"judge: API cost: {dollars(counters['cost_micro_usd'] / 1_000_000)} (the usage the server "

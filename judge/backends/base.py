@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from ..accounting.rates import Rate
-from ..core.config import GenerateConfig
 from ..core.errors import InputError
-
-if TYPE_CHECKING:  # the engine runs backends; a backend names the engine's types only to say how it is run
-    from ..engine.units import Executor, LaneCost
-    from .batching import Batcher
 
 
 @dataclass(frozen=True)
@@ -185,23 +180,11 @@ class Backend(Protocol):
     name: str
     model_id: str
     capabilities: Capabilities
-    #: How ``judge run --check`` knows what this backend's work costs before it runs (:data:`COSTS`), declared
-    #: on the class so that it is read without building the backend: ``replay`` (a twin that reads no
-    #: weights counts what it would evaluate: :meth:`replay`, timed at the rate :meth:`calibrate` measures),
-    #: ``free`` (no model: nothing to time), ``hosted`` (a remote API: its speed is not this machine's; a twin
-    #: counts the requests it would send, :meth:`replay`, priced in money from the price table),
-    #: ``unknown`` (the default: the estimate says n/a rather than guess).
+    #: How ``judge run --check`` knows what this backend's work costs (:data:`COSTS`), read from the class: ``replay``
+    #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate
+    #: :meth:`calibrate` measures), ``free`` (no model), ``hosted`` (its twin counts the requests it would send,
+    #: priced from the price table), ``unknown`` (the default: the estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
-
-    @classmethod
-    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """The backend's twin without its work: the same identity and settings (so the same cache keys); it
-        answers every request with a placeholder. With ``cost = "replay"`` it has no forward pass but the same
-        tokens and prefix reuse, and its ``counters`` (``tokens_evaluated``, ``decodes``) read what this
-        backend's would after the same calls; with ``cost = "hosted"`` nothing is sent, and its counters
-        (``counted_requests``, ``counted_prompt_tokens``) say what would have been. Only a backend that
-        declares one of these two costs has one."""
-        raise TypeError(f"backend class {cls.__name__} declares no replay (cost = {cls.cost!r})")
 
     def rate_identity(self) -> dict[str, object]:
         """What moves this backend's speed on one machine (model file, threads, batch settings): the key of its
@@ -212,13 +195,10 @@ class Backend(Protocol):
         """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
         short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
         raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
+
     #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
     #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
     sending_options: ClassVar[frozenset[str]] = frozenset()
-    #: Whether the class can answer a run's label requests in bulk before the run scores them, through its
-    #: provider's batch API (:meth:`batcher`; :mod:`judge.backends.batching`): declared on the class so that a
-    #: run finds out without building a backend that loads a model. False by default.
-    batch_api: ClassVar[bool] = False
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -287,13 +267,6 @@ class Backend(Protocol):
         """Usage so far (cache hits and misses, API requests and tokens, ...); default none."""
         return {}
 
-    def executor(self, costs: Sequence[LaneCost] | None) -> Executor | None:
-        """How the units of work of a pass on this backend are answered (:mod:`judge.engine.units`): None, the
-        default, in this process, one backend call per unit, each charged to its lane's ``costs``
-        (``LocalExecutor``). A backend whose model runs elsewhere returns the executor that ships the units
-        there and charges what they cost (the driver of a Ray cluster: :mod:`judge.distributed`)."""
-        return None
-
     def single_token(self, text: str) -> bool | None:
         """Whether ``text`` is exactly one token of the model (answer labels must be); None when the
         backend cannot tell (hosted APIs: no tokenizer), the default."""
@@ -305,54 +278,6 @@ class Backend(Protocol):
         so that ``judge view`` shows a prompt as the model read it without loading the model. None when
         the backend cannot say (a server applies its template; the mock has none), the default."""
         return None
-
-    def batcher(self) -> Batcher | None:
-        """The driver that answers a run's label requests in bulk before the run scores them (``batch_api``),
-        when this backend's options ask for one (OpenAI: ``batch``, ``batch_file``, ``batch_results``); None
-        (the default): every request is sent when the run reaches it."""
-        return None
-
-
-class Wrapper(Backend):
-    """A backend in front of another (``inner``): its name, model, capabilities, settings and tokenizer are
-    the inner backend's, so prompts are fitted and cache keys made as for the inner one; a subclass changes
-    how requests are answered (the SQLite cache, the batch pre-pass's recorder). Closing it closes the inner."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:  # type: ignore[override]
-        return self.inner.model_id
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        return self.inner.capabilities
-
-    def count_tokens(self, prompt: Prompt) -> int:
-        return self.inner.count_tokens(prompt)
-
-    def settings(self) -> dict[str, object]:
-        return self.inner.settings()
-
-    def sequence_settings(self) -> dict[str, object]:
-        return self.inner.sequence_settings()
-
-    def reason_settings(self) -> dict[str, object]:
-        return self.inner.reason_settings()
-
-    def single_token(self, text: str) -> bool | None:
-        return self.inner.single_token(text)
-
-    def wrapping(self, chat: bool) -> tuple[str, str] | None:
-        return self.inner.wrapping(chat)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 #: An optional capability a method may need (a field of ``Capabilities``).
@@ -374,10 +299,7 @@ def cannot(backend: Backend, capability: Optional) -> str:
 def require(backend: Backend, capability: Optional, needed_by: str) -> None:
     """Refuse, before anything is scored, a method that needs an optional capability the backend lacks:
     an InputError naming the backend, the capability and the method."""
-    caps = backend.capabilities
-    declared = {"sequence_logprobs": caps.sequence_logprobs, "hidden_states": caps.hidden_states,
-                "reason": caps.reason}
-    if not declared[capability]:
+    if backend.capabilities.lacks([capability]):
         raise InputError(f"{cannot(backend, capability)}; {needed_by} needs a backend that can", field="backend")
 
 

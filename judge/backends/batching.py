@@ -1,5 +1,5 @@
 """Answering a run's requests in bulk before it scores them: what a backend with a provider's batch API
-declares (``Backend.batch_api``, ``Backend.batcher``) and what its driver reports.
+registers (:data:`judge.backends.registry.BATCHERS`) and what its driver reports.
 
 A hosted API's batch endpoint answers the same requests as its synchronous one, at a discount and within
 hours. A run that asks for it (``--batch``: the OpenAI backend's ``batch`` option) first lists every request
@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .base import Backend
-    from .requests import Request
+from .base import Backend, LabelDist
+from .requests import Request
 
 
 @dataclass
@@ -52,17 +51,35 @@ class BatchReport:
         return line
 
 
+class Store(Protocol):
+    """The run's backend behind its answer store, as a batch driver sees it: the backend that answers
+    (``inner``), the key each request's answer is kept under, which keys are kept, and keeping an answer.
+    (The engine's SQLite cache in front of the backend is one: :class:`judge.engine.cache.CachedBackend`.)"""
+
+    @property
+    def inner(self) -> Backend: ...
+
+    def key(self, request: Request) -> str: ...
+
+    def kept(self, keys: Sequence[str]) -> set[str]: ...
+
+    def keep(self, key: str, answer: LabelDist) -> str | None:
+        """Keep ``answer`` under ``key``; the reason it cannot be kept (a NaN in it), else None."""
+        ...
+
+
 class Batcher(Protocol):
-    """A backend's driver of its provider's batch API, as its options configured it (``Backend.batcher``)."""
+    """A backend's driver of its provider's batch API, as its options configured it
+    (:data:`judge.backends.registry.BATCHERS`)."""
 
     #: The file ``fill`` writes for another runner instead of sending (``--batch-file``; None: it sends).
     file: str | None
 
-    def fill(self, backend: Backend, requests: Sequence[Request], folder: Path) -> BatchReport:
-        """Answer ``requests`` (label requests the run will make; ``backend`` is the run's backend behind the
-        SQLite cache, whose keys they are looked up by) into the cache, recording the batches submitted in a
-        state file in ``folder`` before anything waits, so that a killed run, run again, attaches to them."""
+    def fill(self, store: Store, requests: Sequence[Request], folder: Path) -> BatchReport:
+        """Answer ``requests`` (label requests the run will make) into ``store`` (the run's backend behind the
+        cache), recording the batches submitted in a state file in ``folder`` before anything waits, so that a
+        killed run, run again, attaches to them."""
         ...
 
 
-__all__ = ["BatchReport", "Batcher"]
+__all__ = ["BatchReport", "Batcher", "Store"]

@@ -119,18 +119,11 @@ class LlamaCppBackend(Backend):
     """A GGUF model run in-process by llama-cpp-python."""
 
     name = "llamacpp"
-    #: A run's tokens and decodes are counted exactly by a twin that reads the vocabulary only (``replay``).
+    #: A run's tokens and decodes are counted exactly by a twin that reads the vocabulary only
+    #: (:mod:`judge.backends.llamacpp_replay`).
     cost = "replay"
     #: The eval callback's reader; the context gets it the first time hidden states are asked for.
     _reader: FinalNormReader | None = None
-
-    @classmethod
-    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """This backend without its forward pass (:mod:`judge.backends.llamacpp_replay`): what ``--check``
-        counts a run's cost with."""
-        from .llamacpp_replay import LlamaCppReplay
-
-        return LlamaCppReplay(model, config, **options)
 
     def __init__(
         self,

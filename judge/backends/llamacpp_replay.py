@@ -7,7 +7,7 @@ the same tokens (chat template, BOS, a prompt's declared splits) and the same KV
 rationale (``reason``) is counted at its whole budget, the most it can take (the model may end it sooner):
 ``tokens_generated`` is an upper bound.
 It loads the model's vocabulary only (no weights), and every answer is a uniform distribution. It is the
-backend's declared replay (``LlamaCppBackend.cost = "replay"``, :meth:`LlamaCppBackend.replay`); a driver
+backend's declared replay (``LlamaCppBackend.cost = "replay"``, :data:`judge.backends.registry.REPLAYS`); a driver
 that must name cache keys and fit prompts to the window without running the model can use it too.
 """
 

@@ -40,18 +40,16 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..accounting.prices import Price, dollars, load_prices
 from ..core.config import GenerateConfig
 from ..core.errors import BackendError, InputError, MissingExtraError
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, Reasoned, Reasoning, gather
+from .hosted import SENDING, HostedOptions
 from .pacing import Pacer
 from .reasoning import ANSWER_LINE_TOKENS, THINK_CLOSE, THINK_OPEN, answer_line, final_answer
-
-if TYPE_CHECKING:
-    from .batching import Batcher
 
 #: Placeholder sent when no key is configured (local servers such as llama.cpp or vLLM ignore it).
 NO_KEY = "no-key"
@@ -290,108 +288,36 @@ class OpenAIBackend(Backend):
 
     name = "openai"
     #: ``--check``: a remote API: its speed is not this machine's; what it would send is counted by a twin
-    #: (:meth:`replay`) and priced from the price table.
+    #: (:mod:`judge.backends.openai_replay`) and priced from the price table.
     cost = "hosted"
     #: How requests are sent, never what they ask: a results folder resumes with other values of them.
-    sending_options = frozenset({"rpm", "tpm", "pace", "prices", "max_cost", "backoff", "max_backoff", "batch",
-                                 "batch_fallback", "batch_file", "batch_results", "batch_poll",
-                                 "batch_queue_tokens"})
-    #: A run's requests can go through the Batch API before it scores (:mod:`judge.backends.openai_batch`).
-    batch_api = True
+    sending_options = SENDING
 
-    @classmethod
-    def replay(cls, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-        """This backend with its sending taken out (:mod:`judge.backends.openai_replay`): what ``--check`` and
-        ``--max-cost`` count a run's requests and prompt tokens with."""
-        from .openai_replay import OpenAIReplay
-
-        return OpenAIReplay(model, config, **options)
-
-    def __init__(
-        self,
-        model: str | None,
-        config: GenerateConfig,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        endpoint: str = "auto",
-        sampling_fallback: int = 0,
-        tokenize: str = "auto",
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
-        max_context: int | None = None,
-        rpm: float | None = None,
-        tpm: float | None = None,
-        pace: bool = True,
-        prices: str | None = None,
-        max_cost: float | None = None,
-        batch: bool = False,
-        batch_fallback: str = "resubmit",
-        batch_file: str | None = None,
-        batch_results: str | None = None,
-        batch_poll: float = 30.0,
-        batch_queue_tokens: int | None = None,
-        reasoning_effort: str | None = None,
-        reasoning: bool | None = None,
-        max_top_logprobs: int | None = None,
-    ) -> None:
-        """``rpm`` / ``tpm``: caps on requests / tokens per minute (None: only the server's own budget);
-        ``pace``: adapt to the server's rate-limit headers and 429s (False: ``concurrency`` requests in flight
-        whatever the server says, as before pacing existed); ``prices``: a TOML file of prices over the shipped
-        table; ``max_cost``: dollars this backend may spend (it needs the model's price).
-
-        ``batch``: a run sends the requests the cache lacks through the Batch API before it scores
-        (:meth:`batcher`), looking at its batches every ``batch_poll`` seconds; ``batch_fallback``: what
-        becomes of requests the batches did not answer: ``resubmit`` (once, then their items fail with the
-        reason) or ``sync`` (sent one by one as the run reaches them); ``batch_file``: write the requests as a
-        Batch API input file for another runner (``vllm run-batch``) and stop; ``batch_results``: read such
-        a runner's output file into the cache first; ``batch_queue_tokens``: the model's batch queue limit in
-        prompt tokens, over the shipped table's (``judge/accounting/batch_limits.toml``).
-
-        ``max_top_logprobs``: the most top log-probabilities the server gives per position, on either endpoint
-        (None: OpenAI's documented maxima, 20 on chat completions and 5 on completions; a llama.cpp or vLLM
-        server gives 20 on both, so that a plain prompt is read from as many tokens as a chat one)."""
+    def __init__(self, model: str | None, config: GenerateConfig, *, api_key: str | None = None,
+                 **options: Any) -> None:
+        """``options``: the fields of :class:`judge.backends.hosted.HostedOptions` (checked there); ``api_key``: a
+        key given in code (else read from the environment variable ``api_key_env`` names)."""
         try:
             import openai
             import tenacity  # noqa: F401  (checked here so a missing extra fails before any request)
         except ImportError as exc:
             raise MissingExtraError("the OpenAI-compatible API backend", "openai", "openai, tenacity") from exc
-        if endpoint not in ENDPOINTS:
-            raise BackendError(f"endpoint must be one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
-        if tokenize not in ("auto", "server", "estimate"):
-            raise BackendError(f"tokenize must be auto, server or estimate, got {tokenize!r}")
-        if sampling_fallback < 0:
-            raise BackendError(f"sampling_fallback must be >= 0, got {sampling_fallback}")
-        for name, cap in (("rpm", rpm), ("tpm", tpm), ("max_cost", max_cost)):
-            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0):
-                raise InputError(f"must be a number > 0, got {cap!r}", field=f"--{name.replace('_', '-')}")
-        if max_top_logprobs is not None and (isinstance(max_top_logprobs, bool) or not isinstance(max_top_logprobs, int)
-                                             or max_top_logprobs < 1):
-            raise InputError(f"must be a whole number >= 1, got {max_top_logprobs!r}", field="max_top_logprobs")
-        self.max_top_logprobs = max_top_logprobs
-        self._batch = _batch_options(batch, batch_fallback, batch_file, batch_results, batch_poll, sampling_fallback,
-                                     batch_queue_tokens)
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.options = o = HostedOptions.of(options)
+        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL")
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
             raise BackendError("the openai backend needs a model name: --model NAME (or OPENAI_MODEL)")
         if api_key is None:
-            api_key = os.environ.get(api_key_env)
-            if api_key is None and api_key_env != "OPENAI_API_KEY":
-                raise BackendError(f"environment variable {api_key_env} (named by --api-key-env) is not set")
+            api_key = os.environ.get(o.api_key_env)
+            if api_key is None and o.api_key_env != "OPENAI_API_KEY":
+                raise BackendError(f"environment variable {o.api_key_env} (named by --api-key-env) is not set")
         self._secret = api_key or ""
         self._openai = openai
         self.model_id = model
         self.base_url = base_url or "https://api.openai.com/v1"
         self.config = config
-        self.endpoint = endpoint
-        self.sampling_fallback = sampling_fallback
-        self.reasoning_effort = reasoning_effort
         #: What the model refuses: known from its name (or the ``reasoning`` option), then learned.
-        self.refusals = Refusals(bool(REASONING_MODELS.search(model)) if reasoning is None else reasoning)
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.refusals = Refusals(bool(REASONING_MODELS.search(model)) if o.reasoning is None else o.reasoning)
         self.max_retries = config.max_retries  # GenerateConfig refuses values below 0
         self.concurrency = config.concurrency  # GenerateConfig refuses values below 1
         # The SDK's own retries are off: tenacity does them, so they are counted and bounded here.
@@ -400,26 +326,25 @@ class OpenAIBackend(Backend):
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge-api")
         self.usage = Usage()
         #: Paces the synchronous requests (None: ``pace`` off and no cap: ``concurrency`` in flight).
-        self.pacer = Pacer(self.concurrency, rpm, tpm) if (pace or rpm or tpm) else None
-        if self.pacer is not None and not pace:
+        self.pacer = Pacer(self.concurrency, o.rpm, o.tpm) if (o.pace or o.rpm or o.tpm) else None
+        if self.pacer is not None and not o.pace:
             self.pacer.adaptive = False
-        self.prices = load_prices(prices)
+        self.prices = load_prices(o.prices)
         #: The model's price (None: the table has no row for it; its cost is then not known).
         self.price = self.prices.get(model)
-        self.max_cost = float(max_cost) if max_cost is not None else None
-        if self.max_cost is not None and self.price is None:
+        if self.options.max_cost is not None and self.price is None:
             raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
         self._money = threading.Condition()
         self._reserved = 0.0
-        self._tokenize_mode = tokenize
+        self._tokenize_mode = o.tokenize
         self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
         self._tok_lock = threading.Lock()
         self._tok_cache: dict[tuple[str, bool], int] = {}
         self.capabilities = Capabilities(
             full_vocab=False,
             top_n=min(config.top_n, self._top_logprobs_cap(self._chat_by_default(config))),
-            chat_template=endpoint != "completions",
-            max_context=max_context or config.max_context or 4096,
+            chat_template=o.endpoint != "completions",
+            max_context=o.max_context or config.max_context or 4096,
             batching=True,
             reason=True,
             answers_at_once=not self.refusals.reasoning,
@@ -434,9 +359,9 @@ class OpenAIBackend(Backend):
 
     # -- one request ------------------------------------------------------------------------------
     def _use_chat(self, prompt: Prompt) -> bool:
-        if self.endpoint == "chat":
+        if self.options.endpoint == "chat":
             return True
-        if self.endpoint == "completions":
+        if self.options.endpoint == "completions":
             if prompt.chat:
                 raise _Permanent("chat prompt but endpoint=completions (use --no-chat or --endpoint chat)")
             return False
@@ -445,14 +370,14 @@ class OpenAIBackend(Backend):
     def _chat_by_default(self, config: GenerateConfig) -> bool:
         """Whether this run's prompts go to chat completions: the endpoint, else the run's ``chat`` setting (None:
         the chat template this backend offers)."""
-        if self.endpoint != "auto":
-            return self.endpoint == "chat"
+        if self.options.endpoint != "auto":
+            return self.options.endpoint == "chat"
         return config.chat is not False
 
     def _top_logprobs_cap(self, chat: bool) -> int:
         """The most top log-probabilities one request to the chat (or completions) endpoint may ask for."""
-        if self.max_top_logprobs is not None:
-            return self.max_top_logprobs
+        if self.options.max_top_logprobs is not None:
+            return self.options.max_top_logprobs
         return MAX_TOP_LOGPROBS["chat" if chat else "completions"]
 
     def request(self, prompt: Prompt, top_n: int) -> tuple[str, dict[str, Any]]:
@@ -551,16 +476,16 @@ class OpenAIBackend(Backend):
         chat markup, its answer tokens, no cached discount), waiting for requests in flight to settle while
         their share is what does not fit; raise _OverBudget when the spend so far leaves no room for it.
         Returns what was set aside (0 without a cap)."""
-        if self.max_cost is None or self.price is None:
+        if self.options.max_cost is None or self.price is None:
             return 0.0
         most = self.price.cost(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
         with self._money:
             while True:
                 spent = self.usage.cost(self.price)
-                if spent + most > self.max_cost:
+                if spent + most > self.options.max_cost:
                     raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
-                                      f"{dollars(self.max_cost)} ({dollars(spent)} spent)")
-                if spent + self._reserved + most <= self.max_cost:
+                                      f"{dollars(self.options.max_cost)} ({dollars(spent)} spent)")
+                if spent + self._reserved + most <= self.options.max_cost:
                     self._reserved += most
                     return most
                 self._money.wait(timeout=1.0)
@@ -576,8 +501,8 @@ class OpenAIBackend(Backend):
             if isinstance(exc, _Retryable) and exc.retry_after is not None:
                 return min(exc.retry_after, MAX_RETRY_AFTER)
             # exponential backoff with jitter on top: base * 2^(n-1), capped, + U(0, base)
-            exp = min(self.max_backoff, self.backoff * 2 ** (state.attempt_number - 1))
-            return exp + random.uniform(0, self.backoff)
+            exp = min(self.options.max_backoff, self.options.backoff * 2 ** (state.attempt_number - 1))
+            return exp + random.uniform(0, self.options.backoff)
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
@@ -599,8 +524,8 @@ class OpenAIBackend(Backend):
         """One request with the parameters the model takes: those it refused earlier in the run are replaced
         or dropped (:class:`Refusals`), and a new refusal is learned and the request sent again at once. A
         one-token read (``one_token``) of a model found to think first fails, naming ``--reason``."""
-        if self.reasoning_effort is not None and self.refusals.reasoning:
-            params = {**params, "reasoning_effort": self.reasoning_effort}
+        if self.options.reasoning_effort is not None and self.refusals.reasoning:
+            params = {**params, "reasoning_effort": self.options.reasoning_effort}
         for _ in range(len(REPLACEMENTS) + 1):  # each round adjusts one more parameter
             if one_token and self.refusals.reasoning:
                 raise _Permanent(self._thinks_first())
@@ -652,14 +577,14 @@ class OpenAIBackend(Backend):
             return self._call(lambda: _read_logprobs(self._send(prompt, chat, one_token=True, **params), candidates,
                                                      top_n))
         except _NoLogprobs:
-            if not self.sampling_fallback:
+            if not self.options.sampling_fallback:
                 return Failure("the server returned no logprobs (enable the sampling fallback: "
                                "--sampling-fallback N)")
             return self._estimate(prompt, chat, candidates)
 
     def _estimate(self, prompt: Prompt, chat: bool, candidates: Sequence[str]) -> LabelDist | Failure:
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
-        want = self.sampling_fallback
+        want = self.options.sampling_fallback
         answers: list[str] = []
         prompt_tokens = 0
         while len(answers) < want:
@@ -692,7 +617,7 @@ class OpenAIBackend(Backend):
                                                            candidates, top_n, how))
             except _NoLogprobs:
                 self.refusals.no_logprobs()
-        if not self.sampling_fallback:
+        if not self.options.sampling_fallback:
             return Failure(f"the server returns no log-probabilities for model {self.model_id}: estimate the answer "
                            "from sampled completions with --sampling-fallback N (e.g. 5)")
         return self._sample_answers(prompt, chat, candidates, how)
@@ -751,7 +676,7 @@ class OpenAIBackend(Backend):
         """``sampling_fallback`` completions at temperature 1 (seeded where the server takes a seed), each read
         for its final answer line; the distribution is their answers' frequencies (``estimated``). Completions
         without a readable answer are counted; an item with none fails, saying so."""
-        want = self.sampling_fallback
+        want = self.options.sampling_fallback
         said: list[tuple[str, str | None]] = []  # (rationale, label) per completion
         generated = prompt_tokens = 0
         finish = ""
@@ -870,12 +795,12 @@ class OpenAIBackend(Backend):
     def settings(self) -> dict[str, object]:
         # No key here: settings feed cache keys and provenance. reasoning_effort only when given, so that the
         # keys of every other run stay as they were.
-        out: dict[str, object] = {"base_url": _without_userinfo(self.base_url), "endpoint": self.endpoint,
-                                  "sampling_fallback": self.sampling_fallback, "top_n": self.capabilities.top_n}
-        if self.reasoning_effort is not None:
-            out["reasoning_effort"] = self.reasoning_effort
-        if self.max_top_logprobs is not None:  # only when given, for the same reason
-            out["max_top_logprobs"] = self.max_top_logprobs
+        out: dict[str, object] = {"base_url": _without_userinfo(self.base_url), "endpoint": self.options.endpoint,
+                                  "sampling_fallback": self.options.sampling_fallback, "top_n": self.capabilities.top_n}
+        if self.options.reasoning_effort is not None:
+            out["reasoning_effort"] = self.options.reasoning_effort
+        if self.options.max_top_logprobs is not None:  # only when given, for the same reason
+            out["max_top_logprobs"] = self.options.max_top_logprobs
         return out
 
     def counters(self) -> dict[str, int]:
@@ -891,15 +816,6 @@ class OpenAIBackend(Backend):
         if self.pacer is not None:
             out.update(paced_waits=self.pacer.stats.waits, rate_limited=self.pacer.stats.limited)
         return out
-
-    def batcher(self) -> Batcher | None:
-        """The Batch API driver (:class:`judge.backends.openai_batch.OpenAIBatcher`) when ``batch``,
-        ``batch_file`` or ``batch_results`` is set, else None."""
-        if self._batch is None:
-            return None
-        from .openai_batch import OpenAIBatcher
-
-        return OpenAIBatcher(**self._batch)
 
     def answer_from_batch(self, line: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
         """The answer a Batch API output line (or ``vllm run-batch``'s) holds, read as :meth:`_one` reads a
@@ -931,32 +847,6 @@ class OpenAIBackend(Backend):
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._client.close()
-
-
-def _batch_options(batch: bool, fallback: str, file: str | None, results: str | None, poll: float,
-                   sampling_fallback: int, queue_tokens: int | None = None) -> dict[str, Any] | None:
-    """The Batch API options, checked (None: the run sends every request itself)."""
-    if not isinstance(batch, bool):
-        raise InputError(f"must be true or false, got {batch!r}", field="--batch")
-    if fallback not in ("resubmit", "sync"):
-        raise InputError(f"must be resubmit or sync, got {fallback!r}", field="--batch-fallback")
-    if isinstance(poll, bool) or not isinstance(poll, int | float) or poll <= 0:
-        raise InputError(f"must be a number of seconds > 0, got {poll!r}", field="batch_poll")
-    if queue_tokens is not None and (isinstance(queue_tokens, bool) or not isinstance(queue_tokens, int)
-                                     or queue_tokens < 1):
-        raise InputError(f"must be a whole number of tokens > 0, got {queue_tokens!r}", field="batch_queue_tokens")
-    for name, path in (("--batch-file", file), ("--batch-results", results)):
-        if path is not None and (not isinstance(path, str) or not path):
-            raise InputError(f"must be a file path, got {path!r}", field=name)
-    if file is not None and results is not None:
-        raise InputError("--batch-file writes the requests for another runner and stops; --batch-results reads "
-                         "its answers on the next run: give one of them", field="--batch-file")
-    if not (batch or file or results):
-        return None
-    if sampling_fallback:
-        raise InputError("the Batch API reads log-probabilities only; the sampling fallback sends sampled answers "
-                         "one by one: drop --sampling-fallback or the batch options", field="--sampling-fallback")
-    return {"fallback": fallback, "file": file, "results": results, "poll_s": float(poll), "queue_tokens": queue_tokens}
 
 
 def _without_userinfo(url: str) -> str:

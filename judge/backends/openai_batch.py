@@ -8,7 +8,7 @@ answers it reads back go into the cache, so the run that follows finds every one
 Every request body is the one the synchronous path sends (:meth:`OpenAIBackend.request`) and every answer
 is read as a synchronous answer is (:meth:`OpenAIBackend.answer_from_batch`): rows from a batch equal rows
 from a synchronous run. A run reaches it through the backend's driver (:class:`OpenAIBatcher`, what
-``OpenAIBackend.batcher`` returns for the ``batch`` options), which the engine's pre-pass calls with every
+:func:`batcher` returns for the ``batch`` options, :data:`judge.backends.registry.BATCHERS`), which the engine's pre-pass calls with every
 request of the run (:mod:`judge.engine.batch`).
 
 :class:`BatchClient` does the exchange, through the backend's own HTTP client and retries:
@@ -45,7 +45,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +55,9 @@ from ..accounting.batch_limits import queue_limit
 from ..accounting.prices import dollars
 from ..core.errors import BackendError, InputError
 from ..core.io import atomic_write_text
-from .base import Backend, Failure, LabelDist, Prompt
-from .batching import BatchReport
+from .base import Failure, LabelDist, Prompt
+from .batching import BatchReport, Store
+from .hosted import HostedOptions
 from .openai_api import CHAT_OVERHEAD, OpenAIBackend, _Permanent, _without_userinfo
 from .requests import Request
 
@@ -241,7 +242,7 @@ def _nap(seconds: float) -> None:
 
 #: ``store(custom_id, line, candidates, top_n)``: the line's answer into the cache; returns the reason it failed
 #: (never cached) or None.
-Store = Callable[[str, dict[str, Any], Sequence[str], int], "str | None"]
+Keeper = Callable[[str, dict[str, Any], Sequence[str], int], "str | None"]
 #: ``have(keys)``: the keys among ``keys`` whose answers the cache holds.
 Have = Callable[[Sequence[str]], set[str]]
 
@@ -305,7 +306,7 @@ class BatchClient:
             after = str(page.data[-1].id)
 
     # -- the run ---------------------------------------------------------------------------------------
-    def run(self, requests: Sequence[BatchRequest], store: Store, have: Have) -> BatchOutcome:
+    def run(self, requests: Sequence[BatchRequest], store: Keeper, have: Have) -> BatchOutcome:
         """Answer ``requests`` through batches. ``store`` gets every line of every batch read (whatever this run
         asked), before the batch is marked read in the state, so an answer is never lost between the two and
         never paid twice; ``have`` says which keys the cache holds (asked inside the state's lock)."""
@@ -482,7 +483,7 @@ class BatchClient:
     def _money_left(self, running: list[dict[str, Any]]) -> float | None:
         """Under ``max_cost``: the cap less the spend the server's usage has counted so far and the most the
         batches still running can cost (None: no cap)."""
-        cap, price = self.backend.max_cost, self.backend.price
+        cap, price = self.backend.options.max_cost, self.backend.price
         if cap is None or price is None:
             return None
         spent = self.backend.spent() or 0.0
@@ -494,12 +495,12 @@ class BatchClient:
 
     def _keep(self, todo: Sequence[BatchRequest], money: float | None) -> None:
         """Nothing runs and the next request does not fit: it and those after it are kept back, with why."""
-        assert self.backend.max_cost is not None or self.queue_tokens is not None
+        assert self.backend.options.max_cost is not None or self.queue_tokens is not None
         for r in todo:
             prompt, completion = r.bound()
             if money is not None and self._cost(prompt, completion) > money:
                 self._kept[r.custom_id] = (
-                    f"not scored: sending it could take the spend past --max-cost {dollars(self.backend.max_cost or 0)} "
+                    f"not scored: sending it could take the spend past --max-cost {dollars(self.backend.options.max_cost or 0)} "
                     f"({dollars(self.backend.spent() or 0.0)} spent)")
             else:
                 self._kept[r.custom_id] = (f"not sent through the Batch API: its prompt alone may hold {prompt:,} "
@@ -579,7 +580,7 @@ def _waited(seconds: float) -> str:
     return f"{minutes} min {secs} s" if minutes else f"{secs} s"
 
 
-def fill_cache(backend: Any, requests: Sequence[Request], state_path: str | Path, *, poll_s: float = 30.0,
+def fill_cache(backend: Store, requests: Sequence[Request], state_path: str | Path, *, poll_s: float = 30.0,
                resubmit: bool = True, max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES,
                queue_tokens: int | None = None, log: Callable[[str], None] = _stderr) -> BatchReport:
     """Answer through the Batch API the label ``requests`` (what the run will ask its backend) that ``backend``
@@ -596,10 +597,7 @@ def fill_cache(backend: Any, requests: Sequence[Request], state_path: str | Path
     client = BatchClient(inner, state_path, poll_s=poll_s, resubmit=resubmit, max_requests=max_requests,
                          max_bytes=max_bytes, queue_tokens=limit.enqueued_tokens if limit else None, log=log)
 
-    def have(keys: Sequence[str]) -> set[str]:
-        return set(backend.cache.get_many(list(keys)))
-
-    outcome = client.run(pending, _storer(backend), have)
+    outcome = client.run(pending, _storer(backend), backend.kept)
     report.stored = len(outcome.answered)
     report.failed.update(outcome.failed)
     report.missing = outcome.missing
@@ -607,7 +605,7 @@ def fill_cache(backend: Any, requests: Sequence[Request], state_path: str | Path
     return report
 
 
-def write_pending(backend: Any, requests: Sequence[Request], path: str | Path) -> BatchReport:
+def write_pending(backend: Store, requests: Sequence[Request], path: str | Path) -> BatchReport:
     """``--batch-file FILE``: the input lines of the ``requests`` the cache lacks, written for another runner
     (``vllm run-batch``); ``report.missing`` holds their keys, ``report.written`` the file."""
     _, report, pending = _pending(backend, requests)
@@ -617,7 +615,7 @@ def write_pending(backend: Any, requests: Sequence[Request], path: str | Path) -
     return report
 
 
-def store_results(backend: Any, requests: Sequence[Request], path: str | Path) -> BatchReport:
+def store_results(backend: Store, requests: Sequence[Request], path: str | Path) -> BatchReport:
     """``--batch-results FILE``: the answers another runner wrote for the ``requests`` (by custom_id, in any
     order) read into the cache as a batch's are; requests the file does not answer are in ``report.missing``."""
     _, report, pending = _pending(backend, requests)
@@ -635,20 +633,18 @@ def store_results(backend: Any, requests: Sequence[Request], path: str | Path) -
     return report
 
 
-def _pending(backend: Any, requests: Sequence[Request]) -> tuple[OpenAIBackend, BatchReport, list[BatchRequest]]:
+def _pending(backend: Store, requests: Sequence[Request]) -> tuple[OpenAIBackend, BatchReport, list[BatchRequest]]:
     """The OpenAI backend behind the cache, a report of the requests (distinct keys, cache hits, requests the
     endpoint refuses), and the input lines of those the cache lacks."""
-    from ..engine.cache import request_key
-
     inner = _behind_cache(backend)
     report = BatchReport()
     by_key: dict[str, Request] = {}
     for r in requests:
         if r.kind != "label":
             raise BackendError(f"the Batch API answers label requests only, not {r.kind} requests")
-        by_key.setdefault(request_key(inner, r), r)
+        by_key.setdefault(backend.key(r), r)
     report.asked = len(by_key)
-    found = backend.cache.get_many(list(by_key))
+    found = backend.kept(list(by_key))
     report.hits = len(found)
     pending = []
     for key, r in by_key.items():
@@ -661,38 +657,28 @@ def _pending(backend: Any, requests: Sequence[Request]) -> tuple[OpenAIBackend, 
     return inner, report, pending
 
 
-def _behind_cache(backend: Any) -> OpenAIBackend:
-    """The OpenAI backend behind ``backend``, the cache the batch's answers go to (BackendError otherwise)."""
-    from ..engine.cache import CachedBackend
-
-    if not isinstance(backend, CachedBackend) or not isinstance(backend.inner, OpenAIBackend):
+def _behind_cache(backend: Store) -> OpenAIBackend:
+    """The OpenAI backend behind ``backend``, the store the batch's answers go to (BackendError otherwise)."""
+    if not isinstance(backend.inner, OpenAIBackend):
         raise BackendError("the Batch API needs the openai backend behind the cache (--backend openai, cache on)")
     return backend.inner
 
 
-def _storer(backend: Any) -> Store:
-    """``store(custom_id, line, candidates, top_n)``: the line's answer read as a synchronous one and put in the
-    cache under ``custom_id``; returns the reason of a failure (never cached), or None."""
-    from ..engine.cache import unstorable
-
-    inner: OpenAIBackend = backend.inner
+def _storer(backend: Store) -> Keeper:
+    """``store(custom_id, line, candidates, top_n)``: the line's answer read as a synchronous one and kept under
+    ``custom_id``; returns the reason of a failure (never kept), or None."""
+    inner = _behind_cache(backend)
 
     def store(cid: str, line: dict[str, Any], candidates: Sequence[str], top_n: int) -> str | None:
         answer: LabelDist | Failure = inner.answer_from_batch(line, candidates, top_n)
-        if isinstance(answer, LabelDist):
-            reason = unstorable(answer)
-            if reason is None:
-                backend.cache.put(cid, inner.name, inner.model_id, answer)
-                return None
-            answer = Failure(reason)
-        return answer.reason
+        return backend.keep(cid, answer) if isinstance(answer, LabelDist) else answer.reason
 
     return store
 
 
 @dataclass
 class OpenAIBatcher:
-    """The OpenAI backend's Batch API driver (``OpenAIBackend.batcher``), as its options set it: send the
+    """The OpenAI backend's Batch API driver (:func:`batcher`), as its options set it: send the
     requests as batches (``batch``), write them for another runner (``file``: ``--batch-file``), or read
     that runner's answers (``results``: ``--batch-results``). What no batch answered is settled as a failure
     of its item with the reason (``fallback = "resubmit"``, after one resubmission), or left to the run to
@@ -705,7 +691,7 @@ class OpenAIBatcher:
     #: The model's batch queue limit in prompt tokens (None: the shipped table's).
     queue_tokens: int | None = None
 
-    def fill(self, backend: Backend, requests: Sequence[Request], folder: Path) -> BatchReport:
+    def fill(self, backend: Store, requests: Sequence[Request], folder: Path) -> BatchReport:
         """See :meth:`judge.backends.batching.Batcher.fill`; the state file is ``folder/<server and model>.json``."""
         if self.file is not None:
             return write_pending(backend, requests, self.file)
@@ -723,6 +709,15 @@ class OpenAIBatcher:
         return report
 
 
+def batcher(options: Mapping[str, Any]) -> OpenAIBatcher | None:
+    """The Batch API driver the backend's ``options`` ask for (``batch``, ``batch_file`` or ``batch_results``), else
+    None (:data:`judge.backends.registry.BATCHERS`)."""
+    o = HostedOptions.of(options)
+    if not o.batched:
+        return None
+    return OpenAIBatcher(o.batch_fallback, o.batch_file, o.batch_results, o.batch_poll, o.batch_queue_tokens)
+
+
 __all__ = ["MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchOutcome", "BatchReport", "BatchRequest", "BatchState",
-           "OpenAIBatcher", "batch_request", "fill_cache", "read_batch_results", "split_files", "state_file",
+           "OpenAIBatcher", "batch_request", "batcher", "fill_cache", "read_batch_results", "split_files", "state_file",
            "state_path_for", "store_results", "write_batch_file", "write_pending"]

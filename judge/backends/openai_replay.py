@@ -9,7 +9,7 @@ its encodings at run time, which cannot happen offline): characters / 4, rounded
 Measured once against o200k_base (the encoding of the gpt-4o, gpt-4.1 and gpt-5 families), the estimate is
 1.02x (rating prompts) to 1.16x (yes/no prompts) the real count on the example dialogues and 200
 DailyDialog-Gupta items: it leans high. Every answer is a uniform distribution. It is the backend's
-declared replay (``OpenAIBackend.cost = "hosted"``, :meth:`OpenAIBackend.replay`).
+declared replay (``OpenAIBackend.cost = "hosted"``, :data:`judge.backends.registry.REPLAYS`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class OpenAIReplay(OpenAIBackend):
                how: Reasoning) -> list[Reasoned | Failure]:
         """One request per prompt, generating the whole budget and the answer line: once with log-probabilities,
         ``sampling_fallback`` times (``n``) from a model known to give none (a reasoning model)."""
-        samples = self.sampling_fallback if (self.sampling_fallback and not self.refusals.logprobs) else 1
+        samples = self.options.sampling_fallback if (self.options.sampling_fallback and not self.refusals.logprobs) else 1
         completion = samples * (how.tokens + ANSWER_LINE_TOKENS)
         return [Reasoned(self._count(p, completion, candidates), "", completion) for p in prompts]
 

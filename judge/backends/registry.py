@@ -3,12 +3,15 @@ so ``import judge`` never imports torch, vllm or openai."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.config import GenerateConfig
 from ..core.registry import Registry
 from .base import Backend
+
+if TYPE_CHECKING:
+    from .batching import Batcher
 
 #: ``factory(model: str | None, config: GenerateConfig, **options) -> Backend``.
 BackendFactory = Callable[..., Backend]
@@ -19,6 +22,20 @@ BACKENDS.register_lazy("transformers", "judge.backends.hf:TransformersBackend")
 BACKENDS.register_lazy("hf", "judge.backends.hf:TransformersBackend")
 BACKENDS.register_lazy("vllm", "judge.backends.vllm:VLLMBackend")
 BACKENDS.register_lazy("mock", "judge.backends.mock:MockBackend")
+
+#: The layers around a backend, each registered by the backend's name (built-in entries as strings, so that
+#: nothing is imported until a run asks for one):
+#: ``--check``'s replays, ``replay(model, config, **options) -> Backend``: the backend's twin that answers with
+#: placeholders and counts what the backend would evaluate or send (its class declares ``cost`` "replay" or
+#: "hosted");
+REPLAYS: Registry[BackendFactory] = Registry("replay", "judge.replays")
+REPLAYS.register_lazy("llamacpp", "judge.backends.llamacpp_replay:LlamaCppReplay")
+REPLAYS.register_lazy("openai", "judge.backends.openai_replay:OpenAIReplay")
+#: provider batch drivers, ``batcher(options) -> Batcher | None``: what answers a run's label requests in bulk
+#: before it scores, when the backend's options ask for it (:mod:`judge.backends.batching`).
+BatcherFactory = Callable[[Mapping[str, Any]], "Batcher | None"]
+BATCHERS: Registry[BatcherFactory] = Registry("batch API", "judge.batchers")
+BATCHERS.register_lazy("openai", "judge.backends.openai_batch:batcher")
 
 #: Backends that read a model's tokenizer alone, without its weights (``judge run --check`` counts the
 #: tokens prompts share with it): ``reader(model) -> tokenize(text) -> token ids``.
@@ -36,19 +53,16 @@ def backend_cost(name: str) -> str:
 
 
 def replay_backend(name: str, model: str | None, config: GenerateConfig, **options: Any) -> Backend:
-    """The twin of backend ``name`` that counts what it would evaluate or send (``Backend.replay``), for a
+    """The twin of backend ``name`` that counts what it would evaluate or send (:data:`REPLAYS`), for a
     backend whose cost is ``replay`` or ``hosted``."""
-    declared = _backend_class(name)
-    if declared is None or declared.cost not in ("replay", "hosted"):
+    if name not in REPLAYS or backend_cost(name) not in ("replay", "hosted"):
         raise ValueError(f"backend '{name}' declares no replay")
-    return declared.replay(model, config, **options)
+    return REPLAYS.get(name)(model, config, **options)
 
 
 def has_batch_api(name: str) -> bool:
-    """Whether backend ``name`` can answer a run's requests through a provider's batch API (``Backend.batch_api``),
-    read from its class without building it."""
-    declared = _backend_class(name)
-    return declared is not None and declared.batch_api
+    """Whether backend ``name`` can answer a run's requests through a provider's batch API (:data:`BATCHERS`)."""
+    return name in BATCHERS
 
 
 def _backend_class(name: str) -> type[Backend] | None:

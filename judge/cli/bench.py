@@ -18,9 +18,9 @@ from ..core.errors import InputError
 from ..core.io import atomic_file, check_output_path
 from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
-from ..distributed.options import add_ray_options, ray_from_args
 from ..engine import prepare
 from ..engine.kinds import kind_text
+from ..engine.ray_options import add_ray_options, ray_from_args
 from ..engine.spec import method_type
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment

@@ -28,11 +28,11 @@ from ..datasets.benchmarks import dataset_info
 from ..datasets.published_judges import published_judges
 from ..datasets.source import resolve_source
 from ..datasets.split import split_items
-from ..distributed.options import add_ray_options
 from ..engine import MethodSpec, named_method, prepare, with_runtime
 from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
 from ..engine.kinds import method_kinds
+from ..engine.ray_options import add_ray_options
 from ..engine.session import Session
 from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default

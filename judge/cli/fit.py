@@ -15,9 +15,9 @@ from ..core.io import check_output_path
 from ..datasets.identity import families
 from ..datasets.source import resolve_source
 from ..datasets.split import conversation_of, split_items
-from ..distributed.options import add_ray_options
 from ..engine import prepare
 from ..engine.cost import Entry
+from ..engine.ray_options import add_ray_options
 from ..engine.session import Session
 from ..heads.fit import ALPHAS, require_sklearn
 from ..heads.head import read_head

@@ -7,14 +7,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, fields, replace
 
 from ..backends import backend_names
+from ..backends.hosted import HOSTED, HostedOptions
 from ..backends.registry import has_batch_api
 from ..core.errors import InputError
 from ..core.settings import add_flags, flagged, given
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
-from ..distributed.options import ray_from_args
 from ..engine import MethodSpec
 from ..engine.named import named_method, with_runtime
+from ..engine.ray_options import ray_from_args
 from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, own_fields, spec_fields
 from ..prompts.context_views import CONTEXT_VIEWS
@@ -55,47 +56,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
     g.add_argument("--n-ctx", type=int, default=None, help="context window (default: the model's)")
     g.add_argument("--batch-size", type=int, default=16)
-    a = p.add_argument_group("hosted API (--backend openai)")
-    a.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 "
-                   "(default: $OPENAI_BASE_URL, else api.openai.com)")
-    a.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-                   help="environment variable holding the API key (default OPENAI_API_KEY); keys are never "
-                   "taken as flags or from files")
-    a.add_argument("--endpoint", choices=("auto", "completions", "chat"), default="auto",
-                   help="auto: chat completions for chat prompts, completions otherwise")
+    a = HOSTED.add_flags(p)
     a.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (default 4)")
     a.add_argument("--max-retries", type=int, default=6, help="retries of a failing request (default 6)")
     a.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    a.add_argument("--sampling-fallback", type=int, default=0, metavar="N",
-                   help="when the server returns no logprobs, estimate them from N sampled answers "
-                   "(scores marked estimated); default off")
-    a.add_argument("--rpm", type=float, default=None, metavar="N",
-                   help="send at most N requests a minute (default: as the server's rate-limit headers allow)")
-    a.add_argument("--tpm", type=float, default=None, metavar="N",
-                   help="send at most N tokens a minute (prompt estimate + answer; default: as the server allows)")
-    a.add_argument("--pace", action=argparse.BooleanOptionalAction, default=True,
-                   help="pace requests from the server's x-ratelimit headers and 429s, the number in flight adapting "
-                   "between 1 and --concurrency (default on; --no-pace: always --concurrency in flight)")
-    a.add_argument("--prices", default=None, metavar="FILE",
-                   help="TOML price table whose rows replace or add to the shipped one (judge/accounting/prices.toml)")
-    a.add_argument("--max-cost", type=float, default=None, metavar="USD",
-                   help="refuse a run whose estimated cost is above USD, and stop sending before the spend could "
-                   "pass it (the items left are reported as not scored; a rerun with a higher cap goes on from "
-                   "the cache)")
-    a.add_argument("--batch", action="store_true", default=False,
-                   help="send the requests the cache lacks through the provider's Batch API (half price, answered "
-                   "within 24 h) before scoring, then score from the cache; a run killed while it waits, run again, "
-                   "attaches to its batches (docs/backends-api.md)")
-    a.add_argument("--batch-fallback", choices=("resubmit", "sync"), default=None,
-                   help="requests the batches did not answer (expired, cancelled, failed): resubmit them once, then "
-                   "fail their items with the reason (default), or sync: send them one by one")
-    a.add_argument("--batch-file", default=None, metavar="FILE",
-                   help="write the requests the cache lacks as a Batch API input file (for vllm run-batch or any "
-                   "runner of the format) and stop")
-    a.add_argument("--batch-results", default=None, metavar="FILE",
-                   help="read a runner's Batch API output file (of --batch-file's requests) into the cache, then score")
-    a.add_argument("--reasoning-effort", default=None, metavar="EFFORT",
-                   help="reasoning_effort sent to a reasoning model (low, medium, high, ...); default: the server's")
     c = p.add_argument_group("cache")
     c.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
                    help="reuse label distributions from the persistent cache (default on; --no-cache)")
@@ -203,40 +167,34 @@ def resolve_quality(name: str | None, items: Sequence[Item], known: Sequence[Qua
     return quality_for(name, items, level, known=known, strict=False)
 
 
+#: Hosted options a method records whatever the flags say (the others only when a flag moves them).
+_ALWAYS = ("base_url", "api_key_env", "endpoint", "sampling_fallback")
+
+
 def backend_options(args: argparse.Namespace) -> dict[str, object]:
-    """Backend keyword options: the API flags (--backend openai) plus ``--backend-option KEY=VALUE`` pairs
-    (JSON values: 2, true, "x"; else text)."""
+    """Backend keyword options: the hosted API flags (:class:`judge.backends.hosted.HostedOptions`; --backend
+    openai) plus ``--backend-option KEY=VALUE`` pairs (JSON values: 2, true, "x"; else text)."""
+    given = HOSTED.given(args)
+    defaults = HostedOptions()
     out: dict[str, object] = {}
     if args.backend == "openai":
-        out.update(base_url=args.base_url, api_key_env=args.api_key_env, endpoint=args.endpoint,
-                   sampling_fallback=args.sampling_fallback)
-        # Pacing, money and reasoning options only when set: a method's recorded options stay as they were
-        # without them.
-        out.update({k: v for k, v in (("rpm", args.rpm), ("tpm", args.tpm), ("prices", args.prices),
-                                      ("max_cost", args.max_cost), ("reasoning_effort", args.reasoning_effort))
-                    if v is not None})
-        if not args.pace:
-            out["pace"] = False
-    out.update(batch_options(args))
+        out.update({name: given.get(name, getattr(defaults, name)) for name in _ALWAYS})
+        out.update({k: v for k, v in given.items() if k not in _ALWAYS and v != getattr(defaults, k)})
+    out.update(_batch_options(args.backend, given))
     for raw in args.backend_option:
         key, value = key_value(raw, "backend-option", _json_value)
         out[key] = value
     return out
 
 
-def batch_options(args: argparse.Namespace) -> dict[str, object]:
-    """The Batch API flags as backend options (only those given, so a method's recorded options stay as they
-    were without them); refused for a backend without a batch API."""
-    out: dict[str, object] = {k: v for k, v in (("batch_fallback", args.batch_fallback), ("batch_file", args.batch_file),
-                                                ("batch_results", args.batch_results)) if v is not None}
-    if args.batch:
-        out["batch"] = True
-    if "batch_fallback" in out and not (args.batch or args.batch_results):
+def _batch_options(backend: str, given: Mapping[str, object]) -> dict[str, object]:
+    """The Batch API flags given, as backend options; refused for a backend without a batch API."""
+    out = {k: v for k, v in given.items() if k.startswith("batch") and (k != "batch" or v)}
+    if "batch_fallback" in out and not (out.get("batch") or "batch_results" in out):
         raise InputError("says what becomes of requests a batch did not answer: it needs --batch or --batch-results",
                          field="--batch-fallback")
-    if out and not has_batch_api(args.backend):
-        flag = "--batch" if args.batch else "--" + next(iter(out)).replace("_", "-")
-        raise InputError(f"backend '{args.backend}' has no batch API (--backend openai has)", field=flag)
+    if out and not has_batch_api(backend):
+        raise InputError(f"backend '{backend}' has no batch API (--backend openai has)", field=HOSTED.flag(next(iter(out))))
     return out
 
 

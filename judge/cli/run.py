@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 
 from ..accounting.counters import report_counters
-from ..distributed.options import add_ray_options, ray_from_args
+from ..engine.ray_options import add_ray_options, ray_from_args
 from ..harness import load_experiment, run_experiment
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import add_progress_option, check_counts

@@ -21,10 +21,10 @@ from ..datasets import chat, check_scale, load_items
 from ..datasets._common import dataset_name
 from ..datasets.benchmarks import dataset_info
 from ..datasets.jsonl import JsonlScan, scan
-from ..distributed.options import add_ray_options
 from ..engine import MethodSpec, Prepared, prepare
 from ..engine.cost import Entry
 from ..engine.kinds import scorer_kinds
+from ..engine.ray_options import add_ray_options
 from ..engine.session import Session
 from ..records.rows import Row
 from ..scorers.base import Scorer

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import BackendError
-from .options import RayOptions
+from ..engine.ray_options import RayOptions
 from .worker import BackendRecipe, remote_worker
 
 #: Seconds between two progress lines of the nodes' work.

@@ -5,12 +5,12 @@ exactly as in a local run (:func:`judge.engine.build`), but the backend it gets 
 
 * for planning, the backend's *identity*, here on the driver: its name, model, settings (so the cache keys of
   a local run), its capabilities and its tokenizer (prompts are fitted to the context window as a local run
-  fits them). A backend with a replay (llama.cpp: ``Backend.replay``, the vocabulary only) or a free one (the
+  fits them). A backend with a replay (llama.cpp's replay, the vocabulary only: :data:`judge.backends.registry.REPLAYS`) or a free one (the
   mock) is built here for that; any other (vLLM, transformers, a hosted API) is asked through one of the
   actors (:class:`RemoteIdentity`).
 * for answers, the actors (:class:`judge.distributed.actors.ActorGroup`), each holding the backend built from
-  the same spec: the engine's passes find them through ``Backend.executor``
-  (:class:`judge.distributed.executor.RayExecutor`), and a direct call is one unit of work shipped the same way.
+  the same spec: the engine's passes find them through the executor registered for this backend
+  (:func:`judge.scorers.units.answer_elsewhere`, :class:`judge.distributed.executor.RayExecutor`), and a direct call is one unit of work shipped the same way.
 * the SQLite cache, here: the driver looks every request up before shipping it and stores what comes back.
 
 Ray is imported only when a pool first builds a backend: ``--check``, classic scorers and a run whose every
@@ -23,16 +23,19 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..backends.base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, Wrapper
+from ..backends.base import Backend, Capabilities, Failure, LabelDist, Prompt
+from ..backends.layer import Layer
 from ..backends.registry import backend_cost, replay_backend
 from ..backends.requests import Answer, Request
+from ..core.distribution import SOURCE_VERSION
 from ..core.errors import BackendError, MissingExtraError
 from ..engine.build import BackendPool
 from ..engine.cache import Cache
+from ..engine.ray_options import RayOptions
 from ..engine.spec import MethodSpec
-from ..engine.units import Executor, Feed, LaneCost, Unit
+from ..scorers.units import Feed, Unit, answer_elsewhere, executor_for
 from .actors import ActorGroup
-from .options import RayOptions
+from .executor import RayExecutor
 from .worker import BackendRecipe
 
 
@@ -109,9 +112,9 @@ class RemoteIdentity(Backend):
         pass
 
 
-class RayBackend(Wrapper):
+class RayBackend(Layer):
     """The backend of ``recipe`` with its model on ``options``' cluster (see the module docstring): a
-    :class:`Wrapper` of its identity (name, model, settings, tokenizer, chat wrapping: what planning reads),
+    :class:`Layer` over its identity (name, model, settings, tokenizer, chat wrapping: what planning reads),
     whose answers come from the actors. ``cache``: the driver's SQLite cache (None: the method turned it off)."""
 
     def __init__(self, recipe: BackendRecipe, options: RayOptions, cache: Cache | None,
@@ -129,6 +132,7 @@ class RayBackend(Wrapper):
             identity = RemoteIdentity(group)
         super().__init__(identity)
         self.group = group
+        answer_elsewhere(self, RayExecutor)
         group.expected = self._expected()
         log(f"ray: {options.describe(group.count, recipe.generate.threads)}, backend '{recipe.backend}'")
 
@@ -139,10 +143,8 @@ class RayBackend(Wrapper):
 
     def _expected(self) -> dict[str, Any]:
         """What every actor must have built (:meth:`judge.distributed.worker.Worker.hello`)."""
-        from .. import __version__
-
         i = self.identity
-        return {"version": __version__, "name": i.name, "model_id": i.model_id, "settings": i.settings(),
+        return {"version": SOURCE_VERSION, "name": i.name, "model_id": i.model_id, "settings": i.settings(),
                 "sequence_settings": i.sequence_settings()}
 
     @property
@@ -151,30 +153,11 @@ class RayBackend(Wrapper):
         return self.group.count
 
     # -- answers: on the actors ---------------------------------------------------------------------------
-    def executor(self, costs: Sequence[LaneCost] | None) -> Executor:
-        from .executor import RayExecutor
-
-        return RayExecutor(self, costs)
-
-    def _one_unit(self, requests: Sequence[Request]) -> list[Answer]:
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        """A direct call: one unit of work, shipped as a pass's are."""
         unit = Unit(0, tuple(requests), tuple(Feed(i, 0) for i in range(len(requests))))
-        ((_, answers),) = list(self.executor(None).run([unit]))
-        return list(answers)
-
-    def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                       top_n: int = 20) -> list[LabelDist | Failure]:
-        return self._one_unit([Request("label", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
-
-    def iter_label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                            top_n: int = 20) -> Iterator[tuple[int, LabelDist | Failure]]:
-        yield from enumerate(self.label_logprobs(prompts, candidates, top_n))
-
-    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                      top_n: int = 20) -> list[HiddenState | Failure]:
-        return self._one_unit([Request("hidden", p, tuple(candidates), top_n) for p in prompts])  # type: ignore[return-value]
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        return self._one_unit([Request("sequence", p, continuation=t) for p, t in requests])  # type: ignore[return-value]
+        ((_, answers),) = list(executor_for(self).run([unit]))
+        yield from enumerate(answers)
 
     # -- counters -----------------------------------------------------------------------------------------
     def moved(self, into: dict[str, int], delta: dict[str, int]) -> None:

@@ -1,6 +1,6 @@
 """The executor that answers a pass's units on Ray actors, with the cache and the outputs kept on the driver.
 
-For each window of units (:func:`judge.engine.units.run_lanes` hands them over in prefix order):
+For each window of units (:func:`judge.scorers.units.run_lanes` hands them over in prefix order):
 
 1. Every request is looked up in the driver's SQLite cache under the key the driver's backend identity gives
    it (:func:`judge.engine.cache.lookup`); a request asked twice in the window (two methods sending one prompt) is
@@ -28,19 +28,16 @@ import time
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from math import ceil
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..backends.base import Backend
 from ..backends.requests import Answer, Request
 from ..core.errors import BackendError
 from ..engine.cache import Cache, lookup, request_key, store
-from ..engine.units import Executor, LaneCost, Unit
-from .actors import Actor
+from ..scorers.units import Executor, LaneCost, Unit
+from .actors import Actor, ActorGroup
 from .segments import Segments
 from .worker import Reply
-
-if TYPE_CHECKING:
-    from .backend import RayBackend
 
 #: Pieces each actor gets of a window, about: more balance the actors' load at a window's end, fewer keep
 #: longer runs of shared prefixes on one actor.
@@ -192,13 +189,19 @@ class PieceExecutor(Executor):
         return i, pending[i].answers  # type: ignore[return-value]
 
 
+class ClusterDriver(Driver, Protocol):
+    """A driver whose pieces go to a group of Ray actors."""
+
+    group: ActorGroup
+
+
 class RayExecutor(PieceExecutor):
     """Pieces answered on the actors of ``driver`` (:class:`judge.distributed.backend.RayBackend`), at most
     :data:`IN_FLIGHT` queued at each; an actor that dies gives its pieces back and is replaced."""
 
-    def __init__(self, driver: RayBackend, costs: Sequence[LaneCost] | None) -> None:
+    def __init__(self, driver: ClusterDriver, costs: Sequence[LaneCost] | None) -> None:
         super().__init__(driver, costs)
-        self.ray = driver.ray
+        self.ray = driver.group.ray
         self.group = driver.group
 
     def _ship(self, units: Sequence[Unit], pending: list[_Pending], waiting: dict[str, list[tuple[int, int]]],

@@ -1,6 +1,6 @@
 """Which actor answers which piece of a window: contiguous runs, so that each keeps the prefixes it evaluated.
 
-A window's uncached requests come in prefix order (:func:`judge.engine.units.plan`): the prompts of one
+A window's uncached requests come in prefix order (:func:`judge.scorers.units.plan`): the prompts of one
 family, the items of one conversation, one template's instructions, run back to back, and a backend that
 reuses its KV cache evaluates what they share once. :class:`Segments` keeps that when several actors
 answer the window: each gets one contiguous run of the window's pieces, cut where consecutive pieces share

@@ -23,6 +23,7 @@ from ..backends import create_backend
 from ..backends.base import Backend, Prompt
 from ..backends.requests import Answer, Request, ask
 from ..core.config import GenerateConfig
+from ..core.distribution import SOURCE_VERSION
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,10 @@ class Worker:
         own: its answers would be cached under keys that do not describe them)."""
         import ray
 
-        from .. import __version__
-
         context = ray.get_runtime_context()
         b = self.backend
         return {"node": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                "version": __version__, "name": b.name, "model_id": b.model_id, "settings": b.settings(),
+                "version": SOURCE_VERSION, "name": b.name, "model_id": b.model_id, "settings": b.settings(),
                 "sequence_settings": b.sequence_settings()}
 
     def answer(self, requests: Sequence[Request]) -> Reply:

@@ -3,10 +3,10 @@ the run sends anything (``--batch``, ``batch = true`` under a method's backend o
 
 Which requests a run will make is the engine's to say, not guessed: :meth:`BatchPlan.collect` runs the
 run's own scorers over the run's own items in the run's own order (the replay ``--check`` counts with,
-:func:`judge.engine.cost.replay_group`: the same lanes, windows and units, :mod:`judge.engine.units`; an
+:func:`judge.engine.cost.replay_group`: the same lanes, windows and units, :mod:`judge.scorers.units`; an
 ensemble's members on its reference and training sets; a ``judge run`` grid's cells, several cells of one
-model in one prefix-ordered pass), on backends that answer nothing. A method whose backend batches
-(``Backend.batcher``) runs on :class:`_Recorder`: the real backend's identity, settings and tokenizer (so the
+model in one prefix-ordered pass), on backends that answer nothing. A method whose backend batches (its
+options ask the driver registered for it, :data:`judge.backends.registry.BATCHERS`) runs on :class:`_Recorder`: the real backend's identity, settings and tokenizer (so the
 same prompts, fitted to the same window, and the same cache keys) with every label request recorded and
 answered by a placeholder, behind the cache read-only (:class:`judge.engine.cost.DryCache`), so that what the
 SQLite cache holds, and what an earlier cell of the run will have put there, is not asked again. Every
@@ -27,15 +27,15 @@ anything is written (a method that cannot be batched is refused there), ``send``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, TokenLogprobs, create_backend
-from ..backends.base import Reasoned, Reasoning, Wrapper
+from ..backends import Backend, Capabilities, Failure, LabelDist, Prompt, create_backend
 from ..backends.batching import Batcher, BatchReport
-from ..backends.registry import has_batch_api
-from ..backends.requests import Request
+from ..backends.layer import Answering, Layer
+from ..backends.registry import BATCHERS, has_batch_api
+from ..backends.requests import Answer, Request
 from ..core.config import default_cache_path
 from ..core.errors import InputError, RunStopped
 from .build import BackendPool, backend_key, check_needs
@@ -50,7 +50,7 @@ def _placeholder(candidates: Sequence[str]) -> LabelDist:
     return LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates], complete=False)
 
 
-class _Recorder(Wrapper):
+class _Recorder(Layer):
     """A batched backend with its sending taken out: the real backend's name, model, settings, capabilities
     and tokenizer (so the run's prompts and cache keys), every label request recorded into ``requests`` (in
     the order first asked) and answered by a placeholder. Other kinds of request cannot go through a batch
@@ -60,30 +60,19 @@ class _Recorder(Wrapper):
         super().__init__(inner)
         self.requests = requests
 
-    def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                       top_n: int = 20) -> list[LabelDist | Failure]:
-        for p in prompts:
-            self.requests.setdefault(Request("label", p, tuple(candidates), top_n), None)
-        return [_placeholder(candidates) for _ in prompts]
-
-    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                      top_n: int = 20) -> list[HiddenState | Failure]:
-        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not hidden states: "
-                         "run this method without the batch options", field="--batch")
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not the "
-                         "log-probabilities of a given text: run this method without the batch options",
-                         field="--batch")
-
-    def reason(self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int,
-               how: Reasoning) -> list[Reasoned | Failure]:
-        raise InputError(f"backend '{self.name}' answers label requests through its batch API, not a rationale "
-                         "and the answer after it: run this method (reason = N) without the batch options",
-                         field="--batch")
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        kind = requests[0].kind if requests else "label"
+        if kind != "label":
+            what = {"hidden": "hidden states", "sequence": "the log-probabilities of a given text",
+                    "reason": "a rationale and the answer after it (reason = N)"}[kind]
+            raise InputError(f"backend '{self.name}' answers label requests through its batch API, not {what}: "
+                             "run this method without the batch options", field="--batch")
+        for i, r in enumerate(requests):
+            self.requests.setdefault(r, None)
+            yield i, _placeholder(r.candidates)
 
 
-class _StandIn(Backend):
+class _StandIn(Answering):
     """What a method whose backend does not batch runs on in the pre-pass (an ensemble's member on a local
     model, say): nothing is loaded or sent; label requests get a placeholder, hidden states, sequences and
     rationales a failure (its scores are thrown away: only the batched members' requests are wanted)."""
@@ -95,20 +84,9 @@ class _StandIn(Backend):
                                          max_context=spec.generate.max_context or 1 << 20,
                                          sequence_logprobs=True, hidden_states=True, reason=True)
 
-    def label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                       top_n: int = 20) -> list[LabelDist | Failure]:
-        return [_placeholder(candidates) for _ in prompts]
-
-    def hidden_states(self, prompts: Sequence[Prompt], candidates: Sequence[str],
-                      top_n: int = 20) -> list[HiddenState | Failure]:
-        return [Failure("not answered in the batch pre-pass") for _ in prompts]
-
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        return [Failure("not answered in the batch pre-pass") for _ in requests]
-
-    def reason(self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int,
-               how: Reasoning) -> list[Reasoned | Failure]:
-        return [Failure("not answered in the batch pre-pass") for _ in prompts]
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        for i, r in enumerate(requests):
+            yield i, _placeholder(r.candidates) if r.kind == "label" else Failure("not answered in the batch pre-pass")
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(prompt.text) // 4
@@ -199,11 +177,7 @@ class BatchPlan:
         if key not in self._probed:
             self._probed.add(key)
             if has_batch_api(spec.backend):
-                backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-                try:
-                    batcher = backend.batcher()
-                finally:
-                    backend.close()
+                batcher = BATCHERS.get(spec.backend)(spec.options)
                 if batcher is not None:
                     if not spec.generate.cache:
                         raise InputError("the batch's answers reach the run through the cache: drop --no-cache "
@@ -233,7 +207,7 @@ class BatchPlan:
         for p in self.pending.values():
             if not p.requests and p.batcher.file is None:
                 continue  # everything is in the cache already
-            backend = backends.get(p.spec)
+            backend = backends.cached(p.spec)
             where = Path(p.spec.generate.cache_path or default_cache_path()).expanduser().parent / "batches"
             report = p.batcher.fill(backend, list(p.requests), where)
             backends.settle(p.spec, report.settled)

@@ -15,11 +15,12 @@ The CLI, the harness, ``judge serve``, ``make_judge`` and the benchmark scripts 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 
 from ..backends import Backend, create_backend
 from ..core.errors import InputError
+from ..core.registry import Registry
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..scorers.base import Scorer
@@ -97,6 +98,8 @@ class BackendPool:
     def __init__(self) -> None:
         self._key: str | None = None
         self._backend: Backend | None = None
+        #: The backend loaded now when it is the cache in front of the model (what a batch answers into).
+        self._cached: CachedBackend | None = None
         self._closed: dict[str, int] = {}
         self._settled: dict[str, dict[str, str]] = {}
 
@@ -106,7 +109,16 @@ class BackendPool:
         if key != self._key or self._backend is None:
             self.close()
             self._backend, self._key = self.create(spec, self._settled.get(key)), key
+            self._cached = self._backend if isinstance(self._backend, CachedBackend) else None
         return check_needs(self._backend, spec)
+
+    def cached(self, spec: MethodSpec) -> CachedBackend:
+        """The backend ``spec`` runs on, behind the cache (InputError when the spec turns the cache off)."""
+        self.get(spec)
+        if self._cached is None:
+            raise InputError(f"method '{spec.name}' runs without the cache (cache = false), which this needs",
+                             field="cache")
+        return self._cached
 
     def settle(self, spec: MethodSpec, failures: dict[str, str]) -> None:
         """Requests of ``spec``'s backend already answered by a failure in this run (a batch that could not
@@ -114,8 +126,8 @@ class BackendPool:
         reason instead of sending them (``CachedBackend.settled``)."""
         key = backend_key(spec)
         self._settled.setdefault(key, {}).update(failures)
-        if key == self._key and isinstance(self._backend, CachedBackend):
-            self._backend.settled.update(failures)
+        if key == self._key and self._cached is not None:
+            self._cached.settled.update(failures)
 
     def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
         """The backend of ``spec``, loaded here, behind the cache unless the spec turns it off (``settled``: its
@@ -143,7 +155,14 @@ class BackendPool:
         if self._backend is not None:
             self._closed = self.counters()
             self._backend.close()
-        self._backend, self._key = None, None
+        self._backend, self._key, self._cached = None, None, None
+
+
+#: Pools that run a method's model elsewhere, by the name of where (``pool(options, log) -> BackendPool``): the
+#: layer a run's ``--ray`` puts around every backend (:class:`judge.distributed.backend.RayPool`, imported
+#: only when a run asks for it).
+POOLS: Registry[Callable[..., BackendPool]] = Registry("pool", "judge.pools")
+POOLS.register_lazy("ray", "judge.distributed.backend:RayPool")
 
 
 def build(prepared: Prepared, backends: Backends) -> Scorer:

@@ -18,9 +18,10 @@ import sqlite3
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..backends.base import (
     Backend,
@@ -31,14 +32,10 @@ from ..backends.base import (
     Reasoned,
     Reasoning,
     TokenLogprobs,
-    Wrapper,
-    gather,
 )
-from ..backends.requests import Answer, Request
+from ..backends.layer import Layer
+from ..backends.requests import KINDS, Answer, Request
 from ..core.config import default_cache_path as default_cache_path
-
-if TYPE_CHECKING:
-    from ..backends.batching import Batcher
 
 SCHEMA_VERSION = 1
 #: What a hidden-state key adds to its answer's key material: which vector is stored (``HiddenState``).
@@ -100,20 +97,19 @@ def lookup(cache: Cache, backend: Backend, requests: Sequence[Request]) -> list[
     """The cached answer of each request (None: not cached), keyed by ``backend``'s identity
     (:func:`request_key`): what a driver that answers requests elsewhere serves before shipping the rest. A
     hidden state is cached only with its label answer (both halves, as :func:`store` writes them)."""
-    out: list[Answer | None] = [None] * len(requests)
-    labels = {i: cache_key(backend, r.prompt, r.candidates, r.top_n) for i, r in enumerate(requests)
-              if r.kind == "label"}
-    found = cache.get_many(list(labels.values()))
-    for i, request in enumerate(requests):
-        if request.kind == "label":
-            out[i] = found.get(labels[i])
-        elif request.kind == "sequence":
-            out[i] = cache.get_sequence(request_key(backend, request))
-        elif request.kind == "reason":
-            out[i] = cache.get_reasoned(request_key(backend, request))
-        else:
-            out[i] = _hidden_hit(cache, cache_key(backend, request.prompt, request.candidates, request.top_n),
-                                 request_key(backend, request))
+    keys = [request_key(backend, r) for r in requests]
+    found: dict[str, dict[str, Any]] = {}
+    for kind in dict.fromkeys(r.kind for r in requests):
+        found[kind] = cache.get_many([k for k, r in zip(keys, requests, strict=True) if r.kind == kind], kind)
+    out: list[Answer | None] = [found[r.kind].get(k) for k, r in zip(keys, requests, strict=True)]
+    hidden = [i for i, r in enumerate(requests) if r.kind == "hidden" and out[i] is not None]
+    if hidden:  # the vector's answer is the label answer's, under the label key
+        labels = {i: cache_key(backend, requests[i].prompt, requests[i].candidates, requests[i].top_n)
+                  for i in hidden}
+        dists = cache.get_many(list(labels.values()))
+        for i in hidden:
+            dist = dists.get(labels[i])
+            out[i] = None if dist is None else HiddenState(out[i], dist)  # type: ignore[arg-type]
     return out
 
 
@@ -124,34 +120,16 @@ def store(cache: Cache, backend: Backend, request: Request, answer: Answer) -> A
     the answer's own key and its vector under the hidden key."""
     if isinstance(answer, Failure):
         return answer
-    name, model = backend.name, backend.model_id
-    if isinstance(answer, TokenLogprobs):
-        if any(math.isnan(x) or x == math.inf for x in answer.logprobs):
-            return Failure("backend returned an invalid log-probability for a reply token")
-        cache.put_sequence(request_key(backend, request), name, model, answer)
-        return answer
-    if isinstance(answer, Reasoned):
-        reason = unstorable(answer.dist)
-        if reason is not None:
-            return Failure(reason)
-        cache.put_reasoned(request_key(backend, request), name, model, answer)
-        return answer
-    dist = answer.dist if isinstance(answer, HiddenState) else answer
-    reason = unstorable(dist)
-    if reason is None and isinstance(answer, HiddenState) and any(math.isnan(x) or math.isinf(x) for x in answer.vector):
-        reason = "backend returned an invalid value in a hidden state"
+    reason = unstorable_answer(answer)
     if reason is not None:
         return Failure(reason)
-    cache.put(cache_key(backend, request.prompt, request.candidates, request.top_n), name, model, dist)
+    name, model = backend.name, backend.model_id
     if isinstance(answer, HiddenState):
-        cache.put_hidden(request_key(backend, request), name, model, answer.vector)
+        cache.put(cache_key(backend, request.prompt, request.candidates, request.top_n), name, model, answer.dist)
+        cache.put(request_key(backend, request), name, model, answer.vector, "hidden")
+    else:
+        cache.put(request_key(backend, request), name, model, answer, request.kind)
     return answer
-
-
-def _hidden_hit(cache: Cache, answer_key: str, key: str) -> HiddenState | None:
-    vector = cache.get_hidden(key)
-    dist = cache.get_many([answer_key]).get(answer_key) if vector is not None else None
-    return None if vector is None or dist is None else HiddenState(vector, dist)
 
 
 def prompt_splits(backend: Backend, prompt: Prompt) -> dict[str, int]:
@@ -177,6 +155,20 @@ def unstorable(dist: LabelDist) -> str | None:
         if math.isnan(value) or value == math.inf:
             return f"backend returned an invalid log-probability {value!r} for {where}"
     return None
+
+
+def unstorable_answer(answer: Answer) -> str | None:
+    """Why an answer of any kind cannot be cached (a NaN or +inf in it), or None."""
+    if isinstance(answer, TokenLogprobs):
+        bad = any(math.isnan(x) or x == math.inf for x in answer.logprobs)
+        return "backend returned an invalid log-probability for a reply token" if bad else None
+    if isinstance(answer, HiddenState):
+        if any(math.isnan(x) or math.isinf(x) for x in answer.vector):
+            return "backend returned an invalid value in a hidden state"
+        return unstorable(answer.dist)
+    if isinstance(answer, Reasoned):
+        return unstorable(answer.dist)
+    return unstorable(answer)  # type: ignore[arg-type]
 
 
 def dist_to_json(dist: LabelDist) -> str:
@@ -225,6 +217,44 @@ def _dist(d: dict[str, Any]) -> LabelDist:
     )
 
 
+def _sequence_to_json(result: TokenLogprobs) -> str:
+    return json.dumps({"logprobs": result.logprobs, "n_prompt_tokens": result.n_prompt_tokens}, allow_nan=True)
+
+
+def _sequence_from_json(text: str) -> TokenLogprobs:
+    d = json.loads(text)
+    return TokenLogprobs([float(x) for x in d["logprobs"]], n_prompt_tokens=int(d["n_prompt_tokens"]))
+
+
+def _vector_to_text(vector: Sequence[float]) -> str:
+    """A vector as float64 bytes (exact for any float: a served vector equals the computed one), base64 in the
+    TEXT column all tables share."""
+    return base64.b64encode(array("d", vector).tobytes()).decode("ascii")
+
+
+def _vector_from_text(text: str) -> list[float]:
+    return array("d", base64.b64decode(text)).tolist()
+
+
+@dataclass(frozen=True)
+class Table:
+    """Where answers of one request kind are kept, and their text form. Each kind has a table of its own, so
+    that their keys never meet (a hidden state's table holds its vector; its answer is a label answer)."""
+
+    name: str
+    encode: Callable[[Any], str]
+    decode: Callable[[str], Any]
+
+
+#: The table of each request kind (:data:`judge.backends.requests.KINDS`).
+TABLES: dict[str, Table] = {
+    "label": Table("dists", dist_to_json, dist_from_json),
+    "sequence": Table("sequences", _sequence_to_json, _sequence_from_json),
+    "hidden": Table("hidden", _vector_to_text, _vector_from_text),
+    "reason": Table("reasoned", reasoned_to_json, reasoned_from_json),
+}
+
+
 class Cache:
     """The SQLite file. Thread-safe within a process; WAL + busy timeout across processes."""
 
@@ -241,7 +271,7 @@ class Cache:
         # Label answers in `dists`; per-token answers (likelihood methods) in `sequences`, hidden states in
         # `hidden`, answers after a rationale in `reasoned`, so that their keys never meet (a file written
         # before a table existed gets it here).
-        for table in ("dists", "sequences", "hidden", "reasoned"):
+        for table in (t.name for t in TABLES.values()):
             create = (f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, backend TEXT NOT NULL, "
                       "model TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL)")
             self._retry_locked(functools.partial(self._db.execute, create))
@@ -259,70 +289,34 @@ class Cache:
                 time.sleep(0.05 * (i + 1))
         return None
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, LabelDist]:
-        out: dict[str, LabelDist] = {}
+    def read(self, table: str, keys: Sequence[str]) -> dict[str, str]:
+        """The stored text of each of ``keys`` in ``table`` that it holds."""
+        out: dict[str, str] = {}
         uniq = list(dict.fromkeys(keys))
         with self._lock:
             for start in range(0, len(uniq), 500):
                 chunk = uniq[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(f"SELECT key, value FROM dists WHERE key IN ({marks})", chunk).fetchall()
-                for key, value in rows:
-                    out[key] = dist_from_json(value)
+                out.update(self._db.execute(f"SELECT key, value FROM {table} WHERE key IN ({marks})", chunk))
         return out
 
-    def put(self, key: str, backend: str, model: str, dist: LabelDist) -> None:
-        value = dist_to_json(dist)
+    def write(self, table: str, key: str, backend: str, model: str, value: str) -> None:
         with self._lock:
             self._retry_locked(lambda: self._db.execute(
-                "INSERT OR REPLACE INTO dists (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO {table} (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
-    def get_sequence(self, key: str) -> TokenLogprobs | None:
-        """A cached per-token answer (likelihood methods), in its own table so label keys never meet it."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM sequences WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        d = json.loads(row[0])
-        return TokenLogprobs([float(x) for x in d["logprobs"]], n_prompt_tokens=int(d["n_prompt_tokens"]))
+    def get_many(self, keys: Sequence[str], kind: str = "label") -> dict[str, Any]:
+        """The cached answers of ``kind`` among ``keys`` (a hidden state's vector alone: its answer is a label
+        answer, :func:`lookup`)."""
+        table = TABLES[kind]
+        return {key: table.decode(value) for key, value in self.read(table.name, keys).items()}
 
-    def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
-        value = json.dumps({"logprobs": result.logprobs, "n_prompt_tokens": result.n_prompt_tokens}, allow_nan=True)
-        with self._lock:
-            self._retry_locked(lambda: self._db.execute(
-                "INSERT OR REPLACE INTO sequences (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
-                (key, backend, model, value, time.time())))
-
-    def get_hidden(self, key: str) -> list[float] | None:
-        """A cached hidden state (its answer is in ``dists`` under the answer's own key)."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM hidden WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        return array("d", base64.b64decode(row[0])).tolist()
-
-    def put_hidden(self, key: str, backend: str, model: str, vector: Sequence[float]) -> None:
-        """Store a vector as float64 bytes (exact for any float: a served vector equals the computed one),
-        base64 in the TEXT column all tables share."""
-        value = base64.b64encode(array("d", vector).tobytes()).decode("ascii")
-        with self._lock:
-            self._retry_locked(lambda: self._db.execute(
-                "INSERT OR REPLACE INTO hidden (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
-                (key, backend, model, value, time.time())))
-
-    def get_reasoned(self, key: str) -> Reasoned | None:
-        """A cached answer after a rationale (in its own table: its keys never meet a label answer's)."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM reasoned WHERE key = ?", (key,)).fetchone()
-        return None if row is None else reasoned_from_json(row[0])
-
-    def put_reasoned(self, key: str, backend: str, model: str, answer: Reasoned) -> None:
-        value = reasoned_to_json(answer)
-        with self._lock:
-            self._retry_locked(lambda: self._db.execute(
-                "INSERT OR REPLACE INTO reasoned (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
-                (key, backend, model, value, time.time())))
+    def put(self, key: str, backend: str, model: str, answer: Any, kind: str = "label") -> None:
+        """Keep ``answer`` (of ``kind``; a hidden state's vector) under ``key``; refuses what ``unstorable``
+        names."""
+        table = TABLES[kind]
+        self.write(table.name, key, backend, model, table.encode(answer))
 
     def __len__(self) -> int:
         with self._lock:
@@ -333,7 +327,7 @@ class Cache:
             self._db.close()
 
 
-class CachedBackend(Wrapper):
+class CachedBackend(Layer):
     """Any backend behind the cache: hits are served without model calls, misses go to the inner
     backend in one batch and are stored as they arrive. Failures are returned, never stored; a
     distribution holding a NaN is not stored either but returned as a Failure saying why.
@@ -351,102 +345,51 @@ class CachedBackend(Wrapper):
         #: Calls made to the inner backend (0 when a batch was served entirely from the cache).
         self.calls = 0
 
-    def iter_label_logprobs(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> Iterator[tuple[int, LabelDist | Failure]]:
-        keys = [cache_key(self.inner, p, candidates, top_n) for p in prompts]
-        found = self.cache.get_many(keys)
+    def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
+        """(index, answer) of ``requests`` (one kind, candidates, ``top_n`` and reasoning), as they come: hits
+        first, then the misses, asked of the inner backend in one call (each key once) and stored as they
+        arrive (label answers stream, so a kill loses at most the prompt in progress)."""
+        found = lookup(self.cache, self.inner, requests)
         todo: dict[str, list[int]] = {}
-        for i, key in enumerate(keys):
-            if key in found:
+        for i, hit in enumerate(found):
+            if hit is not None:
                 self.hits += 1
-                yield i, found[key]
-            elif key in self.settled:
-                self.misses += 1
+                yield i, hit
+                continue
+            self.misses += 1
+            key = request_key(self.inner, requests[i])
+            if key in self.settled:
                 yield i, Failure(self.settled[key])
             else:
-                self.misses += 1
                 todo.setdefault(key, []).append(i)
         if not todo:
             return
-        order = list(todo)
-        miss_prompts = [prompts[todo[k][0]] for k in order]
+        asked = [requests[places[0]] for places in todo.values()]
         self.calls += 1
-        for j, res in self.inner.iter_label_logprobs(miss_prompts, candidates, top_n):
-            key = order[j]
-            kept = store(self.cache, self.inner, Request("label", miss_prompts[j], tuple(candidates), top_n), res)
-            for i in todo[key]:
-                yield i, kept  # type: ignore[misc]
+        first = asked[0]
+        if first.kind == "label":
+            answers: Iterable[tuple[int, Answer]] = self.inner.iter_label_logprobs(
+                [r.prompt for r in asked], first.candidates, first.top_n)
+        else:
+            answers = enumerate(KINDS[first.kind].answer(self.inner, asked))
+        places = list(todo.values())
+        for j, res in answers:
+            kept = store(self.cache, self.inner, asked[j], res)
+            for i in places[j]:
+                yield i, kept
 
-    def label_logprobs(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> list[LabelDist | Failure]:
-        return gather(self.iter_label_logprobs(prompts, candidates, top_n), len(prompts))
+    # -- what a provider's batch driver answers into (:class:`judge.backends.batching.Store`) ------------------
+    def key(self, request: Request) -> str:
+        return request_key(self.inner, request)
 
-    def sequence_logprobs(self, requests: Sequence[tuple[Prompt, str]]) -> list[TokenLogprobs | Failure]:
-        """Per-token answers from the cache, keyed like label answers plus the continuation text; misses
-        go to the inner backend in one call. A NaN or +inf is returned as a Failure, never stored."""
-        out: list[TokenLogprobs | Failure | None] = []
-        keys = [sequence_key(self.inner, p, text) for p, text in requests]
-        for key in keys:
-            hit = self.cache.get_sequence(key)
-            self.hits += hit is not None
-            self.misses += hit is None
-            out.append(hit)
-        todo = [i for i, r in enumerate(out) if r is None]
-        if todo:
-            self.calls += 1
-            for i, res in zip(todo, self.inner.sequence_logprobs([requests[i] for i in todo]), strict=True):
-                prompt, text = requests[i]
-                out[i] = store(self.cache, self.inner, Request("sequence", prompt, continuation=text), res)  # type: ignore[assignment]
-        return out  # type: ignore[return-value]
+    def kept(self, keys: Sequence[str]) -> set[str]:
+        return set(self.cache.read(TABLES["label"].name, keys))
 
-    def hidden_states(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
-    ) -> list[HiddenState | Failure]:
-        """Hidden states from the cache with their answers (the vector under ``hidden_key``, the answer under
-        its ordinary key, which the inner backend's answer equals bit for bit); misses go to the inner
-        backend in one call and both parts are stored. A vector or answer holding a NaN is returned as a
-        Failure, never stored."""
-        requests = [Request("hidden", p, tuple(candidates), top_n) for p in prompts]
-        out = lookup(self.cache, self.inner, requests)
-        todo = [i for i, r in enumerate(out) if r is None]
-        self.hits += len(prompts) - len(todo)
-        self.misses += len(todo)
-        if todo:
-            self.calls += 1
-            for i, res in zip(todo, self.inner.hidden_states([prompts[i] for i in todo], candidates, top_n),
-                              strict=True):
-                out[i] = store(self.cache, self.inner, requests[i], res)
-        return out  # type: ignore[return-value]
-
-    def batcher(self) -> Batcher | None:
-        return self.inner.batcher()
-
-    def reason(
-        self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
-    ) -> list[Reasoned | Failure]:
-        """Answers after a rationale from the cache (``reason_key``: every setting of the rationale in it), so
-        a rerun replays each rationale and answer without calling the model; misses go to the inner backend in
-        one call and are stored as they come back. An answer holding a NaN is returned as a Failure, never
-        stored."""
-        keys = [reason_key(self.inner, p, candidates, top_n, how) for p in prompts]
-        out: list[Reasoned | Failure | None] = [self.cache.get_reasoned(k) for k in keys]
-        todo = [i for i, r in enumerate(out) if r is None]
-        self.hits += len(prompts) - len(todo)
-        self.misses += len(todo)
-        if todo:
-            self.calls += 1
-            answers = self.inner.reason([prompts[i] for i in todo], candidates, top_n, how)
-            for i, res in zip(todo, answers, strict=True):
-                if isinstance(res, Reasoned):
-                    reason = unstorable(res.dist)
-                    if reason is None:
-                        self.cache.put_reasoned(keys[i], self.inner.name, self.inner.model_id, res)
-                    else:
-                        res = Failure(reason)
-                out[i] = res
-        return out  # type: ignore[return-value]
+    def keep(self, key: str, answer: LabelDist) -> str | None:
+        reason = unstorable(answer)
+        if reason is None:
+            self.cache.put(key, self.inner.name, self.inner.model_id, answer)
+        return reason
 
     def counters(self) -> dict[str, int]:
         return {**self.inner.counters(), "cache_hits": self.hits, "cache_misses": self.misses}

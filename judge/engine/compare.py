@@ -3,7 +3,7 @@
 Every entry point that compares (``judge compare``, ``[[compare]]`` cells of ``judge run``, ``POST
 /v1/compare`` of ``judge serve``) prepares its method here (:func:`prepare_pairs`, every check before a model
 loads), builds it with :func:`judge.engine.build.build` and runs it with :func:`compare_rows`: the pairwise
-judge is a lane of the unit of work whose items are pairs (:func:`judge.engine.units.run_lanes`), so its
+judge is a lane of the unit of work whose items are pairs (:func:`judge.scorers.units.run_lanes`), so its
 requests are prefix-ordered, cut into units, cached and counted by ``--check`` as every other method's are.
 
 The pair row is :class:`judge.records.pair_rows.PairRow` (documented in docs/pairwise.md, "Rows"); a pair of a set
@@ -21,10 +21,10 @@ from ..data.qualities import Quality
 from ..records.pair_rows import PAIR_ROW_KEYS, PairOrder, PairRow
 from ..records.rows import Row, item_flags, rounded
 from ..scorers.base import PairScore, Scorer
+from ..scorers.units import Executor, LaneCost, run_lanes
 from .build import check_names
 from .kinds import check_future, method_kinds
 from .spec import MethodSpec, Prepared
-from .units import Executor, LaneCost, run_lanes
 
 __all__ = ["PAIR_ROW_KEYS", "compare_rows", "pair_items", "pair_row", "point_scores", "prepare_pairs"]
 

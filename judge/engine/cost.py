@@ -3,7 +3,7 @@
 The count is not modelled, it is replayed: the run's own scorers (:func:`judge.engine.build`) run their own
 items in the run's own order (:func:`run_rows`, :func:`run_rows_together`: the same lanes, windows and
 units), behind the run's own cache keys, on the backend's declared replay (``Backend.cost = "replay"``,
-``Backend.replay``: for llama.cpp the backend with the forward pass taken out,
+its replay, :data:`judge.backends.registry.REPLAYS`: for llama.cpp the backend with the forward pass taken out,
 :mod:`judge.backends.llamacpp_replay`). It reads the model's vocabulary only, tokenizes every prompt exactly
 as the backend does (chat template, BOS, a prompt's declared splits) and keeps the backend's own KV
 bookkeeping (which batches a prompt keeps from the one before), so its count of tokens evaluated is what the
@@ -20,7 +20,6 @@ run. Which methods are counted is decided by what their backend declares (``Back
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -30,7 +29,6 @@ from pathlib import Path
 
 from ..accounting.rates import Rate, UnreadableRates, rate_key, read_rates, write_rate
 from ..backends import Backend, create_backend
-from ..backends.base import LabelDist, Reasoned, TokenLogprobs
 from ..backends.registry import backend_cost, replay_backend
 from ..core.config import default_cache_path
 from ..core.errors import BackendError
@@ -38,12 +36,12 @@ from ..data.items import Item
 from ..data.pairs import Pair
 from ..records.pair_rows import PairRow
 from ..records.rows import Row
+from ..scorers.units import Lane, LaneCost
 from .build import BackendPool, Prepared, backend_key, build
-from .cache import Cache, CachedBackend, dist_from_json, reasoned_from_json
+from .cache import Cache, CachedBackend
 from .compare import compare_rows
 from .run import run_rows, run_rows_together
 from .spec import MethodSpec
-from .units import Lane, LaneCost
 
 
 class DryCache(Cache):
@@ -53,67 +51,33 @@ class DryCache(Cache):
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_cache_path()
         self._lock = threading.Lock()
-        self._dists: dict[str, LabelDist] = {}
-        self._seqs: dict[str, TokenLogprobs] = {}
-        self._hidden: dict[str, list[float]] = {}
-        self._reasoned: dict[str, Reasoned] = {}
+        #: What the replay computed, by table and key, as the cache would hold it.
+        self._kept: dict[str, dict[str, str]] = {}
         self._ro: sqlite3.Connection | None = None
         if self.path.exists():
             self._ro = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
 
-    def _rows(self, table: str, keys: Sequence[str]) -> list[tuple[str, str]]:
-        if self._ro is None or not keys:
-            return []
-        marks = ",".join("?" * len(keys))
-        try:
-            with self._lock:
-                return list(self._ro.execute(f"SELECT key, value FROM {table} WHERE key IN ({marks})", list(keys)))
-        except sqlite3.OperationalError:  # an older file without this table: nothing cached in it
-            return []
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, LabelDist]:
-        out = {k: self._dists[k] for k in keys if k in self._dists}
+    def read(self, table: str, keys: Sequence[str]) -> dict[str, str]:
+        kept = self._kept.get(table, {})
+        out = {k: kept[k] for k in keys if k in kept}
         rest = list(dict.fromkeys(k for k in keys if k not in out))
+        if self._ro is None:
+            return out
         for start in range(0, len(rest), 500):
-            for key, value in self._rows("dists", rest[start:start + 500]):
-                out[key] = dist_from_json(value)
+            chunk = rest[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            try:
+                with self._lock:
+                    out.update(self._ro.execute(f"SELECT key, value FROM {table} WHERE key IN ({marks})", chunk))
+            except sqlite3.OperationalError:  # an older file without this table: nothing cached in it
+                break
         return out
 
-    def put(self, key: str, backend: str, model: str, dist: LabelDist) -> None:
-        self._dists[key] = dist
-
-    def get_sequence(self, key: str) -> TokenLogprobs | None:
-        if key in self._seqs:
-            return self._seqs[key]
-        rows = self._rows("sequences", [key])
-        if not rows:
-            return None
-        d = json.loads(rows[0][1])
-        return TokenLogprobs([float(x) for x in d["logprobs"]], n_prompt_tokens=int(d["n_prompt_tokens"]))
-
-    def put_sequence(self, key: str, backend: str, model: str, result: TokenLogprobs) -> None:
-        self._seqs[key] = result
-
-    def get_hidden(self, key: str) -> list[float] | None:
-        if key in self._hidden:
-            return self._hidden[key]
-        rows = self._rows("hidden", [key])
-        return [] if rows else None  # present is all a count needs; the vector is not decoded
-
-    def put_hidden(self, key: str, backend: str, model: str, vector: Sequence[float]) -> None:
-        self._hidden[key] = list(vector)
-
-    def get_reasoned(self, key: str) -> Reasoned | None:
-        if key in self._reasoned:
-            return self._reasoned[key]
-        rows = self._rows("reasoned", [key])
-        return reasoned_from_json(rows[0][1]) if rows else None
-
-    def put_reasoned(self, key: str, backend: str, model: str, answer: Reasoned) -> None:
-        self._reasoned[key] = answer
+    def write(self, table: str, key: str, backend: str, model: str, value: str) -> None:
+        self._kept.setdefault(table, {})[key] = value
 
     def __len__(self) -> int:
-        return len(self._dists)
+        return len(self._kept.get("dists", {}))
 
     def close(self) -> None:
         if self._ro is not None:

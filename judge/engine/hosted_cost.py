@@ -2,7 +2,7 @@
 
 Like the token count of local cells (:mod:`judge.engine.cost`), the count is a replay, not a model: the
 run's own scorers ask their own prompts in the run's own order behind the run's own cache keys, on the
-backend's declared twin (``Backend.cost = "hosted"``, ``Backend.replay``: for OpenAI the backend with the
+backend's declared twin (``Backend.cost = "hosted"``, its replay in :data:`judge.backends.registry.REPLAYS`: for OpenAI the backend with the
 sending taken out, :mod:`judge.backends.openai_replay`), whose counters say how many requests it would
 send and their estimated prompt tokens. A prompt answered from the SQLite cache costs nothing; every other
 one is a request of one answer token (``max_tokens=1``), or for a judge that reasons first of its whole
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..accounting.prices import Price, dollars, load_prices
+from ..backends.hosted import HostedOptions
 from ..core.errors import InputError
 from .cost import CostPool, Entry, _cached, estimable, replay_group
 from .spec import MethodSpec
@@ -62,8 +63,7 @@ def count_hosted(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
             replay_group(group, pool)
             for e in group:
                 spec = e.prep.spec
-                options = dict(spec.options)
-                prices = load_prices(options.get("prices") if isinstance(options.get("prices"), str) else None)
+                prices = load_prices(HostedOptions.of(spec.options).prices)
                 model = str(spec.model or "")
                 requests = e.counters.get("counted_requests", 0)
                 out.append(HostedCell(e.label, model, e.done + len(e.todo), _cached(e), requests,
@@ -154,11 +154,8 @@ def check_budget(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
 
 def _batched(spec: MethodSpec) -> bool:
     """Whether the method's backend sends its requests through the Batch API (priced at its discount)."""
-    return dict(spec.options).get("batch") is True
+    return HostedOptions.of(spec.options).batch
 
 
 def _max_cost(spec: MethodSpec) -> float | None:
-    if estimable(spec) != "hosted":
-        return None
-    value = dict(spec.options).get("max_cost")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return HostedOptions.of(spec.options).max_cost if estimable(spec) == "hosted" else None

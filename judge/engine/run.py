@@ -5,7 +5,7 @@ appends them to its cell files, one fsynced line per item; ``judge serve`` retur
 Results that finish out of order inside a backend window (prompts sorted for prefix reuse) are
 already in the SQLite cache when they finish, so a killed run loses at most the prompts in flight.
 Several methods of one model on the same items run in one pass (:func:`run_rows_together`), their
-requests ordered by prefix across methods (:mod:`judge.engine.units`).
+requests ordered by prefix across methods (:mod:`judge.scorers.units`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from ..data.items import Item
 from ..records.rows import Row, item_row
 from ..scorers.base import Lane, Scorer
-from .units import Executor, LaneCost, run_lanes
+from ..scorers.units import Executor, LaneCost, run_lanes
 
 
 def score_rows(
@@ -73,7 +73,7 @@ def run_rows_together(
     executor: Executor | None = None,
 ) -> int:
     """:func:`run_rows` for several lanes of one backend (scorers whose type shares a pass) in one
-    prefix-ordered pass (:func:`judge.engine.units.run_lanes`): lane i's rows go to ``writes[i]`` in
+    prefix-ordered pass (:func:`judge.scorers.units.run_lanes`): lane i's rows go to ``writes[i]`` in
     ``items[i]`` order, the same rows it writes alone. Returns the number of failed items."""
     seeds = seeds if seeds is not None else [None] * len(lanes)
     taken = [0] * len(lanes)

@@ -1,7 +1,7 @@
 """Prompt families on a set: how much of their prompts the methods of one family share (``judge run --check``).
 
 Methods of one model that score the same items run in one pass, their requests ordered by prefix across
-the methods (:mod:`judge.engine.units`, which cuts the pass into units of work). Prompts of one family
+the methods (:mod:`judge.scorers.units`, which cuts the pass into units of work). Prompts of one family
 share everything but their last line (``prompts/_criteria.j2``, the ``fedq`` family), so in that pass the
 prompts of one item follow each other and only each one's last line is evaluated; this module measures
 that share from the templates alone, before anything runs.

@@ -31,15 +31,15 @@ from ..backends.base import Prompt
 from ..core.errors import InputError
 from ..data.items import Item
 from ..data.pairs import Pair
-from ..distributed.options import RayOptions
 from ..records.pair_rows import PairRow
 from ..records.rows import Row
 from ..scorers.base import Scorer
 from .batch import BatchPlan
-from .build import BackendPool, build
+from .build import POOLS, BackendPool, build
 from .compare import compare_rows
 from .cost import Entry, calibrate, cost_lines, estimate
 from .hosted_cost import Budget, count_hosted, money_lines
+from .ray_options import RayOptions
 from .run import run_rows
 from .spec import Prepared
 
@@ -101,8 +101,7 @@ class Session:
         if self.options.ray is None:
             self._backends = BackendPool()
         else:  # the ray extra, imported only then
-            from ..distributed.backend import RayPool
-            self._backends = RayPool(self.options.ray, self.options.log)
+            self._backends = POOLS.get("ray")(self.options.ray, self.options.log)
         try:
             self._batches.send(self._backends, self.options.log)
         except BaseException:

@@ -28,13 +28,13 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from ..backends.base import Backend, Prompt
 from ..core.config import GenerateConfig
 from ..core.errors import InputError
+from ..core.fields import check_no_secrets, close_hint, convert, field_types
 from ..core.registry import Registry
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..prompts.templates import PromptTemplate
 from ..scorers.base import Scorer
 from ..selectors import Selector
-from .fields import check_no_secrets, close_hint, convert, field_types
 
 #: The type of a method that names none (a TOML table naming a ``scorer`` is classic: :attr:`MethodType.implied_by`).
 DEFAULT_TYPE = "llm"

@@ -19,8 +19,8 @@ from ..data.qualities import Scale, parse_scale
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
 from ..datasets.split import SPLITS
-from ..distributed.options import RayOptions, ray_from_table
 from ..engine.named import named_method, with_runtime
+from ..engine.ray_options import RayOptions, ray_from_table
 from ..engine.spec import MethodSpec, method_type
 from ..engine.tables import parse_methods, read_table
 from ..records.results import slug

@@ -29,12 +29,12 @@ from ..engine.cost import Entry
 from ..engine.schedule import family_shares
 from ..engine.session import RunOptions, Session
 from ..engine.spec import OTHER_SETS
-from ..engine.units import LaneCost
 from ..records.results import cell_path
 from ..records.rows import Row, read_rows
 from ..records.summary import Summary
 from ..report import render_all
 from ..scorers.base import Lane
+from ..scorers.units import LaneCost
 from .cells import CellWriter, check_meta, compute, read_done, retry_failed
 from .compare_cells import CompareCell, plan_compares, run_compare
 from .compare_cells import cost_entries as compare_cost_entries

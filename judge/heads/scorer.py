@@ -11,8 +11,9 @@ from dataclasses import replace
 
 from ..backends.base import Backend
 from ..data.items import Item
-from ..scorers.base import ItemWork, Score, Scorer, score_lane
+from ..scorers.base import ItemWork, Score, Scorer
 from ..scorers.llm import LLMJudge
+from ..scorers.units import score_lane
 from .head import Head
 
 

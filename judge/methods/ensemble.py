@@ -20,9 +20,9 @@ from ..data.items import Item
 from ..data.qualities import Quality
 from ..engine.build import build, prepare_checked
 from ..engine.spec import OTHER_SETS, SCORED_SET, Backends, MethodSpec, MethodType, Prepared, own
-from ..engine.units import run_lanes
 from ..scorers.base import Score, Scorer
 from ..scorers.ensemble import COMBINE_RULES, FIT_RULES, EnsembleScorer, TrainingSet
+from ..scorers.units import run_lanes
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from typing import Any, ClassVar
 from ..backends.base import Prompt
 from ..backends.registry import BACKENDS
 from ..core.errors import InputError, UnknownNameError
+from ..core.fields import close_hint
 from ..core.settings import setting
 from ..data.alternatives import READ, alternatives_for, lists_for
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets import check_scale, load_items
 from ..engine.build import backend_key
-from ..engine.fields import close_hint
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..prompts.context_views import CONTEXT_VIEWS, in_view
 from ..prompts.templates import (

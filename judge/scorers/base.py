@@ -109,7 +109,7 @@ K_contra = TypeVar("K_contra", contravariant=True)
 
 class Lane(Protocol[K_contra]):
     """A scorer whose work is requests to one backend: what the engine schedules with the other lanes of
-    that backend in one prefix-ordered pass, cut into units of work (:mod:`judge.engine.units`). Its items
+    that backend in one prefix-ordered pass, cut into units of work (:mod:`judge.scorers.units`). Its items
     are :class:`judge.data.items.Item` s for every method that scores replies one at a time, and
     :class:`judge.data.pairs.Pair` s for a pairwise judge."""
 
@@ -194,12 +194,3 @@ class Scorer(Protocol):
         ``wrapping`` (the text the backend puts before and after a prompt's own, or None when it cannot
         say). None for a method that sends no prompt it could rebuild (the default)."""
         return None
-
-
-def score_lane(lane: Lane[Item], items: Iterable[Item]) -> Iterator[Score]:
-    """A lane's scores of ``items``, in order, answered by its own backend in this process: what a lane
-    scorer's ``score`` is. The one runner of lanes is the engine's (:func:`judge.engine.units.run_lanes`)."""
-    from ..engine.units import run_lanes  # the engine sits above the scorers it runs
-
-    for _, score in run_lanes([lane], [items]):
-        yield score

@@ -27,8 +27,9 @@ from ..backends.base import Backend, Failure, Prompt, TokenLogprobs
 from ..backends.requests import Answer, Request
 from ..core.errors import InputError, MissingInputError
 from ..data.items import SYSTEM, Item, Turn
-from .base import ItemWork, Score, Scorer, score_lane
+from .base import ItemWork, Score, Scorer
 from .classic.fed_metric import followups, quality_score
+from .units import score_lane
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from ..prompts.answers import candidates, check_labels
 from ..prompts.context_views import in_view
 from ..prompts.templates import PromptTemplate, short_sha
 from ..selectors import Selector, ZeroShot
-from .base import ItemWork, Said, Score, Scorer, score_lane
+from .base import ItemWork, Said, Score, Scorer
 from .rules import ScoringError, score_distribution
+from .units import score_lane
 
 
 def render_prompt(template: PromptTemplate, item: Item, examples: Sequence[tuple[Item, str]], quality: Quality | None,
@@ -209,7 +210,7 @@ class LLMJudge(Scorer):
         that reuses the KV cache of the previous prompt (``capabilities.prefix_reuse``: llama.cpp) the window's
         prompts are sent sorted by text, so prompts that share a prefix (instruction, examples) run
         one after another and only what follows the shared part is evaluated; other backends get
-        them in input order (:mod:`judge.engine.units`, which runs every lane).
+        them in input order (:mod:`judge.scorers.units`, which runs every lane).
         Scores are yielded as soon as every earlier item of the window is done, so memory stays
         bounded by the window however many items stream through (unless the documented defaults need
         every item of the call up front: :meth:`needs_items`).

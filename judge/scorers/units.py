@@ -31,21 +31,22 @@ request), so a driver can look every request up, and send only the misses, befor
 
 What consumes this: :func:`judge.engine.run.run_rows` and :func:`judge.engine.run.run_rows_together`
 (``judge score``, ``judge run`` cells, ``judge serve``), ensembles' members
-(:func:`judge.methods.ensemble.score_members`), a lane scorer's own ``score`` (:func:`judge.scorers.base.score_lane`),
+(:func:`judge.methods.ensemble.score_members`), a lane scorer's own ``score`` (:func:`score_lane`),
 and ``--check``'s replay (:mod:`judge.engine.cost`), which runs the same plan on a backend that counts tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from time import perf_counter
 from typing import Any, Protocol
+from weakref import WeakKeyDictionary
 
 from ..backends.base import Backend
 from ..backends.requests import Answer, Request, ask
-from ..scorers.base import ItemWork, Keyed, Lane, Score
+from .base import Item, ItemWork, Keyed, Lane, Score
 
 
 @dataclass(frozen=True)
@@ -138,10 +139,23 @@ class LocalExecutor(Executor):
             yield i, answers
 
 
+#: ``executor(backend, costs)`` of each backend whose model runs elsewhere (:func:`answer_elsewhere`).
+ExecutorFactory = Callable[[Any, Sequence[LaneCost] | None], Executor]
+_ELSEWHERE: WeakKeyDictionary[Backend, ExecutorFactory] = WeakKeyDictionary()
+
+
+def answer_elsewhere(backend: Backend, executor: ExecutorFactory) -> None:
+    """Have ``executor(backend, costs)`` answer the units of every pass on ``backend``: the layer of a backend
+    whose model runs elsewhere (a Ray cluster's driver, :mod:`judge.distributed`) registers the executor that
+    ships units there and charges what they cost. The backend contract knows nothing of it."""
+    _ELSEWHERE[backend] = executor
+
+
 def executor_for(backend: Backend, costs: Sequence[LaneCost] | None = None) -> Executor:
-    """What answers the units of a pass on ``backend``: the executor it declares (``Backend.executor``: its model
-    runs elsewhere), else this process (:class:`LocalExecutor`)."""
-    return backend.executor(costs) or LocalExecutor(backend, costs)
+    """What answers the units of a pass on ``backend``: the executor registered for it (:func:`answer_elsewhere`),
+    else this process (:class:`LocalExecutor`)."""
+    make = _ELSEWHERE.get(backend)
+    return make(backend, costs) if make is not None else LocalExecutor(backend, costs)
 
 
 def pass_backend(lanes: Sequence[Lane[Any]]) -> Backend:
@@ -233,7 +247,7 @@ def run_lanes(lanes: Sequence[Lane[Any]], items: Sequence[Iterable[Keyed]], *, e
 
     Each lane's scores come in its own items' order, as soon as they and every earlier one of that lane
     are done (scores of different lanes interleave). ``executor`` answers the units (default: the one the
-    lanes' backend declares, else that backend in this process: :func:`executor_for`), on windows of the
+    lanes' backend has registered, else that backend in this process: :func:`executor_for`), on windows of the
     lanes' ``window`` items times its ``breadth()`` unless ``window`` is given; ``costs`` (one per lane)
     receive the time and counters of that lane's share. Each lane gets exactly what it gets alone: the same requests, backend
     calls holding requests of that lane only (so cache keys and per-lane counters are its own), and its
@@ -277,3 +291,10 @@ def _ready(done: list[dict[int, Score]], nxt: list[int], lane: int | None = None
         while nxt[i] in done[i]:
             yield i, done[i].pop(nxt[i])
             nxt[i] += 1
+
+
+def score_lane(lane: Lane[Item], items: Iterable[Item]) -> Iterator[Score]:
+    """A lane's scores of ``items``, in order, answered by its own backend in this process (or where the layer
+    around it has its units answered, :func:`answer_elsewhere`): what a lane scorer's ``score`` is."""
+    for _, score in run_lanes([lane], [items]):
+        yield score

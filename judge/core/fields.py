@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from ..core.config import GenerateConfig
-from ..core.errors import InputError
+from .config import GenerateConfig
+from .errors import InputError
 
 #: Option names that would carry a secret; keys come only from environment variables.
 SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "password", "authorization"})

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, get_args
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ..core.errors import InputError
-from ..engine.fields import close_hint, convert, field_types
-
-
-def _option(flag: str, key: str, help: str, default: Any = None) -> Any:
-    return field(default=default, metadata={"flag": flag, "key": key, "help": help})
+from ..core.options import OptionGroup, option
 
 
 @dataclass(frozen=True)
@@ -29,16 +25,17 @@ class RayOptions:
     spec and answers units of work; the driver (the ``judge`` process) plans, keeps the cache and writes
     every output (docs/distributed.md)."""
 
-    address: str = _option(
+    address: str = option(
         "--ray", "ray", "run the model work on a Ray cluster: auto (the cluster this machine belongs to), local (start "
-        "one here, as Ray does) or HOST:PORT of its head (also ray://HOST:PORT); needs dialogue-judge[ray]", "auto")
-    actors: int | None = _option(
+        "one here, as Ray does) or HOST:PORT of its head (also ray://HOST:PORT); needs dialogue-judge[ray]", "auto",
+        metavar="ADDRESS")
+    actors: int | None = option(
         "--ray-actors", "ray_actors", "actors (model replicas) to keep on the cluster (default: as many as its CPUs, "
         "or its GPUs with --ray-gpus, hold)")
-    cpus: int | None = _option(
+    cpus: int | None = option(
         "--ray-cpus", "ray_cpus", "CPUs each actor reserves; its backend runs that many threads, whatever --threads says "
         "(default: --threads, else 1)")
-    gpus: float = _option(
+    gpus: float = option(
         "--ray-gpus", "ray_gpus", "GPUs each actor reserves (vLLM replicas: 1, or the tensor_parallel_size they use; "
         "default 0)", 0.0)
 
@@ -48,7 +45,7 @@ class RayOptions:
         for name, low in (("actors", 1), ("cpus", 1)):
             value = getattr(self, name)
             if value is not None and value < low:
-                raise InputError(f"must be >= {low}, got {value}", field=_meta(name)["key"])
+                raise InputError(f"must be >= {low}, got {value}", field=RAY.meta[name]["key"])
         if self.gpus < 0:
             raise InputError(f"must be >= 0, got {self.gpus}", field="ray_gpus")
 
@@ -65,48 +62,29 @@ class RayOptions:
                 "each")
 
 
-def _meta(name: str) -> Mapping[str, Any]:
-    return next(f.metadata for f in fields(RayOptions) if f.name == name)
-
-
-#: The ``[run]`` keys a config may hold (each a field of :class:`RayOptions`), by key.
-RUN_KEYS: dict[str, str] = {f.metadata["key"]: f.name for f in fields(RayOptions)}
+#: The flags and ``[run]`` keys of :class:`RayOptions`.
+RAY = OptionGroup(RayOptions, "Ray cluster (needs dialogue-judge[ray]; docs/distributed.md)", dest="ray_")
 
 
 def add_ray_options(p: argparse.ArgumentParser) -> None:
     """The flags of :class:`RayOptions` (``--ray`` and the per-actor resources) in a group of their own."""
-    g = p.add_argument_group("Ray cluster (needs dialogue-judge[ray]; docs/distributed.md)")
-    for name, hint in field_types(RayOptions).items():
-        kind = next(a for a in (get_args(hint) or (hint,)) if a is not type(None))
-        g.add_argument(_meta(name)["flag"], dest=f"ray_{name}", type=kind, default=None,
-                       metavar="ADDRESS" if kind is str else "N", help=_meta(name)["help"])
+    RAY.add_flags(p)
 
 
 def ray_from_args(args: argparse.Namespace, base: RayOptions | None = None) -> RayOptions | None:
     """The options the flags give, over ``base`` (a config's ``[run]`` table); None when neither asks for Ray.
     A per-actor flag without ``--ray`` (and no ``[run] ray``) is refused: it would change nothing."""
-    given = {f.name: getattr(args, f"ray_{f.name}") for f in fields(RayOptions)
-             if getattr(args, f"ray_{f.name}", None) is not None}
+    given = RAY.given(args)
     if base is None and "address" not in given:
         if given:
-            flag = _meta(next(iter(given)))["flag"]
-            raise InputError("applies to a run on a Ray cluster: give --ray ADDRESS too", field=flag)
+            raise InputError("applies to a run on a Ray cluster: give --ray ADDRESS too", field=RAY.flag(next(iter(given))))
         return None
     return replace(base or RayOptions(), **given)
 
 
 def ray_from_table(table: Mapping[str, Any], path: str) -> RayOptions | None:
     """The options of a config's ``[run]`` table (None when it names no cluster); errors name the key."""
-    values: dict[str, Any] = {}
-    types = field_types(RayOptions)
-    for key, value in table.items():
-        if key not in RUN_KEYS:
-            raise InputError(f"unknown key{close_hint(key, RUN_KEYS)}", file=path, field=f"run.{key}")
-        name = RUN_KEYS[key]
-        try:
-            values[name] = convert(key, value, types[name])
-        except InputError as exc:
-            raise InputError(exc.reason, file=path, field=f"run.{key}") from None
+    values = RAY.read(table, path=path, section="run")
     if "address" not in values:
         if values:
             raise InputError("applies to a run on a Ray cluster: give ray = ADDRESS too", file=path,
@@ -116,12 +94,3 @@ def ray_from_table(table: Mapping[str, Any], path: str) -> RayOptions | None:
         return RayOptions(**values)
     except InputError as exc:
         raise InputError(exc.reason, file=path, field=f"run.{exc.field}") from None
-
-
-def option_rows() -> list[tuple[str, str, str, str]]:
-    """(flag, ``[run]`` key, default, help) of every option, for the docs' table."""
-    rows = []
-    for f in fields(RayOptions):
-        default = "" if f.default is MISSING or f.default is None else str(f.default)
-        rows.append((f.metadata["flag"], f.metadata["key"], default, f.metadata["help"]))
-    return rows
