@@ -38,7 +38,9 @@ class Bootstrap(Protocol):
     def mean(self, x: np.ndarray, mask: np.ndarray, null: float | None = None) -> dict[str, Any]: ...
 
 
-class _Order(Protocol):
+class LabelledOrder(Protocol):
+    """What these figures read of one order a pair was read in: its verdict."""
+
     @property
     def winner(self) -> str: ...
 
@@ -52,7 +54,7 @@ class LabelledRow(Protocol):
     @property
     def consistent(self) -> bool | None: ...
     @property
-    def orders(self) -> Sequence[_Order]: ...
+    def orders(self) -> Sequence[LabelledOrder]: ...
     @property
     def label(self) -> str | None: ...
     @property

@@ -21,7 +21,7 @@ import numpy as np
 
 from .correlation import _boot_samples, _percentiles, _scipy_stats, _two_sided_p, stratified_samples
 from .floor import has_interval
-from .pair_labels import label_figures
+from .pair_labels import LabelledOrder, LabelledRow, label_figures
 
 #: Half a win each way per compared pair of systems (see the module docstring).
 BT_PRIOR = 0.5
@@ -29,18 +29,16 @@ BT_PRIOR = 0.5
 LEVEL = 0.95
 
 
-class PairOrder(Protocol):
+class PairOrder(LabelledOrder, Protocol):
     """What the statistics read of one order a pair was read in."""
 
     @property
     def order(self) -> str: ...
     @property
     def p_a(self) -> float | None: ...
-    @property
-    def winner(self) -> str: ...
 
 
-class PairRow(Protocol):
+class PairRow(LabelledRow, Protocol):
     """What the statistics read of a pair row (:class:`judge.records.pair_rows.PairRow`, which sits above
     them): its systems, items, context and group, the judge's preference and verdict, how its orders read,
     the replies' lengths and ratings, and whether it failed."""
@@ -64,10 +62,6 @@ class PairRow(Protocol):
     @property
     def preference(self) -> float | None: ...
     @property
-    def winner(self) -> str | None: ...
-    @property
-    def consistent(self) -> bool | None: ...
-    @property
     def orders(self) -> Sequence[PairOrder]: ...
     @property
     def length_a(self) -> int: ...
@@ -79,12 +73,6 @@ class PairRow(Protocol):
     def complete(self) -> bool: ...
     @property
     def error(self) -> str | None: ...
-    @property
-    def label(self) -> str | None: ...
-    @property
-    def label_kind(self) -> str | None: ...
-    @property
-    def votes(self) -> Sequence[str] | None: ...
 
 
 def _f(x: float | None) -> float | None:
