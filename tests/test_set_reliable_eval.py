@@ -4,10 +4,13 @@ usual guarantees, their conversations named so that the halves of the sets regis
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from judge.cli import main
 from judge.core.errors import InputError
 from judge.data.qualities import oriented
 from judge.datasets import detect_format, load_benchmark, load_items
@@ -16,6 +19,9 @@ from judge.datasets.conversations import DIGEST_SETS, conversation_names, load_u
 from judge.datasets.download import DATA_FILES
 from judge.datasets.identity import index_digest
 from judge.datasets.reliable_eval import QUALITY_CONTROL
+from judge.stats.system_level import rank_of, replication, system_agreement
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RE_SETS = {"reliable-eval-free1": (1290, "RE1"), "reliable-eval-free2": (996, "RE2"), "reliable-eval-ice": (1224, "REI")}
 PE_SETS = {"engagement-dailydialog": (1800, "PED", (1, 5)), "engagement-convai": (297, "PEC", (0, 1))}
@@ -130,3 +136,98 @@ def test_the_earlier_sets_keep_their_conversations_and_halves(data_dir: Path) ->
 
 def test_negative_qualities_are_oriented_for_averages() -> None:
     assert oriented(-0.4, negative=True) == 0.4 and oriented(0.4, negative=False) == 0.4
+
+
+# --- the system level ------------------------------------------------------------------------------
+
+
+def test_system_agreement_correlates_per_system_means_and_resamples_conversations() -> None:
+    rng = np.random.default_rng(0)
+    systems = [s for s in "ABCDEFGHIJ" for _ in range(8)] + [QUALITY_CONTROL] * 8
+    quality = {s: i for i, s in enumerate("ABCDEFGHIJ")} | {QUALITY_CONTROL: -5}
+    human = [quality[s] * 10 + float(rng.normal(0, 3)) for s in systems]
+    judge = [quality[s] + float(rng.normal(0, 0.3)) for s in systems]
+    a = system_agreement(judge, human, systems, exclude={QUALITY_CONTROL}, n_boot=200)
+    assert (a.n_systems, a.n_conversations) == (10, 80) and a.value == pytest.approx(1.0)
+    assert a.has_interval and a.low <= a.value <= a.high and a.p_value < 0.001
+    assert rank_of(a.left, QUALITY_CONTROL) == (11, 11)  # the judge puts the bot last
+    assert rank_of({"x": 1.0, QUALITY_CONTROL: 9.0}, QUALITY_CONTROL, negative=True) == (2, 2)
+    reversed_judge = [-x for x in judge]
+    assert system_agreement(reversed_judge, human, systems, exclude={QUALITY_CONTROL}, n_boot=50).value == \
+        pytest.approx(-1.0)
+    # Below the floor on conversations per system: the figure, no interval and no p.
+    few = system_agreement(judge[:3] + judge[8:11] + judge[16:19], human[:3] + human[8:11] + human[16:19],
+                           systems[:3] + systems[8:11] + systems[16:19], n_boot=50)
+    assert few.n_systems == 3 and not few.has_interval and math.isnan(few.p_value)
+
+
+def test_replication_draws_each_run_on_its_own() -> None:
+    systems = [s for s in "ABCDEFG" for _ in range(7)]
+    first = [float("ABCDEFG".index(s)) + 0.1 * (i % 3) for i, s in enumerate(systems)]
+    second = [float("ABCDEFG".index(s)) for s in systems]
+    r = replication(first, systems, second, systems, n_boot=100)
+    assert r.value == pytest.approx(1.0) and r.n_conversations == 49 + 49 and r.has_interval
+    # One system with six conversations in the second run: below the floor, no interval and no p.
+    short = replication(first, systems, second[:-1], systems[:-1], n_boot=100)
+    assert short.n_conversations == 49 + 48 and not short.has_interval and math.isnan(short.p_value)
+
+
+@pytest.mark.slow
+def test_the_system_table_of_a_run_on_the_mock_backend(tmp_path: Path, data_dir: Path, capsys) -> None:
+    """The shipped config end to end on the mock backend, then ``judge results system`` on its folder: ten
+    systems, the bot's rank, raw and z rows, and the replication ceiling computed from both runs."""
+    out = tmp_path / "re"
+    config = ROOT / "benchmarks" / "configs" / "reliable_eval_q15_test.toml"
+    assert main(["run", str(config), "--backend", "mock", "--data-dir", str(data_dir), "--limit", "80",
+                 "--datasets", "RE1", "--methods", "length", "-o", str(out), "--no-progress"]) == 0
+    board = (out / "leaderboard.md").read_text()
+    assert "RE1 robotic (lower is better)" in board and "RE1 fun |" in board
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["datasets"][0]["negative"] == ["robotic", "repetitive"]
+    per_q = {r["quality"]: r["spearman"] for r in summary["results"]}
+    oriented_mean = sum(oriented(v, q in ("robotic", "repetitive")) for q, v in per_q.items()) / len(per_q)
+    assert summary["averages"]["length"]["per_set"]["reliable-eval-free1"] == pytest.approx(oriented_mean, abs=1e-6)
+    capsys.readouterr()
+    assert main(["results", "system", str(out), "--data-dir", str(data_dir), "--bootstrap", "30"]) == 0
+    table = capsys.readouterr().out
+    rows = [ln for ln in table.splitlines() if ln.startswith("| length | RE1 |")]
+    assert len(rows) == 16  # eight qualities, raw and z
+    assert any("robotic (lower is better) | raw 0-100 | 10 |" in ln for ln in rows)
+    assert all(" of 11 |" in ln for ln in rows) and "per-worker z" in table
+    # The ceiling: people against people over the ten systems, both free-topic runs whole.
+    one, two = load_benchmark("RE1", data_dir), load_benchmark("RE2", data_dir)
+    expected = replication([it.annotations["overall"][0] for it in one], [str(it.system) for it in one],
+                           [it.annotations["overall"][0] for it in two], [str(it.system) for it in two],
+                           exclude={QUALITY_CONTROL}, n_boot=30)
+    overall = next(ln for ln in rows if "| overall | raw 0-100 |" in ln)
+    assert overall.endswith(f"| {expected.value:.3f} [{expected.low:.3f}, {expected.high:.3f}] (n = 10) |")
+
+
+def test_a_negative_quality_example_shows_the_good_direction(data_dir: Path) -> None:
+    """The shipped prompts score how good a chat is; an in-context example of a negative quality shows its
+    label turned the same way (a chat rated 0 on ``robotic`` is shown at the top of the prompt's scale)."""
+    from judge.prompts.answers import Rating
+    from judge.prompts.templates import get_prompt
+
+    robotic = DATASETS["reliable-eval-free1"].quality("robotic")
+    fun = DATASETS["reliable-eval-free1"].quality("fun")
+    rating = get_prompt("rating")
+    chat = next(it for it in load_benchmark("RE1", data_dir) if it.human("robotic") == 0 and it.human("fun") == 0)
+    answer = rating.answer
+    assert isinstance(answer, Rating)
+    assert rating.example_label(chat, robotic) == answer.format_label(answer.max)
+    assert rating.example_label(chat, fun) == answer.format_label(answer.min)
+
+
+def test_the_criteria_prompt_scores_both_sets_with_smollm2(smollm2, data_dir: Path) -> None:
+    """SmolLM2 (real, llama.cpp) on Reliable-Eval's shortest chat and an engagement turn with the criteria
+    prompt the shipped configs run."""
+    from judge.prompts.templates import get_prompt
+    from judge.scorers.llm import LLMJudge
+
+    chat = min(load_benchmark("RE1", data_dir), key=lambda it: sum(len(t.text) for t in it.dialog))
+    turn = load_benchmark("PEC", data_dir)[3]
+    for name, item in (("reliable-eval-free1", chat), ("engagement-convai", turn)):
+        quality = DATASETS[name].quality(DATASETS[name].overall)
+        scored = list(LLMJudge(get_prompt("yesno-criteria"), smollm2, quality=quality).score([item]))
+        assert len(scored) == 1 and scored[0].ok and 0 < scored[0].value < 1
