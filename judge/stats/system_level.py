@@ -93,18 +93,27 @@ def replication(first: Sequence[float], first_systems: Sequence[str], second: Se
                       system_means(second, second_systems), paired=False)
 
 
-def _fast(a: np.ndarray, b: np.ndarray, method: str) -> float:
-    """Spearman (Pearson of average ranks) or Pearson of a resample, without scipy's per-call overhead (a
-    bootstrap computes thousands); Kendall goes through :func:`correlate`."""
-    if method == "kendall":
-        return correlate(list(a), list(b), method).value
+def _rowwise(a: np.ndarray, b: np.ndarray, method: str) -> np.ndarray:
+    """The correlation of each row of ``a`` with the same row of ``b`` (resamples x systems): Spearman as the
+    Pearson of average ranks, or Pearson; NaN where a row is constant. Vectorised, since a bootstrap
+    computes thousands."""
     if method == "spearman":
         from scipy.stats import rankdata
 
-        a, b = rankdata(a), rankdata(b)
-    if np.ptp(a) == 0 or np.ptp(b) == 0:
-        return float("nan")
-    return float(np.corrcoef(a, b)[0, 1])
+        a, b = rankdata(a, axis=1), rankdata(b, axis=1)
+    elif method != "pearson":
+        raise ValueError(f"system level: spearman or pearson, got {method!r}")
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (a * b).sum(axis=1) / den, np.nan)
+
+
+def _draws(values: np.ndarray, members: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """The mean of ``values`` over ``n_boot`` resamples (with replacement) of one system's conversations."""
+    idx = rng.integers(0, len(members), size=(n_boot, len(members)))
+    return values[members[idx]].mean(axis=1)
 
 
 def _agreement(a: np.ndarray, b: np.ndarray, m1: Mapping[str, np.ndarray],
@@ -119,17 +128,18 @@ def _agreement(a: np.ndarray, b: np.ndarray, m1: Mapping[str, np.ndarray],
     low = high = p = float("nan")
     if names and has_interval(smallest) and math.isfinite(point.value):
         rng = np.random.default_rng(seed)
-        vals = []
-        for _ in range(n_boot):
-            ma, mb = [], []
-            for s in names:
-                draw = rng.choice(m1[s], size=len(m1[s]))
-                ma.append(a[draw].mean())
-                mb.append(b[draw if paired else rng.choice(m2[s], size=len(m2[s]))].mean())
-            r = _fast(np.array(ma), np.array(mb), method)
-            if math.isfinite(r):
-                vals.append(r)
-        if vals:
+        left_means, right_means = [], []
+        for s in names:
+            if paired:  # one draw of conversations for both sides
+                idx = rng.integers(0, len(m1[s]), size=(n_boot, len(m1[s])))
+                left_means.append(a[m1[s][idx]].mean(axis=1))
+                right_means.append(b[m1[s][idx]].mean(axis=1))
+            else:
+                left_means.append(_draws(a, m1[s], n_boot, rng))
+                right_means.append(_draws(b, m2[s], n_boot, rng))
+        rs = _rowwise(np.column_stack(left_means), np.column_stack(right_means), method)
+        vals = rs[np.isfinite(rs)]
+        if len(vals):
             low, high = (float(x) for x in np.percentile(vals, [2.5, 97.5]))
         p = point.p_value
     return SystemAgreement(point.value, p, low, high, len(names), n_conv, n_boot, method, dict(left), dict(right))
