@@ -19,7 +19,7 @@ from judge.datasets.conversations import DIGEST_SETS, conversation_names, load_u
 from judge.datasets.download import DATA_FILES
 from judge.datasets.identity import index_digest
 from judge.datasets.reliable_eval import QUALITY_CONTROL
-from judge.stats.system_level import rank_of, replication, system_agreement
+from judge.stats.system_level import rank_of, replication, system_agreement, system_means
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,13 +146,15 @@ def test_system_agreement_correlates_per_system_means_and_resamples_conversation
     systems = [s for s in "ABCDEFGHIJ" for _ in range(8)] + [QUALITY_CONTROL] * 8
     quality = {s: i for i, s in enumerate("ABCDEFGHIJ")} | {QUALITY_CONTROL: -5}
     human = [quality[s] * 10 + float(rng.normal(0, 3)) for s in systems]
-    judge = [quality[s] + float(rng.normal(0, 0.3)) for s in systems]
+    judge = [quality[s] + float(rng.normal(0, 2)) for s in systems]
     a = system_agreement(judge, human, systems, exclude={QUALITY_CONTROL}, n_boot=200)
-    assert (a.n_systems, a.n_conversations) == (10, 80) and a.value == pytest.approx(1.0)
-    assert a.has_interval and a.low <= a.value <= a.high and a.p_value < 0.001
+    means = system_means(judge, systems)
+    assert a.left == means and a.left[QUALITY_CONTROL] < min(v for s, v in means.items() if s != QUALITY_CONTROL)
+    assert (a.n_systems, a.n_conversations) == (10, 80) and 0.8 < a.value < 1 and a.p_value < 0.01
+    assert a.has_interval and a.low < a.value <= a.high <= 1
     assert rank_of(a.left, QUALITY_CONTROL) == (11, 11)  # the judge puts the bot last
     assert rank_of({"x": 1.0, QUALITY_CONTROL: 9.0}, QUALITY_CONTROL, negative=True) == (2, 2)
-    reversed_judge = [-x for x in judge]
+    reversed_judge = [-quality[s] for s in systems]
     assert system_agreement(reversed_judge, human, systems, exclude={QUALITY_CONTROL}, n_boot=50).value == \
         pytest.approx(-1.0)
     # Below the floor on conversations per system: the figure, no interval and no p.
