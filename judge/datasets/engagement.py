@@ -21,6 +21,7 @@ import csv
 import io
 import math
 
+from ..core.components import components
 from ..core.errors import InputError
 from ..data.items import USER, Item, Turn
 from ._common import assign_groups
@@ -78,24 +79,17 @@ def _continued(items: list[Item]) -> dict[int, str]:
     """Rows of one conversation by their texts: a row whose reply is another row's query (the ground-truth
     reply of DailyDialog, the next ConvAI utterance) continues that row's conversation, and rows replying to
     one query share it. Returned as a link key per row (``assign_groups``' ``links``)."""
-    parent = list(range(len(items)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    links: list[tuple[int, int]] = []
     by_query: dict[str, int] = {}
     for i, it in enumerate(items):
         q = _key(it.context[0].text)
         if q:
-            parent[find(i)] = find(by_query.setdefault(q, i))
+            links.append((i, by_query.setdefault(q, i)))
     for i, it in enumerate(items):
         j = by_query.get(_key(it.response or ""))
         if j is not None:
-            parent[find(i)] = find(j)
-    return {i: f"row-{find(i)}" for i in range(len(items))}
+            links.append((i, j))
+    return {i: f"row-{group[0]}" for group in components(range(len(items)), links) for i in group}
 
 
 def _dailydialog(row: dict[str, str], i: int, file: str, rec: str, dataset: str) -> Item:
