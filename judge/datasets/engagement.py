@@ -12,7 +12,7 @@ Two CSV files, each row one reply to a one-utterance query:
 
 Both rate the quality ``engagement``. A blank query or reply is data (three ConvAI rows have one): the item
 is kept, with an empty turn, and flagged. Rows that reply to the same query share a group, and so do
-rows one of which replies with the other's query (:func:`_continued`).
+rows one of which replies with the other's query when that reply is not a short stock line (:func:`_continued`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ CONVAI = ("id", "query", "reply", "label")
 AUTOMATIC = {"Ruber_Unref_Score": "ruber_unref", "CTX_Unref_Score": "ctx_unref",
              "Eng_Score_MeanPooling": "engagement_mean_pooling", "Eng_Score_MaxPooling": "engagement_max_pooling"}
 QUALITY = "engagement"
+#: A reply continues the row whose query it is only when it holds this many letters and digits: a generated
+#: "thank you ." equals the query "Thank you ." of another DailyDialog conversation, and chained the two.
+MIN_CONTINUING_REPLY = 16
 
 
 def kind(header: list[str]) -> str | None:
@@ -78,7 +81,8 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
 def _continued(items: list[Item]) -> dict[int, str]:
     """Rows of one conversation by their texts: a row whose reply is another row's query (the ground-truth
     reply of DailyDialog, the next ConvAI utterance) continues that row's conversation, and rows replying to
-    one query share it. Returned as a link key per row (``assign_groups``' ``links``)."""
+    one query share it. Returned as a link key per row (``assign_groups``' ``links``). A short reply ("thank you .",
+    often a generated one) is another query's text by chance, so it continues nothing."""
     links: list[tuple[int, int]] = []
     by_query: dict[str, int] = {}
     for i, it in enumerate(items):
@@ -86,7 +90,8 @@ def _continued(items: list[Item]) -> dict[int, str]:
         if q:
             links.append((i, by_query.setdefault(q, i)))
     for i, it in enumerate(items):
-        j = by_query.get(_key(it.response or ""))
+        reply = _key(it.response or "")
+        j = by_query.get(reply) if len(reply) >= MIN_CONTINUING_REPLY else None
         if j is not None:
             links.append((i, j))
     return {i: f"row-{group[0]}" for group in components(range(len(items)), links) for i in group}
