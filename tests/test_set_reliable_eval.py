@@ -114,7 +114,7 @@ def test_download_knows_where_each_file_lives() -> None:
     urls = {f.path: f.url for f in DATA_FILES}
     assert urls["reliable_eval/pass_free(run2).json"] == ("https://raw.githubusercontent.com/TianboJi/Dialogue-Eval/"
                                                           "33af02448092ad180c1c4c68e454324e170f56a6/dialogue_data/"
-                                                          "pass_free(run2).json")
+                                                          "pass_free%28run2%29.json")  # the path escaped
     assert urls["predictive_engagement/humanAMT_engscores_utt.csv"].endswith(
         "PlusLabNLP/PredictiveEngagement/214d3eb20901982d192b05b4d496420dfb273f8e/data/humanAMT_engscores_utt.csv")
 

@@ -117,7 +117,7 @@ HALVES = [
     ("llmbar-faireval", 62, 31, 70, 35, "6867c8095108138a8de95dbaa93a1ba8e896c9e5390e850ebb2ff579a26ed56a"),
     ("llmbar-llmeval2", 200, 100, 200, 100, "302b93477f004cca7cf61d05be6f299aacdf1d4f3c3d41af221b042be35cdaad"),
     # Reliable-Eval's runs and PredictiveEngagement: registered after the sets above, whose halves they left
-    # as they were (tests/test_set_engagement.py).
+    # as they were (tests/test_set_reliable_eval.py).
     ("reliable-eval-free1", 631, 631, 659, 658, "4eea6cefc913e3760fccc707f1134f2271e1068267d0ec9dbd045ef61fcc2938"),
     ("reliable-eval-free2", 490, 490, 506, 505, "0e72b92e38615340e1ec2207e69f0ac8ed5c9f794849c3787f1b3e0f95f4f570"),
     ("reliable-eval-ice", 617, 617, 607, 607, "12c5c89544af2be876ca73fb41e79557211615c9d075f458774ead03d4d9edf8"),

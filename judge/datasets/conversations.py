@@ -187,7 +187,7 @@ def _window_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]
 
 #: The sets whose conversations the halves' digest reads (:func:`judge.datasets.identity.index_digest`): those
 #: registered when committed run summaries began to record it. A set registered later joins no conversation
-#: of theirs under a new name (tests/test_set_engagement.py checks it), so their halves and the digest stay;
+#: of theirs under a new name (tests/test_set_reliable_eval.py checks it), so their halves and the digest stay;
 #: its own halves are pinned item by item (tests/test_split.py).
 DIGEST_SETS = ("fed-turn", "fed-dial", "topical-usr", "persona-usr", "dailydialog-zhao", "dailydialog-gupta",
                "dailydialog-grade", "empathetic-grade", "persona-zhao", "convai2-grade", "fed", "usr-topical",

@@ -24,7 +24,8 @@ from ..data.qualities import LOWER_IS_BETTER
 from ..datasets import load_benchmark
 from ..datasets.benchmarks import DATASETS
 from ..datasets.reliable_eval import QUALITY_CONTROL
-from ..records.results import read_rows, slug
+from ..records.results import slug
+from ..records.rows import Row, read_rows
 from ..stats.system_level import SystemAgreement, rank_of, replication, system_agreement
 
 #: The registered Reliable-Eval sets and the two runs whose agreement is the ceiling.
@@ -48,11 +49,16 @@ class SystemRow:
     negative: bool
 
 
-def human_scores(rows: Sequence[dict[str, Any]], quality: str, scores: str) -> list[float | None]:
+def human_scores(rows: Sequence[Row], quality: str, scores: str) -> list[float | None]:
     """Each row's human rating: its ``human`` (raw slider) or its worker's z-score (``meta["z:<quality>"]``)."""
     if scores == "raw":
-        return [r.get("human") for r in rows]
-    return [(r.get("meta") or {}).get(f"z:{quality}") for r in rows]
+        return [r.human for r in rows]
+    return [_number((r.meta or {}).get(f"z:{quality}")) for r in rows]
+
+
+def _number(x: object) -> float | None:
+    """A metadata value as a rating (None where the item has none)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
 def ceiling(data_dir: str | Path, quality: str, scores: str, n_boot: int, seed: int) -> SystemAgreement:
@@ -100,9 +106,9 @@ def system_rows(run_dir: str | Path, data_dir: str | Path, *, n_boot: int = 1000
     ceilings: dict[tuple[str, str], SystemAgreement] = {}
     out = []
     for method, name, quality, path in found:
-        rows = [r for r in read_rows(path) if r.get("system")]
-        systems = [str(r["system"]) for r in rows]
-        scores_ = [r.get("score") for r in rows]
+        rows = [r for r in read_rows(path) if r.system]
+        systems = [str(r.system) for r in rows]
+        scores_ = [r.score for r in rows]
         negative = DATASETS[name].quality(quality).negative
         for kind in SCORES:
             human = human_scores(rows, quality, kind)
