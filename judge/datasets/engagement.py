@@ -12,7 +12,8 @@ Two CSV files, each row one reply to a one-utterance query:
 
 Both rate the quality ``engagement``. A blank query or reply is data (three ConvAI rows have one): the item
 is kept, with an empty turn, and flagged. Rows that reply to the same query share a group, and so do
-rows one of which replies with the other's query when that reply is not a short stock line (:func:`_continued`).
+rows one of which replies with the other's query (in the DailyDialog file, when that reply is not a short
+stock line: :func:`_continued`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ CONVAI = ("id", "query", "reply", "label")
 AUTOMATIC = {"Ruber_Unref_Score": "ruber_unref", "CTX_Unref_Score": "ctx_unref",
              "Eng_Score_MeanPooling": "engagement_mean_pooling", "Eng_Score_MaxPooling": "engagement_max_pooling"}
 QUALITY = "engagement"
-#: A reply continues the row whose query it is only when it holds this many letters and digits: a generated
-#: "thank you ." equals the query "Thank you ." of another DailyDialog conversation, and chained the two.
+#: In the DailyDialog file a reply continues the row whose query it is only when it holds this many letters and
+#: digits: a generated "thank you ." equals the query "Thank you ." of another DailyDialog conversation, and
+#: chained the two.
 MIN_CONTINUING_REPLY = 16
 
 
@@ -74,15 +76,17 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
         dup = next(x for x in ids if ids.count(x) > 1)
         raise InputError(f"duplicate id '{dup}'", file=file, record=f"row {ids.index(dup, ids.index(dup) + 1) + 1}",
                          field="id")
-    assign_groups(items, _continued(items))
+    assign_groups(items, _continued(items, MIN_CONTINUING_REPLY if which == "dailydialog" else 0))
     return items
 
 
-def _continued(items: list[Item]) -> dict[int, str]:
+def _continued(items: list[Item], min_reply: int = 0) -> dict[int, str]:
     """Rows of one conversation by their texts: a row whose reply is another row's query (the ground-truth
     reply of DailyDialog, the next ConvAI utterance) continues that row's conversation, and rows replying to
-    one query share it. Returned as a link key per row (``assign_groups``' ``links``). A short reply ("thank you .",
-    often a generated one) is another query's text by chance, so it continues nothing."""
+    one query share it. Returned as a link key per row (``assign_groups``' ``links``). A reply shorter than
+    ``min_reply`` letters and digits continues nothing: among DailyDialog's generated replies "thank you ." is
+    another dialogue's query by chance. ConvAI's rows are a chat's consecutive utterances, whose reply is the
+    next row's query however short ("hi"), so there every reply continues (``min_reply`` 0)."""
     links: list[tuple[int, int]] = []
     by_query: dict[str, int] = {}
     for i, it in enumerate(items):
@@ -91,7 +95,7 @@ def _continued(items: list[Item]) -> dict[int, str]:
             links.append((i, by_query.setdefault(q, i)))
     for i, it in enumerate(items):
         reply = _key(it.response or "")
-        j = by_query.get(reply) if len(reply) >= MIN_CONTINUING_REPLY else None
+        j = by_query.get(reply) if len(reply) >= min_reply else None
         if j is not None:
             links.append((i, j))
     return {i: f"row-{group[0]}" for group in components(range(len(items)), links) for i in group}
