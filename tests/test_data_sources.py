@@ -38,7 +38,7 @@ NOT_SHARED = {"dstc10_track5/persona-zhao_eval.json", "dstc10_track5/convai2-gra
 
 
 def test_sources_are_pinned_raw_github_urls():
-    assert len(DATA_FILES) == 14 + 8  # the DSTC10 and original releases, then PandaLM and the seven LLMBar sets
+    assert len(DATA_FILES) == 14 + 8 + 5  # DSTC10 and originals, PandaLM and the LLMBar sets, Reliable-Eval and PE
     for f in DATA_FILES:
         assert f.url.startswith("https://raw.githubusercontent.com/") and f.commit in f.url
         assert len(f.sha256) == 64

@@ -62,6 +62,10 @@ ARGS = {
     "cpu_leaderboard_dev_q15_r7.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "cpu_leaderboard_q15_r7_test.toml": ["--limit", "4", "--datasets", "DGU,FD", "--backend", "mock"],
     "dstc10_zeroshot.toml": ["--limit", "6"],
+    # The new sets' Qwen-1.5B configs: harness logic on the mock backend (the criteria prompt runs on both sets
+    # with SmolLM2 in tests/test_set_reliable_eval.py, and so does the system-level table of a mock run).
+    "engagement_q15_test.toml": ["--limit", "12", "--backend", "mock"],
+    "reliable_eval_q15_test.toml": ["--limit", "12", "--datasets", "RE1", "--backend", "mock"],
     # The head round's test reading with the real Qwen-1.5B and the committed heads, on the two sets
     # with the shortest prompts (each set's head never saw it: the run refuses one that did).
     "heads_q15_test.toml": ["--limit", "4", "--datasets", "DGR,EG"],

@@ -116,6 +116,15 @@ HALVES = [
     ("llmbar-neighbor", 132, 66, 136, 68, "1043d799c35aafa4a38b0ddd6c754b96e007ab91b42a6136e03993fd88415de4"),
     ("llmbar-faireval", 62, 31, 70, 35, "6867c8095108138a8de95dbaa93a1ba8e896c9e5390e850ebb2ff579a26ed56a"),
     ("llmbar-llmeval2", 200, 100, 200, 100, "302b93477f004cca7cf61d05be6f299aacdf1d4f3c3d41af221b042be35cdaad"),
+    # Reliable-Eval's runs and PredictiveEngagement: registered after the sets above, whose halves they left
+    # as they were (tests/test_set_reliable_eval.py).
+    ("reliable-eval-free1", 631, 631, 659, 658, "4eea6cefc913e3760fccc707f1134f2271e1068267d0ec9dbd045ef61fcc2938"),
+    ("reliable-eval-free2", 490, 490, 506, 505, "0e72b92e38615340e1ec2207e69f0ac8ed5c9f794849c3787f1b3e0f95f4f570"),
+    ("reliable-eval-ice", 617, 617, 607, 607, "12c5c89544af2be876ca73fb41e79557211615c9d075f458774ead03d4d9edf8"),
+    # PredictiveEngagement's DailyDialog queries open windows of the DailyDialog dialogues that hold them, and a
+    # short reply ("thank you .") no longer chains two queries' rows (before: 882, 146, 918, 148, "12278f0d...").
+    ("engagement-dailydialog", 924, 153, 876, 144, "e9fc8df0c829c87d81a248d7f0cabe2d8dcf108f25b0d0acb1a01ca6fcf4ee52"),
+    ("engagement-convai", 134, 124, 163, 121, "541478d64febf26f570b7426a1130deb381c80e086cff5f3e3f116bacf9a1d2a"),
 ]
 #: Registered, but their files are not in ../shared/data: once they are, they need a row in HALVES.
 NOT_SHIPPED = {"persona-zhao", "convai2-grade"}
@@ -209,6 +218,7 @@ class _Shown:
         self.contexts: dict[tuple[str, ...], list[str]] = {}
         self.seqs: list[tuple[str, list[str]]] = []
         self.pairs: dict[tuple[str, str], list[str]] = {}
+        self.line_groups: dict[str, set[str]] = {}
         self.later: dict[str, list[str]] = {}
         self.openings: list[tuple[str, str]] = []
         for it in items:
@@ -219,25 +229,42 @@ class _Shown:
             for seq in [_turns(it) + [e.strip()] for e in ends] or [_turns(it)]:
                 self.seqs.append((it.id, seq))
                 norm = [_norm(t) for t in seq]
+                for t in norm:
+                    self.line_groups.setdefault(t, set()).add(it.group)
                 for p in {(x, y) for x, y in itertools.pairwise(norm) if len(x) >= 20 and len(y) >= 20}:
                     self.pairs.setdefault(p, []).append(it.id)
             for t in _turns(it)[1:] + list(it.references):
                 self.later.setdefault(_norm(t), []).append(it.id)
 
 
-def _shared_conversations(a: _Shown, b: _Shown) -> set[tuple[str, str]]:
+def _shared_conversations(a: _Shown, b: _Shown, one_corpus: bool = True) -> set[tuple[str, str]]:
     """(id in A, id in B) of items that visibly come from one conversation: A's whole context starts B's
-    turns (or the reverse), or both show one pair of consecutive turns of 20 letters or more each,
-    wherever it sits (not the split's rules)."""
+    turns (or the reverse; a context of one turn only when it has 20 letters or more), or both show one pair of
+    consecutive turns of 20 letters or more each,
+    wherever it sits (not the split's rules). Across corpora (``one_corpus`` false) a pair holding a line
+    that either set shows in two or more of its own conversations is a stock exchange, not one conversation:
+    Reliable-Eval's retrieval bots say "i love to travel . i love to travel ." or "i like the color red . what
+    is yours ?" in dozens of chats of every run, so users of two runs asking "where have you traveled to?" or
+    "what is your favorite food?" around it share a pair, and "hello, how are you doing today?" / "i'm doing
+    well. how are you?" opens PersonaChat conversations and live chats alike; none of those chats continues
+    another's. Nor is one exchange: a bot answers a question the same way in any chat ("who is your favorite
+    classical composer?" / "i like the oldies . i like the beatles ." in two runs, by two workers), so across
+    corpora two items must share two such pairs. A conversation copied into another corpus shows many."""
     found = set()
     for xs, ys, flip in ((a, b, False), (b, a, True)):
         for item_id, seq in ys.seqs:
-            for k in range(1, len(seq) + 1):
+            # A context of one short turn ("Hi") opens many conversations: it is no evidence of one.
+            for k in range(1 if len(seq[0]) >= 20 else 2, len(seq) + 1):
                 for other in xs.contexts.get(tuple(seq[:k]), ()):
                     found.add((item_id, other) if flip else (other, item_id))
+    across: dict[tuple[str, str], int] = {}
     for p, ids in a.pairs.items():
-        found.update((x, y) for x in dict.fromkeys(ids) for y in b.pairs.get(p, ()))
-    return found
+        if one_corpus:
+            found.update((x, y) for x in dict.fromkeys(ids) for y in b.pairs.get(p, ()))
+        elif max(len(s.line_groups.get(t, ())) for s in (a, b) for t in p) == 1:
+            for xy in {(x, y) for x in ids for y in b.pairs.get(p, ())}:
+                across[xy] = across.get(xy, 0) + 1
+    return found | {xy for xy, n in across.items() if n >= 2}
 
 
 #: The original releases as users give them: by path, under their own file names.
@@ -279,7 +306,7 @@ def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
     crossing = []
     for i, a in enumerate(names):
         for b in names[i:]:
-            pairs = _shared_conversations(shown[a], shown[b]) if a != b else set()
+            pairs = _shared_conversations(shown[a], shown[b], corpus[a] == corpus[b]) if a != b else set()
             if corpus[a] == corpus[b]:  # one shared turn is evidence only within a corpus
                 pairs |= _single_turn_links(shown[a], shown[b], openers)
                 pairs |= {(y, x) for x, y in _single_turn_links(shown[b], shown[a], openers)}

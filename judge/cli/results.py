@@ -26,6 +26,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r = verbs.add_parser("render", help="write docs/results.md, judge/models/models_quality.json and "
                          "README.md's figures from every committed summary")
     k = verbs.add_parser("check", help="exit 1 when those files differ from what render would write")
+    s = verbs.add_parser("system", help="Reliable-Eval's system-level correlations of a 'judge run' folder, with the "
+                         "quality-control bot's rank and the human run-1 vs run-2 ceiling")
+    s.add_argument("run_dir", help="folder written by 'judge run' on a Reliable-Eval set")
+    s.add_argument("--data-dir", default="../shared/data", help="where the Reliable-Eval files are (the ceiling "
+                   "reads both free-topic runs; default: ../shared/data)")
+    s.add_argument("--bootstrap", type=int, default=1000, help="resamples of the conversations (default: 1000)")
     for verb in (c, r, k):
         verb.add_argument("--root", default=".", help="repository root holding benchmarks/results/ and docs/ "
                           "(default: .)")
@@ -36,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     from ..report import published
     from ..report import results_page as page
 
+    if args.action == "system":
+        from ..report import system_level
+
+        print(system_level.markdown(system_level.system_rows(args.run_dir, args.data_dir, n_boot=args.bootstrap)),
+              end="")
+        return EXIT_OK
     root = Path(args.root)
     if args.action == "collect":
         summary = page.collect(args.run_dir, args.name, load_config=load_experiment, root=root, command=args.command,

@@ -65,7 +65,8 @@ class Item:
     #: in code) falls back to ``group``.
     conversation: str | None = None
     #: What the log said about the item beyond its text (conversation id, model, version, timestamp, a user's
-    #: feedback): plain values a report can group by (``--by model,version``); empty for the benchmark sets.
+    #: feedback): plain values a report can group by (``--by model,version``); for Reliable-Eval the run, HIT,
+    #: worker and per-worker z-scores, for PredictiveEngagement the paper's automatic scores.
     meta: dict[str, str | int | float | bool | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -36,6 +36,10 @@ class Quality:
     max: float
     #: Completes "rate how ... " in the instruction of a rating prompt.
     description: str = ""
+    #: A negative quality (Reliable-Eval's ``robotic``, ``repetitive``): higher ratings mean a worse
+    #: system, so a good judge's scores correlate negatively with them. Reports mark such a quality
+    #: "lower is better" and orient it before averaging (:func:`oriented`).
+    negative: bool = False
 
     @property
     def key(self) -> str:
@@ -62,7 +66,8 @@ RECORDS = Path(__file__).resolve().parents[1] / "datasets" / "benchmarks.toml"
 def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:
     """The ``[qualities]`` groups of the records file: the rating scales the benchmark sets' raters used."""
     raw = tomllib.loads(path.read_text(encoding="utf-8"))["qualities"]
-    return {name: tuple(Quality(q["name"], q["level"], float(q["min"]), float(q["max"]), q.get("description", ""))
+    return {name: tuple(Quality(q["name"], q["level"], float(q["min"]), float(q["max"]), q.get("description", ""),
+                                bool(q.get("negative", False)))
                         for q in group) for name, group in raw.items()}
 
 
@@ -71,6 +76,17 @@ QUALITY_GROUPS = _read_groups(RECORDS)
 FED_TURN = QUALITY_GROUPS["fed-turn"]
 FED_DIAL = QUALITY_GROUPS["fed-dial"]
 ZHAO = QUALITY_GROUPS["zhao"]
+
+#: How reports mark a negative quality beside its correlation.
+LOWER_IS_BETTER = "lower is better"
+
+
+def oriented(value: float, negative: bool) -> float:
+    """A correlation with a quality, turned so that higher means better agreement: a negative quality's
+    sign is flipped. Averages over qualities use it (a good judge's -.4 on ``robotic`` and .4 on ``fun``
+    agree equally well); the per-quality figures are reported as measured, marked :data:`LOWER_IS_BETTER`."""
+    return -value if negative else value
+
 
 #: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
 #: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
@@ -126,7 +142,8 @@ def quality_for(name: str, source: Mapping[str, Scale] | Sequence[Item] = (), le
     desc = wording.description if wording else _generic_description(name, q_level)
     if name.lower() in declared:
         lo, hi = declared[name.lower()]
-        return Quality(base.name if base else _annotated_name(name, items), q_level, lo, hi, desc)
+        return Quality(base.name if base else _annotated_name(name, items), q_level, lo, hi, desc,
+                       base.negative if base else False)
     annotated = sorted({k for it in items for k in it.annotations})
     if items and wording is None and name.lower() not in (k.lower() for k in annotated):
         raise UnknownNameError("quality", name, annotated or [q.name for q in known])

@@ -185,6 +185,21 @@ def _window_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]
     return out
 
 
+#: The sets whose conversations the halves' digest reads (:func:`judge.datasets.identity.index_digest`): those
+#: registered when committed run summaries began to record it. A set registered later joins no conversation
+#: of theirs under a new name (tests/test_set_reliable_eval.py checks it), so their halves and the digest stay;
+#: its own halves are pinned item by item (tests/test_split.py).
+DIGEST_SETS = ("fed-turn", "fed-dial", "topical-usr", "persona-usr", "dailydialog-zhao", "dailydialog-gupta",
+               "dailydialog-grade", "empathetic-grade", "persona-zhao", "convai2-grade", "fed", "usr-topical",
+               "usr-persona", "gupta-csv")
+
+
+def halves_digest(conversations: Mapping[str, Iterable[str]]) -> str:
+    """The digest of a conversation index's ``conversations`` (name -> item fingerprints)."""
+    data = {name: sorted(fps) for name, fps in conversations.items()}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def present_sets(data_dir: str | Path) -> list[str]:
     """The registered sets of an indexed corpus (:func:`judge.datasets.benchmarks.indexed`) whose files are under
     ``data_dir``, in the records' order."""
@@ -200,11 +215,14 @@ def build_index(data_dir: str | Path, rules: Sequence[str] = RULES) -> dict[str,
     sets = {n: load_unidentified(n, data_dir) for n in present_sets(data_dir)}
     names = conversation_names(sets, rules)
     conversations: dict[str, set[str]] = {}
+    digested: dict[str, set[str]] = {}
     members: dict[str, list[Item]] = {}
     for n, items in sets.items():
         for it in items:
             conversations.setdefault(names[node_of(n, it)], set()).add(fingerprint(it))
             members.setdefault(names[node_of(n, it)], []).append(it)
+            if n in DIGEST_SETS:
+                digested.setdefault(names[node_of(n, it)], set()).add(fingerprint(it))
     contexts = {name: index_entry(known_sequences(its)) for name, its in sorted(members.items())}
     about = {n: {"sha256": hashlib.sha256((Path(data_dir) / DATASETS[n].path).read_bytes()).hexdigest(),
                  "items": len(items), "conversations": len({names[node_of(n, it)] for it in items})}
@@ -213,7 +231,7 @@ def build_index(data_dir: str | Path, rules: Sequence[str] = RULES) -> dict[str,
             "about": "the registered sets' conversations by content (item fingerprints) and by context (hashes "
                      "of their contexts' pieces, judge.datasets.contexts); written by "
                      "judge.datasets.conversations.write_index from the files listed in 'sets'",
-            "sets": about, "conversations": {name: sorted(fps) for name, fps in sorted(conversations.items())},
+            "sets": about, "halves_digest": halves_digest(digested), "conversations": {name: sorted(fps) for name, fps in sorted(conversations.items())},
             "contexts": {name: seqs for name, seqs in contexts.items() if seqs}}
 
 

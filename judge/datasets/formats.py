@@ -34,10 +34,12 @@ FORMAT_LOADERS.register_lazy("fed", "judge.datasets.fed:from_text")
 FORMAT_LOADERS.register_lazy("usr", "judge.datasets.usr:from_text")
 FORMAT_LOADERS.register_lazy("pandalm", "judge.datasets.pair_sets:pandalm_from_text")
 FORMAT_LOADERS.register_lazy("llmbar", "judge.datasets.pair_sets:llmbar_from_text")
+FORMAT_LOADERS.register_lazy("reliable-eval", "judge.datasets.reliable_eval:from_text")
+FORMAT_LOADERS.register_lazy("engagement", "judge.datasets.engagement:from_text")
 
 #: The built-in format names (``FORMAT_LOADERS.names()`` adds registered ones); the chat-log formats
 #: (``CHAT_FORMATS``, docs/chat-logs.md) are read from the path, by :mod:`judge.datasets.chat`.
-FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta", "pandalm", "llmbar")
+FORMATS = ("jsonl", "dstc10", "dstc10-dial", "fed", "usr", "gupta", "pandalm", "llmbar", "reliable-eval", "engagement")
 
 
 def detect_format(path: str | Path, text: str | None = None) -> str:
@@ -49,10 +51,10 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
     suffix = Path(path).suffix.lower()
     if suffix == ".jsonl":
         return "jsonl"
-    if suffix == ".csv":
-        return "gupta"
     if text is None:
         text = read_text(path)
+    if suffix == ".csv":
+        return _csv_format(text)
     head = text.lstrip()
     if head.startswith("{"):
         # One object per line (a ".json" holding JSON Lines is a common mix-up).
@@ -65,6 +67,14 @@ def detect_format(path: str | Path, text: str | None = None) -> str:
                      f"{', '.join(FORMATS)}", file=str(path))
 
 
+def _csv_format(text: str) -> str:
+    """Which CSV format: PredictiveEngagement's files by their header, else Gupta's."""
+    from .engagement import kind
+
+    header = [c.strip() for c in text.lstrip("\ufeff").split("\n", 1)[0].split(",")]
+    return "engagement" if kind(header) else "gupta"
+
+
 def _json_format(data: Any, file: str) -> str:
     """Which JSON array format, judged from the first record's keys."""
     first = data[0] if isinstance(data, list) and data else None
@@ -74,6 +84,8 @@ def _json_format(data: Any, file: str) -> str:
     keys = set(first)
     if "responses" in keys:
         return "usr"
+    if "HITId" in keys and "data" in keys:
+        return "reliable-eval"
     if "dialogue_id" in keys:
         return "dstc10-dial" if "dialog" in keys else "dstc10"
     if "context" in keys and ("system" in keys or "annotations" in keys):

@@ -98,7 +98,13 @@ def index_digest() -> str:
     """A short digest of the registered sets' conversations (``conversations.json``): the halves of every
     registered set are a fixed function of it, so a run summary that records it says which halves it
     scored (``judge results collect``). It reads the conversations' item fingerprints only: the contexts
-    beside them name no registered item otherwise, so adding them moved no half."""
+    beside them name no registered item otherwise, so adding them moved no half. An index that stores
+    ``halves_digest`` gives that: the same digest over the conversations of the sets registered when
+    summaries began to record it (:data:`judge.datasets.conversations.DIGEST_SETS`), which a set registered
+    later leaves as they were."""
+    stored = _index().get("halves_digest")
+    if isinstance(stored, str):
+        return stored
     return hashlib.sha256(json.dumps(_index()["conversations"], sort_keys=True).encode()).hexdigest()[:16]
 
 

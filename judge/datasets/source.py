@@ -145,7 +145,7 @@ def _build_info(items: Sequence[Item], registered: DatasetInfo | None, name: str
             continue
         seen.add(q_name.lower())
         q = quality_for(q_name, declared, _quality_level(q_name, known, level), known=known, strict=False)
-        q = Quality(_spelled(q_name, annotated), q.level, q.min, q.max, q.description)
+        q = Quality(_spelled(q_name, annotated), q.level, q.min, q.max, q.description, q.negative)
         if q.has_scale:
             qualities.append(q)
         elif q_name.lower() == chosen.lower():

@@ -4,10 +4,11 @@ DSTC10 averages, system-level correlations, paired comparisons and the human-agr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..data.qualities import oriented
 from ..data.reference_copy import reference_copy
 from ..datasets.split import conversation_of
 from ..engine.kinds import method_kinds
@@ -97,10 +98,13 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]
     for c in out_cells:
         groups.setdefault((c.method, c.dataset, c.quality), []).append(c)
     results = [_result(key, cs) for key, cs in groups.items()]
+    negative = negative_qualities(exp)
     # DSTC10 averaging per method: per (set, quality) -> mean within set -> mean across sets.
     averages: dict[str, dict[str, Any]] = {}
     for m in dict.fromkeys(r.method for r in results):
-        per_q = {(r.dataset, r.quality): (r.spearman if r.spearman is not None else float("nan"))
+        # A negative quality's correlation enters the averages sign-flipped (judge.data.qualities.oriented).
+        per_q = {(r.dataset, r.quality): (oriented(r.spearman, (r.dataset, r.quality) in negative)
+                                          if r.spearman is not None else float("nan"))
                  for r in results if r.method == m}
         per_set, overall = stats.dstc10_average(per_q)
         # How many parts each average covers: one over fewer sets (or qualities) than it should is marked.
@@ -115,7 +119,7 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]
     shared = {(c.dataset, it.id): conversation_of(it) for c in cells for it in c.items}
     if len(exp.datasets) > 1:
         for m, avg in averages.items():
-            parts = _parts(first, rows, m, shared)
+            parts = _parts(first, rows, m, shared, negative)
             avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed)).to_dict()
             together = stats.resampled_together(parts)
             if together:  # said where the average is printed; absent, every set is resampled on its own
@@ -144,7 +148,9 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]
         # Each method's kind (reference-free / reference-based, uses-future), from what it declares it reads.
         methods={m.name: {**m.describe(), **kinds[m.name].to_dict()} for m in exp.methods},
         datasets=tuple({"name": d.name, "abbrev": d.dataset.abbrev, "level": d.dataset.level,
-                        "qualities": list(d.qualities), **_file_dataset(d)} for d in exp.datasets),
+                        "qualities": list(d.qualities), **_file_dataset(d),
+                        **({"negative": neg} if (neg := [q for q in d.qualities if (d.name, q) in negative]) else {})}
+                       for d in exp.datasets),
         cells=tuple(out_cells), results=tuple(results), averages=averages,
         comparisons=tuple(_comparisons(exp, first, rows)),
         average_comparisons=tuple(_average_comparisons(exp, first, rows, shared) if len(exp.datasets) > 1 else ()),
@@ -250,12 +256,20 @@ def _shared(shared: Shared, dataset: str, rows: Sequence[Row]) -> list[str]:
     return [shared.get((dataset, r.id), f"{dataset}:id:{r.id}") for r in rows]
 
 
+def negative_qualities(exp: Experiment) -> set[tuple[str, str]]:
+    """The (set, quality) pairs of the experiment whose quality is negative (higher ratings are worse)."""
+    return {(d.name, q) for d in exp.datasets for q in d.qualities if d.dataset.quality(q).negative}
+
+
 def _parts(first: dict[tuple[str, str, str], tuple], rows: dict[tuple, list[Row]], method: str,
-           shared: Shared) -> list[stats.AveragePart]:
-    """One method's (set, quality) parts for the CI of its DSTC10 average."""
-    return [stats.AveragePart(ds, ([r.score for r in rows[key]],), [r.human for r in rows[key]],
+           shared: Shared, negative: Collection[tuple[str, str]] = ()) -> list[stats.AveragePart]:
+    """One method's (set, quality) parts for the CI of its DSTC10 average (a negative quality's human ratings
+    negated, as its correlation enters the average sign-flipped)."""
+    return [stats.AveragePart(ds, ([r.score for r in rows[key]],),
+                              [None if r.human is None else (-r.human if (ds, q) in negative else r.human)
+                               for r in rows[key]],
                               row_groups(rows[key]), _shared(shared, ds, rows[key]))
-            for (m, ds, _q), key in first.items() if m == method]
+            for (m, ds, q), key in first.items() if m == method]
 
 
 def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],

@@ -199,6 +199,8 @@ class PromptTemplate:
             raise TemplateError(f"example {example.id} has no human rating for {quality.name}")
         # The labels shown depend on the human scale: never guess it (InputError when undeclared).
         lo, hi = quality.scale("showing human ratings as example labels")
+        if quality.negative:  # the prompt asks for the good direction (not robotic): the example's label too
+            human = lo + hi - human
         if isinstance(self.answer, Pairwise):
             raise TemplateError(f"{self.path}: a pairwise template shows no examples")
         if isinstance(self.answer, Rating):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.kinds import KIND_LIST, recorded_kind
+from ..data.qualities import LOWER_IS_BETTER
 from ..datasets.paper import PaperValue, paper_value
 from ..stats.correlation import p_at_floor, p_floor
 from ..stats.floor import has_interval, too_few_text
@@ -20,6 +21,9 @@ class Column:
     n: int | None = None
     #: Conversations the column's CIs resample (None: items were resampled, or no CI).
     n_conversations: int | None = None
+    #: A negative quality's column (higher human ratings are worse): labelled "lower is better", and its best
+    #: figure is the lowest (a good judge's correlation there is negative).
+    negative: bool = False
 
 
 @dataclass
@@ -133,8 +137,9 @@ def build(summary: dict[str, Any]) -> Leaderboard:
     for d in datasets:
         multi = len(d["qualities"]) > 1
         for q in d["qualities"]:
-            columns.append(Column((d["name"], q), f"{d['abbrev']} {q}" if multi else d["abbrev"], n_by.get((d["name"], q)),
-                                  conv_by.get((d["name"], q))))
+            neg = q in d.get("negative", ())
+            label = (f"{d['abbrev']} {q}" if multi else d["abbrev"]) + (f" ({LOWER_IS_BETTER})" if neg else "")
+            columns.append(Column((d["name"], q), label, n_by.get((d["name"], q)), conv_by.get((d["name"], q)), neg))
         if multi and len(datasets) > 1:
             columns.append(Column((d["name"], None), f"{d['abbrev']} avg"))
     if len(datasets) > 1:
@@ -173,7 +178,7 @@ def build(summary: dict[str, Any]) -> Leaderboard:
             # An average over fewer sets than the column's is not comparable: it is never the best.
             vals = [v for r in mine if (v := r.cells[j].value) is not None and not r.cells[j].partial]
             if len(vals) > 1:
-                top = max(vals)
+                top = min(vals) if columns[j].negative else max(vals)
                 for r in mine:
                     if r.cells[j].value == top and not r.cells[j].partial:
                         r.cells[j].best = True
