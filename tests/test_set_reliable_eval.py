@@ -19,7 +19,8 @@ from judge.datasets.conversations import DIGEST_SETS, conversation_names, load_u
 from judge.datasets.download import DATA_FILES
 from judge.datasets.identity import index_digest
 from judge.datasets.reliable_eval import QUALITY_CONTROL
-from judge.stats.system_level import rank_of, replication, system_agreement, system_means
+from judge.stats.correlation import group_means
+from judge.stats.system_level import rank_of, replication, system_agreement
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -148,7 +149,7 @@ def test_system_agreement_correlates_per_system_means_and_resamples_conversation
     human = [quality[s] * 10 + float(rng.normal(0, 3)) for s in systems]
     judge = [quality[s] + float(rng.normal(0, 2)) for s in systems]
     a = system_agreement(judge, human, systems, exclude={QUALITY_CONTROL}, n_boot=200)
-    means = system_means(judge, systems)
+    means = group_means(judge, systems)
     assert a.left == means and a.left[QUALITY_CONTROL] < min(v for s, v in means.items() if s != QUALITY_CONTROL)
     assert (a.n_systems, a.n_conversations) == (10, 80) and 0.8 < a.value < 1 and a.p_value < 0.01
     assert a.has_interval and a.low < a.value <= a.high <= 1

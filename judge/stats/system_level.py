@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .correlation import correlate
+from .correlation import correlate, group_means
 from .floor import has_interval
 
 
@@ -47,15 +47,6 @@ class SystemAgreement:
         return math.isfinite(self.low)
 
 
-def system_means(values: Sequence[float | None], systems: Sequence[str]) -> dict[str, float]:
-    """Mean of the finite values per system, in first-seen order."""
-    sums: dict[str, list[float]] = {}
-    for v, s in zip(values, systems, strict=True):
-        if v is not None and math.isfinite(v):
-            sums.setdefault(s, []).append(float(v))
-    return {s: math.fsum(v) / len(v) for s, v in sums.items()}
-
-
 def rank_of(means: Mapping[str, float], system: str, negative: bool = False) -> tuple[int, int]:
     """(rank, number of systems) of ``system`` in the order of ``means``, 1 = best: the highest mean, or the
     lowest for a negative quality (``robotic``)."""
@@ -76,8 +67,8 @@ def system_agreement(left: Sequence[float | None], right: Sequence[float | None]
     b = np.array([right[i] for i in keep], dtype=float)
     names = [s for s in dict.fromkeys(sys) if s not in exclude]
     members = {s: np.array([j for j, x in enumerate(sys) if x == s]) for s in names}
-    return _agreement(a, b, members, members, method, n_boot, seed, system_means(list(a), sys),
-                      system_means(list(b), sys))
+    return _agreement(a, b, members, members, method, n_boot, seed, group_means(list(a), sys),
+                      group_means(list(b), sys))
 
 
 def replication(first: Sequence[float], first_systems: Sequence[str], second: Sequence[float],
@@ -89,8 +80,8 @@ def replication(first: Sequence[float], first_systems: Sequence[str], second: Se
     a, b = np.array(first, dtype=float), np.array(second, dtype=float)
     m1 = {s: np.array([j for j, x in enumerate(first_systems) if x == s]) for s in names}
     m2 = {s: np.array([j for j, x in enumerate(second_systems) if x == s]) for s in names}
-    return _agreement(a, b, m1, m2, method, n_boot, seed, system_means(first, first_systems),
-                      system_means(second, second_systems), paired=False)
+    return _agreement(a, b, m1, m2, method, n_boot, seed, group_means(first, first_systems),
+                      group_means(second, second_systems), paired=False)
 
 
 def _rowwise(a: np.ndarray, b: np.ndarray, method: str) -> np.ndarray:
