@@ -1,7 +1,8 @@
 """The JSON Schemas of what judge writes, generated from the records themselves (:func:`judge.records.record.
 json_schema`) and shipped in ``docs/schema/``: ``row.schema.json`` (a line of a rows file: ``judge score -o``,
 ``judge run``'s cell files, ``judge serve``), ``pair_row.schema.json`` (``judge compare -o``, ``[[compare]]``
-cells, ``POST /v1/compare``) and ``summary.schema.json`` (a results folder's ``summary.json``).
+cells, ``POST /v1/compare``) ``label.schema.json`` (a line of a labels file: ``judge label``, read by ``judge estimate``) and
+``summary.schema.json`` (a results folder's ``summary.json``).
 
 Regenerate them after changing a record: ``python -m judge.records.schema docs/schema`` (a test fails while the
 shipped files differ from what the records say)."""
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import atomic_write_text
+from .labels import Label
 from .pair_rows import PairRow
 from .record import Record, json_schema
 from .rows import Row
@@ -23,6 +25,7 @@ from .summary import Summary
 SCHEMAS: dict[str, tuple[type[Record], str]] = {
     "row": (Row, "judge row: one item's result"),
     "pair_row": (PairRow, "judge pair row: one pair of replies compared"),
+    "label": (Label, "judge label: one person's rating of one item"),
     "summary": (Summary, "judge summary.json: a results folder's statistics"),
 }
 
