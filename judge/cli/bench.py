@@ -83,7 +83,7 @@ def parse_seeds(args: argparse.Namespace) -> tuple[int, ...]:
             raise InputError("--seeds is empty", field="seeds")
         return seeds
     base = args.seed if args.seed is not None else 0
-    if args.selector == "random" and args.k > 0 and args.seed is None:
+    if args.selector == "random" and (args.k or 0) > 0 and args.seed is None:
         return (base, base + 1, base + 2)
     return (base,)
 

@@ -10,7 +10,7 @@ from ..backends import backend_names
 from ..backends.hosted import HOSTED, HostedOptions
 from ..backends.registry import has_batch_api
 from ..core.errors import InputError
-from ..core.settings import add_flags, flagged, given
+from ..core.settings import Settings
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
 from ..engine import MethodSpec
@@ -18,15 +18,10 @@ from ..engine.named import named_method, with_runtime
 from ..engine.ray_options import ray_from_args
 from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, own_fields, spec_fields
-from ..prompts.context_views import CONTEXT_VIEWS
-from ..prompts.templates import builtin_prompts
-from ..selectors import ORDERS, SELECTOR_NAMES
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
-    g.add_argument("--prompt", default=None, help="built-in prompt name (default: yesno); 'fed' picks the FED rating "
-                   f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
     g.add_argument("--method", default=None, metavar="NAME",
                    help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-pmi-pmimax, criteria-ref-user; "
                    "judge/methods/presets.toml) or one of --methods-file. The flags of where and how to run it apply (--backend, "
@@ -41,14 +36,8 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                         "example labels and yes/no thresholds (overrides the file's own declaration)")
     g.add_argument("--backend", default="llamacpp", help=f"backend name ({', '.join(backend_names())})")
     g.add_argument("--model", default=None, help="model id or path (default: the embedded SmolLM2-135M-Instruct)")
-    g.add_argument("--top-k", type=int, default=3, help="top-K rating weighting (default 3)")
-    g.add_argument("--rule", default="topk", help="scoring rule of rating prompts: topk (the paper's top-K "
-                   "weighting, default) or expected (probability-weighted mean over every rating label)")
-    g.add_argument("--context", default="given", choices=CONTEXT_VIEWS,
-                   help="what of each item the prompt shows: given (default), or none: the reply alone (no "
-                   "conversation, no background; dialogs: the system's turns), the baseline of a contrast "
-                   "(docs/context.md)")
-    add_flags(g, method_type(DEFAULT_TYPE).settings)
+    Settings(method_type(DEFAULT_TYPE).settings).add_flags(g)
+    g.add_argument("--seed", type=int, default=None, help="seed for random selection (default 0)")
     g.add_argument("--name", default=None, help="method name written in each output row (default: "
                    "<prompt>-<selector>-k<k>, or the scorer's name)")
     g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
@@ -76,9 +65,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="score with the model's log-probabilities of the reply instead of a prompt: pmi (context "
                    "against no context, default signal), conditional, unconditional, conditional-min, pmi-min, "
                    "pmi-max, followup (FED follow-ups; docs/likelihood.md)")
-    add_flags(g, method_type("head").settings)
+    Settings(method_type("head").settings).add_flags(g)
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
-    add_flags(c, method_type("classic").settings)
+    Settings(method_type("classic").settings).add_flags(c)
     c.add_argument("--scorer-model", default=None, help="model id/path for a model-based classic scorer")
     c.add_argument("--scorer-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the classic scorer (repeatable), e.g. loss=followup")
@@ -88,22 +77,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length; optional=true leaves a "
                    "member out where the data lacks its input (e.g. scorer=embedding-reference,optional=true). "
                    f"Keys: {', '.join(sorted(member_keys()))}")
-    add_flags(e, method_type("ensemble").settings)
-    s = p.add_argument_group("examples")
-    s.add_argument("--selector", default="none",
-                   help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
-    s.add_argument("--k", type=int, default=0, help="number of in-context examples")
-    s.add_argument("--seed", type=int, default=None, help="seed for random selection (default 0)")
-    s.add_argument("--pool", default=None, help="labelled file to draw examples from (default: the scored data, "
-                   "leave-group-out)")
-    s.add_argument("--no-group-guard", dest="group_guard", action="store_false", default=True,
-                   help="allow examples from the test item's own context/dialog (never the item itself); "
-                        "mirrors a paper setup, recorded in the output")
-    s.add_argument("--example-order", default="ascending", choices=ORDERS,
-                   help="ascending: most relevant example last, nearest the test item (default); descending; "
-                        "as-selected")
-    s.add_argument("--manual-set", default=None, help="manual selector: a shipped set name (fed) or your own "
-                   "TOML/JSONL file (default: the shipped set for the dataset)")
+    Settings(method_type("ensemble").settings).add_flags(e)
 
 
 def add_progress_option(p: argparse.ArgumentParser) -> None:
@@ -281,7 +255,7 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
     if args.member:
         return _ensemble_from_args(args, seeds)
     for kind in _types():
-        for name in given(args, kind.settings) if kind.refers_to_methods else ():
+        for name in Settings(kind.settings).given(args) if kind.refers_to_methods else ():
             raise InputError(f"--{name} needs ensemble members (--member ...)", field=name)
     return _single_from_args(args, seeds, default_type)
 
@@ -289,20 +263,22 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 def add_type_options(p: argparse.ArgumentParser, kind: MethodType) -> None:
     """The flags of a method type's own settings (``MethodType.settings``), generated from its record;
     :func:`spec_from_args` reads them back into the spec."""
-    add_flags(p.add_argument_group(f"{kind.noun}"), kind.settings)
+    Settings(kind.settings, kind.noun).add_flags(p)
 
 
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
 #: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
 #: context, batching, API and cache settings, --chat) apply to every model the method runs.
 METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "context", "top_k", "rule", "selector", "k",
-                "seed", "pool", "group_guard", "example_order", "manual_set", "scorer_model", "scorer_option", "seeds")
+                "seed", "pool", "group_guard", "order", "manual_set", "scorer_model", "scorer_option", "seeds")
 
 
-def _method_flags() -> list[str]:
-    """Every flag that defines a method: :data:`METHOD_FLAGS` and those of each type's own settings."""
-    return [*METHOD_FLAGS, *(f.name for kind in _types() for f in flagged(kind.settings))]
-_FLAG_NAMES = {"group_guard": "--no-group-guard"}
+def _method_flags() -> dict[str, str]:
+    """Every flag that defines a method by its name on the parsed namespace: :data:`METHOD_FLAGS` (in that order)
+    and those of each type's own settings (their flags from the records)."""
+    records = {name: record.flag(name) for record in (Settings(kind.settings) for kind in _types())
+               for name in record.flagged()}
+    return {**{dest: records.get(dest, "--" + dest.replace("_", "-")) for dest in METHOD_FLAGS}, **records}
 
 
 def _flag_defaults() -> argparse.Namespace:
@@ -316,7 +292,7 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     if not args.method:
         raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
     defaults = _flag_defaults()
-    named = [_FLAG_NAMES.get(dest, "--" + dest.replace("_", "-")) for dest in _method_flags()
+    named = [flag for dest, flag in _method_flags().items()
              if getattr(args, dest, None) not in (None, getattr(defaults, dest, None))]
     if named:
         raise InputError(f"--method names the whole method; drop {', '.join(named)} (or write the method into a "
@@ -340,7 +316,7 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
     members = [m for m, _ in parsed]
     optional = tuple(m.name for m, is_optional in parsed if is_optional)
     return spec_from_flags({"name": args.name or "", "type": "ensemble", "members": tuple(members),
-                            **given(args, method_type("ensemble").settings), "optional": optional,
+                            **Settings(method_type("ensemble").settings).given(args), "optional": optional,
                             "allow_future": args.allow_future})
 
 
@@ -412,18 +388,16 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
         raise InputError(f"a {name} method reads no prompt template; drop {', '.join(templates)}",
                          field=f"--{kind.flag[0]}" if kind.flag else "--prompt")
     base = args.seed if args.seed is not None else 0
-    defining: dict[str, object] = {
-        "prompt": args.template or args.prompt or _SPEC_DEFAULTS["prompt"], "selector": args.selector or "none",
-        "k": args.k,
-        "group_guard": args.group_guard, "order": args.example_order, "manual_set": args.manual_set,
-        "pool": args.pool, "top_k": args.top_k, "rule": args.rule, "context": args.context,
-    }
-    values: dict[str, object] = {key: value for key, value in defining.items()
-                                 if value != _SPEC_DEFAULTS[key] or (key in kind.accepted() and key != "prompt")}
-    values.update(name=args.name or "", type=name, allow_future=args.allow_future)
+    values: dict[str, object] = {}
     for other in _types():  # the flags of each type's own settings: another type's refused by the spec, naming it
         if not other.refers_to_methods:
-            values.update(given(args, other.settings))
+            values.update(Settings(other.settings).given(args))
+    if args.template:
+        values["prompt"] = args.template
+    # A flag given at the llm judge's default changes nothing for a type without that setting.
+    values = {key: value for key, value in values.items()
+              if key in kind.accepted() or key not in _SPEC_DEFAULTS or value != _SPEC_DEFAULTS[key]}
+    values.update(name=args.name or "", type=name, allow_future=args.allow_future)
     if "seeds" in kind.accepted():
         values["seeds"] = seeds or (base,)
     if kind.runs_model:

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     items = all_items[: args.limit] if args.limit is not None else all_items
     quality = resolve_quality(or_overall(args.quality, items), items, _registered_qualities(args.input, items),
                               parse_scales(args))
-    if quality is not None and (args.quality is not None or args.k > 0):
+    if quality is not None and (args.quality is not None or (args.k or 0) > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
     # The example pool is the whole file (rated items), whatever --limit keeps for scoring; so are the
@@ -145,7 +145,7 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session,
     rated = False
     it = items()
     while chunk := list(islice(it, CHECK_CHUNK)):
-        if quality is not None and (args.quality is not None or args.k > 0):
+        if quality is not None and (args.quality is not None or (args.k or 0) > 0):
             check_scale(chunk, quality, file=args.input)
         checked = prepare(spec, chunk, quality)
         prep = prep or checked
