@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, fields, replace
+from typing import Any
 
 from ..backends import backend_names
 from ..backends.hosted import HOSTED, HostedOptions
@@ -15,7 +16,7 @@ from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
 from ..engine import MethodSpec
 from ..engine.named import named_method, with_runtime
-from ..engine.ray_options import ray_from_args
+from ..engine.ray_options import RayOptions, add_ray_options, ray_from_args
 from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, own_fields, spec_fields
 
@@ -80,16 +81,19 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     Settings(method_type("ensemble").settings).add_flags(e)
 
 
-def add_progress_option(p: argparse.ArgumentParser) -> None:
-    """``--no-progress``: the progress bar (rate, ETA) goes to stderr only when it is a terminal, and not at all
-    with this flag."""
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (it is shown only when "
-                   "stderr is a terminal)")
+#: The flags of :class:`RunOptions`, which every command that runs a judge shares.
+RUN = Settings(RunOptions)
 
 
-def run_options(args: argparse.Namespace) -> RunOptions:
-    """How the flags say a command's run goes (``--ray`` and its actors, ``--no-progress``)."""
-    return RunOptions(ray=ray_from_args(args), progress=not args.no_progress)
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The flags of :class:`RunOptions`: ``--no-progress``, and ``--ray`` with its actors (:class:`RayOptions`)."""
+    RUN.add_flags(p)
+    add_ray_options(p)
+
+
+def run_options(args: argparse.Namespace, ray: RayOptions | None = None) -> RunOptions:
+    """How the flags say a command's run goes, over ``ray`` (a config's ``[run]`` table)."""
+    return RunOptions(ray=ray_from_args(args, ray), **RUN.given(args))
 
 
 def add_view_option(p: argparse.ArgumentParser) -> None:
@@ -276,8 +280,10 @@ METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "context
 def _method_flags() -> dict[str, str]:
     """Every flag that defines a method by its name on the parsed namespace: :data:`METHOD_FLAGS` (in that order)
     and those of each type's own settings (their flags from the records)."""
-    records = {name: record.flag(name) for record in (Settings(kind.settings) for kind in _types())
-               for name in record.flagged()}
+    records: dict[str, str] = {}
+    for kind in _types():
+        record: Settings[Any] = Settings(kind.settings)
+        records.update({name: record.flag(name) for name in record.flagged()})
     return {**{dest: records.get(dest, "--" + dest.replace("_", "-")) for dest in METHOD_FLAGS}, **records}
 
 

@@ -74,8 +74,10 @@ class Settings(Generic[T]):
 
     def flag_of(self, name: str) -> str | None:
         """The command-line flag of field ``name`` (None: it has none)."""
-        flag = self.fields[name].metadata.get("flag", "")
-        return None if flag is None else flag or "--" + (self.prefix + name).replace("_", "-")
+        meta = self.fields[name].metadata
+        if "help" not in meta or meta["flag"] is None:  # a plain field of the record, or a config key only
+            return None
+        return meta["flag"] or "--" + (self.prefix + name).replace("_", "-")
 
     def flag(self, name: str) -> str:
         """The flag of field ``name``, else its config key (what an error names)."""
@@ -134,9 +136,9 @@ class Settings(Generic[T]):
         return values
 
     def rows(self) -> list[tuple[str, str, str, str]]:
-        """(flag, config key, default, help) of every field, for the docs' table."""
+        """(flag, config key, default, help) of every field made with :func:`setting`, for the docs' table."""
         return [(self.flag_of(name) or "", self.key(name), _shown(f.default), f.metadata["help"])
-                for name, f in self.fields.items()]
+                for name, f in self.fields.items() if "help" in f.metadata]
 
     def markdown(self, key_title: str = "config key") -> str:
         """The docs' table of the record: flag, config key, default and what it does (a docs page holds it as it

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ..backends.hosted import HOSTED
@@ -31,7 +32,7 @@ def tables() -> dict[str, tuple[str, Callable[[], str]]]:
     for name in sorted(METHOD_TYPES.names()):
         kind = method_type(name)
         if kind.docs is not None:
-            out[name] = (kind.docs, lambda kind=kind: docs_table(kind.settings))
+            out[name] = (kind.docs, partial(docs_table, kind.settings))
     return out
 
 
