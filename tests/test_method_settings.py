@@ -89,3 +89,15 @@ def test_the_run_flags_come_from_the_run_options_record():
     assert run_options(p.parse_args([])) == RunOptions()
     assert run_options(p.parse_args(["--no-progress", "--ray", "local"])) == RunOptions(
         ray=run_options(p.parse_args(["--ray", "local"])).ray, progress=False)
+
+
+def test_the_command_rewrites_a_stale_page_and_leaves_the_others(tmp_path: Path):
+    """``python -m judge.methods.settings_docs`` (its :func:`write`) rewrites only the page whose table is stale."""
+    for page in settings_docs.pages():
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / page).write_text((ROOT / page).read_text(encoding="utf-8"), encoding="utf-8")
+    page = tmp_path / "docs" / "distributed.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("| `ray_actors` |", "| `ray_workers` |"), encoding="utf-8")
+    assert settings_docs.write(tmp_path) == ["docs/distributed.md"]
+    assert page.read_text(encoding="utf-8") == (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
+    assert settings_docs.write(tmp_path) == []
