@@ -10,6 +10,7 @@ from typing import Any
 from ..backends import backend_names
 from ..backends.hosted import HOSTED, HostedOptions
 from ..backends.registry import has_batch_api
+from ..core.config import GENERATE, GenerateConfig
 from ..core.errors import InputError
 from ..core.settings import Settings
 from ..data.items import Item
@@ -38,23 +39,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", default="llamacpp", help=f"backend name ({', '.join(backend_names())})")
     g.add_argument("--model", default=None, help="model id or path (default: the embedded SmolLM2-135M-Instruct)")
     Settings(method_type(DEFAULT_TYPE).settings).add_flags(g)
-    g.add_argument("--seed", type=int, default=None, help="seed for random selection (default 0)")
     g.add_argument("--name", default=None, help="method name written in each output row (default: "
                    "<prompt>-<selector>-k<k>, or the scorer's name)")
-    g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                   help="wrap prompts in the model's chat template (default: when the model has one)")
-    g.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
-    g.add_argument("--n-ctx", type=int, default=None, help="context window (default: the model's)")
-    g.add_argument("--batch-size", type=int, default=16)
-    a = HOSTED.add_flags(p)
-    a.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (default 4)")
-    a.add_argument("--max-retries", type=int, default=6, help="retries of a failing request (default 6)")
-    a.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    c = p.add_argument_group("cache")
-    c.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
-                   help="reuse label distributions from the persistent cache (default on; --no-cache)")
-    c.add_argument("--cache-path", default=None, metavar="PATH",
-                   help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
+    GENERATE.add_flags(p)
+    HOSTED.add_flags(p)
     g.add_argument("--allow-future", action="store_true", default=False,
                    help="allow a method (or --member) that reads the user's turn after the rated response "
                    "(next-user-sentiment on turn-level items): refused otherwise, as a live judge never has it; "
@@ -186,24 +174,12 @@ def _json_value(text: str) -> object:
 
 
 def generate_settings(args: argparse.Namespace) -> dict[str, object]:
-    """The generation flags as :class:`GenerateConfig` fields (checked by ``MethodSpec.from_mapping``)."""
-    return {
-        "chat": args.chat,
-        "max_context": args.n_ctx,
-        "threads": args.threads,
-        "batch_size": args.batch_size,
-        "concurrency": args.concurrency,
-        "max_retries": args.max_retries,
-        "timeout": args.timeout,
-        "cache": args.cache,
-        "cache_path": args.cache_path,
-        "seed": args.seed or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
-    }
+    """The generation flags given, as :class:`GenerateConfig` fields (checked by ``MethodSpec.from_mapping``)."""
+    return GENERATE.given(args)
 
 
 #: The flag behind a spec field, where it is not ``--`` + the field with dashes (errors name the flag).
-FLAGS = {"generate.max_context": "--n-ctx", "generate.seed": "--seed", "generate.chat": "--chat",
-         "order": "--example-order", "options": "--backend-option", "prompt": "--prompt", "seeds": "--seed",
+FLAGS = {**{f"generate.{name}": GENERATE.flag(name) for name in GENERATE.flagged()}, "order": "--example-order", "options": "--backend-option", "prompt": "--prompt", "seeds": "--seed",
          "members": "--member", "optional": "--member optional=true"}
 
 
@@ -303,8 +279,8 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     if named:
         raise InputError(f"--method names the whole method; drop {', '.join(named)} (or write the method into a "
                          "--methods-file)", field="--method")
-    mine, default = generate_settings(args), generate_settings(defaults)
-    generate = {key: value for key, value in mine.items() if key != "seed" and value != default[key]}
+    generate = {key: value for key, value in generate_settings(args).items()
+                if key != "seed" and value != getattr(GenerateConfig(), key)}
     backend = args.backend if args.backend != defaults.backend else None
     spec = with_runtime(named_method(args.method, args.methods_file), backend=backend, model=args.model,
                         options=backend_options(args), generate=generate)

@@ -1,5 +1,5 @@
-"""The docs' tables of every settings record: each method type's own settings, the Ray options and a hosted
-API's options.
+"""The docs' tables of every settings record: each method type's own settings, the generation settings, the Ray
+options and a hosted API's options.
 
 Each table stands in its page between two marker lines; ``python -m judge.methods.settings_docs`` rewrites them,
 and a test fails while a page holds another table than its record gives, so a flag, config key, default or help
@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from ..backends.hosted import HOSTED
+from ..core.config import GENERATE
 from ..core.settings import docs_table
 from ..engine.ray_options import RAY
 from ..engine.spec import METHOD_TYPES, method_type
@@ -28,6 +29,7 @@ def tables() -> dict[str, tuple[str, Callable[[], str]]]:
     out: dict[str, tuple[str, Callable[[], str]]] = {
         "ray": ("docs/distributed.md", lambda: RAY.markdown("`[run]` key")),
         "hosted": ("docs/backends-api.md", lambda: HOSTED.markdown("`options` key")),
+        "generate": ("docs/harness.md", lambda: GENERATE.markdown("`generate` key")),
     }
     for name in sorted(METHOD_TYPES.names()):
         kind = method_type(name)
