@@ -101,3 +101,14 @@ def test_the_command_rewrites_a_stale_page_and_leaves_the_others(tmp_path: Path)
     assert settings_docs.write(tmp_path) == ["docs/distributed.md"]
     assert page.read_text(encoding="utf-8") == (ROOT / "docs" / "distributed.md").read_text(encoding="utf-8")
     assert settings_docs.write(tmp_path) == []
+
+
+def test_the_generation_flags_are_the_generate_records():
+    from judge.core.config import GenerateConfig
+
+    spec = _spec("--n-ctx", "512", "--no-cache", "--seed", "3", "--timeout", "5")
+    assert spec.generate == GenerateConfig(max_context=512, cache=False, seed=3, timeout=5.0)
+    assert _spec().generate == GenerateConfig()
+    with pytest.raises(InputError, match="must be >= 1, got 0") as err:
+        _spec("--n-ctx", "0")
+    assert err.value.field == "--n-ctx"
