@@ -3,7 +3,7 @@
 One frozen dataclass holds them; each field's metadata gives its command-line flag (``--rpm``; some are config
 keys only), its key under a method's ``options`` (``rpm``) and its help, so that the flags of ``judge score``,
 ``bench``, ``run`` and ``compare``, the keys a config may hold and the table in docs/backends-api.md come from
-one place (:mod:`judge.core.options`). The backend, the cost cap and the provider batch all read this record,
+one place (:mod:`judge.core.settings`). The backend, the cost cap and the provider batch all read this record,
 never the untyped options. Options marked ``sending`` change how requests are sent, never an answer: a results
 folder resumed with other values of them is the same run (``Backend.sending_options``).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from ..core.errors import InputError
-from ..core.options import OptionGroup, option
+from ..core.settings import Settings, setting
 
 
 @dataclass(frozen=True)
@@ -23,70 +23,69 @@ class HostedOptions:
     """How a hosted API is asked (docs/backends-api.md). The key is never one of them: it is read from the
     environment variable ``api_key_env`` names."""
 
-    base_url: str | None = option(
-        "--base-url", "base_url", "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, "
+    base_url: str | None = setting(
+        "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, "
         "else api.openai.com)", metavar="URL")
-    api_key_env: str = option(
-        "--api-key-env", "api_key_env", "environment variable holding the API key (default OPENAI_API_KEY); keys are "
+    api_key_env: str = setting(
+        "environment variable holding the API key (default OPENAI_API_KEY); keys are "
         "never taken as flags or from files", "OPENAI_API_KEY", metavar="NAME")
-    endpoint: Literal["auto", "completions", "chat"] = option(
-        "--endpoint", "endpoint", "auto: chat completions for chat prompts, completions otherwise", "auto")
-    sampling_fallback: int = option(
-        "--sampling-fallback", "sampling_fallback", "when the server returns no logprobs, estimate them from N sampled "
+    endpoint: Literal["auto", "completions", "chat"] = setting(
+        "auto: chat completions for chat prompts, completions otherwise", "auto")
+    sampling_fallback: int = setting(
+        "when the server returns no logprobs, estimate them from N sampled "
         "answers (scores marked estimated); default off", 0)
-    rpm: float | None = option(
-        "--rpm", "rpm", "send at most N requests a minute (default: as the server's rate-limit headers allow)",
+    rpm: float | None = setting(
+        "send at most N requests a minute (default: as the server's rate-limit headers allow)",
         sending=True)
-    tpm: float | None = option(
-        "--tpm", "tpm", "send at most N tokens a minute (prompt estimate + answer; default: as the server allows)",
+    tpm: float | None = setting(
+        "send at most N tokens a minute (prompt estimate + answer; default: as the server allows)",
         sending=True)
-    pace: bool = option(
-        "--pace", "pace", "pace requests from the server's x-ratelimit headers and 429s, the number in flight adapting "
+    pace: bool = setting(
+        "pace requests from the server's x-ratelimit headers and 429s, the number in flight adapting "
         "between 1 and --concurrency (default on; --no-pace: always --concurrency in flight)", True, sending=True)
-    prices: str | None = option(
-        "--prices", "prices", "TOML price table whose rows replace or add to the shipped one "
+    prices: str | None = setting(
+        "TOML price table whose rows replace or add to the shipped one "
         "(judge/accounting/prices.toml)", metavar="FILE", sending=True)
-    max_cost: float | None = option(
-        "--max-cost", "max_cost", "refuse a run whose estimated cost is above USD, and stop sending before the spend "
+    max_cost: float | None = setting(
+        "refuse a run whose estimated cost is above USD, and stop sending before the spend "
         "could pass it (the items left are reported as not scored; a rerun with a higher cap goes on from the cache)",
         metavar="USD", sending=True)
-    batch: bool = option(
-        "--batch", "batch", "send the requests the cache lacks through the provider's Batch API (half price, answered "
+    batch: bool = setting(
+        "send the requests the cache lacks through the provider's Batch API (half price, answered "
         "within 24 h) before scoring, then score from the cache; a run killed while it waits, run again, attaches to "
         "its batches (docs/backends-api.md)", False, sending=True)
-    batch_fallback: Literal["resubmit", "sync"] = option(
-        "--batch-fallback", "batch_fallback", "requests the batches did not answer (expired, cancelled, failed): "
+    batch_fallback: Literal["resubmit", "sync"] = setting(
+        "requests the batches did not answer (expired, cancelled, failed): "
         "resubmit them once, then fail their items with the reason (default), or sync: send them one by one",
         "resubmit", sending=True)
-    batch_file: str | None = option(
-        "--batch-file", "batch_file", "write the requests the cache lacks as a Batch API input file (for vllm "
+    batch_file: str | None = setting(
+        "write the requests the cache lacks as a Batch API input file (for vllm "
         "run-batch or any runner of the format) and stop", metavar="FILE", sending=True)
-    batch_results: str | None = option(
-        "--batch-results", "batch_results", "read a runner's Batch API output file (of --batch-file's requests) into "
+    batch_results: str | None = setting(
+        "read a runner's Batch API output file (of --batch-file's requests) into "
         "the cache, then score", metavar="FILE", sending=True)
-    reasoning_effort: str | None = option(
-        "--reasoning-effort", "reasoning_effort", "reasoning_effort sent to a reasoning model (low, medium, high, "
+    reasoning_effort: str | None = setting(
+        "reasoning_effort sent to a reasoning model (low, medium, high, "
         "...); default: the server's", metavar="EFFORT")
-    batch_poll: float = option(
-        None, "batch_poll", "seconds between looks at the batches in flight", 30.0, sending=True)
-    batch_queue_tokens: int | None = option(
-        None, "batch_queue_tokens", "the model's batch queue limit in prompt tokens, over the shipped table's "
-        "(judge/accounting/batch_limits.toml)", sending=True)
-    tokenize: Literal["auto", "server", "estimate"] = option(
-        None, "tokenize", "how prompts are counted to fit the context window: auto (the server's /tokenize when it "
-        "has one, else an estimate), server or estimate", "auto")
-    backoff: float = option(None, "backoff", "seconds before the first retry of a failing request", 0.5, sending=True)
-    max_backoff: float = option(None, "max_backoff", "the longest wait between retries, in seconds", 30.0,
-                                sending=True)
-    max_context: int | None = option(
-        None, "max_context", "the model's context window in tokens (default: --n-ctx, else 4096)")
-    reasoning: bool | None = option(
-        None, "reasoning", "the model thinks before it answers (default: known from its name, else learned from the "
-        "server's refusals)")
-    max_top_logprobs: int | None = option(
-        None, "max_top_logprobs", "the most top log-probabilities the server gives per position, on either endpoint "
+    batch_poll: float = setting(
+        "seconds between looks at the batches in flight", 30.0, sending=True, flag=None)
+    batch_queue_tokens: int | None = setting(
+        "the model's batch queue limit in prompt tokens, over the shipped table's "
+        "(judge/accounting/batch_limits.toml)", sending=True, flag=None)
+    tokenize: Literal["auto", "server", "estimate"] = setting(
+        "how prompts are counted to fit the context window: auto (the server's /tokenize when it "
+        "has one, else an estimate), server or estimate", "auto", flag=None)
+    backoff: float = setting("seconds before the first retry of a failing request", 0.5, sending=True, flag=None)
+    max_backoff: float = setting("the longest wait between retries, in seconds", 30.0, sending=True, flag=None)
+    max_context: int | None = setting(
+        "the model's context window in tokens (default: --n-ctx, else 4096)", flag=None)
+    reasoning: bool | None = setting(
+        "the model thinks before it answers (default: known from its name, else learned from the "
+        "server's refusals)", flag=None)
+    max_top_logprobs: int | None = setting(
+        "the most top log-probabilities the server gives per position, on either endpoint "
         "(default: OpenAI's maxima, 20 on chat completions and 5 on completions; llama.cpp and vLLM servers give 20 "
-        "on both)")
+        "on both)", flag=None)
 
     def __post_init__(self) -> None:
         if self.sampling_fallback < 0:
@@ -125,7 +124,7 @@ class HostedOptions:
 
 
 #: The flags and ``options`` keys of :class:`HostedOptions`.
-HOSTED = OptionGroup(HostedOptions, "hosted API (--backend openai)")
+HOSTED = Settings(HostedOptions, "hosted API (--backend openai)")
 #: The options that change how requests are sent, never an answer.
 SENDING = frozenset(f.name for f in fields(HostedOptions) if f.metadata.get("sending"))
 

@@ -20,7 +20,6 @@ from ..datasets.benchmarks import dataset_info
 from ..datasets.source import resolve_source
 from ..engine import prepare
 from ..engine.kinds import kind_text
-from ..engine.ray_options import add_ray_options, ray_from_args
 from ..engine.spec import method_type
 from ..harness.config import DatasetSpec, Experiment
 from ..harness.runner import run_experiment
@@ -33,10 +32,11 @@ from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
     add_check_option,
     add_judge_options,
-    add_progress_option,
+    add_run_options,
     add_view_option,
     check_counts,
     parse_scales,
+    run_options,
     spec_from_args,
 )
 
@@ -64,11 +64,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CI (default 1000)")
     p.add_argument("--seeds", default=None, help="comma-separated selection seeds, one run each, e.g. 0,1,2 "
                    "(default for --selector random: 3 seeds from --seed, else --seed); prints mean and sd")
-    add_progress_option(p)
+    add_run_options(p)
     add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "set", "the run")
-    add_ray_options(p)
     return p
 
 
@@ -83,7 +82,7 @@ def parse_seeds(args: argparse.Namespace) -> tuple[int, ...]:
             raise InputError("--seeds is empty", field="seeds")
         return seeds
     base = args.seed if args.seed is not None else 0
-    if args.selector == "random" and args.k > 0 and args.seed is None:
+    if args.selector == "random" and (args.k or 0) > 0 and args.seed is None:
         return (base, base + 1, base + 2)
     return (base,)
 
@@ -108,13 +107,13 @@ def run(args: argparse.Namespace) -> int:
         exp = Experiment(path="judge bench", name=f"bench-{info.name}", data_dir=args.data_dir or ".",
                          output=args.results or tmp, limit=args.limit, limit_seed=args.limit_seed, datasets=(dataset,),
                          methods=(spec,), bootstrap=args.bootstrap, seed=0, retry_failed=False, split=args.split,
-                         ray=ray_from_args(args))
+                         ray=run_options(args).ray)
         if args.check:
             from ..harness.cost import print_check
 
             print_check(exp)
             return EXIT_OK
-        summary = run_experiment(exp, plots=False, progress=not args.no_progress)
+        summary = run_experiment(exp, plots=False, progress=run_options(args).progress)
         rows = [r for seed in spec.run_seeds() for r in read_rows(_cell(exp, seed))]
         if args.output:
             _copy_rows(exp, args.output)

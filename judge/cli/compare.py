@@ -32,7 +32,6 @@ from ..engine import MethodSpec, named_method, prepare, with_runtime
 from ..engine.compare import pair_items, point_scores, prepare_pairs
 from ..engine.cost import Entry
 from ..engine.kinds import method_kinds
-from ..engine.ray_options import add_ray_options
 from ..engine.session import Session
 from ..engine.spec import method_type
 from ..methods.pairwise import check_not_spec_default
@@ -44,7 +43,7 @@ from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .options import (
     add_check_option,
     add_judge_options,
-    add_progress_option,
+    add_run_options,
     add_type_options,
     check_counts,
     or_overall,
@@ -82,11 +81,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of conversations (default 1000)")
     p.add_argument("-o", "--output", default=None, help="write one JSON row per pair here (atomically; "
                    "docs/pairwise.md, 'Rows'), the summary beside it in FILE.summary.json")
-    add_progress_option(p)
+    add_run_options(p)
     add_judge_options(p)
     add_type_options(p, method_type("pairwise"))
     add_check_option(p, "pairs", "the comparison")
-    add_ray_options(p)
     return p
 
 

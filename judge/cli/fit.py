@@ -17,13 +17,12 @@ from ..datasets.source import resolve_source
 from ..datasets.split import conversation_of, split_items
 from ..engine import prepare
 from ..engine.cost import Entry
-from ..engine.ray_options import add_ray_options
 from ..engine.session import Session
 from ..heads.fit import ALPHAS, require_sklearn
 from ..heads.head import read_head
 from ..heads.train import RatedSet, collect, fit_head, fit_without_each, stamp
 from . import EXIT_OK
-from .options import add_check_option, add_judge_options, add_progress_option, parse_scales, run_options, spec_from_args
+from .options import add_check_option, add_judge_options, add_run_options, parse_scales, run_options, spec_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -47,10 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "to score")
     p.add_argument("--alphas", default=None, metavar="A,B,...",
                    help=f"ridge strengths to choose from by grouped cross-validation (default: {','.join(map(str, ALPHAS))})")
-    add_progress_option(p)
+    add_run_options(p)
     add_judge_options(p)
     add_check_option(p, "sets", "reading the hidden states")
-    add_ray_options(p)
     return p
 
 

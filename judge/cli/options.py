@@ -5,28 +5,25 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, fields, replace
+from typing import Any
 
 from ..backends import backend_names
 from ..backends.hosted import HOSTED, HostedOptions
 from ..backends.registry import has_batch_api
+from ..core.config import GENERATE, GenerateConfig
 from ..core.errors import InputError
-from ..core.settings import add_flags, flagged, given
+from ..core.settings import Settings
 from ..data.items import Item
 from ..data.qualities import Quality, Scale, parse_scale, quality_for
 from ..engine import MethodSpec
 from ..engine.named import named_method, with_runtime
-from ..engine.ray_options import ray_from_args
+from ..engine.ray_options import RayOptions, add_ray_options, ray_from_args
 from ..engine.session import RunOptions
 from ..engine.spec import DEFAULT_TYPE, METHOD_TYPES, MethodType, method_type, own_fields, spec_fields
-from ..prompts.context_views import CONTEXT_VIEWS
-from ..prompts.templates import builtin_prompts
-from ..selectors import ORDERS, SELECTOR_NAMES
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("judge")
-    g.add_argument("--prompt", default=None, help="built-in prompt name (default: yesno); 'fed' picks the FED rating "
-                   f"prompt of --quality. Built-in: {', '.join(builtin_prompts())}")
     g.add_argument("--method", default=None, metavar="NAME",
                    help="a method by name: a shipped preset (yesno, criteria, pmi, criteria-pmi, criteria-pmi-pmimax, criteria-ref-user; "
                    "judge/methods/presets.toml) or one of --methods-file. The flags of where and how to run it apply (--backend, "
@@ -41,30 +38,11 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                         "example labels and yes/no thresholds (overrides the file's own declaration)")
     g.add_argument("--backend", default="llamacpp", help=f"backend name ({', '.join(backend_names())})")
     g.add_argument("--model", default=None, help="model id or path (default: the embedded SmolLM2-135M-Instruct)")
-    g.add_argument("--top-k", type=int, default=3, help="top-K rating weighting (default 3)")
-    g.add_argument("--rule", default="topk", help="scoring rule of rating prompts: topk (the paper's top-K "
-                   "weighting, default) or expected (probability-weighted mean over every rating label)")
-    g.add_argument("--context", default="given", choices=CONTEXT_VIEWS,
-                   help="what of each item the prompt shows: given (default), or none: the reply alone (no "
-                   "conversation, no background; dialogs: the system's turns), the baseline of a contrast "
-                   "(docs/context.md)")
-    add_flags(g, method_type(DEFAULT_TYPE).settings)
+    Settings(method_type(DEFAULT_TYPE).settings).add_flags(g)
     g.add_argument("--name", default=None, help="method name written in each output row (default: "
                    "<prompt>-<selector>-k<k>, or the scorer's name)")
-    g.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                   help="wrap prompts in the model's chat template (default: when the model has one)")
-    g.add_argument("--threads", type=int, default=None, help="CPU threads for local backends")
-    g.add_argument("--n-ctx", type=int, default=None, help="context window (default: the model's)")
-    g.add_argument("--batch-size", type=int, default=16)
-    a = HOSTED.add_flags(p)
-    a.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (default 4)")
-    a.add_argument("--max-retries", type=int, default=6, help="retries of a failing request (default 6)")
-    a.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    c = p.add_argument_group("cache")
-    c.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
-                   help="reuse label distributions from the persistent cache (default on; --no-cache)")
-    c.add_argument("--cache-path", default=None, metavar="PATH",
-                   help="SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)")
+    GENERATE.add_flags(p)
+    HOSTED.add_flags(p)
     g.add_argument("--allow-future", action="store_true", default=False,
                    help="allow a method (or --member) that reads the user's turn after the rated response "
                    "(next-user-sentiment on turn-level items): refused otherwise, as a live judge never has it; "
@@ -76,9 +54,9 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    help="score with the model's log-probabilities of the reply instead of a prompt: pmi (context "
                    "against no context, default signal), conditional, unconditional, conditional-min, pmi-min, "
                    "pmi-max, followup (FED follow-ups; docs/likelihood.md)")
-    add_flags(g, method_type("head").settings)
+    Settings(method_type("head").settings).add_flags(g)
     c = p.add_argument_group("classic scorers (instead of an LLM prompt; see docs/classic.md)")
-    add_flags(c, method_type("classic").settings)
+    Settings(method_type("classic").settings).add_flags(c)
     c.add_argument("--scorer-model", default=None, help="model id/path for a model-based classic scorer")
     c.add_argument("--scorer-option", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the classic scorer (repeatable), e.g. loss=followup")
@@ -88,34 +66,22 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
                    "--member prompt=yesno --member prompt=rating,rule=expected --member scorer=length; optional=true leaves a "
                    "member out where the data lacks its input (e.g. scorer=embedding-reference,optional=true). "
                    f"Keys: {', '.join(sorted(member_keys()))}")
-    add_flags(e, method_type("ensemble").settings)
-    s = p.add_argument_group("examples")
-    s.add_argument("--selector", default="none",
-                   help=f"in-context example selector: {', '.join(SELECTOR_NAMES)} (default: none = zero-shot)")
-    s.add_argument("--k", type=int, default=0, help="number of in-context examples")
-    s.add_argument("--seed", type=int, default=None, help="seed for random selection (default 0)")
-    s.add_argument("--pool", default=None, help="labelled file to draw examples from (default: the scored data, "
-                   "leave-group-out)")
-    s.add_argument("--no-group-guard", dest="group_guard", action="store_false", default=True,
-                   help="allow examples from the test item's own context/dialog (never the item itself); "
-                        "mirrors a paper setup, recorded in the output")
-    s.add_argument("--example-order", default="ascending", choices=ORDERS,
-                   help="ascending: most relevant example last, nearest the test item (default); descending; "
-                        "as-selected")
-    s.add_argument("--manual-set", default=None, help="manual selector: a shipped set name (fed) or your own "
-                   "TOML/JSONL file (default: the shipped set for the dataset)")
+    Settings(method_type("ensemble").settings).add_flags(e)
 
 
-def add_progress_option(p: argparse.ArgumentParser) -> None:
-    """``--no-progress``: the progress bar (rate, ETA) goes to stderr only when it is a terminal, and not at all
-    with this flag."""
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (it is shown only when "
-                   "stderr is a terminal)")
+#: The flags of :class:`RunOptions`, which every command that runs a judge shares.
+RUN = Settings(RunOptions)
 
 
-def run_options(args: argparse.Namespace) -> RunOptions:
-    """How the flags say a command's run goes (``--ray`` and its actors, ``--no-progress``)."""
-    return RunOptions(ray=ray_from_args(args), progress=not args.no_progress)
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The flags of :class:`RunOptions`: ``--no-progress``, and ``--ray`` with its actors (:class:`RayOptions`)."""
+    RUN.add_flags(p)
+    add_ray_options(p)
+
+
+def run_options(args: argparse.Namespace, ray: RayOptions | None = None) -> RunOptions:
+    """How the flags say a command's run goes, over ``ray`` (a config's ``[run]`` table)."""
+    return RunOptions(ray=ray_from_args(args, ray), **RUN.given(args))
 
 
 def add_view_option(p: argparse.ArgumentParser) -> None:
@@ -208,24 +174,12 @@ def _json_value(text: str) -> object:
 
 
 def generate_settings(args: argparse.Namespace) -> dict[str, object]:
-    """The generation flags as :class:`GenerateConfig` fields (checked by ``MethodSpec.from_mapping``)."""
-    return {
-        "chat": args.chat,
-        "max_context": args.n_ctx,
-        "threads": args.threads,
-        "batch_size": args.batch_size,
-        "concurrency": args.concurrency,
-        "max_retries": args.max_retries,
-        "timeout": args.timeout,
-        "cache": args.cache,
-        "cache_path": args.cache_path,
-        "seed": args.seed or 0,  # --seed defaults to None (random selection: seeds 0,1,2)
-    }
+    """The generation flags given, as :class:`GenerateConfig` fields (checked by ``MethodSpec.from_mapping``)."""
+    return GENERATE.given(args)
 
 
 #: The flag behind a spec field, where it is not ``--`` + the field with dashes (errors name the flag).
-FLAGS = {"generate.max_context": "--n-ctx", "generate.seed": "--seed", "generate.chat": "--chat",
-         "order": "--example-order", "options": "--backend-option", "prompt": "--prompt", "seeds": "--seed",
+FLAGS = {**{f"generate.{name}": GENERATE.flag(name) for name in GENERATE.flagged()}, "order": "--example-order", "options": "--backend-option", "prompt": "--prompt", "seeds": "--seed",
          "members": "--member", "optional": "--member optional=true"}
 
 
@@ -281,7 +235,7 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
     if args.member:
         return _ensemble_from_args(args, seeds)
     for kind in _types():
-        for name in given(args, kind.settings) if kind.refers_to_methods else ():
+        for name in Settings(kind.settings).given(args) if kind.refers_to_methods else ():
             raise InputError(f"--{name} needs ensemble members (--member ...)", field=name)
     return _single_from_args(args, seeds, default_type)
 
@@ -289,20 +243,24 @@ def spec_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = Non
 def add_type_options(p: argparse.ArgumentParser, kind: MethodType) -> None:
     """The flags of a method type's own settings (``MethodType.settings``), generated from its record;
     :func:`spec_from_args` reads them back into the spec."""
-    add_flags(p.add_argument_group(f"{kind.noun}"), kind.settings)
+    Settings(kind.settings, kind.noun).add_flags(p)
 
 
 #: Flags that define what a method is. ``--method`` names the whole method, so these are refused beside
 #: it rather than quietly ignored; the flags that say where and how to run it (backend, model, threads,
 #: context, batching, API and cache settings, --chat) apply to every model the method runs.
 METHOD_FLAGS = ("prompt", "template", "scorer", "member", "likelihood", "context", "top_k", "rule", "selector", "k",
-                "seed", "pool", "group_guard", "example_order", "manual_set", "scorer_model", "scorer_option", "seeds")
+                "seed", "pool", "group_guard", "order", "manual_set", "scorer_model", "scorer_option", "seeds")
 
 
-def _method_flags() -> list[str]:
-    """Every flag that defines a method: :data:`METHOD_FLAGS` and those of each type's own settings."""
-    return [*METHOD_FLAGS, *(f.name for kind in _types() for f in flagged(kind.settings))]
-_FLAG_NAMES = {"group_guard": "--no-group-guard"}
+def _method_flags() -> dict[str, str]:
+    """Every flag that defines a method by its name on the parsed namespace: :data:`METHOD_FLAGS` (in that order)
+    and those of each type's own settings (their flags from the records)."""
+    records: dict[str, str] = {}
+    for kind in _types():
+        record: Settings[Any] = Settings(kind.settings)
+        records.update({name: record.flag(name) for name in record.flagged()})
+    return {**{dest: records.get(dest, "--" + dest.replace("_", "-")) for dest in METHOD_FLAGS}, **records}
 
 
 def _flag_defaults() -> argparse.Namespace:
@@ -316,13 +274,13 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     if not args.method:
         raise InputError("--methods-file needs --method NAME (the method of the file to run)", field="--method")
     defaults = _flag_defaults()
-    named = [_FLAG_NAMES.get(dest, "--" + dest.replace("_", "-")) for dest in _method_flags()
+    named = [flag for dest, flag in _method_flags().items()
              if getattr(args, dest, None) not in (None, getattr(defaults, dest, None))]
     if named:
         raise InputError(f"--method names the whole method; drop {', '.join(named)} (or write the method into a "
                          "--methods-file)", field="--method")
-    mine, default = generate_settings(args), generate_settings(defaults)
-    generate = {key: value for key, value in mine.items() if key != "seed" and value != default[key]}
+    generate = {key: value for key, value in generate_settings(args).items()
+                if key != "seed" and value != getattr(GenerateConfig(), key)}
     backend = args.backend if args.backend != defaults.backend else None
     spec = with_runtime(named_method(args.method, args.methods_file), backend=backend, model=args.model,
                         options=backend_options(args), generate=generate)
@@ -340,7 +298,7 @@ def _ensemble_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None)
     members = [m for m, _ in parsed]
     optional = tuple(m.name for m, is_optional in parsed if is_optional)
     return spec_from_flags({"name": args.name or "", "type": "ensemble", "members": tuple(members),
-                            **given(args, method_type("ensemble").settings), "optional": optional,
+                            **Settings(method_type("ensemble").settings).given(args), "optional": optional,
                             "allow_future": args.allow_future})
 
 
@@ -412,18 +370,16 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
         raise InputError(f"a {name} method reads no prompt template; drop {', '.join(templates)}",
                          field=f"--{kind.flag[0]}" if kind.flag else "--prompt")
     base = args.seed if args.seed is not None else 0
-    defining: dict[str, object] = {
-        "prompt": args.template or args.prompt or _SPEC_DEFAULTS["prompt"], "selector": args.selector or "none",
-        "k": args.k,
-        "group_guard": args.group_guard, "order": args.example_order, "manual_set": args.manual_set,
-        "pool": args.pool, "top_k": args.top_k, "rule": args.rule, "context": args.context,
-    }
-    values: dict[str, object] = {key: value for key, value in defining.items()
-                                 if value != _SPEC_DEFAULTS[key] or (key in kind.accepted() and key != "prompt")}
-    values.update(name=args.name or "", type=name, allow_future=args.allow_future)
+    values: dict[str, object] = {}
     for other in _types():  # the flags of each type's own settings: another type's refused by the spec, naming it
         if not other.refers_to_methods:
-            values.update(given(args, other.settings))
+            values.update(Settings(other.settings).given(args))
+    if args.template:
+        values["prompt"] = args.template
+    # A flag given at the llm judge's default changes nothing for a type without that setting.
+    values = {key: value for key, value in values.items()
+              if key in kind.accepted() or key not in _SPEC_DEFAULTS or value != _SPEC_DEFAULTS[key]}
+    values.update(name=args.name or "", type=name, allow_future=args.allow_future)
     if "seeds" in kind.accepted():
         values["seeds"] = seeds or (base,)
     if kind.runs_model:

@@ -7,10 +7,9 @@ import sys
 from dataclasses import replace
 
 from ..accounting.counters import report_counters
-from ..engine.ray_options import add_ray_options, ray_from_args
 from ..harness import load_experiment, run_experiment
 from . import EXIT_FAILED_ITEMS, EXIT_OK
-from .options import add_progress_option, check_counts
+from .options import add_run_options, check_counts, run_options
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -29,12 +28,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("dev", "test"), default=None,
                    help="score only this half of each set's conversations (overrides split): choose methods on "
                    "dev, report on test")
-    add_progress_option(p)
+    add_run_options(p)
     p.add_argument("--check", action="store_true", help="validate the config and every cell against its data "
                    "(templates, manual sets, scales), list the cells and what each will cost: prompt tokens after prefix "
                    "reuse (the model's vocabulary is read, no weights) and the time at this machine's measured rate "
                    "(measured once per model and settings, refreshed by runs)")
-    add_ray_options(p)
     return p
 
 
@@ -44,13 +42,14 @@ def run(args: argparse.Namespace) -> int:
         limit=args.limit, data_dir=args.data_dir, output=args.output, backend=args.backend, model=args.model,
         threads=args.threads, datasets=args.datasets.split(",") if args.datasets else None, split=args.split,
         methods=args.methods.split(",") if args.methods else None)
-    exp = replace(exp, ray=ray_from_args(args, exp.ray))
+    options = run_options(args, exp.ray)
+    exp = replace(exp, ray=options.ray)
     if args.check:
         from ..harness.cost import print_check
 
         print_check(exp)
         return EXIT_OK
-    summary = run_experiment(exp, progress=not args.no_progress)
+    summary = run_experiment(exp, progress=options.progress)
     report_counters(summary.counters)
     failed = sum(r.n_failed for r in summary.results)
     failed_pairs = sum(e["n_failed"] for e in summary.pairwise or ())

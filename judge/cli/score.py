@@ -24,7 +24,6 @@ from ..datasets.jsonl import JsonlScan, scan
 from ..engine import MethodSpec, Prepared, prepare
 from ..engine.cost import Entry
 from ..engine.kinds import scorer_kinds
-from ..engine.ray_options import add_ray_options
 from ..engine.session import Session
 from ..records.rows import Row
 from ..scorers.base import Scorer
@@ -33,7 +32,7 @@ from .input_options import add_input_options, input_options
 from .options import (
     add_check_option,
     add_judge_options,
-    add_progress_option,
+    add_run_options,
     add_view_option,
     check_counts,
     or_overall,
@@ -57,11 +56,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "a summary with Spearman against the human ratings) or jsonl (one JSON row per item). Default: "
                    "table on a terminal without -o, else jsonl; -o always writes JSONL to the file")
     add_input_options(p)
-    add_progress_option(p)
+    add_run_options(p)
     add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "file", "scoring")
-    add_ray_options(p)
     return p
 
 
@@ -93,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     items = all_items[: args.limit] if args.limit is not None else all_items
     quality = resolve_quality(or_overall(args.quality, items), items, _registered_qualities(args.input, items),
                               parse_scales(args))
-    if quality is not None and (args.quality is not None or args.k > 0):
+    if quality is not None and (args.quality is not None or (args.k or 0) > 0):
         # The scale is in use (asked for, or it turns example ratings into labels): refuse values off it.
         check_scale(items, quality, file=args.input)
     # The example pool is the whole file (rated items), whatever --limit keeps for scoring; so are the
@@ -145,7 +143,7 @@ def run_streaming(args: argparse.Namespace, spec: MethodSpec, session: Session,
     rated = False
     it = items()
     while chunk := list(islice(it, CHECK_CHUNK)):
-        if quality is not None and (args.quality is not None or args.k > 0):
+        if quality is not None and (args.quality is not None or (args.k or 0) > 0):
             check_scale(chunk, quality, file=args.input)
         checked = prepare(spec, chunk, quality)
         prep = prep or checked

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.settings import given
+from ..core.settings import Settings
 from ..datasets import load_items
 from ..engine import MethodSpec
 from ..engine.spec import method_type
@@ -144,7 +144,7 @@ def compare_spec(args: argparse.Namespace) -> MethodSpec | None:
         return None
     check_not_spec_default(args.compare_prompt, "--compare-prompt")
     return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt,
-                            **given(args, method_type("pairwise").settings),
+                            **Settings(method_type("pairwise").settings).given(args),
                             "seeds": (args.seed or 0,), "backend": args.backend, "model": args.model,
                             "options": backend_options(args), "generate": generate_settings(args)},
                            {**FLAGS, "prompt": "--compare-prompt"})

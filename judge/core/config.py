@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import InputError
+from .fields import TABLES
+from .settings import Settings, setting
 
 #: Smallest value of each integer setting that has one; a value below it is refused, never adjusted.
 _MINIMUM = {"concurrency": 1, "max_retries": 0, "batch_size": 1, "top_n": 1}
@@ -18,28 +20,22 @@ _MINIMUM_OR_NONE = {"max_context": 1, "threads": 1}
 class GenerateConfig:
     """Generation / scoring settings shared by every backend (each uses the ones that apply)."""
 
-    #: How many most-probable tokens to return per prompt (API backends cap this, often at 20).
-    top_n: int = 20
-    #: Wrap prompts in the model's chat template: True, False, or None for "when the model has one".
-    chat: bool | None = None
-    #: Context window in tokens; None = the model's own (llama.cpp: its training context).
-    max_context: int | None = None
-    #: CPU threads for local backends; None = all cores.
-    threads: int | None = None
-    #: Prompts handed to a backend at once.
-    batch_size: int = 16
-    #: Requests in flight at once (hosted APIs).
-    concurrency: int = 4
-    #: Retries of a failed API request before the item is recorded as failed.
-    max_retries: int = 6
-    #: Seconds before an API request times out.
-    timeout: float = 60.0
-    #: Read and write the persistent cache.
-    cache: bool = True
-    #: Where the SQLite cache lives; None = the default location.
-    cache_path: str | None = None
-    #: Seed for anything random in a backend (sampling fallback).
-    seed: int = 0
+    top_n: int = setting("how many most-probable tokens a backend returns per prompt (API backends cap it, often at "
+                         "20)", 20, flag=None)
+    chat: bool | None = setting("wrap prompts in the model's chat template (default: when the model has one)")
+    max_context: int | None = setting("context window in tokens (default: the model's own; llama.cpp: its training "
+                                      "context)", flag="--n-ctx")
+    threads: int | None = setting("CPU threads for local backends (default: every core)")
+    batch_size: int = setting("prompts handed to a backend at once", 16)
+    concurrency: int = setting("requests in flight at once (hosted APIs)", 4)
+    max_retries: int = setting("retries of a failing request before its item is recorded as failed", 6)
+    timeout: float = setting("seconds per request", 60.0)
+    cache: bool = setting("reuse answers from the persistent cache, and write new ones to it (default on; --no-cache)",
+                          True)
+    cache_path: str | None = setting("SQLite cache file (default: $JUDGE_CACHE or ~/.cache/judge/cache.sqlite)",
+                                     metavar="PATH")
+    seed: int = setting("seed for random example selection and anything random in a backend (the sampling fallback, "
+                        "a rationale's sampling)", 0)
 
     def __post_init__(self) -> None:
         """Refuse out-of-range settings wherever the config is made (CLI, experiment config, library), so
@@ -55,6 +51,11 @@ class GenerateConfig:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+#: The flags and ``generate`` keys of :class:`GenerateConfig`.
+GENERATE = Settings(GenerateConfig, "how the model runs (TOML: generate)")
+TABLES[GenerateConfig] = "generation settings"
 
 
 def default_cache_path() -> Path:

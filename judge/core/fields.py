@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from .config import GenerateConfig
 from .errors import InputError
 
 #: Option names that would carry a secret; keys come only from environment variables.
@@ -22,6 +21,9 @@ SECRET_OPTIONS = frozenset({"api_key", "apikey", "key", "token", "secret", "pass
 
 _TYPE_NAMES: dict[Any, str] = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                                dict: "a table", list: "a list"}
+#: Records a config gives as a table of their fields (``generate = { threads = 2 }``), with the words an error
+#: calls them by; each record's module registers itself here.
+TABLES: dict[type, str] = {}
 
 
 def field_types(cls: type) -> dict[str, Any]:
@@ -43,14 +45,14 @@ def _type_name(hint: Any) -> str:
         return " or ".join(_type_name(a) for a in get_args(hint) if a is not type(None))
     if origin is tuple:
         return f"{_type_name(get_args(hint)[0])} or a list of them"
-    if hint is GenerateConfig:
-        return "a table of generation settings"
+    if hint in TABLES:
+        return f"a table of {TABLES[hint]}"
     return _TYPE_NAMES.get(origin or hint, getattr(hint, "__name__", str(hint)))
 
 
 def convert(key: str, value: Any, hint: Any) -> Any:
     """``value`` checked against the field type ``hint`` (tuples from lists, ints as floats where a
-    float is asked, a generation table into a :class:`GenerateConfig`); InputError naming ``key`` else."""
+    float is asked, a table into a record of :data:`TABLES`); InputError naming ``key`` else."""
     origin = get_origin(hint)
     bad = InputError(f"must be {_type_name(hint)}, got {type(value).__name__}", field=key)
     if hint is Any:
@@ -80,8 +82,8 @@ def convert(key: str, value: Any, hint: Any) -> Any:
         if not isinstance(value, Mapping):
             raise bad
         return dict(value)
-    if hint is GenerateConfig:
-        return _generate(key, value)
+    if hint in TABLES:
+        return _table(key, value, hint)
     if hint is bool:
         if not isinstance(value, bool):
             raise bad
@@ -95,20 +97,20 @@ def convert(key: str, value: Any, hint: Any) -> Any:
     return value
 
 
-def _generate(key: str, value: Any) -> GenerateConfig:
-    """A :class:`GenerateConfig` from itself or a table of its fields (errors name ``generate.<field>``)."""
-    if isinstance(value, GenerateConfig):
+def _table(key: str, value: Any, cls: type) -> Any:
+    """A record of :data:`TABLES` from itself or a table of its fields (errors name ``<key>.<field>``)."""
+    if isinstance(value, cls):
         return value
     if not isinstance(value, Mapping):
-        raise InputError(f"must be {_type_name(GenerateConfig)}, got {type(value).__name__}", field=key)
-    known = field_types(GenerateConfig)
+        raise InputError(f"must be {_type_name(cls)}, got {type(value).__name__}", field=key)
+    known = field_types(cls)
     checked: dict[str, Any] = {}
     for name, v in value.items():
         if name not in known:
             raise InputError(f"unknown key{close_hint(name, known)}", field=f"{key}.{name}")
         checked[name] = convert(f"{key}.{name}", v, known[name])
     try:
-        return GenerateConfig(**checked)
+        return cls(**checked)
     except InputError as exc:
         raise InputError(exc.reason, field=f"{key}.{exc.field}") from None
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.options import OptionGroup, option
+from ..core.settings import Settings, setting
 
 
 @dataclass(frozen=True)
@@ -25,18 +25,18 @@ class RayOptions:
     spec and answers units of work; the driver (the ``judge`` process) plans, keeps the cache and writes
     every output (docs/distributed.md)."""
 
-    address: str = option(
-        "--ray", "ray", "run the model work on a Ray cluster: auto (the cluster this machine belongs to), local (start "
+    address: str = setting(
+        "run the model work on a Ray cluster: auto (the cluster this machine belongs to), local (start "
         "one here, as Ray does) or HOST:PORT of its head (also ray://HOST:PORT); needs dialogue-judge[ray]", "auto",
-        metavar="ADDRESS")
-    actors: int | None = option(
-        "--ray-actors", "ray_actors", "actors (model replicas) to keep on the cluster (default: as many as its CPUs, "
+        flag="--ray", key="ray", metavar="ADDRESS")
+    actors: int | None = setting(
+        "actors (model replicas) to keep on the cluster (default: as many as its CPUs, "
         "or its GPUs with --ray-gpus, hold)")
-    cpus: int | None = option(
-        "--ray-cpus", "ray_cpus", "CPUs each actor reserves; its backend runs that many threads, whatever --threads says "
+    cpus: int | None = setting(
+        "CPUs each actor reserves; its backend runs that many threads, whatever --threads says "
         "(default: --threads, else 1)")
-    gpus: float = option(
-        "--ray-gpus", "ray_gpus", "GPUs each actor reserves (vLLM replicas: 1, or the tensor_parallel_size they use; "
+    gpus: float = setting(
+        "GPUs each actor reserves (vLLM replicas: 1, or the tensor_parallel_size they use; "
         "default 0)", 0.0)
 
     def __post_init__(self) -> None:
@@ -45,7 +45,7 @@ class RayOptions:
         for name, low in (("actors", 1), ("cpus", 1)):
             value = getattr(self, name)
             if value is not None and value < low:
-                raise InputError(f"must be >= {low}, got {value}", field=RAY.meta[name]["key"])
+                raise InputError(f"must be >= {low}, got {value}", field=RAY.key(name))
         if self.gpus < 0:
             raise InputError(f"must be >= 0, got {self.gpus}", field="ray_gpus")
 
@@ -63,7 +63,7 @@ class RayOptions:
 
 
 #: The flags and ``[run]`` keys of :class:`RayOptions`.
-RAY = OptionGroup(RayOptions, "Ray cluster (needs dialogue-judge[ray]; docs/distributed.md)", dest="ray_")
+RAY = Settings(RayOptions, "Ray cluster (needs dialogue-judge[ray]; docs/distributed.md)", prefix="ray_")
 
 
 def add_ray_options(p: argparse.ArgumentParser) -> None:

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from ..backends.base import Prompt
 from ..core.errors import InputError
+from ..core.settings import setting
 from ..data.items import Item
 from ..data.pairs import Pair
 from ..records.pair_rows import PairRow
@@ -63,7 +64,8 @@ class RunOptions:
     recorded in ``batches/`` beside the cache)."""
 
     ray: RayOptions | None = None
-    progress: bool = True
+    progress: bool = setting("no progress bar (rate, ETA) on stderr (it is shown only when stderr is a terminal)", True,
+                             flag="--no-progress")
     log: Callable[[str], None] = field(default=_stderr, compare=False)
 
 

@@ -41,7 +41,7 @@ from ..prompts.templates import (
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge, render_prompt
 from ..scorers.rules import RULES
-from ..selectors import SELECTORS, get_selector
+from ..selectors import ORDERS, SELECTOR_NAMES, SELECTORS, get_selector
 
 #: Keys a TOML table of an LLM method reads its own way: lists of ``k`` and ``seeds`` expand into several
 #: methods, ``selector_options`` holds ``order`` and ``manual_set``.
@@ -53,25 +53,24 @@ class LLMSettings:
     """An llm judge's own settings: its prompt, the examples it shows, how its answer becomes a score, and
     whether it writes a rationale before it answers."""
 
-    prompt: str = setting("a built-in prompt, fed (the FED rating prompt of the quality) or a .j2 template path "
-                          "(--template)", "yesno", flag="--prompt", generated=False)
-    selector: str = setting("in-context example selector (none: zero-shot)", "none", flag="--selector",
-                            generated=False)
-    k: int = setting("number of in-context examples (TOML: a list runs one method per value)", 0, flag="--k",
-                     generated=False)
-    group_guard: bool = setting("keep examples from the scored item's own context/dialog out",
-                                True, flag="--no-group-guard", generated=False)
-    order: str = setting("examples ascending (most relevant last), descending or as-selected (TOML: "
-                         "selector_options.order)", "ascending", flag="--example-order", generated=False)
-    manual_set: str | None = setting("the manual selector's set: a shipped name or a TOML/JSONL file (TOML: "
-                                     "selector_options.manual_set)", flag="--manual-set", generated=False)
-    pool: str | None = setting("labelled file to draw examples from (default: the scored data, leave-group-out)",
-                               flag="--pool", generated=False)
-    top_k: int = setting("top-K rating weighting of rating prompts", 3, flag="--top-k", generated=False)
-    rule: str = setting("scoring rule of rating prompts: topk (the paper's) or expected", "topk", flag="--rule",
-                        generated=False)
-    context: str = setting("what of each item the prompt shows: given, or none (the reply alone; docs/context.md)",
-                           "given", flag="--context", generated=False)
+    prompt: str = setting(f"a built-in prompt ({', '.join(builtin_prompts())}); fed: the FED rating prompt of "
+                          "--quality (a .j2 template path: --template)", "yesno")
+    selector: str = setting(f"in-context example selector: {', '.join(SELECTOR_NAMES)} (none: zero-shot)", "none")
+    k: int = setting("number of in-context examples (TOML: a list runs one method per value)", 0)
+    group_guard: bool = setting("keep examples from the scored item's own context/dialog out (--no-group-guard: allow "
+                                "them, never the item itself; mirrors a paper setup, recorded in the output)", True,
+                                flag="--no-group-guard")
+    order: str = setting("ascending: most relevant example last, nearest the scored item; descending; as-selected "
+                         "(TOML: selector_options.order)", "ascending", flag="--example-order", choices=ORDERS)
+    manual_set: str | None = setting("the manual selector's set: a shipped name (fed) or a TOML/JSONL file (default: the "
+                                     "shipped set of the dataset; TOML: selector_options.manual_set)")
+    pool: str | None = setting("labelled file to draw examples from (default: the scored data, leave-group-out)")
+    top_k: int = setting("top-K rating weighting of rating prompts", 3)
+    rule: str = setting("scoring rule of rating prompts: topk (the paper's top-K weighting) or expected "
+                        "(probability-weighted mean over every rating label)", "topk")
+    context: str = setting("what of each item the prompt shows: given, or none: the reply alone (no conversation, no "
+                           "background; dialogs: the system's turns), the baseline of a contrast (docs/context.md)",
+                           "given", choices=CONTEXT_VIEWS)
     reason: int = setting(
         "the judge first writes a rationale of at most N tokens, then answers: the answer is read after the prompt's "
         "answer cue (exactly where the backend shows log-probabilities, else estimated from --sampling-fallback N "
