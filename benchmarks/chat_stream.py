@@ -33,8 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTIONS = "You are the help desk of an online shoe shop. Be brief and friendly."
 VERSIONS = ("2.3", "2.4", "2.5")
-_WORDS = ("the order shipped yesterday and should arrive on friday if the courier keeps to the plan we "
-          "can also change the address until it leaves our warehouse returns are free within thirty days").split()
+_WORDS = ["the", "order", "shipped", "yesterday", "and", "should", "arrive", "on", "friday", "if", "the", "courier", "keeps", "to", "the", "plan", "we", "can", "also", "change", "the", "address", "until", "it", "leaves", "our", "warehouse", "returns", "are", "free", "within", "thirty", "days"]
 #: The peak the log's run must stay under.
 LIMIT_MB = 1024
 

@@ -202,3 +202,47 @@ def test_a_worst_conversations_link_opens_its_item_in_the_view(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got == {"item": target, "count": 1, "search": target, "errors": []}
+
+
+def _section_commands() -> list[list[str]]:
+    from tests.test_docs_commands import judge_commands
+
+    text = (ROOT / "docs" / "chat-logs.md").read_text(encoding="utf-8")
+    section = text[text.index("## Answers per version"):text.index("## Large logs")]
+    return judge_commands(section)
+
+
+def test_the_answers_per_version_commands_of_the_page_run_and_print_its_table(tmp_path, monkeypatch, capsys):
+    commands = _section_commands()
+    assert [c[0] for c in commands] == ["score", "summarize", "summarize", "score"]
+    monkeypatch.chdir(tmp_path)
+    printed = []
+    for args in commands:
+        mapped = [str(ROOT / a) if a.startswith("examples/") else a for a in args]
+        assert main([*mapped, *(MOCK if args[0] == "score" else [])]) == 0, capsys.readouterr().err
+        printed.append(capsys.readouterr().out)
+    page = (ROOT / "docs" / "chat-logs.md").read_text(encoding="utf-8")
+    table = [line for line in printed[0].splitlines() if line.startswith("| 2.")]
+    assert len(table) == 2 and all(line in page for line in table)  # the page's figures are the command's
+    written = (tmp_path / "summary" / "by_group.md").read_text()
+    assert printed[1].split("### ")[0] == written.split("### ")[0]  # the links differ: relative to the folder
+    assert "(../view.html#item=conv-" in written
+    assert printed[2].splitlines()[0].startswith("model,date,n_items")
+    assert (tmp_path / "view.html").is_file() and "view.html#item=conv-" in printed[1]
+    assert "gen_ai.evaluation.result" in (tmp_path / "evaluations.jsonl").read_text()
+
+
+def test_the_chat_stream_benchmark_at_its_smallest(tmp_path):
+    """benchmarks/chat_stream.py on 40 turns: both runs' rows, peaks and items/s, the ratio and the verdict."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "benchmarks/chat_stream.py", "--turns", "40", "--per-conversation", "4",
+                           "--keep", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "40 assistant turns in 10 conversations" in out and "messages vs native: items/s" in out
+    assert "target: peak RSS of the log's run under 1024 MB" in out and ": met" in out
+    assert sum(1 for _ in (tmp_path / "log_rows.jsonl").open()) == 40
+    # The same turns in both formats: the same ids, and on the mock backend the same scores.
+    log_rows = {r.id: r.score for r in read_rows(tmp_path / "log_rows.jsonl")}
+    assert log_rows == {r.id: r.score for r in read_rows(tmp_path / "native_rows.jsonl")}

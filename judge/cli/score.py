@@ -43,7 +43,7 @@ from .options import (
     spec_from_args,
 )
 from .score_table import ScoreTable
-from .summarize import GroupOutputs, add_group_options, group_fields, rendered, write_summary
+from .summarize import GroupOutputs, add_group_options, check_folder, group_fields, rendered, write_summary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -81,9 +81,10 @@ def _registered_qualities(path: str, items: list) -> tuple:
 def run(args: argparse.Namespace) -> int:
     # Cheap checks first: options, output path, the file, names, scales, the template; the model last.
     check_counts(args, "limit")
-    for path, flag in ((args.output, "--output"), (args.view, "--view"), (args.summary, "--summary")):
+    for path, flag in ((args.output, "--output"), (args.view, "--view")):
         if path:
             check_output_path(path, flag)
+    check_folder(args.summary, "--summary")
     if args.summary and not args.by:
         raise InputError("--summary writes the summary of --by: name the fields to group by", field="--summary")
     group_fields(args)

@@ -148,10 +148,15 @@ def rows_file(path: str) -> tuple[Path, str | None]:
     return cells[0], str(p / VIEW_FILE)
 
 
+def check_folder(path: str | None, flag: str) -> None:
+    """Refuse an output folder that is a file, before any work is done."""
+    if path and Path(path).exists() and not Path(path).is_dir():
+        raise InputError("is a file, expected a folder", file=path, field=flag)
+
+
 def run(args: argparse.Namespace) -> int:
     path, folder_view = rows_file(args.rows)
-    if args.output:
-        check_output_path(args.output, "--output")
+    check_folder(args.output, "--output")
     view = args.view or (folder_view if folder_view and Path(folder_view).exists() else None)
     with GroupOutputs(args) as outputs:
         for row in iter_rows(path):
