@@ -246,3 +246,17 @@ def test_the_chat_stream_benchmark_at_its_smallest(tmp_path):
     # The same turns in both formats: the same ids, and on the mock backend the same scores.
     log_rows = {r.id: r.score for r in read_rows(tmp_path / "log_rows.jsonl")}
     assert log_rows == {r.id: r.score for r in read_rows(tmp_path / "native_rows.jsonl")}
+
+
+def test_summarize_reads_the_one_cell_of_a_results_folder_and_links_its_view(tmp_path, capsys):
+    rows = _score(tmp_path)
+    cell = tmp_path / "run" / "items" / "yesno" / "versions" / "overall" / "seed0.jsonl"
+    cell.parent.mkdir(parents=True)
+    cell.write_bytes(rows.read_bytes())
+    (tmp_path / "run" / "view.html").write_text("<html></html>")
+    assert main(["summarize", str(tmp_path / "run"), "--by", "version", "--worst", "1"]) == 0
+    assert f"({tmp_path / 'run' / 'view.html'}#item=conv-" in capsys.readouterr().out
+    (cell.parent.parent / "other" / "seed0.jsonl").parent.mkdir()
+    (cell.parent.parent / "other" / "seed0.jsonl").write_bytes(rows.read_bytes())
+    assert main(["summarize", str(tmp_path / "run"), "--by", "version"]) == 2
+    assert "2 cells" in capsys.readouterr().err
