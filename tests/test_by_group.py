@@ -14,9 +14,10 @@ import pytest
 
 from judge.cli import main
 from judge.core.errors import InputError
+from judge.records.by_group import tally_row, tally_rows
 from judge.records.rows import Row, read_rows
 from judge.report.by_group import render_csv, render_markdown
-from judge.stats.by_group import Tally, natural
+from judge.stats.by_group import natural
 from judge.stats.floor import MIN_CONVERSATIONS, too_few_text
 from tools.browser import missing, run_isolated
 
@@ -41,7 +42,7 @@ def test_the_mean_and_its_interval_resample_conversations_not_turns():
     # One long conversation of low scores and six short high ones: drawing conversations moves the mean far
     # more than drawing turns would.
     convs: list[list[float | None]] = [[0.1] * 20] + [[0.9, 0.8]] * (MIN_CONVERSATIONS - 1) + [[0.5, None]]
-    result = Tally(["version"]).add_all(_rows("1", convs)).summary(n_boot=500)
+    result = tally_rows(["version"], _rows("1", convs)).summary(n_boot=500)
     (g,) = result.groups
     scored = [s for c in convs for s in c if s is not None]
     assert g.mean == pytest.approx(sum(scored) / len(scored))
@@ -57,7 +58,7 @@ def test_the_mean_and_its_interval_resample_conversations_not_turns():
 
 
 def test_below_the_floor_there_is_no_interval():
-    few = Tally(["version"]).add_all(_rows("1", [[0.5, 0.6]] * (MIN_CONVERSATIONS - 1))).summary()
+    few = tally_rows(["version"], _rows("1", [[0.5, 0.6]] * (MIN_CONVERSATIONS - 1))).summary()
     (g,) = few.groups
     assert g.too_few and g.low is None and g.high is None and g.mean == pytest.approx(0.55)
     text = render_markdown(few)
@@ -67,20 +68,18 @@ def test_below_the_floor_there_is_no_interval():
 
 def test_the_worst_conversations_come_lowest_first_with_their_lowest_item_linked():
     rows = _rows("2", [[0.9, 0.2], [0.3, 0.4], [0.8], [None], [0.3, 0.35]])
-    result = Tally(["version"]).add_all(rows).summary(worst=3)
+    result = tally_rows(["version"], rows).summary(worst=3)
     (g,) = result.groups
     assert [(c.id, c.worst_item) for c in g.worst] == [("2-c4", "2-c4#0"), ("2-c1", "2-c1#0"), ("2-c0", "2-c0#1")]
     assert "[2-c4#0](view.html#item=2-c4%230)" in render_markdown(result, "view.html")
 
 
 def test_groups_are_in_natural_order_and_a_second_method_is_refused():
-    tally = Tally(["version"])
-    for v in ("2.10", "2.9", "10", "9"):
-        tally.add(_row(f"{v}-c#1", 0.5, v))
+    tally = tally_rows(["version"], [_row(f"{v}-c#1", 0.5, v) for v in ("2.10", "2.9", "10", "9")])
     assert [g.key for g in tally.summary().groups] == [("2.9",), ("2.10",), ("9",), ("10",)]
     assert natural(("v9",)) < natural(("v10",))
     with pytest.raises(InputError, match="two methods"):
-        tally.add(_row("x#1", 0.5, "9", method="other"))
+        tally_row(tally, _row("x#1", 0.5, "9", method="other"))
 
 
 def _score(tmp_path: Path, *extra: str, log: Path = VERSIONS) -> Path:
@@ -194,7 +193,7 @@ def test_a_worst_conversations_link_opens_its_item_in_the_view(tmp_path):
         pytest.skip(f"the browser tests cannot run here: {why}")
     view = tmp_path / "view.html"
     rows = _score(tmp_path, "--view", str(view))
-    result = Tally(["version"]).add_all(read_rows(rows)).summary(worst=1)
+    result = tally_rows(["version"], read_rows(rows)).summary(worst=1)
     target = result.groups[1].worst[0].worst_item
     assert target is not None and "#" in target
     proc = run_isolated([sys.executable, str(ROOT / "tests" / "view_anchor.py"),

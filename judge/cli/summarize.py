@@ -16,6 +16,7 @@ from typing import IO
 
 from ..core.errors import InputError
 from ..core.io import atomic_file, atomic_write_text, check_output_path
+from ..records.by_group import tally_row
 from ..records.results import VIEW_FILE
 from ..records.rows import Row, iter_rows
 from ..report import by_group as render
@@ -95,7 +96,7 @@ class GroupOutputs:
 
     def add(self, row: Row) -> None:
         if self.tally is not None:
-            self.tally.add(row)
+            tally_row(self.tally, row)
         if self.events is not None:
             self.events.add(row)
 

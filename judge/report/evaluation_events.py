@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 from typing import IO, Any
 
-from .. import __version__
+from ..core.distribution import SOURCE_VERSION
 from ..core.io import dumps
 from ..records.rows import Row
 
@@ -104,7 +104,7 @@ def export_request(records: list[dict[str, Any]]) -> dict[str, Any]:
     """One ``ExportLogsServiceRequest`` holding ``records``."""
     return {"resourceLogs": [{
         "resource": {"attributes": _attributes([("service.name", "judge")])},
-        "scopeLogs": [{"scope": {"name": "judge", "version": __version__}, "logRecords": records,
+        "scopeLogs": [{"scope": {"name": "judge", "version": SOURCE_VERSION}, "logRecords": records,
                        "schemaUrl": SCHEMA_URL}]}]}
 
 

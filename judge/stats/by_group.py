@@ -19,14 +19,12 @@ from __future__ import annotations
 import math
 import re
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.errors import InputError
-from ..records.grouping import field_value
-from ..records.rows import Row
 from .floor import has_interval
 
 #: The quantiles every group reports, by name.
@@ -107,9 +105,8 @@ class _Group:
 
 
 class Tally:
-    """Rows added one at a time (``add``, a sink of :meth:`judge.engine.session.Session.rows`), summarised at
-    the end (:meth:`summary`). A conversation is the row's ``group`` (the conversation id of a chat log's
-    items), else its ``meta.conversation_id``, else the item alone."""
+    """Scored items added one at a time (:meth:`add`; a row through :func:`judge.records.by_group.tally_row`),
+    summarised at the end (:meth:`summary`)."""
 
     def __init__(self, by: Sequence[str]) -> None:
         self.by = tuple(by)
@@ -117,39 +114,35 @@ class Tally:
         self._methods: dict[str, None] = {}
         self._quality: str | None = None
 
-    def add(self, row: Row) -> None:
-        key = tuple(field_value(row, name) for name in self.by)
+    def add(self, key: tuple[str, ...], conversation: str, item: str, score: float | None, method: str,
+            quality: str | None) -> None:
+        """One item: its group's ``key`` (a value per field grouped by), its ``conversation``, its id and its
+        score (None: the item failed), by ``method`` on ``quality``."""
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()
-        conv_id = row.group or str((row.meta or {}).get("conversation_id") or row.id)
-        conv = group.conversations.get(conv_id)
+        conv = group.conversations.get(conversation)
         if conv is None:
-            conv = group.conversations[conv_id] = _Conversation()
+            conv = group.conversations[conversation] = _Conversation()
         group.n_items += 1
-        if row.method not in self._methods:
+        if method not in self._methods:
             if self._methods:
-                raise InputError(f"rows of two methods ({next(iter(self._methods))}, {row.method}): a mean over "
-                                 "both says nothing; summarise one method's rows at a time", record=row.id,
+                raise InputError(f"rows of two methods ({next(iter(self._methods))}, {method}): a mean over "
+                                 "both says nothing; summarise one method's rows at a time", record=item,
                                  field="method")
-            self._methods[row.method] = None
-        if row.quality != self._quality and self._quality is not None and row.quality is not None:
-            raise InputError(f"rows of two qualities ({self._quality}, {row.quality}): summarise one at a time",
-                             record=row.id, field="quality")
-        self._quality = self._quality or row.quality
-        if row.error is not None or row.score is None:
+            self._methods[method] = None
+        if quality != self._quality and self._quality is not None and quality is not None:
+            raise InputError(f"rows of two qualities ({self._quality}, {quality}): summarise one at a time",
+                             record=item, field="quality")
+        self._quality = self._quality or quality
+        if score is None:
             conv.failed += 1
             return
-        conv.total += row.score
+        conv.total += score
         conv.scored += 1
-        group.scores.append(row.score)
-        if row.score < conv.worst_score:
-            conv.worst_score, conv.worst_item = row.score, row.id
-
-    def add_all(self, rows: Iterable[Row]) -> Tally:
-        for row in rows:
-            self.add(row)
-        return self
+        group.scores.append(score)
+        if score < conv.worst_score:
+            conv.worst_score, conv.worst_item = score, item
 
     def summary(self, *, worst: int = 5, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> ByGroup:
         """Every group's statistics, groups in the order of their keys (numbers by value: :func:`natural`),
