@@ -116,6 +116,8 @@ def test_several_fields_and_a_missing_one(tmp_path, capsys):
     assert "field 'release'" in capsys.readouterr().err
     assert main(["score", str(VERSIONS), "--summary", str(tmp_path / "x"), *MOCK]) == 2
     assert "--by" in capsys.readouterr().err
+    assert main(["score", str(VERSIONS), "--by", "version", "--level", "both", *MOCK]) == 2
+    assert "one level at a time" in capsys.readouterr().err
 
 
 def _spans_of_replies() -> dict[str, tuple[str, str]]:

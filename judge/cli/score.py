@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     if args.summary and not args.by:
         raise InputError("--summary writes the summary of --by: name the fields to group by", field="--summary")
     group_fields(args)
+    if args.by and args.level == "both":
+        raise InputError("a mean over replies and whole conversations together says nothing: summarise one level "
+                         "at a time (--level turn or dialog)", field="--by")
     spec = spec_from_args(args)
     session = Session(run_options(args))
     reading = input_options(args)
