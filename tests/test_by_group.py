@@ -261,3 +261,41 @@ def test_summarize_reads_the_one_cell_of_a_results_folder_and_links_its_view(tmp
     (cell.parent.parent / "other" / "seed0.jsonl").write_bytes(rows.read_bytes())
     assert main(["summarize", str(tmp_path / "run"), "--by", "version"]) == 2
     assert "2 cells" in capsys.readouterr().err
+
+
+def test_an_event_is_what_the_opentelemetry_sdk_encodes_for_the_same_log_record():
+    """The record written for a row equals the one the SDK's own OTLP encoder makes of an SDK log record with
+    the same fields, in OTLP JSON (protobuf's JSON mapping with hex ids and integer enums)."""
+    from google.protobuf import json_format
+    from opentelemetry._logs import LogRecord, SeverityNumber
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+    from opentelemetry.sdk._logs import ReadableLogRecord
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+    from judge.core.distribution import SOURCE_VERSION
+    from judge.report.evaluation_events import SCHEMA_URL, export_request, log_record
+
+    row = _row("conv-9#4", 0.625, "2.4")
+    row = Row(**{**row.__dict__, "meta": {"version": "2.4", "trace_id": "0af7651916cd43dd8448eb211c80319c",
+                                          "span_id": "b7ad6b7169203331", "conversation_id": "conv-9"}})
+    ours = export_request([log_record(row, 1796000000 * 10**9)])
+    attrs = {"gen_ai.evaluation.name": "m", "gen_ai.evaluation.score.value": 0.625,
+             "gen_ai.evaluation.score.label": "yes", "gen_ai.conversation.id": "conv-9", "judge.item.id": "conv-9#4",
+             "judge.quality": "overall"}
+    sdk_record = LogRecord(timestamp=1796000000 * 10**9, observed_timestamp=1796000000 * 10**9,
+                           trace_id=int("0af7651916cd43dd8448eb211c80319c", 16), span_id=int("b7ad6b7169203331", 16),
+                           severity_text="INFO", severity_number=SeverityNumber.INFO, attributes=attrs,
+                           event_name="gen_ai.evaluation.result")
+    readable = ReadableLogRecord(sdk_record, Resource({"service.name": "judge"}),
+                                 InstrumentationScope("judge", SOURCE_VERSION, SCHEMA_URL))
+    theirs = json_format.MessageToDict(encode_logs([readable]), use_integers_for_enums=True)
+    for resource in theirs["resourceLogs"]:
+        for scope in resource["scopeLogs"]:
+            for rec in scope["logRecords"]:
+                for key in ("traceId", "spanId"):
+                    rec[key] = base64.b64decode(rec[key]).hex()
+    # What the SDK adds that means nothing here: an empty body (an event's is optional) and trace flags of 0.
+    (rec,) = theirs["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    assert rec.pop("body", {}) == {} and rec.pop("flags", 0) == 0
+    assert ours == theirs
