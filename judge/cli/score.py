@@ -14,7 +14,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..accounting.counters import report_counters
-from ..core.errors import UnknownNameError
+from ..core.errors import InputError, UnknownNameError
 from ..core.io import atomic_file, atomic_write_text, check_output_path
 from ..data.items import Item
 from ..datasets import chat, check_scale, load_items
@@ -27,6 +27,7 @@ from ..engine.kinds import scorer_kinds
 from ..engine.session import Session
 from ..records.rows import Row
 from ..scorers.base import Scorer
+from ..stats.by_group import ByGroup
 from . import EXIT_FAILED_ITEMS, EXIT_OK
 from .input_options import add_input_options, input_options
 from .options import (
@@ -42,6 +43,7 @@ from .options import (
     spec_from_args,
 )
 from .score_table import ScoreTable
+from .summarize import GroupOutputs, add_group_options, check_folder, group_fields, rendered, write_summary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -60,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_view_option(p)
     add_judge_options(p)
     add_check_option(p, "file", "scoring")
+    add_group_options(p)
+    p.add_argument("--summary", default=None, metavar="DIR", help="with --by: also write the summary as Markdown, "
+                   "HTML and CSV into this folder")
     return p
 
 
@@ -79,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
     for path, flag in ((args.output, "--output"), (args.view, "--view")):
         if path:
             check_output_path(path, flag)
+    check_folder(args.summary, "--summary")
+    if args.summary and not args.by:
+        raise InputError("--summary writes the summary of --by: name the fields to group by", field="--summary")
+    group_fields(args)
+    if args.by and args.level == "both":
+        raise InputError("a mean over replies and whole conversations together says nothing: summarise one level "
+                         "at a time (--level turn or dialog)", field="--by")
     spec = spec_from_args(args)
     session = Session(run_options(args))
     reading = input_options(args)
@@ -164,7 +176,8 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
     ``all_items`` are the file's items, which ``--view`` shows."""
     qn = prep.quality.name if prep.quality else None
     row_seed = prep.seed if spec.kind.records_seed else None
-    with session:
+    with session, GroupOutputs(args) as grouped:
+        extra = grouped.add if grouped.active else None
         scorer = session.build(prep)
         bar = session.bar(total, "scoring", "item")
         table = None
@@ -178,12 +191,12 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         if args.output:
             with atomic_file(args.output) as f:
                 failed = session.rows(prep, items, lambda row: f.write(row.to_json() + "\n"),
-                                      table.add if table else None, keep, progress=bar.update, quality=qn,
+                                      table.add if table else None, keep, extra, progress=bar.update, quality=qn,
                                       seed=row_seed, judge=scorer)
             write_meta(args.output, spec, scorer, session.counters())
         else:
             show = table.add if table is not None else lambda row: print(row.to_json(), flush=True)
-            failed = session.rows(prep, items, show, keep, progress=bar.update, quality=qn, seed=row_seed,
+            failed = session.rows(prep, items, show, keep, extra, progress=bar.update, quality=qn, seed=row_seed,
                                   judge=scorer)
         bar.close()
         if args.view:
@@ -194,10 +207,25 @@ def score_items(args: argparse.Namespace, spec: MethodSpec, prep: Prepared, item
         if table is not None:
             table.summary()
         report_counters(session.counters())
+    print_groups(args, grouped.summary())
     if failed:
         print(f"judge: {failed} of {total} items failed (see 'error' in the output)", file=sys.stderr)
         return EXIT_FAILED_ITEMS
     return EXIT_OK
+
+
+def print_groups(args: argparse.Namespace, result: ByGroup | None) -> None:
+    """``--by``'s summary: on stdout, or on stderr when stdout carries the rows; with ``--summary``, its files
+    too (linking the ``--view`` page)."""
+    if result is None:
+        return
+    if args.summary:
+        write_summary(result, args.summary, args.view)
+    text = rendered(result, "markdown", args.view)
+    if output_format(args) == "jsonl" and not args.output:
+        print("\n" + text, end="", file=sys.stderr)
+    else:
+        print("\n" + text, end="")
 
 
 def output_format(args: argparse.Namespace) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
@@ -124,9 +125,18 @@ def read_rows(path: str | Path) -> list[Row]:
     return read_records(path, Row)
 
 
+def iter_rows(path: str | Path) -> Iterator[Row]:
+    """:func:`read_rows` one row at a time, for files too large to hold (a million-turn log's rows)."""
+    return iter_records(path, Row)
+
+
 def read_records(path: str | Path, cls: type[R]) -> list[R]:
     """The complete JSON lines of ``path`` as records of ``cls`` (InputError naming the file and line)."""
-    out = []
+    return list(iter_records(path, cls))
+
+
+def iter_records(path: str | Path, cls: type[R]) -> Iterator[R]:
+    """:func:`read_records` one record at a time."""
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.endswith("\n"):
@@ -135,5 +145,4 @@ def read_records(path: str | Path, cls: type[R]) -> list[R]:
                 data = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"line {n}: invalid JSON: {exc}", file=str(path)) from None
-            out.append(cls.from_dict(data, file=f"{path}:{n}"))
-    return out
+            yield cls.from_dict(data, file=f"{path}:{n}")

@@ -640,6 +640,24 @@
     { id: "compare", title: "Side by side", available: () => groups.length > 0, render: compareSection },
   ];
   let tab = SECTIONS.find((s) => s.available()) || SECTIONS[0];
+  // An item's own address, VIEW#item=ID (the id URI-encoded; judge summarize's worst conversations link
+  // here): the Items tab opens on that item, the list narrowed to it by the search box.
+  function openFromAddress() {
+    const m = /^#item=(.*)$/.exec(location.hash);
+    if (!m) return false;
+    let id;
+    try { id = decodeURIComponent(m[1]); } catch (e) { return false; }
+    for (let i = 0; i < N; i++) {
+      if (CELLS[RC[i]].rows.id[RR[i]] !== id) continue;
+      Object.assign(itemsState, { run: "", set: "", quality: "", method: "", flags: "", failed: "", estimated: "",
+        search: id, page: 0, open: i });
+      tab = SECTIONS[0];
+      return true;
+    }
+    return false;
+  }
+  window.addEventListener("hashchange", () => { if (openFromAddress()) rerender(); });
+  openFromAddress();
   function rerender() {
     const main = document.getElementById("main");
     main.textContent = "";
