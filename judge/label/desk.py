@@ -32,7 +32,7 @@ MAX_RATER = 80
 def scale_steps(quality: Quality) -> tuple[float, ...] | None:
     """The points a rating on ``quality``'s scale may take: every integer from min to max when both ends are
     integers (the benchmark sets' raters answered on such scales), None for any value in between."""
-    lo, hi = quality.scale("labelling")
+    lo, hi = (float(v) for v in quality.scale("labelling"))
     if lo.is_integer() and hi.is_integer() and hi - lo + 1 <= MAX_POINTS:
         return tuple(float(v) for v in range(int(lo), int(hi) + 1))
     return None

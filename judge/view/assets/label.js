@@ -58,7 +58,7 @@
           " (best)" + (q.negative ? "; for this quality a higher rating means a worse bot." : ".")));
       const points = el("div", "points");
       if (q.steps) {
-        points.append(el("span", "end", fmt(q.min)));
+        points.append(el("span", "end", "low"));
         for (const v of q.steps) {
           const b = el("button", null, fmt(v));
           b.type = "button";
@@ -71,7 +71,7 @@
           });
           points.append(b);
         }
-        points.append(el("span", "end", fmt(q.max)));
+        points.append(el("span", "end", "high"));
       } else {
         const input = el("input");
         input.type = "number";
