@@ -234,3 +234,37 @@ def test_fit_learns_from_the_labels(tmp_path):
     assert re.search(r"bot_v1 +overall +all +6 items", out.getvalue())  # the 6 labelled of the 8 items
     with pytest.raises(InputError, match="one DATA"):
         rated_sets(build_parser().parse_args([*args[:2], str(DATA), *args[2:]]))
+
+
+def test_the_docs_commands_run(tmp_path, monkeypatch):
+    """docs/label.md's commands, as a reader types them in a folder beside examples/: the serving ones open
+    their desk (the server itself is tests/test_label_browser.py's), the others run."""
+    from judge.label.order import FLOOR
+    from judge.label.setup import open_desk
+    from tests.test_docs_commands import judge_commands
+
+    commands = judge_commands((ROOT / "docs" / "label.md").read_text(encoding="utf-8"))
+    assert [c[0] for c in commands] == ["label", "label", "bench", "fit", "score", "label"]
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
+    parser = build_parser()
+    for words in commands:
+        args = parser.parse_args(words)
+        out = io.StringIO()
+        if args.command == "label" and args.agreement is None:
+            desk, title = open_desk(args.input, args.labels, args.quality, scales={}, order=args.order,
+                                    rows=args.rows, seed=args.seed)
+            assert title == "bot_v1 · overall" and len(desk.order.ids) == 8
+            if args.order == "uncertainty":
+                assert all(FLOOR / 8 <= p < 1 for p in desk.order.probability.values())
+                continue
+            for position, item_id in enumerate(desk.order.ids):  # two raters, each labelling in the order
+                desk.record("ann", item_id, {"overall": position % 5 + 1})
+                if position < 7:
+                    desk.record("bo", item_id, {"overall": min(5, position % 5 + 1 + position % 2)})
+            continue
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(words) == 0, words
+        if args.command == "label":
+            assert "overall: 7 items rated by >= 2 of 2 raters (14 labels)" in out.getvalue()
+    assert (tmp_path / "head.json").is_file() and (tmp_path / "rows.jsonl").is_file()
