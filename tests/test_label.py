@@ -174,8 +174,13 @@ def test_the_pages_routes_label_over_http_on_loopback(tmp_path):
         assert _call(base + "/api/label", {"rater": "ann"})[0] == 400
         assert _call(base + "/api/next?rater=")[0] == 400
         assert _call(base + "/elsewhere")[0] == 404
-    assert [(lb.id, lb.scores, lb.rater) for lb in read_labels(path)] == \
-        [(desk.order.ids[0], {"overall": 5.0, "fluent": 1.0}, "ann")]
+        assert [(lb.id, lb.scores, lb.rater) for lb in read_labels(path)] == \
+            [(desk.order.ids[0], {"overall": 5.0, "fluent": 1.0}, "ann")]
+        path.unlink()
+        path.mkdir()  # the file can no longer be written: the page is told, nothing is counted
+        status, failed = _call(base + "/api/label", {"rater": "ann", "id": desk.order.ids[1],
+                                                     "scores": {"overall": 4, "fluent": 1}})
+        assert status == 500 and "could not be saved" in failed["error"] and desk.next_position("ann") == 1
 
 
 def _labels(path: Path, ratings: dict[str, dict[str, float]]) -> None:

@@ -49,9 +49,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--rows gives the judge's uncertainty: it is for --order uncertainty", field="--rows")
     if args.order == "uncertainty" and args.rows is None:
         raise InputError("--order uncertainty reads the judge's answer distributions from --rows ROWS", field="--rows")
+    from ..core.io import check_output_path
     from ..label.setup import open_desk
     from ..view.serve import serve_forever
 
+    check_output_path(args.labels, "--labels")
     scales = dict(parse_scale(text) for text in args.scale)
     desk, title = open_desk(args.input, args.labels, args.quality, scales=scales, data_dir=args.data_dir,
                             order=args.order, rows=args.rows, seed=args.seed)

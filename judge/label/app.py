@@ -66,6 +66,8 @@ def make_label_server(desk: LabelDesk, rater: str | None = None, title: str = "j
             return _json(200, desk.state(rater))
         except InputError as exc:
             return _refused(exc)
+        except OSError as exc:  # the labels file cannot be written (disk full, removed folder): say so, saved nothing
+            return _json(500, {"error": f"the label could not be saved: {exc.strerror or exc}"})
 
     return make_app_server({("GET", "/"): index, ("GET", "/api/next"): next_item, ("POST", "/api/label"): label},
                            port, missing="only the labelling page is served here")

@@ -37,5 +37,6 @@ def open_desk(source: str, labels: str | Path, qualities: Sequence[str], *, scal
         chosen = weighted_order([i for i in items if i in weights], weights, seed)
     else:
         chosen = uniform_order(list(items), seed)
+    Path(labels).parent.mkdir(parents=True, exist_ok=True)
     title = f"{src.info.name} · {', '.join(q.name for q in asked)}"
     return LabelDesk(items, asked, chosen, labels), title
