@@ -220,6 +220,7 @@ def test_bench_takes_the_labels_as_the_human_ratings(tmp_path):
     assert code == 0
     assert {r.id: r.human for r in read_rows(rows)} == {"c01": 4.5, "c02": 4.0, "c03": 1.5}
     assert "3 scored of 3 rated (5 without a rating skipped)" in out.getvalue()
+    assert f"the human ratings are {path}'s" in out.getvalue()
     _labels(path, {"ann": {"c99": 3.0}})
     with pytest.raises(InputError, match="not in the input"):
         labelled_source(resolve_source(str(DATA)), path)
@@ -273,3 +274,13 @@ def test_the_docs_commands_run(tmp_path, monkeypatch):
         if args.command == "label":
             assert "overall: 7 items rated by >= 2 of 2 raters (14 labels)" in out.getvalue()
     assert (tmp_path / "head.json").is_file() and (tmp_path / "rows.jsonl").is_file()
+
+
+def test_a_registered_set_is_labelled_by_name_on_its_own_scale(tmp_path, data_dir):
+    from judge.label.setup import open_desk
+
+    desk, title = open_desk("TU", tmp_path / "new" / "tu.jsonl", [], scales={}, data_dir=str(data_dir))
+    assert title == "topical-usr · Overall" and [q["steps"] for q in desk.qualities_view()] == [(1, 2, 3, 4, 5)]
+    shown = desk.state("ann")["item"]
+    assert shown["background"] and shown["turns"] and shown["response"] is not None  # Topical-Chat's facts shown
+    assert (tmp_path / "new").is_dir()

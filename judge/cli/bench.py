@@ -130,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
             write_view(from_results([exp.output], experiment=exp), args.view)
     rated = sum(it.human(quality.name) is not None for it in items)
     print_summary(summary, info.abbrev, len(items) - rated, rated)
+    if args.labels:
+        print(f"labels    the human ratings are {args.labels}'s (each rater's latest label, averaged per item), "
+              "not the data's")
     k, pool = spec.kind.examples(spec)
     if k:
         used = [len(r.examples) for r in rows]
