@@ -2,8 +2,8 @@
 (:mod:`judge.records.labels`).
 
 :mod:`.order` draws the order items are shown in (uniform at random, or weighted by the judge's
-uncertainty, each item's probability recorded), :mod:`.desk` keeps who labelled what and writes each
-label at once, :mod:`.page` and :mod:`.app` are the page and its server (the viewer's, with a few routes),
-:mod:`.agreement` reports how far raters agree, :mod:`.ratings` lets other commands use labels as the
-human ratings of the items they name.
+uncertainty, each item's probability recorded); :mod:`.desk` keeps who labelled what and writes each
+label at once; :mod:`.setup` opens a desk from the command's inputs; :mod:`.app` is the page and its
+server (the viewer's, with a few routes); :mod:`.agreement` reports how far raters agree; :mod:`.ratings`
+lets other commands use labels as the human ratings of the items they name.
 """
