@@ -122,6 +122,7 @@ def test_the_engine_and_the_harness_name_no_scorer_or_backend_class():
 #:   (method types) plug into ``engine`` by name (``METHOD_TYPES.register_lazy``) and build on ``heads``.
 #: - ``report`` renders what ``stats`` computed over ``records``; ``harness`` (``judge run``) and ``serve``
 #:   drive the engine and report, ``view`` reads what a run wrote, and ``cli`` translates flags into all of them.
+#: - ``label`` (people rating items in the browser) serves its page with ``view``'s server and assets.
 #:
 #: The root package (``judge/__init__.py``, the public API) re-exports from every layer, so no module inside
 #: ``judge/`` imports it; ``judge/__main__.py`` is the command line's.
@@ -141,6 +142,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("harness", "serve"),
     ("view",),
+    ("label",),
     ("cli",),
     ("__main__",),
 )

@@ -15,7 +15,7 @@ from ..core.errors import JudgeError, RunStopped
 
 #: The subcommands, each a module under judge.cli of its name with ``add_parser(subparsers)`` and ``run(args) -> int``.
 COMMANDS = ("score", "bench", "compare", "run", "report", "results", "summarize", "fit", "data", "models", "serve",
-            "view")
+            "view", "label")
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.
 EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3

@@ -57,6 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--limit-seed", type=int, default=0)
     p.add_argument("--split", choices=("dev", "test"), default=None,
                    help="score only this half of the set's conversations (choose on dev, report on test)")
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="take the human ratings of the quality from this labels file (judge label) instead of the "
+                        "data: only the items it names are rated, each by its raters' latest labels (docs/label.md)")
     p.add_argument("-o", "--output", default=None, help="also write per-item JSONL here")
     p.add_argument("--results", default=None, metavar="DIR",
                    help="keep the run's results folder here (resumable, as `judge run` writes it); default: a "
@@ -99,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
     if args.dataset:
         target = dataset_info(args.dataset).name  # --dataset is a registered name: suggest the closest on a typo
     src = resolve_source(target, args.data_dir, name=args.as_name, quality=args.quality, scales=parse_scales(args))
+    if args.labels:
+        from ..label.ratings import labelled_source
+
+        src = labelled_source(src, args.labels)
     info, quality, items = src.info, src.quality, list(src.items)
     # Every problem (a missing input, a template error, a manual id) is named now, with its record.
     prepare(spec, [it for it in items if it.human(quality.name) is not None], quality)
@@ -123,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
             write_view(from_results([exp.output], experiment=exp), args.view)
     rated = sum(it.human(quality.name) is not None for it in items)
     print_summary(summary, info.abbrev, len(items) - rated, rated)
+    if args.labels:
+        print(f"labels    the human ratings are {args.labels}'s (each rater's latest label, averaged per item), "
+              "not the data's")
     k, pool = spec.kind.examples(spec)
     if k:
         used = [len(r.examples) for r in rows]

@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "shares its conversations), to score that set with a head that never saw it (head = "
                    "\"DIR/{dataset}.json\" in a config)")
     p.add_argument("--data-dir", default=None, help="folder holding the registered benchmark files")
+    p.add_argument("--labels", default=None, metavar="FILE",
+                   help="learn from the ratings of this labels file (judge label) instead of the data's: only the "
+                   "items it names, each rated by its raters' latest labels; one DATA only (docs/label.md)")
     p.add_argument("--split", choices=("dev", "test"), default=None,
                    help="learn from this half of each set's conversations only (default: all items)")
     p.add_argument("--with-answer", action="store_true",
@@ -57,8 +60,15 @@ def rated_sets(args: argparse.Namespace) -> list[RatedSet]:
     the whole set; sets that share conversations (by content) are one family, left out together by the
     cross-validation."""
     chosen = []
+    if args.labels is not None and len(args.data) > 1:
+        raise InputError("labels name items by id, which only one set's ids say: give one DATA with --labels",
+                         field="--labels")
     for target in args.data:
         src = resolve_source(target, args.data_dir, quality=args.quality, scales=parse_scales(args))
+        if args.labels is not None:
+            from ..label.ratings import labelled_source
+
+            src = labelled_source(src, args.labels)
         items = [it for it in split_items(list(src.items), args.split) if it.human(src.quality.name) is not None]
         if not items:
             raise InputError(f"no rated item for quality {src.quality.name!r}"

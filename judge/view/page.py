@@ -133,13 +133,20 @@ def prompt_blobs(view: View) -> dict[str, str]:
     return out
 
 
-def _script_json(data: Any) -> str:
+def script_json(data: Any) -> str:
     """JSON that is safe inside a <script> element: no '<' at all (so neither '</script' nor '<!--')."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A file of the pages' own assets (package data): script, style, HTML skeleton."""
     return resources.files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def fill(template: str, parts: dict[str, str]) -> str:
+    """``template`` with each marker (a key of ``parts``) replaced by its text, in one pass, so that no part's
+    text (a conversation quoting a marker) is ever read as a marker."""
+    return re.sub("|".join(map(re.escape, parts)), lambda m: parts[m.group(0)], template)
 
 
 def render_page(view: View) -> str:
@@ -147,11 +154,10 @@ def render_page(view: View) -> str:
     blobs = "".join(f'<script type="application/octet-stream" id="{k}">{v}</script>\n'
                     for k, v in prompt_blobs(view).items())
     parts = {
-        "/*STYLE*/": _asset("view.css"),
+        "/*STYLE*/": asset("view.css"),
         "<!--TITLE-->": escape(view.title),
-        "<!--DATA-->": f'<script type="application/json" id="judge-data">{_script_json(page_data(view))}</script>\n'
+        "<!--DATA-->": f'<script type="application/json" id="judge-data">{script_json(page_data(view))}</script>\n'
                        f"{blobs}",
-        "/*SCRIPT*/": _asset("view.js"),
+        "/*SCRIPT*/": asset("view.js"),
     }
-    # One pass, so that no part's text (a conversation quoting a marker) is ever read as a marker.
-    return re.sub("|".join(map(re.escape, parts)), lambda m: parts[m.group(0)], _asset("view.html"))
+    return fill(asset("view.html"), parts)
