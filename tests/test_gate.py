@@ -236,3 +236,30 @@ def test_a_deterministic_judge_passes_against_itself(tmp_path, capsys):
     code, out = gate(capsys, *outs, "--max-drop", "0")
     assert code == 0 and "delta +0.000 [+0.000, +0.000]  pass" in out and "paired by context (8 shared" in out
     assert json.loads(outs[0].read_text().splitlines()[0])["score"] is not None
+
+
+@pytest.mark.slow  # fourteen prompts (5-20 s); the mock backend's run above guards the same path in the fast tier
+def test_a_real_model_scoring_a_chat_log_twice_gates_to_a_pass(tmp_path, capsys, smollm2):
+    """End to end with SmolLM2 (llama.cpp): a chat log of seven conversations is read, scored twice through the
+    engine's row path, and the two runs gate against each other: paired, a delta of exactly 0, a pass."""
+    from judge.datasets import load_items
+    from judge.engine.run import run_rows
+    from judge.prompts.templates import get_prompt
+    from judge.scorers.llm import LLMJudge
+
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"id": f"chat-{i}", "model": "bot", "messages": [
+        {"role": "system", "content": "You are a cooking assistant."},
+        {"role": "user", "content": f"What can I make with {food}?"},
+        {"role": "assistant", "content": f"A simple {food} soup: simmer it with onion and stock for twenty minutes."}]})
+        + "\n" for i, food in enumerate(("leeks", "carrots", "lentils", "rice", "beans", "tomatoes", "squash"))))
+    items = load_items(log)
+    runs = []
+    for name in ("first.jsonl", "second.jsonl"):
+        rows: list[Row] = []
+        assert run_rows(LLMJudge(get_prompt("yesno"), smollm2), items, "yesno", None, rows.append) == 0
+        runs.append(write(tmp_path / name, rows))
+    assert runs[0].read_bytes() == runs[1].read_bytes()
+    code, out = gate(capsys, *runs, "--max-drop", "0")
+    assert code == 0 and "paired by context (7 shared contexts, 7 conversations" in out
+    assert "delta +0.000 [+0.000, +0.000]  pass" in out

@@ -34,7 +34,8 @@ def pairing(d: Delta) -> str:
 
 
 def _where(c: Comparison) -> str:
-    parts = [p for p in (c.cell, c.quality, "/".join(c.group)) if p]
+    quality = "(no quality)" if c.quality == "-" else c.quality
+    parts = [p for p in (c.cell, quality, "/".join(c.group)) if p]
     return " · ".join(parts)
 
 
