@@ -204,6 +204,25 @@ def test_two_versions_of_one_file_pair_on_a_shared_script(tmp_path, capsys):
                                           "--max-drop", "0.1")
 
 
+def test_a_rise_is_the_drop_where_lower_is_better(tmp_path, capsys):
+    base = base_scores(10)
+    for quality in ("robotic", "curt"):
+        b = write(tmp_path / "b.jsonl", [row(f"c{i}", s, group=f"k{i}", quality=quality) for i, s in enumerate(base)])
+        c = write(tmp_path / "c.jsonl", [row(f"c{i}", s + 0.2, group=f"k{i}", quality=quality)
+                                         for i, s in enumerate(base)])
+        flags = ["--lower-is-better", "curt"] if quality == "curt" else []
+        code, out = gate(capsys, b, c, "--max-drop", "0.1", *flags)
+        assert code == EXIT_FAIL and f"{quality} (lower is better): paired" in out
+        assert gate(capsys, c, b, "--max-drop", "0.1", *flags)[0] == 0
+    assert gate(capsys, b, c, "--max-drop", "0.1")[0] == 0  # curt is no known negative quality
+
+
+def test_a_breakdown_field_missing_from_a_row_is_named_with_its_file(tmp_path, capsys):
+    b, c = pair_files(tmp_path, [0.0] * 8)
+    assert f"{b}, record c0, field 'meta.channel'" in refused(capsys, b, c, "--max-drop", "0", "--per", "channel")
+    assert "field 'meta.case'" in refused(capsys, b, c, "--max-drop", "0", "--pair-on", "case")
+
+
 def test_results_folders_are_compared_cell_by_cell(tmp_path, capsys):
     for run, shift in (("base", 0.0), ("cand", -0.01)):
         for quality in ("overall", "engaging"):

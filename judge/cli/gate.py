@@ -40,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="with --by: the candidate's value(s)")
     p.add_argument("--quality", action="append", default=[], metavar="Q",
                    help="compare only this quality (repeat or comma-separate; default: every quality both hold)")
+    p.add_argument("--lower-is-better", action="append", default=[], metavar="Q",
+                   help="a quality where lower is better, so that a rise is the drop (repeat or comma-separate; the "
+                   "benchmark sets' negative qualities, such as robotic, are known)")
     p.add_argument("--on", choices=("judge", "human"), default="judge",
                    help="what the verdict reads: the judge's scores (default) or the human ratings beside them")
     p.add_argument("--labels", action="append", default=[], metavar="FILE",
@@ -104,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--max-drop is a drop: 0 or more", field="--max-drop")
     baseline, candidate = _sides(args)
     qualities = tuple(q for text_ in args.quality for q in _fields(text_))
-    options = GateOptions(args.max_drop, qualities, args.on, args.pairing, args.pair_on, args.per, args.bootstrap,
-                          args.seed)
+    lower = tuple(q for text_ in args.lower_is_better for q in _fields(text_))
+    options = GateOptions(args.max_drop, qualities, args.on, args.pairing, args.pair_on, args.per, lower,
+                          args.bootstrap, args.seed)
     result = gate(baseline, candidate, options)
     code = EXIT_CODES[result.verdict]
     table = markdown(result)

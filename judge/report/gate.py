@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..core.errors import InputError
+from ..data.qualities import find_quality
 from ..records.grouping import group_rows
 from ..records.labels import latest_labels, read_labels
 from ..records.rows import Row, read_rows
@@ -52,6 +53,8 @@ class GateOptions:
     pairing: Pairing = "auto"
     pair_on: tuple[str, ...] = ()
     per: tuple[str, ...] = ()
+    #: Qualities where lower is better beyond those the benchmark sets declare negative (``robotic``).
+    lower_is_better: tuple[str, ...] = ()
     n_boot: int = 1000
     seed: int = 0
     level: float = 0.95
@@ -71,6 +74,8 @@ class Comparison:
     verdict: Verdict
     unmatched: tuple[int, int] = (0, 0)
     failed: tuple[int, int] = (0, 0)
+    #: Lower is better on this quality: a rise is what the tolerance bounds.
+    negative: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,7 @@ def context_keys(rows: Sequence[Row], pair_on: Sequence[str], file: str) -> list
     resampled with: its id and its own conversation, or with ``pair_on`` those fields' values and the turn,
     resampled by those values (the script both sides replayed). A context twice on one side is an error."""
     if pair_on:
-        keyed = {id(r): k for k, group in group_rows(rows, pair_on).items() for r in group}
+        keyed = {id(r): k for k, group in _grouped(rows, pair_on, file).items() for r in group}
         out = [((*keyed[id(r)], _turn(r)), "/".join(keyed[id(r)])) for r in rows]
     else:
         out = [((r.id,), conversation(r)) for r in rows]
@@ -264,7 +269,15 @@ def _compare(cell: str, quality: str, group: tuple[str, ...], base: list[Row], c
         raise InputError(f"--on human: no human ratings of quality {quality} on both sides (a rows file's "
                          "'human', or --labels)", file=sides[0].name)
     failed = (sum(not _finite(r.score) for r in base), sum(not _finite(r.score) for r in cand))
-    return Comparison(cell, quality, group, judge, human, verdict(gated, options.max_drop), m.unmatched, failed)
+    negative = is_negative(quality, options)
+    return Comparison(cell, quality, group, judge, human, verdict(gated, options.max_drop, negative), m.unmatched,
+                      failed, negative)
+
+
+def is_negative(quality: str, options: GateOptions) -> bool:
+    """Whether lower is better on ``quality``: asked for, or declared so by the benchmark sets (``robotic``)."""
+    known = find_quality(quality)
+    return quality.lower() in {q.lower() for q in options.lower_is_better} or (known is not None and known.negative)
 
 
 def gate(baseline: Side, candidate: Side, options: GateOptions) -> GateResult:
@@ -295,5 +308,13 @@ def _breakdown(cell: str, quality: str, base: list[Row], cand: list[Row], sides:
     """The comparison within each group of the ``per`` fields that both sides hold."""
     if not options.per:
         return []
-    b, c = group_rows(base, options.per), group_rows(cand, options.per)
+    b, c = _grouped(base, options.per, sides[0].name), _grouped(cand, options.per, sides[1].name)
     return [_compare(cell, quality, key, b[key], c[key], sides, options) for key in b if key in c]
+
+
+def _grouped(rows: Sequence[Row], by: Sequence[str], file: str) -> dict[tuple[str, ...], list[Row]]:
+    """:func:`group_rows`, its error naming the side's file."""
+    try:
+        return group_rows(rows, by)
+    except InputError as exc:
+        raise InputError(exc.reason, file=file, record=exc.record, field=exc.field) from None

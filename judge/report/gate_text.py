@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ..data.qualities import LOWER_IS_BETTER
 from ..stats.floor import too_few_text
 from ..stats.gate import Delta
 from .gate import Comparison, GateResult
@@ -33,8 +34,13 @@ def pairing(d: Delta) -> str:
             "resampled independently)")
 
 
+def _quality(c: Comparison) -> str:
+    name = "(no quality)" if c.quality == "-" else c.quality
+    return f"{name} ({LOWER_IS_BETTER})" if c.negative else name
+
+
 def _where(c: Comparison) -> str:
-    quality = "(no quality)" if c.quality == "-" else c.quality
+    quality = _quality(c)
     parts = [p for p in (c.cell, quality, "/".join(c.group)) if p]
     return " · ".join(parts)
 
@@ -86,7 +92,7 @@ def markdown(result: GateResult) -> str:
     for c in result.comparisons:
         d = c.judge
         convs = str(d.conversations[0]) if d.paired else f"{d.conversations[0]} / {d.conversations[1]}"
-        row = ([c.cell] if cells else []) + [c.quality] + (["/".join(c.group) or "all"] if groups else []) + \
+        row = ([c.cell] if cells else []) + [_quality(c)] + (["/".join(c.group) or "all"] if groups else []) + \
             ["paired" if d.paired else "unpaired", convs, _num(d.baseline), _num(d.candidate), interval(d)] + \
             ([interval(c.human) if c.human is not None else "-"] if human else []) + \
             [f"**{c.verdict}**" if not c.group else f"{c.verdict} (not gated)"]

@@ -12,7 +12,7 @@ bootstrap interval that resamples conversations (turns of one conversation are n
   interval is that of the difference of the two resampled means.
 
 Below the floor on conversations (:mod:`judge.stats.floor`) no interval is computed and the verdict is
-inconclusive. The :func:`verdict` rule: **pass** when the interval's lower end is at or above ``-max_drop`` (a
+inconclusive. The :func:`verdict` rule (a negative quality's interval turned round first): **pass** when the interval's lower end is at or above ``-max_drop`` (a
 drop larger than the tolerance is unlikely), **fail** when the whole interval lies below it, **inconclusive**
 when it straddles it. Every draw comes from the one seed, so the same inputs give the same verdict.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -121,11 +121,14 @@ def unpaired_delta(baseline: Sequence[float], baseline_conversations: Sequence[s
     return Delta(False, *point, low, high, len(b), len(c), tuple(sizes), n_boot, seed, level)
 
 
-def verdict(delta: Delta, max_drop: float) -> Verdict:
+def verdict(delta: Delta, max_drop: float, negative: bool = False) -> Verdict:
     """Pass when the interval's lower end is at or above ``-max_drop``, fail when its upper end is below it,
-    inconclusive when it straddles it or when there is no interval (too few conversations)."""
+    inconclusive when it straddles it or when there is no interval (too few conversations). For a ``negative``
+    quality (lower is better: ``robotic``) a rise is the drop: the interval is turned round first."""
     if not delta.has_interval:
         return "inconclusive"
+    if negative:
+        delta = replace(delta, low=-delta.high, high=-delta.low)
     # Compared at a precision far below any score's, so that a difference of sums that is the tolerance up to
     # floating-point rounding (0.3 - 0.4 against 0.1) meets it.
     low, high, floor = round(delta.low, DIGITS), round(delta.high, DIGITS), round(-max_drop, DIGITS)
