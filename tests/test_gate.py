@@ -12,8 +12,6 @@ import pytest
 
 from judge.cli import main
 from judge.cli.gate import EXIT_FAIL, EXIT_INCONCLUSIVE
-from judge.core.errors import InputError
-from judge.records.grouping import group_rows
 from judge.records.labels import Label
 from judge.records.rows import Row
 from judge.stats.gate import paired_delta, unpaired_delta, verdict
@@ -92,16 +90,6 @@ def test_below_the_floor_there_is_no_interval_and_the_verdict_is_inconclusive():
 def test_the_verdict_reads_the_interval_against_the_tolerance(low, high, expected):
     d = paired_delta([0.0] * 8, [0.0] * 8, [f"k{i}" for i in range(8)])
     assert verdict(d.__class__(**{**d.to_dict(), "low": low, "high": high, "conversations": (8,)}), 0.05) == expected
-
-
-def test_group_rows_keys_rows_by_meta_fields_and_names_a_missing_one():
-    rows = [row("a", 0.1, meta={"model": "x", "version": 1}), row("b", 0.2, meta={"model": "x", "version": 2}),
-            row("c", 0.3, meta={"model": "x", "version": 1})]
-    groups = group_rows(rows, ["model", "version"])
-    assert list(groups) == [("x", "1"), ("x", "2")] and [r.id for r in groups[("x", "1")]] == ["a", "c"]
-    with pytest.raises(InputError, match=r"meta\.date") as err:
-        group_rows(rows, ["date"])
-    assert err.value.record == "a"
 
 
 # -- the command ---------------------------------------------------------------------------------------------
@@ -200,8 +188,8 @@ def test_two_versions_of_one_file_pair_on_a_shared_script(tmp_path, capsys):
     assert code == EXIT_FAIL and "unpaired (9 baseline and 9 candidate conversations" in out
     assert "no row has version = v3 (the file has: v1, v2)" in refused(
         capsys, f, "--by", "version", "--baseline", "v1", "--candidate", "v3", "--max-drop", "0.1")
-    assert "field 'meta.date'" in refused(capsys, f, "--by", "date", "--baseline", "1", "--candidate", "2",
-                                          "--max-drop", "0.1")
+    assert "field 'model'" in refused(capsys, f, "--by", "model", "--baseline", "1", "--candidate", "2",
+                                      "--max-drop", "0.1")
 
 
 def test_a_rise_is_the_drop_where_lower_is_better(tmp_path, capsys):
@@ -219,8 +207,8 @@ def test_a_rise_is_the_drop_where_lower_is_better(tmp_path, capsys):
 
 def test_a_breakdown_field_missing_from_a_row_is_named_with_its_file(tmp_path, capsys):
     b, c = pair_files(tmp_path, [0.0] * 8)
-    assert f"{b}, record c0, field 'meta.channel'" in refused(capsys, b, c, "--max-drop", "0", "--per", "channel")
-    assert "field 'meta.case'" in refused(capsys, b, c, "--max-drop", "0", "--pair-on", "case")
+    assert f"{b}, record c0, field 'channel'" in refused(capsys, b, c, "--max-drop", "0", "--per", "channel")
+    assert "field 'case'" in refused(capsys, b, c, "--max-drop", "0", "--pair-on", "case")
 
 
 def test_results_folders_are_compared_cell_by_cell(tmp_path, capsys):
