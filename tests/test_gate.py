@@ -166,6 +166,7 @@ def test_human_ratings_are_reported_and_gate_only_with_on_human(tmp_path, capsys
         labels += ["--labels", path]
     code, out = gate(capsys, b, c, "--max-drop", "0.5", "--on", "human", *labels)
     assert code == 0 and "human  2.000 -> 5.000  delta +3.000" in out
+    assert "give each side its own" in refused(capsys, b, c, "--max-drop", "0.5", *labels[:2])
     nohuman, _ = pair_files(tmp_path, [0.0] * 8)
     assert "no human ratings" in refused(capsys, nohuman, nohuman, "--max-drop", "0", "--on", "human")
 

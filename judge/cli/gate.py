@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, check_output_path
 from . import EXIT_OK
+
+if TYPE_CHECKING:
+    from ..report.gate import Side
 
 #: Exit codes of ``judge gate``: 0 pass, 1 fail (the interval lies below the tolerance), 4 inconclusive (it
 #: straddles it, or too few conversations); 2 is bad input, as for every command. 3 (some items failed) is
@@ -65,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _sides(args: argparse.Namespace) -> tuple:
+def _sides(args: argparse.Namespace) -> tuple[Side, Side]:
     from ..report.gate import Side, read_cells, read_label_means, split_cells
 
     if len(args.labels) > 2:
@@ -91,8 +95,14 @@ def _sides(args: argparse.Namespace) -> tuple:
                          field="candidate")
     if args.baseline_value is not None or args.candidate_value is not None:
         raise InputError("--baseline and --candidate (values) need --by", field="--by")
-    return (Side(args.baseline, read_cells(args.baseline), base_labels),
-            Side(args.candidate, read_cells(args.candidate), cand_labels))
+    sides = (Side(args.baseline, read_cells(args.baseline), base_labels),
+             Side(args.candidate, read_cells(args.candidate), cand_labels))
+    if len(labels) == 1:
+        ids = [{r.id for rows in side.cells.values() for r in rows} & set(labels[0]) for side in sides]
+        if ids[0] & ids[1]:
+            raise InputError(f"one labels file for both sides, but both sides hold item {min(ids[0] & ids[1])}: "
+                             "give each side its own (--labels twice, the baseline's first)", file=args.labels[0])
+    return sides
 
 
 def run(args: argparse.Namespace) -> int:
