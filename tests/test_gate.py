@@ -71,6 +71,24 @@ def test_a_paired_delta_resamples_conversations_not_turns():
     assert alone.conversations == (30,)
 
 
+def test_the_resamples_are_the_cluster_bootstrap_of_the_statistics():
+    """The means come from conversation sums, but over the very resamples the benchmarks' stratified bootstrap
+    draws with the same seed (one set: the paired delta's; two sets: the unpaired one's two sides)."""
+    import numpy as np
+
+    from judge.stats.correlation import stratified_samples
+    from judge.stats.gate import _cluster_means, _part_seed
+
+    values = np.array([0.1, 0.5, 0.2, 0.9, 0.4, 0.3, 0.8, 0.6, 0.7, 0.0])
+    groups = ["a", "a", "b", "c", "c", "c", "d", "e", "f", "g"]
+    samples, sizes = stratified_samples([(0, 10, groups, None), (1, 10, groups[::-1], None)], 200, 5)
+    assert sizes == [7, 7]
+    for part in (0, 1):
+        g = groups if part == 0 else groups[::-1]
+        expected = [values[idx].mean() for idx in samples[part]]
+        assert np.allclose(_cluster_means(values, g, 200, _part_seed(5, part)), expected, rtol=0, atol=1e-12)
+
+
 def test_an_unpaired_delta_resamples_each_side_on_its_own():
     d = unpaired_delta([0.4, 0.5, 0.6] * 4, [f"a{i}" for i in range(12)], [0.6, 0.7, 0.8] * 3,
                        [f"b{i}" for i in range(9)], n_boot=500)

@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from .correlation import _percentiles, stratified_samples
+from .correlation import _group_members, _part_seed, _percentiles
 from .floor import has_interval
 
 Verdict = Literal["pass", "fail", "inconclusive"]
@@ -70,9 +70,27 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
-def _resampled_means(values: np.ndarray, samples: Sequence[np.ndarray]) -> np.ndarray:
-    """The mean of ``values`` over each resample (index arrays; an empty one gives NaN)."""
-    return np.array([values[idx].mean() if len(idx) else np.nan for idx in samples], dtype=float)
+#: Conversation draws held at once (replicates x conversations): a bootstrap over a million turns stays small.
+CHUNK = 4_000_000
+
+
+def _cluster_means(values: np.ndarray, groups: Sequence[str], n_boot: int, seed: int) -> np.ndarray:
+    """The mean of ``values`` on each of ``n_boot`` resamples of their conversations: the resamples of
+    ``judge.stats.correlation``'s cluster bootstrap (each replicate draws as many conversations as there are,
+    with replacement, every drawn conversation bringing all its values; conversations in first-seen order),
+    computed from each conversation's sum and count rather than from every resample's item indices, so that
+    memory grows with the conversations, not with replicates times turns."""
+    members = _group_members(list(groups))
+    sums = np.array([values[m].sum() for m in members], dtype=float)
+    counts = np.array([len(m) for m in members], dtype=float)
+    k = len(members)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    step = max(1, CHUNK // max(k, 1))
+    for start in range(0, n_boot, step):
+        draws = rng.integers(0, k, size=(min(step, n_boot - start), k))
+        out[start:start + len(draws)] = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    return out
 
 
 def _interval(reps: np.ndarray, level: float) -> tuple[float, float]:
@@ -80,6 +98,10 @@ def _interval(reps: np.ndarray, level: float) -> tuple[float, float]:
     if len(finite) == 0:
         return float("nan"), float("nan")
     return _percentiles(finite, level)
+
+
+def _conversations(groups: Sequence[str]) -> int:
+    return len(set(groups))
 
 
 def paired_delta(baseline: Sequence[float], candidate: Sequence[float], conversations: Sequence[str], *,
@@ -92,33 +114,34 @@ def paired_delta(baseline: Sequence[float], candidate: Sequence[float], conversa
     b = np.array(baseline, dtype=float)
     c = np.array(candidate, dtype=float)
     diffs = c - b
-    samples, sizes = stratified_samples([(0, len(diffs), list(conversations), None)], n_boot, seed)
+    sizes = (_conversations(conversations),)
     nan = float("nan")
     point = (_mean(b), _mean(c), _mean(diffs))
     if not len(diffs) or not has_interval(sizes):
-        return Delta(True, *point, nan, nan, len(b), len(c), tuple(sizes), n_boot, seed, level, too_few=True)
-    low, high = _interval(_resampled_means(diffs, samples[0]), level)
-    return Delta(True, *point, low, high, len(b), len(c), tuple(sizes), n_boot, seed, level)
+        return Delta(True, *point, nan, nan, len(b), len(c), sizes, n_boot, seed, level, too_few=True)
+    low, high = _interval(_cluster_means(diffs, conversations, n_boot, _part_seed(seed, 0)), level)
+    return Delta(True, *point, low, high, len(b), len(c), sizes, n_boot, seed, level)
 
 
 def unpaired_delta(baseline: Sequence[float], baseline_conversations: Sequence[str], candidate: Sequence[float],
                    candidate_conversations: Sequence[str], *, n_boot: int = 1000, seed: int = 0,
                    level: float = 0.95) -> Delta:
     """``mean(candidate) - mean(baseline)`` of two sides that judged different conversations: every replicate
-    resamples each side's conversations within the side (two independent streams from the one seed)."""
+    resamples each side's conversations within the side (two independent streams from the one seed, as the
+    stratified bootstrap of several sets draws them), and the floor reads both counts."""
     if len(baseline) != len(baseline_conversations) or len(candidate) != len(candidate_conversations):
         raise ValueError("each side needs one conversation per value")
     b = np.array(baseline, dtype=float)
     c = np.array(candidate, dtype=float)
-    samples, sizes = stratified_samples([(0, len(b), list(baseline_conversations), None),
-                                         (1, len(c), list(candidate_conversations), None)], n_boot, seed)
+    sizes = (_conversations(baseline_conversations), _conversations(candidate_conversations))
     nan = float("nan")
     point = (_mean(b), _mean(c), _mean(c) - _mean(b))
     if not len(b) or not len(c) or not has_interval(sizes):
-        return Delta(False, *point, nan, nan, len(b), len(c), tuple(sizes), n_boot, seed, level, too_few=True)
-    reps = _resampled_means(c, samples[1]) - _resampled_means(b, samples[0])
+        return Delta(False, *point, nan, nan, len(b), len(c), sizes, n_boot, seed, level, too_few=True)
+    reps = _cluster_means(c, candidate_conversations, n_boot, _part_seed(seed, 1)) - \
+        _cluster_means(b, baseline_conversations, n_boot, _part_seed(seed, 0))
     low, high = _interval(reps, level)
-    return Delta(False, *point, low, high, len(b), len(c), tuple(sizes), n_boot, seed, level)
+    return Delta(False, *point, low, high, len(b), len(c), sizes, n_boot, seed, level)
 
 
 def verdict(delta: Delta, max_drop: float, negative: bool = False) -> Verdict:
