@@ -135,6 +135,9 @@ def test_unpaired_when_the_sides_judged_other_conversations(tmp_path, capsys):
     assert code == 0 and "unpaired (15 baseline and 12 candidate conversations resampled independently)" in out
     worse = write(tmp_path / "worse.jsonl", [row(f"b{i}", s - 0.4, group=f"b{i}") for i, s in enumerate(base_scores(12))])
     assert gate(capsys, b, worse, "--max-drop", "0.05")[0] == EXIT_FAIL
+    near = write(tmp_path / "near.jsonl", [row(f"b{i}", s - 0.05, group=f"b{i}") for i, s in enumerate(base_scores(12))])
+    code, out = gate(capsys, b, near, "--max-drop", "0.05")
+    assert code == EXIT_INCONCLUSIVE and "unpaired (15 baseline" in out and "delta -0.053 [-0.142, +0.028]" in out
     assert "share no context" in refused(capsys, b, c, "--max-drop", "0.05", "--pairing", "paired")
 
 
