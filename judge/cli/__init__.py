@@ -17,7 +17,8 @@ from ..core.errors import JudgeError, RunStopped
 COMMANDS = ("score", "bench", "compare", "gate", "run", "report", "results", "summarize", "fit", "data", "models",
             "serve", "view", "label")
 
-#: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed.
+#: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed. ``judge gate``'s
+#: verdicts add 1 (fail) and 4 (inconclusive), ``judge results check``'s 1 (differs): see their modules.
 EXIT_OK, EXIT_USAGE, EXIT_FAILED_ITEMS = 0, 2, 3
 
 
