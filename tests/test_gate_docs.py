@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from test_docs_commands import fenced_blocks, judge_commands
-
 from judge.cli import main
+from tests.test_docs_commands import fenced_blocks, judge_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "gate.md"
