@@ -304,7 +304,7 @@ def test_a_head_on_a_set_it_learned_from_or_shares_conversations_with_is_refused
 
 
 def test_judge_score_and_serve_give_the_head_s_scores(tmp_path, data_dir, turn_examples):
-    from test_serve import call, start_server
+    from tests.test_serve import call, start_server
 
     assert _fit(tmp_path, "EG", extra=("--split", "dev"), data_dir=data_dir).returncode == 0
     head = str(tmp_path / "head.json")

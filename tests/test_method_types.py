@@ -101,7 +101,7 @@ def test_a_toy_type_runs_in_judge_score(plugin_env: dict[str, str], tmp_path: Pa
 
 
 def test_a_toy_type_is_served(plugin_env: dict[str, str], tmp_path: Path):
-    from test_serve import call, example_records, start_server
+    from tests.test_serve import call, example_records, start_server
 
     methods = tmp_path / "methods.toml"
     methods.write_text(METHODS)

@@ -106,7 +106,7 @@ def test_bench_runs_a_named_method(methods_file: Path, data_dir: Path):
 
 
 def test_serve_runs_a_named_method(methods_file: Path, tmp_path: Path):
-    from test_serve import call, example_records, start_server
+    from tests.test_serve import call, example_records, start_server
 
     srv = start_server(tmp_path, "--methods-file", str(methods_file), "--method", "words")
     try:

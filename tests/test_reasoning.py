@@ -233,7 +233,7 @@ def test_judge_serve_serves_a_judge_that_reasons_first(tmp_path):
     """``judge serve --reason N`` (the options of judge score): a served row carries what the judge said, as
     judge score's row for the same item does."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_serve import call, start_server
+    from tests.test_serve import call, start_server
 
     rows, _ = _score(tmp_path, "--reason", "16", "--limit", "1")
     server = start_server(tmp_path, "--backend", "mock", "--reason", "16", env={"JUDGE_CACHE": str(tmp_path / "s.sqlite")})
