@@ -346,3 +346,55 @@ def test_collect_cli_writes_the_summary(tiny_run: Path, tmp_path: Path, capsys):
                  "--command", "judge run x.toml"]) == 0
     written = json.loads((tmp_path / page.SUMMARY_DIR / "tiny.json").read_text())
     assert written["run"]["command"] == "judge run x.toml" and written["schema"] == page.SUMMARY_SCHEMA
+
+
+CONFIGS = ROOT / "benchmarks" / "configs"
+
+
+@pytest.mark.slow  # the ceiling reads both free-topic runs whole: about 10 s
+def test_collect_keeps_the_system_level_table_and_render_sets_the_ceiling_beside(data_dir, tmp_path: Path):
+    """The Reliable-Eval config's model-free method on RE1, collected with its system-level table."""
+    assert main(["run", str(CONFIGS / "reliable_eval_q15_test.toml"), "--data-dir", str(data_dir), "--methods",
+                 "length", "--datasets", "RE1", "--limit", "40", "--no-progress", "-o", str(tmp_path / "re")]) == 0
+    assert main(["results", "collect", str(tmp_path / "re"), "--name", "re", "--root", str(tmp_path),
+                 "--data-dir", str(data_dir)]) == 0
+    collected = json.loads((tmp_path / page.SUMMARY_DIR / "re.json").read_text())
+    rows = collected["system_level"]
+    assert {(r["quality"], r["scores"]) for r in rows} == {(q, s) for q in ("overall", "robotic", "interesting", "fun",
+                                                                          "consistent", "fluent", "repetitive", "topic")
+                                                           for s in ("raw", "z")}
+    overall = next(r for r in rows if r["quality"] == "overall" and r["scores"] == "raw")
+    assert overall["abbrev"] == "RE1" and 3 <= overall["n_systems"] <= 10 and overall["n_conversations"] <= 40
+    assert overall["ceiling"]["n_systems"] == 10 and 0.6 < overall["ceiling"]["value"] <= 1  # people agree with people
+    text = page.render_page([collected])
+    table = text.split("## Reliable-Eval: system level", 1)[1]
+    line = next(x for x in table.splitlines() if x.startswith("| length | RE1 | overall | raw 0-100 |"))
+    assert line.endswith(f"| {page.num(overall['ceiling']['value'])} [{page.num(overall['ceiling']['low'], 2)}, "
+                         f"{page.num(overall['ceiling']['high'], 2)}] (n = 10) |"), line
+    assert re.search(r"\| (\d+ of \d+|–) \| (\d+ of \d+|–) \| \S+ \[", line), line  # the bot's two ranks
+    assert "| length | RE1 | robotic (lower is better) | raw 0-100 |" in table
+    # The dialog-level table names each quality and marks the negative ones.
+    assert "| length | RE1 | repetitive (lower is better) | 40 |" in text
+    assert "takes it sign-flipped" in text
+
+
+def test_collect_keeps_the_pairs_labels_and_render_sets_the_published_judges_beside(data_dir, tmp_path: Path):
+    """The pairs config on one LLMBar set (mock backend), collected and rendered."""
+    assert main(["run", str(CONFIGS / "pairsets_q15.toml"), "--data-dir", str(data_dir), "--datasets", "LBGO",
+                 "--backend", "mock", "--no-progress", "-o", str(tmp_path / "pairs")]) == 0
+    collected = page.collect(tmp_path / "pairs", "pairs", load_config=load_experiment, root=ROOT, allow_mock=True)
+    entry = next(e for e in collected["pairwise"] if e["abbrev"] == "LBGO")
+    assert entry["labels"]["kind"] == "gold" and entry["labels"]["accuracy"]["n"] == entry["n_pairs"]
+    text = page.render_page([collected])
+    section = text.split("## Pairwise against the pairs' own labels", 1)[1]
+    assert "## Pairwise: which of two replies is better" not in text  # labelled pairs are not rated pairs
+    from judge.datasets.published_judges import published_judges
+    from judge.report.pairwise import fmt
+
+    accuracy = fmt(entry["labels"]["accuracy"]["value"])
+    assert re.search(rf"^\| q15-pairwise \(mock\) \| ours: prompt pairwise, both orders \| {re.escape(accuracy)} \[",
+                     section, flags=re.M), section
+    gpt4 = [p for p in published_judges("llmbar-gptout") if p["judge"] == "GPT-4"]
+    best = max(gpt4, key=lambda p: (p["accuracy"], p["strategy"]))
+    assert f"| GPT-4 | {best['strategy']} | {fmt(best['accuracy'])} |" in section
+    assert "- q15-pairwise: accuracy against the gold label" in section
