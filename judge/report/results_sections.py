@@ -12,7 +12,7 @@ entry's ``labels`` (written by ``judge run``). The published judges come from th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..data.qualities import LOWER_IS_BETTER
@@ -67,7 +67,7 @@ _SYSTEM_HEAD = ("| method | set | quality | human scores | systems | conv. | jud
                 "|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---|")
 
 
-def system_section(summaries: Sequence[Mapping[str, Any]], run_line: Any) -> str:
+def system_section(summaries: Sequence[Mapping[str, Any]], run_line: Callable[[Mapping[str, Any]], str]) -> str:
     """The page's "system level" section: one table per committed run with ``system_level`` rows
     (``run_line``: the page's provenance line of a summary)."""
     blocks = ["## Reliable-Eval: system level, beside the human replication ceiling\n", _SYSTEM_ABOUT + "\n"]
@@ -119,7 +119,7 @@ _LABELS_ABOUT = (
     "the judge reads the instruction and the two replies.")
 
 
-def labels_section(summaries: Sequence[Mapping[str, Any]], run_line: Any) -> str:
+def labels_section(summaries: Sequence[Mapping[str, Any]], run_line: Callable[[Mapping[str, Any]], str]) -> str:
     """The page's "against the pairs' labels" section: per committed run with labelled pairwise entries, one
     table per set, our judges first and the published ones below, then each cell's labels line."""
     blocks = ["## Pairwise against the pairs' own labels, beside the LLMBar paper's judges\n", _LABELS_ABOUT + "\n"]
