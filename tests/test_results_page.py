@@ -151,9 +151,9 @@ def test_the_figure_check_reads_signed_differences():
 
 
 def _summary(name: str, date: str, averages: list[tuple[str, str, float, float]], models: dict[str, list[str]],
-             split: str = "test") -> dict:
+             split: str = "test", datasets: tuple[str, ...] = ("TU", "FD")) -> dict:
     """A committed summary reduced to what the quality lines read: (method, kind, spearman, p) averages."""
-    return {"name": name, "run": {"date": date, "split": split},
+    return {"name": name, "run": {"date": date, "split": split, "datasets": list(datasets)},
             "methods": {m: {"models": dict.fromkeys(models[m], "sha")} for m, *_ in averages},
             "averages": [{"method": m, "kind": k, "spearman": r, "p": p, "ci_low": r - .05, "ci_high": r + .05,
                           "sets": 8, "of_sets": 8} for m, k, r, p in averages]}
@@ -167,11 +167,13 @@ def test_a_models_quality_line_holds_its_methods_by_kind_from_the_latest_test_ru
     new = _summary("second", "2026-02-01", [("a", "reference-free", .35, .001), ("mixed", "reference-free", .9, .001),
                                             ("cv", "supervised", .41, .001)], models)
     dev = _summary("dev", "2026-03-01", [("a", "reference-free", .99, .001)], models, split="dev")
-    lines = model_quality([new, dev, old], ["m", "other", "none"])
+    # A later test run on other sets (engagement) averages something else under the same method's name.
+    other = _summary("engagement", "2026-04-01", [("a", "reference-free", .77, .001)], models, datasets=("PED", "PEC"))
+    lines = model_quality([new, dev, other, old], ["m", "other", "none"])
     assert lines["m"] == ("DSTC10 average Spearman on the test halves (conversation-bootstrap 95% CI; † not "
                           "significant); reference-free: .050 † [.00, .10] b, .350 [.30, .40] a; supervised: "
                           ".410 [.36, .46] cv; runs first, second (docs/results.md)")
-    assert ".9" not in lines["m"] and ".99" not in lines["m"]  # another model's method, a dev run
+    assert ".9" not in lines["m"] and ".99" not in lines["m"] and ".77" not in lines["m"]  # another model's, dev, not DSTC10
     assert lines["none"] == NOT_YET and lines["other"] == NOT_YET  # "mixed" is not the other model's alone
 
 
