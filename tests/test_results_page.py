@@ -384,7 +384,11 @@ def test_collect_keeps_the_pairs_labels_and_render_sets_the_published_judges_bes
     """The pairs config on one LLMBar set (mock backend), collected and rendered."""
     assert main(["run", str(CONFIGS / "pairsets_q15.toml"), "--data-dir", str(data_dir), "--datasets", "LBGO",
                  "--backend", "mock", "--no-progress", "-o", str(tmp_path / "pairs")]) == 0
-    collected = page.collect(tmp_path / "pairs", "pairs", load_config=load_experiment, root=ROOT, allow_mock=True)
+    # The CLI's collect: a run that only compared pairs has no per-item folder and no system level.
+    assert main(["results", "collect", str(tmp_path / "pairs"), "--name", "pairs", "--root", str(tmp_path),
+                 "--allow-mock"]) == 0
+    collected = json.loads((tmp_path / page.SUMMARY_DIR / "pairs.json").read_text())
+    assert "system_level" not in collected
     entry = next(e for e in collected["pairwise"] if e["abbrev"] == "LBGO")
     assert entry["labels"]["kind"] == "gold" and entry["labels"]["accuracy"]["n"] == entry["n_pairs"]
     text = page.render_page([collected])

@@ -78,6 +78,6 @@ def _system_level(run_dir: str, data_dir: str) -> list[dict[str, object]] | None
     from ..report import system_level
     from ..report.results_sections import committed_system_rows
 
-    if not system_level.cells(run_dir):
+    if not (Path(run_dir) / "items").is_dir() or not system_level.cells(run_dir):  # a compare-only run has no items/
         return None
     return committed_system_rows(system_level.system_rows(run_dir, data_dir))
