@@ -59,7 +59,8 @@ PENDING = (
      "results/reliable-eval-q15-test"),
     ("Qwen2.5-Coder-1.5B as a pairwise judge, both orders, on the test halves of PandaLM and the seven LLMBar sets "
      "against their own labels, beside the LLMBar paper's judges (1,389 pairs, about 6.5 h; resumable in pieces "
-     "with `--datasets LBN,LBGO,LBM`, then `LBGI,LBNB`, `LBFE,LBL2`, `PL`)",
+     "with `--datasets LBN,LBGO,LBM`, then `LBGI,LBNB`, `LBFE,LBL2`, `PL`); the sets already run are above, in "
+     "run `pairsets-q15`",
      "judge run benchmarks/configs/pairsets_q15.toml --data-dir ../shared/data -o results/pairsets-q15"),
 )
 
