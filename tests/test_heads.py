@@ -383,7 +383,7 @@ def test_the_readme_commands_choosing_a_judge_on_your_own_data(capsys, fixed_rat
     assert halves["dev"] + halves["test"] == len(Path(examples).read_text().splitlines())  # the two halves, whole
 
 
-@pytest.mark.slow  # builds the conversation index of every registered set when run alone (about 30 s)
+@pytest.mark.slow  # four sets fitted and two runs refused: a few seconds (half a minute building the conversation index)
 def test_heads_with_the_new_rated_families_refuse_them_and_leave_out_the_sets_sharing_a_conversation(tmp_path, data_dir):
     """Round 11's recipe adds Reliable-Eval and PredictiveEngagement to training (docs/journal.md): a head that
     learned from them refuses their conversations, and a DailyDialog set's head never learns from PED, whose

@@ -353,7 +353,7 @@ def test_collect_cli_writes_the_summary(tiny_run: Path, tmp_path: Path, capsys):
 CONFIGS = ROOT / "benchmarks" / "configs"
 
 
-@pytest.mark.slow  # the ceiling reads both free-topic runs whole: about 10 s
+@pytest.mark.slow  # the ceiling reads both free-topic runs whole: a few seconds
 def test_collect_keeps_the_system_level_table_and_render_sets_the_ceiling_beside(data_dir, tmp_path: Path):
     """The Reliable-Eval config's model-free method on RE1, collected with its system-level table."""
     assert main(["run", str(CONFIGS / "reliable_eval_q15_test.toml"), "--data-dir", str(data_dir), "--methods",
