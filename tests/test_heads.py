@@ -381,3 +381,26 @@ def test_the_readme_commands_choosing_a_judge_on_your_own_data(capsys, fixed_rat
         assert total, out
         halves[args[args.index("--split") + 1]] = int(total[1])
     assert halves["dev"] + halves["test"] == len(Path(examples).read_text().splitlines())  # the two halves, whole
+
+
+@pytest.mark.slow  # four sets fitted and two runs refused: a few seconds (half a minute building the conversation index)
+def test_heads_with_the_new_rated_families_refuse_them_and_leave_out_the_sets_sharing_a_conversation(tmp_path, data_dir):
+    """Round 11's recipe adds Reliable-Eval and PredictiveEngagement to training (docs/journal.md): a head that
+    learned from them refuses their conversations, and a DailyDialog set's head never learns from PED, whose
+    queries are windows of DailyDialog dialogues."""
+    folder = tmp_path / "each"
+    proc = _fit(tmp_path, "DGR", "PED", "PEC", "REI",
+                extra=("--split", "dev", "--without-each", str(folder)), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    learned = {p.stem: [t.name for t in read_head(p).trained_on] for p in folder.iterdir()}
+    assert "engagement-dailydialog" not in learned["dailydialog-grade"], learned
+    assert "dailydialog-grade" not in learned["engagement-dailydialog"], learned
+    assert all(name not in sets and sets for name, sets in learned.items()), learned
+    for name, abbrev in (("reliable-eval-ice", "REI"), ("engagement-convai", "PEC")):
+        config = _config(tmp_path, data_dir, str(tmp_path / "head.json"), f'"{abbrev}"').read_text()
+        config = config.replace('qualities = ["overall"]', "")
+        path = tmp_path / f"{abbrev}.toml"
+        path.write_text(config)
+        refused = _in_process(["run", str(path), "--no-progress"])
+        assert refused.returncode == 2, refused.stdout
+        assert f"the head learned from {name} (dev)" in refused.stderr, refused.stderr

@@ -151,9 +151,9 @@ def test_the_figure_check_reads_signed_differences():
 
 
 def _summary(name: str, date: str, averages: list[tuple[str, str, float, float]], models: dict[str, list[str]],
-             split: str = "test") -> dict:
+             split: str = "test", datasets: tuple[str, ...] = ("TU", "FD")) -> dict:
     """A committed summary reduced to what the quality lines read: (method, kind, spearman, p) averages."""
-    return {"name": name, "run": {"date": date, "split": split},
+    return {"name": name, "run": {"date": date, "split": split, "datasets": list(datasets)},
             "methods": {m: {"models": dict.fromkeys(models[m], "sha")} for m, *_ in averages},
             "averages": [{"method": m, "kind": k, "spearman": r, "p": p, "ci_low": r - .05, "ci_high": r + .05,
                           "sets": 8, "of_sets": 8} for m, k, r, p in averages]}
@@ -167,11 +167,13 @@ def test_a_models_quality_line_holds_its_methods_by_kind_from_the_latest_test_ru
     new = _summary("second", "2026-02-01", [("a", "reference-free", .35, .001), ("mixed", "reference-free", .9, .001),
                                             ("cv", "supervised", .41, .001)], models)
     dev = _summary("dev", "2026-03-01", [("a", "reference-free", .99, .001)], models, split="dev")
-    lines = model_quality([new, dev, old], ["m", "other", "none"])
+    # A later test run on other sets (engagement) averages something else under the same method's name.
+    other = _summary("engagement", "2026-04-01", [("a", "reference-free", .77, .001)], models, datasets=("PED", "PEC"))
+    lines = model_quality([new, dev, other, old], ["m", "other", "none"])
     assert lines["m"] == ("DSTC10 average Spearman on the test halves (conversation-bootstrap 95% CI; † not "
                           "significant); reference-free: .050 † [.00, .10] b, .350 [.30, .40] a; supervised: "
                           ".410 [.36, .46] cv; runs first, second (docs/results.md)")
-    assert ".9" not in lines["m"] and ".99" not in lines["m"]  # another model's method, a dev run
+    assert ".9" not in lines["m"] and ".99" not in lines["m"] and ".77" not in lines["m"]  # another model's, dev, not DSTC10
     assert lines["none"] == NOT_YET and lines["other"] == NOT_YET  # "mixed" is not the other model's alone
 
 
@@ -346,3 +348,59 @@ def test_collect_cli_writes_the_summary(tiny_run: Path, tmp_path: Path, capsys):
                  "--command", "judge run x.toml"]) == 0
     written = json.loads((tmp_path / page.SUMMARY_DIR / "tiny.json").read_text())
     assert written["run"]["command"] == "judge run x.toml" and written["schema"] == page.SUMMARY_SCHEMA
+
+
+CONFIGS = ROOT / "benchmarks" / "configs"
+
+
+@pytest.mark.slow  # the ceiling reads both free-topic runs whole: a few seconds
+def test_collect_keeps_the_system_level_table_and_render_sets_the_ceiling_beside(data_dir, tmp_path: Path):
+    """The Reliable-Eval config's model-free method on RE1, collected with its system-level table."""
+    assert main(["run", str(CONFIGS / "reliable_eval_q15_test.toml"), "--data-dir", str(data_dir), "--methods",
+                 "length", "--datasets", "RE1", "--limit", "40", "--no-progress", "-o", str(tmp_path / "re")]) == 0
+    assert main(["results", "collect", str(tmp_path / "re"), "--name", "re", "--root", str(tmp_path),
+                 "--data-dir", str(data_dir)]) == 0
+    collected = json.loads((tmp_path / page.SUMMARY_DIR / "re.json").read_text())
+    rows = collected["system_level"]
+    assert {(r["quality"], r["scores"]) for r in rows} == {(q, s) for q in ("overall", "robotic", "interesting", "fun",
+                                                                          "consistent", "fluent", "repetitive", "topic")
+                                                           for s in ("raw", "z")}
+    overall = next(r for r in rows if r["quality"] == "overall" and r["scores"] == "raw")
+    assert overall["abbrev"] == "RE1" and 3 <= overall["n_systems"] <= 10 and overall["n_conversations"] <= 40
+    assert overall["ceiling"]["n_systems"] == 10 and 0.6 < overall["ceiling"]["value"] <= 1  # people agree with people
+    text = page.render_page([collected])
+    table = text.split("## Reliable-Eval: system level", 1)[1]
+    line = next(x for x in table.splitlines() if x.startswith("| length | RE1 | overall | raw 0-100 |"))
+    assert line.endswith(f"| {page.num(overall['ceiling']['value'])} [{page.num(overall['ceiling']['low'], 2)}, "
+                         f"{page.num(overall['ceiling']['high'], 2)}] (n = 10) |"), line
+    assert re.search(r"\| (\d+ of \d+|–) \| (\d+ of \d+|–) \| \S+ \[", line), line  # the bot's two ranks
+    assert "| length | RE1 | robotic (lower is better) | raw 0-100 |" in table
+    # The dialog-level table names each quality and marks the negative ones.
+    assert "| length | RE1 | repetitive (lower is better) | 40 |" in text
+    assert "takes it sign-flipped" in text
+
+
+def test_collect_keeps_the_pairs_labels_and_render_sets_the_published_judges_beside(data_dir, tmp_path: Path):
+    """The pairs config on one LLMBar set (mock backend), collected and rendered."""
+    assert main(["run", str(CONFIGS / "pairsets_q15.toml"), "--data-dir", str(data_dir), "--datasets", "LBGO",
+                 "--backend", "mock", "--no-progress", "-o", str(tmp_path / "pairs")]) == 0
+    # The CLI's collect: a run that only compared pairs has no per-item folder and no system level.
+    assert main(["results", "collect", str(tmp_path / "pairs"), "--name", "pairs", "--root", str(tmp_path),
+                 "--allow-mock"]) == 0
+    collected = json.loads((tmp_path / page.SUMMARY_DIR / "pairs.json").read_text())
+    assert "system_level" not in collected
+    entry = next(e for e in collected["pairwise"] if e["abbrev"] == "LBGO")
+    assert entry["labels"]["kind"] == "gold" and entry["labels"]["accuracy"]["n"] == entry["n_pairs"]
+    text = page.render_page([collected])
+    section = text.split("## Pairwise against the pairs' own labels", 1)[1]
+    assert "## Pairwise: which of two replies is better" not in text  # labelled pairs are not rated pairs
+    from judge.datasets.published_judges import published_judges
+    from judge.report.pairwise import fmt
+
+    accuracy = fmt(entry["labels"]["accuracy"]["value"])
+    assert re.search(rf"^\| q15-pairwise \(mock\) \| ours: prompt pairwise, both orders \| {re.escape(accuracy)} \[",
+                     section, flags=re.M), section
+    gpt4 = [p for p in published_judges("llmbar-gptout") if p["judge"] == "GPT-4"]
+    best = max(gpt4, key=lambda p: (p["accuracy"], p["strategy"]))
+    assert f"| GPT-4 | {best['strategy']} | {fmt(best['accuracy'])} |" in section
+    assert "- q15-pairwise: accuracy against the gold label" in section

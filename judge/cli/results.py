@@ -23,6 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     c.add_argument("--allow-mock", action="store_true", help=argparse.SUPPRESS)  # tests only: never published
     c.add_argument("--command", default=None, help="the command that regenerates the run (default: rebuilt "
                    "from its config; needed when the run overrode a method's model or backend)")
+    c.add_argument("--data-dir", default="../shared/data", help="where the Reliable-Eval files are, for a run "
+                   "with a Reliable-Eval set: its system-level table (judge results system) is kept too "
+                   "(default: ../shared/data)")
     r = verbs.add_parser("render", help="write docs/results.md, judge/models/models_quality.json and "
                          "README.md's figures from every committed summary")
     k = verbs.add_parser("check", help="exit 1 when those files differ from what render would write")
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.root)
     if args.action == "collect":
         summary = page.collect(args.run_dir, args.name, load_config=load_experiment, root=root, command=args.command,
-                               allow_mock=args.allow_mock)
+                               allow_mock=args.allow_mock, system_level=_system_level(args.run_dir, args.data_dir))
         print(page.write_summary(summary, root / page.SUMMARY_DIR))
         return EXIT_OK
     if args.action == "render":
@@ -67,3 +70,14 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_DIFFERS
     return EXIT_OK
+
+
+def _system_level(run_dir: str, data_dir: str) -> list[dict[str, object]] | None:
+    """Reliable-Eval's system-level rows of a run, as its committed summary keeps them (None without a
+    Reliable-Eval cell)."""
+    from ..report import system_level
+    from ..report.results_sections import committed_system_rows
+
+    if not (Path(run_dir) / "items").is_dir() or not system_level.cells(run_dir):  # a compare-only run has no items/
+        return None
+    return committed_system_rows(system_level.system_rows(run_dir, data_dir))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.kinds import KINDS
+from ..datasets.benchmarks import dataset_info
 from ..models.packaged import PACKAGED
 from .figures import ci_text, figure_text, num, p_display
 from .results_page import earlier_halves
@@ -43,7 +44,7 @@ def head_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
     on the same items (the run's paired comparison of the two), from the latest such run."""
     out: dict[str, str] = {}
     for s in sorted(summaries, key=lambda s: (s["run"]["date"], s["name"])):
-        if s["run"].get("split") != "test":
+        if not _dstc10_test(s):
             continue
         averages = {a["method"]: a for a in s["averages"]}
         for c in s.get("comparisons", []):
@@ -68,7 +69,7 @@ def _entries(summaries: Sequence[Mapping[str, Any]], model: str) -> dict[str, tu
     """method -> (its average, the run it comes from), for the methods that run on ``model`` alone."""
     out: dict[str, tuple[Mapping[str, Any], str]] = {}
     for s in sorted(summaries, key=lambda s: (s["run"]["date"], s["name"])):
-        if s["run"].get("split") != "test":
+        if not _dstc10_test(s):
             continue
         for avg in s["averages"]:
             info = s["methods"].get(avg["method"], {})
@@ -76,6 +77,12 @@ def _entries(summaries: Sequence[Mapping[str, Any]], model: str) -> dict[str, tu
                 out.pop(avg["method"], None)  # the later run's figure, in its place in the order
                 out[avg["method"]] = (avg, s["name"])
     return out
+
+
+def _dstc10_test(s: Mapping[str, Any]) -> bool:
+    """Whether a run scored the test halves of DSTC10 sets only: the lines quote DSTC10 averages, and a run on
+    other sets (Reliable-Eval, engagement) averages something else under the same method names."""
+    return s["run"].get("split") == "test" and all(dataset_info(d).dstc10 for d in s["run"]["datasets"])
 
 
 def _p(shown: str) -> str:

@@ -21,11 +21,13 @@ from typing import Any, Protocol
 
 from ..core.errors import InputError
 from ..data.kinds import BY_NAME, KINDS, recorded_kind
+from ..data.qualities import LOWER_IS_BETTER
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 from .reason_table import measure_section
+from .results_sections import has_labels, labels_section, system_section
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
@@ -49,6 +51,17 @@ PENDING = (
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
      "pending re-run; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
+    ("Qwen2.5-Coder-1.5B (criteria prompt and yes/no) on Reliable-Eval's test halves, dialog level and system level "
+     "(about 4.8 h at the measured rate; resumable, one run at a time with `--datasets RE1`, then RE2, REI; then "
+     "`judge results system results/reliable-eval-q15-test`); the classic scorer's rows are above, in run "
+     "`reliable-eval-classic-test`",
+     "judge run benchmarks/configs/reliable_eval_q15_test.toml --data-dir ../shared/data -o "
+     "results/reliable-eval-q15-test"),
+    ("Qwen2.5-Coder-1.5B as a pairwise judge, both orders, on the test halves of PandaLM and the seven LLMBar sets "
+     "against their own labels, beside the LLMBar paper's judges (1,389 pairs, about 6.5 h; resumable in pieces "
+     "with `--datasets LBN,LBGO,LBM`, then `LBGI,LBNB`, `LBFE,LBL2`, `PL`); the sets already run are above, in "
+     "run `pairsets-q15`",
+     "judge run benchmarks/configs/pairsets_q15.toml --data-dir ../shared/data -o results/pairsets-q15"),
 )
 
 
@@ -78,14 +91,16 @@ class RunConfig(Protocol):
 
 def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunConfig], root: str | Path = ".",
             command: str | None = None, allow_mock: bool = False,
-            summary: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            summary: Mapping[str, Any] | None = None,
+            system_level: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The small committed summary of the ``judge run`` folder ``run_dir``. ``command`` overrides the
     regenerating command that is otherwise rebuilt from the config (refused when the run's methods
     differ from the config's, as after --model or --backend, since that command would not rebuild them).
     A run with a method on the mock backend is refused unless ``allow_mock`` (tests): its figures mean
     nothing and must never be published. ``load_config`` reads the run's config (``load_experiment``).
     ``summary``: the run's ``summary.json`` with a candidate a script derives from its rows added in the same
-    form (benchmarks/reason_measure.py), instead of the file as the run wrote it."""
+    form (benchmarks/reason_measure.py), instead of the file as the run wrote it. ``system_level``: Reliable-Eval's
+    system-level rows of the run (:func:`.results_sections.committed_system_rows`), kept as they are."""
     summary = dict(summary) if summary is not None else _load_run(Path(run_dir))
     compared = {e["name"]: e["spec"] for e in summary.get("pairwise", [])}
     mocked = [m for m, info in {**summary["methods"], **compared}.items() if uses_mock(info)]
@@ -126,6 +141,7 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
         **({"pairwise_methods": {name: _method_entry({**spec, **_kind(summary, name)}) for name, spec in compared.items()},
             "pairwise": [_pairwise_entry(e) for e in summary["pairwise"]]} if compared else {}),
         **({"pairwise_means": summary["pairwise_means"]} if summary.get("pairwise_means") else {}),
+        **({"system_level": [dict(r) for r in system_level]} if system_level else {}),
     }
 
 
@@ -137,13 +153,15 @@ def _kind(summary: Mapping[str, Any], name: str) -> dict[str, Any]:
 #: What a committed pairwise entry keeps of ``summary["pairwise"]`` (not the win-rate matrix).
 _PAIRWISE_KEYS = ("name", "dataset", "abbrev", "quality", "n_pairs", "n_failed", "n_estimated", "n_incomplete",
                   "n_contexts", "n_conversations", "orders", "against", "humans", "position", "length", "system_level",
-                  "ranking")
+                  "ranking", "labels")
 
 
 def _pairwise_entry(e: Mapping[str, Any]) -> dict[str, Any]:
     """One ``[[compare]]`` cell on one set: its counts, agreement with the humans beside the pointwise method,
-    position and length bias, the ranking and its system-level tau, and the bootstrap they come from."""
-    return {**{k: e.get(k) for k in _PAIRWISE_KEYS}, "n_systems": len(e["systems"]), "n_boot": e["bootstrap"]["n_boot"]}
+    position and length bias, the ranking and its system-level tau, the figures against the pairs' own labels
+    (sets that label their pairs; absent elsewhere), and the bootstrap they come from."""
+    kept = {k: e.get(k) for k in _PAIRWISE_KEYS if k != "labels" or e.get("labels")}
+    return {**kept, "n_systems": len(e["systems"]), "n_boot": e["bootstrap"]["n_boot"]}
 
 
 #: What a committed paired comparison keeps (``judge run``'s ``compare``; per set, or ``sets`` for the average).
@@ -320,8 +338,12 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
     parts = [_HEADER.replace("{floor}", str(MIN_CONVERSATIONS))]
     for kind in _kinds(summaries):
         parts.append(_kind_section(kind, summaries, history))
-    if any(s.get("pairwise") for s in summaries):
+    if any(_rated_pairs(s) for s in summaries):
         parts.append(_pairwise_section(summaries))
+    if has_labels(summaries):
+        parts.append(labels_section(summaries, _run_line))
+    if any(s.get("system_level") for s in summaries):
+        parts.append(system_section(summaries, _run_line))
     if any(s.get("measure") for s in summaries):  # a measurement with a candidate its script derives
         parts.append(measure_section(summaries))
     if history is not None:
@@ -347,7 +369,11 @@ _HEADER = """\
 
 Current figures of `judge` on the eight DSTC10 Track 5 sets (TU Topical-USR, DZ DailyDialog-Zhao,
 PU Persona-USR, DGU DailyDialog-Gupta, DGR DailyDialog-GRADE, FT FED-Turn, EG Empathetic-GRADE,
-FD FED-Dial), each set's overall rating. This page is generated: `judge results render` writes it
+FD FED-Dial), each set's overall rating, and on the sets rated beyond them: Reliable-Eval's live chats
+rated by the people who held them (RE1, RE2 free-topic runs, REI ice-breaker; seven 0-100 sliders and
+their derived overall, dialog level and system level), PredictiveEngagement's turn-level engagement
+(PED DailyDialog queries, PEC ConvAI), and the response pairs of PandaLM (PL) and LLMBar (LBN, LBGI,
+LBGO, LBM, LBNB, LBFE, LBL2) judged against their own labels. This page is generated: `judge results render` writes it
 from the run summaries committed in `benchmarks/results/`, and a test fails when the two disagree.
 Do not edit it by hand; re-run, then `judge results collect RUN_DIR --name NAME` and
 `judge results render`. Earlier rounds, with every candidate's dev figure, are in
@@ -393,6 +419,9 @@ def _kind_section(kind: str, summaries: Sequence[Mapping[str, Any]], history: Ma
 
 
 _TABLE_HEAD = "| method | set | n | conv. | Spearman | 95% CI | p |\n|---|---|---:|---:|---:|---|---:|"
+#: A run that rates more than each set's overall quality (Reliable-Eval's sliders) names the quality per row.
+_QUALITY_HEAD = ("| method | set | quality | n | conv. | Spearman | 95% CI | p |\n"
+                 "|---|---|---|---:|---:|---:|---|---:|")
 
 
 def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any]],
@@ -403,19 +432,21 @@ def _run_table(s: Mapping[str, Any], kind: str, cells: Sequence[Mapping[str, Any
     run = s["run"]
     order = {a: i for i, a in enumerate(run["datasets"])}
     averages = {a["method"]: a for a in s["averages"] if a["kind"] == kind}
+    named = any(c["quality"].lower() != dataset_info(c["dataset"]).overall.lower() for c in cells)
     lines = [f"### {kind}, run `{s['name']}`\n",
-             f"{_run_line(s)}\nRegenerate: `{run['command']}`\n", _TABLE_HEAD]
+             f"{_run_line(s)}\nRegenerate: `{run['command']}`\n", _QUALITY_HEAD if named else _TABLE_HEAD]
     for method in dict.fromkeys(c["method"] for c in cells):
         avg = averages.get(method)
         if avg is not None and (avg.get("sets") or 0) >= 2:
-            lines.append(_average_row(avg))
+            lines.append(_average_row(avg, named))
         for c in sorted((c for c in cells if c["method"] == method), key=lambda c: order.get(c["abbrev"], 99)):
-            lines.append(_cell_row(c))
+            lines.append(_cell_row(c, named))
     pairs = [c for c in s.get("comparisons", []) if c["kind_a"] == c["kind_b"] == kind]
     if pairs:
         lines += ["", "Paired on the same items (a − b; the bootstrap resamples conversations):", "",
                   _PAIR_HEAD, *(_pair_row(c) for c in pairs)]
-    notes = [_resampling_note(s, kind, history), _earlier_halves_note(s, history, {c["abbrev"] for c in cells})]
+    notes = [_resampling_note(s, kind, history), _earlier_halves_note(s, history, {c["abbrev"] for c in cells}),
+             _negative_note(cells)]
     lines += [f"\n{n}" for n in notes if n]
     return "\n".join(lines) + "\n"
 
@@ -504,22 +535,37 @@ def _interval_cells(x: Mapping[str, Any], k: int | None, ci: str, p: str) -> lis
     return [too_few_text(x.get("strata") or k), "–"] if too_few(x, k) is not None else [ci, p]
 
 
-def _cell_row(c: Mapping[str, Any]) -> str:
+def _negative(c: Mapping[str, Any]) -> bool:
+    """Whether a cell's quality is one where lower ratings are better (Reliable-Eval's robotic, repetitive)."""
+    return dataset_info(c["dataset"]).quality(c["quality"]).negative
+
+
+def _negative_note(cells: Sequence[Mapping[str, Any]]) -> str:
+    """How to read a table with a lower-is-better quality: its figure as measured, its average sign-flipped."""
+    if not any(_negative(c) for c in cells):
+        return ""
+    return (f"A quality marked ({LOWER_IS_BETTER}) is rated the other way round (a high `robotic` is bad): a good "
+            "judge's figure there is negative. It is printed as measured; a set's average (over its qualities, then "
+            "over sets) takes it sign-flipped.")
+
+
+def _cell_row(c: Mapping[str, Any], named: bool = False) -> str:
     k = c.get("n_conversations") if c.get("n_conversations") is not None else c.get("n")
     few = too_few(c, k) is not None
+    quality = [f"{c['quality']} ({LOWER_IS_BETTER})" if _negative(c) else c["quality"]] if named else []
     return "| " + " | ".join([
-        c["method"], c["abbrev"], str(c["n"]), _int(c.get("n_conversations")),
+        c["method"], c["abbrev"], *quality, str(c["n"]), _int(c.get("n_conversations")),
         figure_text(c["spearman"], None if few else c["p"]),
         *_interval_cells(c, k, ci_text(c), p_display(c["p"], c.get("n_boot"), c.get("n_degenerate", 0))),
     ]) + " |"
 
 
-def _average_row(a: Mapping[str, Any]) -> str:
+def _average_row(a: Mapping[str, Any], named: bool = False) -> str:
     where = f"avg of {a['sets']} sets" if a.get("sets") == a.get("of_sets") else f"avg of {a['sets']}/{a['of_sets']} sets"
     few = bool(a.get("too_few"))
     # Nothing is bolded: a bold row reads as "best", and the page ranks nothing.
     return "| " + " | ".join([
-        a["method"], where, "", "", figure_text(a["spearman"], None if few else a["p"]),
+        a["method"], where, *([""] if named else []), "", "", figure_text(a["spearman"], None if few else a["p"]),
         *([too_few_text(a.get("n_conversations")), "–"] if few else
           [ci_text(a), p_display(a["p"], a.get("n_boot"), a.get("n_degenerate", 0))]),
     ]) + " |"
@@ -568,7 +614,7 @@ def _pairwise_section(summaries: Sequence[Mapping[str, Any]]) -> str:
               "strengths of the systems against their mean human ratings. Every CI resamples conversations. "
               "Reference-free: the judge reads the context and the two replies.\n"]
     for s in summaries:
-        entries = s.get("pairwise") or []
+        entries = _rated_pairs(s)
         if not entries:
             continue
         lines = [f"### pairwise, run `{s['name']}`\n", f"{_run_line(s)}\nRegenerate: `{s['run']['command']}`\n",
@@ -582,6 +628,12 @@ def _pairwise_section(summaries: Sequence[Mapping[str, Any]]) -> str:
             lines += [_pairwise_row(e) for e in mine]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
+
+
+def _rated_pairs(s: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A summary's pairwise entries on pairs built from pointwise ratings (the sets that label their pairs
+    have a section of their own)."""
+    return [e for e in s.get("pairwise") or () if not e.get("labels")]
 
 
 def _pairwise_row(e: Mapping[str, Any]) -> str:
