@@ -27,9 +27,9 @@ Two targets (:data:`TARGETS`):
 * ``traffic``: the mean of the conversations these rows were drawn from (the next month's chats), wider:
   every term is resampled with the conversations.
 
-The interval is the bootstrap standard error times a Student t quantile on (labelled conversations - 1)
-degrees of freedom, the standard error scaled by sqrt(m / (m - 1)) because a bootstrap over m clusters
-understates the variance by (m - 1) / m. Below the project's floor on labelled conversations
+The interval is the bootstrap standard error times a Student t quantile: for one group on (its labelled
+conversations m - 1) degrees of freedom, for a difference on Welch-Satterthwaite's; the standard error is
+scaled by sqrt(m / (m - 1)) because a bootstrap over m clusters understates the variance by (m - 1) / m. Below the project's floor on labelled conversations
 (:mod:`judge.stats.floor`) no interval is given.
 
 The core (:func:`estimate_draws`) takes a leading axis of draws (different labelled subsets of the same rows)
@@ -141,23 +141,34 @@ def _boot_means(counts: np.ndarray, num: np.ndarray, den: np.ndarray) -> np.ndar
     return _ratio(top, bottom).reshape(-1, d, g).transpose(1, 0, 2)
 
 
-def _nan_cov(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Covariance over axis 1 of [D, B, E] arrays, resamples where either is NaN left out."""
-    ok = np.isfinite(a) & np.isfinite(b)
-    n = ok.sum(axis=1)
-    a0, b0 = np.where(ok, a, 0.0), np.where(ok, b, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ma, mb = a0.sum(axis=1) / n, b0.sum(axis=1) / n
-        return np.where(ok, (a0 - ma[:, None]) * (b0 - mb[:, None]), 0.0).sum(axis=1) / (n - 1)
+def _filled(boot: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Resamples [D, B, G] with a group's missing value (the resample drew none of its labelled conversations)
+    set to its point estimate [D, G]: such a resample says nothing about the group's spread. It is rare where an
+    interval is given (below e^-m for m labelled conversations) and never where the floor holds back one."""
+    return np.where(np.isfinite(boot), boot, np.nan_to_num(point)[:, None, :])
 
 
-def _tuned(a_s: np.ndarray, gap: np.ndarray, means: np.ndarray) -> np.ndarray:
+def _cov(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The groups' covariance matrices over the resamples: [D, B, G] x [D, B, G] -> [D, G, G]. Estimands'
+    variances follow as M S M' without materialising every contrast's resamples (a set with 22 systems has
+    253 contrasts)."""
+    a0 = a - a.mean(axis=1, keepdims=True)
+    b0 = b - b.mean(axis=1, keepdims=True)
+    return np.asarray(a0.transpose(0, 2, 1) @ b0) / (a.shape[1] - 1)
+
+
+def _contrast_var(cov: np.ndarray, estimands: np.ndarray) -> np.ndarray:
+    """diag(M S M') per draw: [D, G, G] -> [D, E]."""
+    return np.maximum(np.einsum("eg,dgh,eh->de", estimands, cov, estimands), 0.0)
+
+
+def _tuned(a_s: np.ndarray, gap: np.ndarray) -> np.ndarray:
     """One lambda per draw [D]: the one that makes the summed bootstrap variance of the groups' means
-    (estimands flagged in ``means``) smallest. One lambda for all groups (and their differences) rather than
+    ([D, B, G] resamples) smallest. One lambda for all groups (and their differences) rather than
     one each: a lambda fitted on a group's few labels chases their noise and makes its interval too narrow."""
-    a_m, g_m = a_s[:, :, means], gap[:, :, means]
-    cov = np.nansum(_nan_cov(a_m, g_m), axis=1)
-    var = np.nansum(_nan_cov(g_m, g_m), axis=1)
+    a0 = a_s - a_s.mean(axis=1, keepdims=True)
+    g0 = gap - gap.mean(axis=1, keepdims=True)
+    cov, var = (a0 * g0).sum(axis=(1, 2)), (g0 * g0).sum(axis=(1, 2))
     return np.where(var > 0, -cov / np.where(var > 0, var, 1.0), 0.0)
 
 
@@ -169,8 +180,6 @@ def estimate_draws(lay: Layout, weight: np.ndarray, label: np.ndarray, estimands
     [D, items] its label (any value where unlabelled). ``counts``: the bootstrap's conversation counts
     (:func:`boot_counts`), shared by every draw. ``fraction`` [D]: the labelled fraction of the rows of a
     uniform sample (finite-population factor of the ``rows`` target; None: no factor)."""
-    from scipy.stats import t as student
-
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     shape = lay.shape
@@ -178,33 +187,52 @@ def estimate_draws(lay: Layout, weight: np.ndarray, label: np.ndarray, estimands
     w = table(lay.cluster, lay.group, weight, shape)
     wy = table(lay.cluster, lay.group, weight * np.where(weight > 0, label, 0.0), shape)
     wf = table(lay.cluster, lay.group, weight * f_item, shape)
-    # point estimates per group [D, G], then per estimand [D, E]
-    a = _ratio(wy.sum(axis=1), w.sum(axis=1)) @ estimands.T
-    b = _ratio(wf.sum(axis=1), w.sum(axis=1)) @ estimands.T
-    c_group = _ratio(lay.f_sum.sum(axis=0), lay.n_sum.sum(axis=0))
-    c = np.broadcast_to(c_group @ estimands.T, a.shape)
-    a_s = _boot_means(counts, wy, w) @ estimands.T
-    b_s = _boot_means(counts, wf, w) @ estimands.T
+    # point estimates and resamples per group ([D, G], [D, B, G]), then per estimand ([D, E], [D, B, E])
+    a_g = _ratio(wy.sum(axis=1), w.sum(axis=1))
+    b_g = _ratio(wf.sum(axis=1), w.sum(axis=1))
+    c_g = np.broadcast_to(_ratio(lay.f_sum.sum(axis=0), lay.n_sum.sum(axis=0)), a_g.shape)
+    a_gs, b_gs = _filled(_boot_means(counts, wy, w), a_g), _filled(_boot_means(counts, wf, w), b_g)
     if target == "traffic":
-        c_s = _boot_means(counts, lay.f_sum[None], lay.n_sum[None]) @ estimands.T
+        c_gs = _filled(np.broadcast_to(_boot_means(counts, lay.f_sum[None], lay.n_sum[None]), a_gs.shape), c_g)
     else:
-        c_s = np.broadcast_to(c[:, None, :], a_s.shape)
-    gap = c_s - b_s
-    lam = _tuned(a_s, gap, np.abs(estimands).sum(axis=1) == 1)
-    ppi = a + lam[:, None] * (c - b)
-    ppi_s = a_s + lam[:, None, None] * gap
-    used = (w > 0).astype(float)  # [D, C, G]: conversations with a label in the group
+        c_gs = np.broadcast_to(c_g[:, None, :], a_gs.shape)
+    gap_gs = c_gs - b_gs
+    lam = _tuned(a_gs, gap_gs)
+    ppi_gs = a_gs + lam[:, None, None] * gap_gs
+    a, ppi = a_g @ estimands.T, (a_g + lam[:, None] * (c_g - b_g)) @ estimands.T
+    m_g = (w > 0).sum(axis=1).astype(float)  # [D, G]: labelled conversations per group
     involved = (np.abs(estimands) > 0).astype(float)  # [E, G]
-    n_conv = ((used @ involved.T) > 0).sum(axis=1)  # [D, E]
+    n_conv = (((w > 0).astype(float) @ involved.T) > 0).sum(axis=1)  # [D, E]
     n_lab = (weight > 0).astype(float) @ np.eye(shape[1])[lay.group] @ involved.T  # [D, E]
-    m = n_conv.astype(float)
+    enough = (n_conv >= MIN_CONVERSATIONS) & (((m_g < 2).astype(float) @ involved.T) == 0)
+    ppi_cov, naive_cov = _cov(ppi_gs, ppi_gs), _cov(a_gs, a_gs)
+    ppi_se = np.sqrt(_contrast_var(ppi_cov, estimands))
+    naive_se = np.sqrt(_contrast_var(naive_cov, estimands))
+    scale = np.sqrt(np.clip(1.0 - fraction, 0.0, 1.0))[:, None] if fraction is not None and target == "rows" else 1.0
+    ppi_k = scale * _t_factor(np.diagonal(ppi_cov, axis1=1, axis2=2), m_g, estimands, n_conv, enough, confidence)
+    naive_k = scale * _t_factor(np.diagonal(naive_cov, axis1=1, axis2=2), m_g, estimands, n_conv, enough, confidence)
+    return Draws(ppi, ppi_se, ppi - ppi_k * ppi_se, ppi + ppi_k * ppi_se, np.broadcast_to(lam[:, None], ppi.shape),
+                 a, naive_se, a - naive_k * naive_se, a + naive_k * naive_se, n_lab, n_conv)
+
+
+def _t_factor(var_g: np.ndarray, m_g: np.ndarray, estimands: np.ndarray, n_conv: np.ndarray, enough: np.ndarray,
+              confidence: float) -> np.ndarray:
+    """The multiplier of each estimand's bootstrap standard error [D, E]: a Student t quantile with
+    Welch-Satterthwaite degrees of freedom from the groups' variances ``var_g`` and labelled conversations
+    ``m_g`` [D, G], times the square root of the groups' m / (m - 1) corrections weighted by their variances
+    (a bootstrap over m clusters understates a mean's variance by (m - 1) / m). A difference of two groups with
+    four labels each then gets few degrees of freedom, not those of its eight conversations. NaN where there
+    are too few conversations for an interval."""
+    from scipy.stats import t as student
+
+    m2 = estimands**2
     with np.errstate(invalid="ignore", divide="ignore"):
-        inflate = np.sqrt(m / (m - 1)) * student.ppf(0.5 + confidence / 2, np.maximum(m - 1, 1))
-    inflate = np.where(m >= MIN_CONVERSATIONS, inflate, np.nan)
-    if fraction is not None and target == "rows":
-        inflate = inflate * np.sqrt(np.clip(1.0 - fraction, 0.0, 1.0))[:, None]
-    ppi_se = np.sqrt(_nan_cov(ppi_s, ppi_s))
-    naive_se = np.sqrt(_nan_cov(a_s, a_s))
-    return Draws(ppi, ppi_se, ppi - inflate * ppi_se, ppi + inflate * ppi_se, np.broadcast_to(lam[:, None], ppi.shape), a, naive_se,
-                 a - inflate * naive_se, a + inflate * naive_se, n_lab, n_conv)
+        dfm = np.where(m_g > 1, m_g - 1, np.nan)
+        total = np.nan_to_num(var_g) @ m2.T
+        df = total**2 / (np.nan_to_num(var_g**2 / dfm) @ (m2**2).T)
+        inflate = (np.nan_to_num(var_g * (m_g / dfm)) @ m2.T) / total
+        df = np.where(total > 0, df, np.maximum(n_conv - 1, 1))
+        inflate = np.where(total > 0, inflate, 1.0)
+        k = np.sqrt(inflate) * student.ppf(0.5 + confidence / 2, df)
+    return np.where(enough, k, np.nan)
 
