@@ -26,6 +26,7 @@ go in the same folder under the same naming and are picked up.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -47,6 +48,8 @@ SETS = ("TU", "PU", "DZ", "RE1", "RE2", "REI")
 CHEAP = {"mock": ["--backend", "mock"], "length": ["--scorer", "length"], "rouge-l": ["--scorer", "rouge-l"]}
 NS = (25, 50, 100, 200)
 SUMMARY = Path(__file__).parent / "results" / "estimate-coverage.json"
+DOCS = Path(__file__).parent.parent / "docs" / "trust.md"
+MARKERS = ("<!-- coverage:start -->\n", "<!-- coverage:end -->")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -60,6 +63,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bootstrap", type=int, default=1000, help="conversation resamples per draw (default 1000)")
     p.add_argument("--output", default=str(SUMMARY), help="summary JSON to write (default: %(default)s)")
     p.add_argument("--markdown", action="store_true", help="only print the table of the summary --output")
+    p.add_argument("--docs", action="store_true", help="only write that table into docs/trust.md")
     p.add_argument("--reveal", default=None, metavar="ROWS",
                    help="only write a labels file of --n uniform random rows of ROWS, their human ratings revealed "
                    "(what a person labelling in a uniform random order would have written)")
@@ -69,20 +73,43 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def constructed(mock: Path, out: Path, seed: int = 0) -> None:
+    """A judge built from the answers, to show what a judge with signal gains: the human rating halved, plus
+    a bias of its own per system (sd 0.5 of the rating's sd) and noise (sd 0.5 of it), so about r = .6 within
+    a system. It is no model: the table names it ``constructed``."""
+    rows = read_rows(mock)
+    rng = np.random.default_rng(seed)
+    human = np.array([r.human for r in rows], dtype=float)
+    sd = float(human.std())
+    bias = {s: rng.normal(0, 0.5 * sd) for s in dict.fromkeys(r.system for r in rows)}
+    with open(out, "w", encoding="utf-8") as f:
+        for r, h in zip(rows, human, strict=True):
+            score = 0.5 * h + bias[r.system] + rng.normal(0, 0.5 * sd)
+            f.write(dataclasses.replace(r, method="constructed", score=round(float(score), 6)).to_json() + "\n")
+
+
 def make_rows(sets: Sequence[str], data_dir: str, rows_dir: Path) -> None:
-    """Each set scored by each cheap judge, through ``judge bench`` (the one way a judge is run)."""
+    """Each set scored by each cheap judge, through ``judge bench`` (the one way a judge is run), and the
+    constructed judge (:func:`constructed`) from the mock's rows."""
     rows_dir.mkdir(parents=True, exist_ok=True)
     for name in sets:
-        for judge, flags in CHEAP.items():
-            out = rows_dir / f"{name}-{judge}.jsonl"
-            if out.exists():
-                continue
-            done = subprocess.run([sys.executable, "-m", "judge", "bench", name, "--data-dir", data_dir, *flags,
-                                   "--no-progress", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True)
-            if done.returncode != 0:
-                out.unlink(missing_ok=True)
-                print(f"{name} {judge}: skipped ({done.stderr.strip().splitlines()[-1]})", file=sys.stderr)
+        _cheap(name, data_dir, rows_dir)
+        if not (rows_dir / f"{name}-constructed.jsonl").exists():
+            constructed(rows_dir / f"{name}-mock.jsonl", rows_dir / f"{name}-constructed.jsonl")
+
+
+def _cheap(name: str, data_dir: str, rows_dir: Path) -> None:
+    """One set's rows of each cheap judge not written yet (a judge that cannot score the set is skipped)."""
+    for judge, flags in CHEAP.items():
+        out = rows_dir / f"{name}-{judge}.jsonl"
+        if out.exists():
+            continue
+        done = subprocess.run([sys.executable, "-m", "judge", "bench", name, "--data-dir", data_dir, *flags,
+                               "--no-progress", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        if done.returncode != 0:
+            out.unlink(missing_ok=True)
+            print(f"{name} {judge}: skipped ({done.stderr.strip().splitlines()[-1]})", file=sys.stderr)
 
 
 def reveal(rows_path: str, n: int, labels_path: str, seed: int) -> None:
@@ -185,6 +212,12 @@ def markdown(summary: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def spliced(page: str, table: str) -> str:
+    """``page`` with ``table`` between the coverage markers."""
+    start, end = page.index(MARKERS[0]) + len(MARKERS[0]), page.index(MARKERS[1])
+    return page[:start] + table + "\n" + page[end:]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.reveal:
@@ -192,8 +225,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise SystemExit("--reveal needs --labels FILE")
         reveal(args.reveal, args.n, args.labels, args.seed)
         return
-    if args.markdown:
-        print(markdown(json.loads(Path(args.output).read_text(encoding="utf-8"))))
+    if args.markdown or args.docs:
+        table = markdown(json.loads(Path(args.output).read_text(encoding="utf-8")))
+        if args.docs:
+            DOCS.write_text(spliced(DOCS.read_text(encoding="utf-8"), table), encoding="utf-8")
+        else:
+            print(table)
         return
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     rows_dir = Path(args.rows_dir)

@@ -74,7 +74,7 @@ def test_coverage_holds_over_draws_where_the_naive_interval_fails():
     groups = np.array([r.system == "B" for r in rows], dtype=int)
     convs = np.array([int(r.group[1:]) for r in rows])  # type: ignore[index]
     lay = ppi.layout(convs, groups, np.array([r.score for r in rows]))
-    names, matrix = ppi.contrasts(["A", "B"])
+    _, matrix = ppi.contrasts(["A", "B"])
     weight = np.stack([_uniform(len(rows), 60, s) for s in range(60)])
     d = ppi.estimate_draws(lay, weight, np.broadcast_to(human, weight.shape), matrix, ppi.boot_counts(80, 400, 0),
                            fraction=np.full(60, 60 / len(rows)))
@@ -189,11 +189,7 @@ def test_a_chat_log_groups_by_a_meta_field(tmp_path, capsys):
 
 
 def test_the_coverage_benchmark_on_constructed_rows(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import estimate_coverage
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    estimate_coverage = _coverage_module()
     rows, human = biased_world(seed=2, n_conv=60)
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(Row(**{**r.__dict__, "human": float(h)}).to_json() + "\n"
@@ -213,17 +209,36 @@ def _doc_commands() -> list[str]:
             if line.startswith(("judge ", "python "))]
 
 
+def _coverage_module():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import estimate_coverage
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return estimate_coverage
+
+
 def test_the_trust_page_commands_run(tmp_path):
-    """docs/trust.md's example, as printed, from the repository root's point of view (data beside it)."""
+    """docs/trust.md's example, as printed, from the repository root's point of view (data beside it): the
+    lines of the table it shows are what the command prints, and its coverage table is the summary's."""
     commands = _doc_commands()
     assert any(c.startswith("judge estimate") for c in commands)
+    printed = ""
     for command in commands:
         argv = shlex.split(command.replace("../shared/data", str(DATA)).replace(
             "benchmarks/", str(ROOT / "benchmarks") + "/"))
         argv = [sys.executable, "-m", "judge", *argv[1:]] if argv[0] == "judge" else [sys.executable, *argv[1:]]
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, (command, done.stderr)
+        printed += done.stdout
     assert json.loads((tmp_path / "tu-estimate.json").read_text())[0]["n_labelled"] == 80
+    page = (ROOT / "docs" / "trust.md").read_text(encoding="utf-8")
+    shown = page[page.index("Two lines of what"):].split("```text\n")[1].split("```")[0]
+    for line in shown.splitlines():
+        assert line in printed
+    cov = _coverage_module()
+    table = cov.markdown(json.loads(cov.SUMMARY.read_text(encoding="utf-8")))
+    assert cov.spliced(page, table) == page and table in printed
 
 
 @pytest.mark.slow
