@@ -117,7 +117,7 @@ def test_inverse_probability_weights_undo_a_sample_that_favours_good_items():
     chosen = rng.random(len(rows)) < p
     labels = [Label(rows[i].id, {"overall": float(human[i])}, "r1", probability=float(p[i]))
               for i in np.flatnonzero(chosen)]
-    est = estimate(rows, join_labels(rows, labels, "overall", "labels.jsonl"), n_boot=400)
+    est = estimate(rows, join_labels([r.id for r in rows], labels, "overall", "labels.jsonl"), n_boot=400)
     truth = human[[r.system == "A" for r in rows]].mean()
     a = est.groups[0]
     assert est.weighted and a.ppi_low <= truth <= a.ppi_high
@@ -129,7 +129,7 @@ def test_several_raters_are_averaged_per_item():
     rows = [_row(i, "A", f"c{i}", 0.5) for i in range(3)]
     labels = [Label("r0", {"overall": 2.0}, "ann"), Label("r0", {"overall": 4.0}, "bob"),
               Label("r0", {"overall": 5.0}, "ann")]  # ann changed her mind: her later answer counts
-    joined = join_labels(rows, labels, "overall", "l.jsonl")
+    joined = join_labels([r.id for r in rows], labels, "overall", "l.jsonl")
     assert joined.label[0] == 4.5 and joined.n_raters == 2 and np.isnan(joined.label[1])
 
 
@@ -137,21 +137,21 @@ def test_refuses_labels_from_one_system_only():
     rows, human = biased_world(n_conv=40)
     labels = [Label(r.id, {"overall": float(h)}) for r, h in zip(rows, human, strict=True) if r.system == "A"][:30]
     with pytest.raises(InputError, match="not a uniform random sample"):
-        estimate(rows, join_labels(rows, labels, "overall", "l.jsonl"))
+        estimate(rows, join_labels([r.id for r in rows], labels, "overall", "l.jsonl"))
     assert uniformity_p([100, 100], [10, 12]) > 0.5
 
 
 def test_refuses_mixed_probabilities_unknown_ids_and_bad_probabilities():
     rows = [_row(i, "A", f"c{i}", 0.5) for i in range(4)]
     with pytest.raises(InputError, match="every probability or none"):
-        join_labels(rows, [Label("r0", {"overall": 1.0}, probability=0.5), Label("r1", {"overall": 2.0})],
+        join_labels([r.id for r in rows], [Label("r0", {"overall": 1.0}, probability=0.5), Label("r1", {"overall": 2.0})],
                     "overall", "l.jsonl")
     with pytest.raises(InputError, match="not in the rows"):
-        join_labels(rows, [Label("zz", {"overall": 1.0})], "overall", "l.jsonl")
+        join_labels([r.id for r in rows], [Label("zz", {"overall": 1.0})], "overall", "l.jsonl")
     with pytest.raises(InputError, match="probability must be"):
-        join_labels(rows, [Label("r0", {"overall": 1.0}, probability=0.0)], "overall", "l.jsonl")
+        join_labels([r.id for r in rows], [Label("r0", {"overall": 1.0}, probability=0.0)], "overall", "l.jsonl")
     with pytest.raises(InputError, match="no label of quality"):
-        join_labels(rows, [Label("r0", {"coherent": 1.0})], "overall", "l.jsonl")
+        join_labels([r.id for r in rows], [Label("r0", {"coherent": 1.0})], "overall", "l.jsonl")
 
 
 def test_the_command_on_a_mock_run_writes_text_and_json(tmp_path, capsys):
@@ -259,3 +259,26 @@ def test_smollm2_scores_a_file_that_is_labelled_and_estimated(tmp_path, capsys):
     assert main(["estimate", str(rows_path), "--labels", str(tmp_path / "labels.jsonl"), "--bootstrap", "200"]) == 0
     out = capsys.readouterr().out
     assert "bot-v1 - bot-v2" in out and "too few conversations" in out
+
+
+def test_pair_rows_give_win_rates_from_the_items_labels(tmp_path, capsys):
+    """judge compare's pair rows: a pair is labelled when both replies are; the verdict is for the first system in
+    name order whichever side the judge read it on."""
+    pairs = tmp_path / "pairs.jsonl"
+    assert main(["compare", "--dataset", "TU", "--data-dir", str(DATA), "--backend", "mock", "--no-progress",
+                 "--no-cache", "--limit", "30", "--systems", "New Human Generated,Argmax Decoding", "-o", str(pairs)]) == 0
+    rows = [json.loads(line) for line in pairs.read_text().splitlines()]
+    human = {r[f"item_{s}"]: r[f"human_{s}"] for r in rows for s in "ab"}
+    for item in sorted(human)[::2] + sorted(human)[1::4]:
+        append_label(tmp_path / "l.jsonl", Label(item, {"Overall": human[item]}, "ann"))
+    capsys.readouterr()
+    assert main(["estimate", str(pairs), "--labels", str(tmp_path / "l.jsonl"), "--bootstrap", "200",
+                 "--json", str(tmp_path / "e.json")]) == 0
+    doc = json.loads((tmp_path / "e.json").read_text())[0]
+    [group] = doc["groups"]
+    assert group["name"] == "Argmax Decoding vs New Human Generated" and doc["differences"] == []
+    labelled = [r for r in rows if r["item_a"] in human and r["item_b"] in human
+                and {r["item_a"], r["item_b"]} <= set(sorted(human)[::2] + sorted(human)[1::4])]
+    wins = [(r["human_a"] > r["human_b"]) + 0.5 * (r["human_a"] == r["human_b"]) for r in labelled]
+    wins = [w if r["system_a"] == "Argmax Decoding" else 1 - w for w, r in zip(wins, labelled, strict=True)]
+    assert group["n_labels"] == len(labelled) and group["labels_only"] == pytest.approx(np.mean(wins))

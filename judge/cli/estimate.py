@@ -11,8 +11,10 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..records.labels import Label, read_labels
-from ..records.rows import Row, read_rows
-from ..stats.estimate import Joined, join_labels
+from ..records.pair_rows import PairRow
+from ..records.rows import Row, read_records, read_rows
+from ..stats.estimate import Estimate, Joined, estimate, join_labels
+from ..stats.pair_estimate import join_pair_labels, scored_pairs, verdicts_from_rows
 from . import EXIT_OK
 
 
@@ -43,9 +45,10 @@ def row_files(target: str) -> list[Path]:
     """The rows files of ``target``: itself, or every cell of a results folder."""
     path = Path(target)
     if path.is_dir():
-        cells = sorted((path / "items").glob("**/seed*.jsonl"))
+        cells = sorted((path / "items").glob("**/seed*.jsonl")) + sorted((path / "compare").glob("**/pairs.jsonl"))
         if not cells:
-            raise InputError("no cell rows (items/<method>/<set>/<quality>/seed<N>.jsonl) in this folder", file=target)
+            raise InputError("no cell rows (items/<method>/<set>/<quality>/seed<N>.jsonl or compare/.../pairs.jsonl) "
+                             "in this folder", file=target)
         return cells
     if not path.exists():
         raise InputError("no such file", file=target)
@@ -58,12 +61,31 @@ def _joined(rows: list[Row], labels: list[Label] | None, quality: str | None, ar
         human = np.array([np.nan if r.human is None else r.human for r in rows])
         return Joined(human, np.isfinite(human).astype(float), 0, False)
     assert labels is not None
-    return join_labels(rows, labels, quality, args.labels)
+    return join_labels([r.id for r in rows], labels, quality, args.labels)
+
+
+def is_pair_file(path: Path) -> bool:
+    """Whether ``path`` holds pair rows (``judge compare``): its first line has ``system_a``."""
+    with open(path, encoding="utf-8") as f:
+        first = f.readline()
+    try:
+        return "system_a" in json.loads(first)
+    except (json.JSONDecodeError, TypeError):
+        return False
+
+
+def _pair_estimate(pairs: list[PairRow], labels: list[Label] | None, quality: str | None, args: argparse.Namespace,
+                   source: str) -> Estimate:
+    """Win rates per pair of systems (judge.stats.pair_estimate); --by does not apply to pairs."""
+    joined = (verdicts_from_rows(pairs) if args.labels_from_rows
+              else join_pair_labels(pairs, labels or [], quality, args.labels))
+    return estimate(scored_pairs(pairs), joined, by="pair: first system's win rate", target=args.target,
+                    n_boot=args.bootstrap, seed=args.seed, source=source, file=args.labels or source,
+                    differences=False)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..report.estimate import render_text, to_dict
-    from ..stats.estimate import estimate
 
     if (args.labels is None) == (not args.labels_from_rows):
         raise InputError("give --labels FILE, or --labels-from-rows to use the rows' own human values", field="labels")
@@ -71,14 +93,19 @@ def run(args: argparse.Namespace) -> int:
     out = []
     files = row_files(args.rows)
     for path in files:
-        rows = read_rows(path)
+        pairs = is_pair_file(path)
+        rows: list[Row] | list[PairRow] = read_records(path, PairRow) if pairs else read_rows(path)
         if not rows:
             raise InputError("no rows", file=str(path))
         quality = args.quality or rows[0].quality
         if labels is not None and len(files) > 1 and not any(quality in lab.scores for lab in labels):
             continue  # a results folder's cells of other qualities
-        est = estimate(rows, _joined(rows, labels, quality, args), by=args.by, target=args.target,
-                       n_boot=args.bootstrap, seed=args.seed, source=str(path), file=args.labels or str(path))
+        if pairs:
+            est = _pair_estimate(rows, labels, quality, args, str(path))  # type: ignore[arg-type]
+        else:
+            est = estimate(rows, _joined(rows, labels, quality, args), by=args.by,  # type: ignore[arg-type]
+                           target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
+                           file=args.labels or str(path))
         print(render_text(est) + "\n")
         out.append(to_dict(est))
     if not out:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..stats.estimate import Estimand, Estimate
-from ..stats.floor import too_few_text
+from ..stats.floor import MIN_CONVERSATIONS, too_few_text
 
 #: The JSON document's format version.
 FORMAT = 1
@@ -21,7 +21,7 @@ def _num(x: float, digits: int = 3) -> str:
 
 def _interval(low: float, high: float, n_conv: int) -> str:
     if not math.isfinite(low):
-        return too_few_text(n_conv)
+        return too_few_text(n_conv) if n_conv < MIN_CONVERSATIONS else "no interval (see below)"
     return f"[{_num(low)}, {_num(high)}]"
 
 
@@ -61,6 +61,10 @@ def render_text(est: Estimate) -> str:
     if est.differences:
         lines += ["", *_lines("difference", est.differences, True),
                   "* the PPI++ interval excludes 0"]
+    if any(not math.isfinite(e.ppi_low) and e.n_conversations >= MIN_CONVERSATIONS
+           for e in (*est.groups, *est.differences)):
+        lines.append("no interval: a group of the estimate has fewer than 2 labelled conversations, or its labels "
+                     "do not vary (a bootstrap of equal values has no spread)")
     lines += [f"note: {n}" for n in est.notes]
     return "\n".join(lines)
 

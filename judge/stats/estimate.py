@@ -16,7 +16,7 @@ Which labels count:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,15 +96,15 @@ class Joined:
     weighted: bool
 
 
-def join_labels(rows: Sequence[Row], labels: Sequence[Label], quality: str | None, file: str) -> Joined:
-    """The labels of ``quality`` joined to ``rows`` by id: raters averaged per item, probabilities inverted."""
-    index = {r.id: i for i, r in enumerate(rows)}
+def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[str],
+                file: str) -> tuple[dict[str, list[Label]], int]:
+    """Each labelled item's labels of ``quality`` (each rater's latest), checked, and the number of raters."""
     per_item: dict[str, list[Label]] = {}
     raters: set[str | None] = set()
     for one in latest_labels(list(labels)).values():
         if quality is None or quality not in one.scores:
             continue
-        if one.id not in index:
+        if one.id not in known:
             raise InputError(f"labelled item {one.id!r} is not in the rows", file=file, record=one.id, field="id")
         if one.probability is not None and not 0 < one.probability <= 1:
             raise InputError(f"probability must be in (0, 1], got {one.probability}", file=file, record=one.id,
@@ -113,18 +113,30 @@ def join_labels(rows: Sequence[Row], labels: Sequence[Label], quality: str | Non
         raters.add(one.rater)
     if not per_item:
         raise InputError(f"no label of quality {quality!r}", file=file, field="scores")
+    return per_item, len(raters)
+
+
+def mean_label(labels: Sequence[Label], quality: str) -> float:
+    """An item's label: the mean of its raters' ratings."""
+    return float(np.mean([one.scores[quality] for one in labels]))
+
+
+def join_labels(ids: Sequence[str], labels: Sequence[Label], quality: str | None, file: str) -> Joined:
+    """The labels of ``quality`` joined to the rows ``ids``: raters averaged per item, probabilities inverted."""
+    index = {r: i for i, r in enumerate(ids)}
+    per_item, n_raters = item_labels(labels, quality, index, file)
     with_p = {i for i, ls in per_item.items() if ls[0].probability is not None}
     if with_p and len(with_p) != len(per_item):
         raise InputError(f"{len(with_p)} labelled items carry a sampling probability and {len(per_item) - len(with_p)}"
                          " do not: an estimate needs every probability or none (a uniform random sample)",
                          file=file, field="probability")
-    label = np.full(len(rows), np.nan)
-    weight = np.zeros(len(rows))
+    label = np.full(len(ids), np.nan)
+    weight = np.zeros(len(ids))
     for item, ls in per_item.items():
-        label[index[item]] = float(np.mean([lab.scores[quality] for lab in ls]))  # type: ignore[index]
+        label[index[item]] = mean_label(ls, quality)  # type: ignore[arg-type]
         p = ls[0].probability
         weight[index[item]] = 1.0 if p is None else 1.0 / p
-    return Joined(label, weight, len(raters), bool(with_p))
+    return Joined(label, weight, n_raters, bool(with_p))
 
 
 def uniformity_p(n_rows: Sequence[int], n_labelled: Sequence[int]) -> float:
@@ -141,27 +153,47 @@ def uniformity_p(n_rows: Sequence[int], n_labelled: Sequence[int]) -> float:
     return min(1.0, worst * len(n_rows))
 
 
-def estimate(rows: Sequence[Row], joined: Joined, *, by: str = "system", target: str = "rows",
-             n_boot: int = ppi.N_BOOT, seed: int = 0, source: str = "", file: str = "") -> Estimate:
+@dataclass(frozen=True)
+class Scored:
+    """What an estimate needs of each scored unit (a row, or a pair of replies): its id, group, conversation
+    and the judge's score (None: the item failed)."""
+
+    ids: list[str]
+    groups: list[str]
+    conversations: list[str]
+    scores: list[float | None]
+    quality: str | None
+
+
+def scored_rows(rows: Sequence[Row], by: str = "system") -> Scored:
+    """Rows grouped by ``by`` (:func:`group_of`) and resampled by conversation."""
+    return Scored([r.id for r in rows], [group_of(r, by) for r in rows], [conversation_key(r) for r in rows],
+                  [r.score for r in rows], rows[0].quality if rows else None)
+
+
+def estimate(rows: Sequence[Row] | Scored, joined: Joined, *, by: str = "system", target: str = "rows",
+             n_boot: int = ppi.N_BOOT, seed: int = 0, source: str = "", file: str = "",
+             differences: bool = True) -> Estimate:
     """PPI++ and labels-only estimates of each group's human mean and each difference (see the module doc)."""
-    keep = [i for i, r in enumerate(rows) if r.score is not None]
-    left_out = len(rows) - len(keep)
-    kept = [rows[i] for i in keep]
-    if not kept:
+    unit = rows if isinstance(rows, Scored) else scored_rows(rows, by)
+    keep = [i for i, x in enumerate(unit.scores) if x is not None]
+    left_out = len(unit.scores) - len(keep)
+    if not keep:
         raise InputError("no row has a score", file=source)
     label, weight = joined.label[keep], joined.weight[keep]
-    names = list(dict.fromkeys(group_of(r, by) for r in kept))
-    convs = list(dict.fromkeys(conversation_key(r) for r in kept))
+    groups, convs_of = [unit.groups[i] for i in keep], [unit.conversations[i] for i in keep]
+    names = list(dict.fromkeys(groups))
+    convs = list(dict.fromkeys(convs_of))
     g_index, c_index = {n: i for i, n in enumerate(names)}, {c: i for i, c in enumerate(convs)}
-    group = np.array([g_index[group_of(r, by)] for r in kept])
-    cluster = np.array([c_index[conversation_key(r)] for r in kept])
-    score = np.array([float(r.score) for r in kept])  # type: ignore[arg-type]
+    group = np.array([g_index[g] for g in groups])
+    cluster = np.array([c_index[c] for c in convs_of])
+    score = np.array([float(unit.scores[i]) for i in keep])  # type: ignore[arg-type]
     n_rows = np.bincount(group, minlength=len(names))
     n_lab = np.bincount(group, weights=(weight > 0).astype(float), minlength=len(names)).astype(int)
     _check_sample(names, n_rows, n_lab, joined.weighted, file)
     lay = ppi.layout(cluster, group, score)
-    est_names, matrix = ppi.contrasts(names)
-    fraction = None if joined.weighted else np.array([float(n_lab.sum()) / len(kept)])
+    est_names, matrix = ppi.contrasts(names) if differences else (names, np.eye(len(names)))
+    fraction = None if joined.weighted else np.array([float(n_lab.sum()) / len(keep)])
     counts = ppi.boot_counts(len(convs), n_boot, seed)
     d = ppi.estimate_draws(lay, weight[None], np.nan_to_num(label)[None], matrix, counts, target=target,
                            fraction=fraction)
@@ -178,7 +210,7 @@ def estimate(rows: Sequence[Row], joined: Joined, *, by: str = "system", target:
         notes.append(f"{joined.n_raters} raters: an item's label is the mean of its raters' latest ratings")
     if left_out:
         notes.append(f"{left_out} rows without a score (failed items) left out")
-    return Estimate(source, kept[0].quality, by, target, out[:len(names)], out[len(names):], len(kept),
+    return Estimate(source, unit.quality, by, target, out[:len(names)], out[len(names):], len(keep),
                     int(n_lab.sum()), len(convs), joined.n_raters, joined.weighted, left_out, notes)
 
 

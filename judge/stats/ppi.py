@@ -211,6 +211,11 @@ def estimate_draws(lay: Layout, weight: np.ndarray, label: np.ndarray, estimands
     scale = np.sqrt(np.clip(1.0 - fraction, 0.0, 1.0))[:, None] if fraction is not None and target == "rows" else 1.0
     ppi_k = scale * _t_factor(np.diagonal(ppi_cov, axis1=1, axis2=2), m_g, estimands, n_conv, enough, confidence)
     naive_k = scale * _t_factor(np.diagonal(naive_cov, axis1=1, axis2=2), m_g, estimands, n_conv, enough, confidence)
+    # Labels that never vary (every labelled verdict a loss) resample to no spread at all: a zero-width interval
+    # would claim certainty that a few labels cannot give, so none is given unless every row is labelled.
+    complete = (fraction >= 1)[:, None] if fraction is not None else np.zeros((len(weight), 1), dtype=bool)
+    ppi_k = np.where((ppi_se > 0) | complete, ppi_k, np.nan)
+    naive_k = np.where((naive_se > 0) | complete, naive_k, np.nan)
     return Draws(ppi, ppi_se, ppi - ppi_k * ppi_se, ppi + ppi_k * ppi_se, np.broadcast_to(lam[:, None], ppi.shape),
                  a, naive_se, a - naive_k * naive_se, a + naive_k * naive_se, n_lab, n_conv)
 
