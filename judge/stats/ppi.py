@@ -107,7 +107,8 @@ def boot_counts(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
 class Draws:
     """Estimates for each draw and estimand [draws, estimands]: the PPI++ estimate with its standard error,
     interval and lambda; the labels-only estimate with its own; labelled items and conversations behind each.
-    An interval is NaN below the floor on labelled conversations."""
+    An interval is NaN below the floor on labelled conversations, with fewer than 2 in a group of the estimand,
+    and where the labels do not vary."""
 
     ppi: np.ndarray
     ppi_se: np.ndarray
@@ -187,7 +188,7 @@ def estimate_draws(lay: Layout, weight: np.ndarray, label: np.ndarray, estimands
     w = table(lay.cluster, lay.group, weight, shape)
     wy = table(lay.cluster, lay.group, weight * np.where(weight > 0, label, 0.0), shape)
     wf = table(lay.cluster, lay.group, weight * f_item, shape)
-    # point estimates and resamples per group ([D, G], [D, B, G]), then per estimand ([D, E], [D, B, E])
+    # point estimates and resamples per group ([D, G], [D, B, G]); per estimand [D, E], variances as M S M'
     a_g = _ratio(wy.sum(axis=1), w.sum(axis=1))
     b_g = _ratio(wf.sum(axis=1), w.sum(axis=1))
     c_g = np.broadcast_to(_ratio(lay.f_sum.sum(axis=0), lay.n_sum.sum(axis=0)), a_g.shape)
