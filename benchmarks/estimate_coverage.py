@@ -39,8 +39,8 @@ import numpy as np
 
 from judge.records.labels import Label, append_label
 from judge.records.rows import read_rows
+from judge.report.estimate_join import conversation_key, group_of
 from judge.stats import ppi
-from judge.stats.estimate import conversation_key, group_of
 
 SETS = ("TU", "PU", "DZ", "RE1", "RE2", "REI")
 #: The cheap judges made by --make-rows: no signal (mock), and model-free ones with some: the reply's length, and

@@ -17,8 +17,9 @@ from judge.cli import main
 from judge.core.errors import InputError
 from judge.records.labels import Label, append_label
 from judge.records.rows import Row, read_rows
+from judge.report.estimate_join import join_labels, scored_rows
 from judge.stats import ppi
-from judge.stats.estimate import Joined, estimate, join_labels, uniformity_p
+from judge.stats.estimate import Joined, estimate, uniformity_p
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -54,7 +55,7 @@ def _uniform(n_rows: int, n: int, seed: int) -> np.ndarray:
 def test_a_biased_judge_is_corrected_and_its_own_mean_is_not():
     rows, human = biased_world()
     joined = Joined(np.where(_uniform(len(rows), 120, 1) > 0, human, np.nan), _uniform(len(rows), 120, 1), 1, False)
-    est = estimate(rows, joined, n_boot=500)
+    est = estimate(scored_rows(rows), joined, n_boot=500)
     truth = {s: human[[r.system == s for r in rows]].mean() for s in ("A", "B")}
     by = {g.name: g for g in est.groups}
     diff = est.differences[0]
@@ -117,7 +118,7 @@ def test_inverse_probability_weights_undo_a_sample_that_favours_good_items():
     chosen = rng.random(len(rows)) < p
     labels = [Label(rows[i].id, {"overall": float(human[i])}, "r1", probability=float(p[i]))
               for i in np.flatnonzero(chosen)]
-    est = estimate(rows, join_labels([r.id for r in rows], labels, "overall", "labels.jsonl"), n_boot=400)
+    est = estimate(scored_rows(rows), join_labels([r.id for r in rows], labels, "overall", "labels.jsonl"), n_boot=400)
     truth = human[[r.system == "A" for r in rows]].mean()
     a = est.groups[0]
     assert est.weighted and a.ppi_low <= truth <= a.ppi_high
@@ -137,7 +138,7 @@ def test_refuses_labels_from_one_system_only():
     rows, human = biased_world(n_conv=40)
     labels = [Label(r.id, {"overall": float(h)}) for r, h in zip(rows, human, strict=True) if r.system == "A"][:30]
     with pytest.raises(InputError, match="not a uniform random sample"):
-        estimate(rows, join_labels([r.id for r in rows], labels, "overall", "l.jsonl"))
+        estimate(scored_rows(rows), join_labels([r.id for r in rows], labels, "overall", "l.jsonl"))
     assert uniformity_p([100, 100], [10, 12]) > 0.5
 
 

@@ -13,8 +13,8 @@ from ..core.errors import InputError
 from ..records.labels import Label, read_labels
 from ..records.pair_rows import PairRow
 from ..records.rows import Row, read_records, read_rows
-from ..stats.estimate import Estimate, Joined, estimate, join_labels
-from ..stats.pair_estimate import join_pair_labels, scored_pairs, verdicts_from_rows
+from ..report.estimate_join import join_labels, join_pair_labels, scored_pairs, scored_rows, verdicts_from_rows
+from ..stats.estimate import Estimate, Joined, estimate
 from . import EXIT_OK
 
 
@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         if pairs:
             est = _pair_estimate(rows, labels, quality, args, str(path))  # type: ignore[arg-type]
         else:
-            est = estimate(rows, _joined(rows, labels, quality, args), by=args.by,  # type: ignore[arg-type]
+            est = estimate(scored_rows(rows, args.by), _joined(rows, labels, quality, args),  # type: ignore[arg-type]
+                           by=args.by,
                            target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
                            file=args.labels or str(path))
         print(render_text(est) + "\n")

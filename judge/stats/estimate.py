@@ -1,5 +1,6 @@
-"""``judge estimate``'s computation: scored rows and human labels joined by item id, grouped (by system or a
-``meta`` field) and clustered by conversation, turned into PPI++ and labels-only estimates
+"""``judge estimate``'s computation: scored units (rows, or pairs of replies) and their human labels (joined by
+:mod:`judge.report.estimate_join`), grouped (by system or a ``meta`` field) and clustered by conversation,
+turned into PPI++ and labels-only estimates
 (:mod:`judge.stats.ppi`) of every group's human mean and every difference between groups.
 
 Which labels count:
@@ -16,14 +17,12 @@ Which labels count:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.errors import InputError
-from ..records.labels import Label, latest_labels
-from ..records.rows import Row
 from . import ppi
 
 #: Below this (Bonferroni-adjusted) p, a labels-per-group split is refused as not a uniform random sample.
@@ -72,20 +71,6 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
 
 
-def group_of(row: Row, by: str) -> str:
-    """The group a row belongs to: ``system`` is the row's system, else its ``meta`` system; any other name
-    is a ``meta`` field. A row without one is in the group ``(none)``."""
-    value = row.system if by == "system" else None
-    if value is None and row.meta is not None:
-        value = row.meta.get(by)  # type: ignore[assignment]
-    return "(none)" if value is None else str(value)
-
-
-def conversation_key(row: Row) -> str:
-    """The conversation a row is resampled with: its group, else itself."""
-    return row.group or f"item:{row.id}"
-
-
 @dataclass(frozen=True)
 class Joined:
     """Each row's label (NaN: none), label weight (0: unlabelled) and the number of raters seen."""
@@ -94,49 +79,6 @@ class Joined:
     weight: np.ndarray
     n_raters: int
     weighted: bool
-
-
-def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[str],
-                file: str) -> tuple[dict[str, list[Label]], int]:
-    """Each labelled item's labels of ``quality`` (each rater's latest), checked, and the number of raters."""
-    per_item: dict[str, list[Label]] = {}
-    raters: set[str | None] = set()
-    for one in latest_labels(list(labels)).values():
-        if quality is None or quality not in one.scores:
-            continue
-        if one.id not in known:
-            raise InputError(f"labelled item {one.id!r} is not in the rows", file=file, record=one.id, field="id")
-        if one.probability is not None and not 0 < one.probability <= 1:
-            raise InputError(f"probability must be in (0, 1], got {one.probability}", file=file, record=one.id,
-                             field="probability")
-        per_item.setdefault(one.id, []).append(one)
-        raters.add(one.rater)
-    if not per_item:
-        raise InputError(f"no label of quality {quality!r}", file=file, field="scores")
-    return per_item, len(raters)
-
-
-def mean_label(labels: Sequence[Label], quality: str) -> float:
-    """An item's label: the mean of its raters' ratings."""
-    return float(np.mean([one.scores[quality] for one in labels]))
-
-
-def join_labels(ids: Sequence[str], labels: Sequence[Label], quality: str | None, file: str) -> Joined:
-    """The labels of ``quality`` joined to the rows ``ids``: raters averaged per item, probabilities inverted."""
-    index = {r: i for i, r in enumerate(ids)}
-    per_item, n_raters = item_labels(labels, quality, index, file)
-    with_p = {i for i, ls in per_item.items() if ls[0].probability is not None}
-    if with_p and len(with_p) != len(per_item):
-        raise InputError(f"{len(with_p)} labelled items carry a sampling probability and {len(per_item) - len(with_p)}"
-                         " do not: an estimate needs every probability or none (a uniform random sample)",
-                         file=file, field="probability")
-    label = np.full(len(ids), np.nan)
-    weight = np.zeros(len(ids))
-    for item, ls in per_item.items():
-        label[index[item]] = mean_label(ls, quality)  # type: ignore[arg-type]
-        p = ls[0].probability
-        weight[index[item]] = 1.0 if p is None else 1.0 / p
-    return Joined(label, weight, n_raters, bool(with_p))
 
 
 def uniformity_p(n_rows: Sequence[int], n_labelled: Sequence[int]) -> float:
@@ -165,17 +107,11 @@ class Scored:
     quality: str | None
 
 
-def scored_rows(rows: Sequence[Row], by: str = "system") -> Scored:
-    """Rows grouped by ``by`` (:func:`group_of`) and resampled by conversation."""
-    return Scored([r.id for r in rows], [group_of(r, by) for r in rows], [conversation_key(r) for r in rows],
-                  [r.score for r in rows], rows[0].quality if rows else None)
-
-
-def estimate(rows: Sequence[Row] | Scored, joined: Joined, *, by: str = "system", target: str = "rows",
+def estimate(unit: Scored, joined: Joined, *, by: str = "system", target: str = "rows",
              n_boot: int = ppi.N_BOOT, seed: int = 0, source: str = "", file: str = "",
              differences: bool = True) -> Estimate:
-    """PPI++ and labels-only estimates of each group's human mean and each difference (see the module doc)."""
-    unit = rows if isinstance(rows, Scored) else scored_rows(rows, by)
+    """PPI++ and labels-only estimates of each group's human mean and each difference (see the module doc);
+    ``by`` names the grouping in the output."""
     keep = [i for i, x in enumerate(unit.scores) if x is not None]
     left_out = len(unit.scores) - len(keep)
     if not keep:
