@@ -195,20 +195,39 @@ def _num(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+#: Below this share of draws with an interval, a coverage is over too few intervals to read (marked ``*``).
+READABLE = 0.05
+
+
+def _cov(k: dict[str, Any], key: str) -> str:
+    """A coverage in %, marked † outside the 93-97% goal and * where too few draws gave an interval to read it."""
+    value = k[key]
+    if value is None:
+        return "-"
+    mark = "*" if k["with_ci"] < READABLE else "†" if not 0.93 <= value <= 0.97 else ""
+    return f"{_pct(value)}{mark}"
+
+
+def _pair(r: dict[str, Any], key: str, fmt: Any) -> str:
+    """The means' and the differences' value of ``key``, as ``means / differences``."""
+    means, diffs = r["means"], r["differences"]
+    return f"{fmt(means[key])} / {fmt(diffs[key]) if diffs else '-'}"
+
+
 def markdown(summary: dict[str, Any]) -> str:
-    """The coverage table of a summary (what docs/trust.md shows)."""
-    head = ("| set | judge | n | systems | kind | with CI % | coverage PPI++ % | coverage labels % | width PPI/labels "
-            "| label gain | exact ranking PPI / labels % |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    """The coverage table of a summary (what docs/trust.md shows): each cell ``systems' means / differences``."""
+    head = ("| set | judge | n | systems | with CI % | coverage PPI++ % | coverage labels only % | width PPI/labels "
+            "| label gain | exact order PPI / labels % | pairs in order PPI / labels % |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
     out = [head]
     for r in summary["results"]:
-        for kind in ("means", "differences"):
-            k = r[kind]
-            if k is None:
-                continue
-            rank = (f"{_pct(r['ranking_exact_ppi'])} / {_pct(r['ranking_exact_labels'])}" if kind == "means" else "")
-            out.append(f"| {r['set']} | {r['judge']} | {r['n']} | {r['systems']} | {kind} | {_pct(k['with_ci'])} "
-                       f"| {_pct(k['coverage_ppi'])} | {_pct(k['coverage_labels'])} | {_num(k['width_ratio'])} "
-                       f"| {_num(k['label_gain'])} | {rank} |")
+        cov_p = f"{_cov(r['means'], 'coverage_ppi')} / {_cov(r['differences'], 'coverage_ppi') if r['differences'] else '-'}"
+        cov_l = (f"{_cov(r['means'], 'coverage_labels')} / "
+                 f"{_cov(r['differences'], 'coverage_labels') if r['differences'] else '-'}")
+        out.append(f"| {r['set']} | {r['judge']} | {r['n']} | {r['systems']} | {_pair(r, 'with_ci', _pct)} "
+                   f"| {cov_p} | {cov_l} | {_pair(r, 'width_ratio', _num)} | {_pair(r, 'label_gain', _num)} "
+                   f"| {_pct(r['ranking_exact_ppi'])} / {_pct(r['ranking_exact_labels'])} "
+                   f"| {_pct(r['ranking_pairs_ppi'])} / {_pct(r['ranking_pairs_labels'])} |")
     return "\n".join(out)
 
 
