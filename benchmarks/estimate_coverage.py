@@ -47,7 +47,8 @@ SETS = ("TU", "PU", "DZ", "RE1", "RE2", "REI")
 #: its ROUGE-L against the set's reference reply (reference-based; sets without references skip it).
 CHEAP = {"mock": ["--backend", "mock"], "length": ["--scorer", "length"], "rouge-l": ["--scorer", "rouge-l"]}
 NS = (25, 50, 100, 200)
-SUMMARY = Path(__file__).parent / "results" / "estimate-coverage.json"
+#: In a folder of its own: benchmarks/results/*.json are run summaries (judge results), which this is not.
+SUMMARY = Path(__file__).parent / "results" / "estimate" / "coverage.json"
 DOCS = Path(__file__).parent.parent / "docs" / "trust.md"
 MARKERS = ("<!-- coverage:start -->\n", "<!-- coverage:end -->")
 
