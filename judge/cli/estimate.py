@@ -37,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "conversations they were drawn from (wider)")
     p.add_argument("--bootstrap", type=int, default=1000, help="conversation resamples (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--json", default=None, metavar="FILE", help="also write the estimates as JSON (a list: one per rows file or cell)")
+    p.add_argument("--json", default=None, metavar="FILE",
+                   help="also write the estimates as JSON (a list: one per rows file or cell)")
     return p
 
 
@@ -76,7 +77,7 @@ def is_pair_file(path: Path) -> bool:
 
 def _pair_estimate(pairs: list[PairRow], labels: list[Label] | None, quality: str | None, args: argparse.Namespace,
                    source: str) -> Estimate:
-    """Win rates per pair of systems (judge.stats.pair_estimate); --by does not apply to pairs."""
+    """Win rates per pair of systems (judge.report.estimate_join); --by does not apply to pairs."""
     joined = (verdicts_from_rows(pairs) if args.labels_from_rows
               else join_pair_labels(pairs, labels or [], quality, args.labels))
     return estimate(scored_pairs(pairs), joined, by="pair: first system's win rate", target=args.target,
@@ -104,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
             est = _pair_estimate(rows, labels, quality, args, str(path))  # type: ignore[arg-type]
         else:
             est = estimate(scored_rows(rows, args.by), _joined(rows, labels, quality, args),  # type: ignore[arg-type]
-                           by=args.by,
-                           target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
+                           by=args.by, target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
                            file=args.labels or str(path))
         print(render_text(est) + "\n")
         out.append(to_dict(est))
