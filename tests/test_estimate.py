@@ -207,7 +207,7 @@ def test_the_coverage_benchmark_on_constructed_rows(tmp_path):
 
 def _doc_commands() -> list[str]:
     text = (ROOT / "docs" / "trust.md").read_text(encoding="utf-8")
-    from test_docs_commands import fenced_blocks
+    from tests.test_docs_commands import fenced_blocks
 
     return [line for block in fenced_blocks(text, ("bash",)) for line in block.splitlines()
             if line.startswith(("judge ", "python "))]
