@@ -175,12 +175,10 @@ def test_dstc10_average_hand_computed():
     assert overall == pytest.approx(0.45)  # mean of sets, not of the 3 qualities (0.4)
 
 
-def test_mean_sd_and_marks():
+def test_mean_sd():
     m, sd = stats.mean_sd([0.1, 0.2, 0.3])
     assert m == pytest.approx(0.2) and sd == pytest.approx(np.std([0.1, 0.2, 0.3], ddof=1))
     assert stats.mean_sd([0.5]) == (0.5, 0.0)
-    assert stats.significance_mark(0.01) == "" and stats.significance_mark(0.2) == "*"
-    assert stats.significance_mark(float("nan")) == "*"
 
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the 4 observers x 12 units example.
