@@ -86,14 +86,14 @@ def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):
 def test_a_summary_on_earlier_halves_says_so_and_lists_the_moved_items(collected: dict):
     """The page marks a run collected on other halves than today's, naming the moved items of its table's sets
     and how its averages were resampled; a run on today's halves gets no such note."""
-    history = {"current": collected["run"]["halves"], "moved_by": "issue 99 (x -> y)", "read_in_dev": {},
+    history = {"current": collected["run"]["halves"], "moved_by": "the last change (x -> y)", "read_in_dev": {},
                "moved": [{"set": "topical-usr", "item": "topical-usr_00007", "before": "dev", "after": "test"}]}
     assert "Earlier halves" not in page.render_page([collected], {**history, "read_in_dev": {"topical-usr": {
         "test": 3, "once_dev": [], "samples": {"round 1": []}}}})
     old = {**collected, "run": {k: v for k, v in collected["run"].items() if k != "halves"}}
     text = page.render_page([old], {**history, "read_in_dev": {"topical-usr": {
         "test": 3, "once_dev": ["topical-usr_00007"], "samples": {"round 1": []}}}})
-    assert "**Earlier halves.** This run scored the halves before issue 99" in text
+    assert "**Earlier halves.** This run scored the halves before the last change" in text
     assert "TU: 00007 now in test" in text
     assert "resampled every set's conversations on its own" in text
     assert "- TU: 1 of its 3 test items (0 round 1): 00007." in text
