@@ -261,6 +261,7 @@ def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
     every other method leaves the reference-free and reference-based bests where they were."""
     import copy
 
+    from judge.records.summary import Summary
     from judge.report.table import build
 
     summary = json.loads((kinds_run / "summary.json").read_text())
@@ -272,7 +273,7 @@ def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
     for r in summary["results"]:
         if r["method"] == "next-user":
             r["spearman"] = 0.99
-    board = build(summary)
+    board = build(Summary.from_dict(summary))
     by_kind = {kind: rows for kind, _title, rows in board.sections()}
     j = next(i for i, c in enumerate(board.columns) if c.key == ("fed-dial", "Overall"))  # next-user scores FD
     free = {r.method: r.cells[j].best for r in by_kind["reference-free"]}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ..records.summary import CellStats, Summary
 from . import pairwise
 from .table import (
     AVERAGE_COMPARISON_HEADER,
@@ -77,10 +79,10 @@ def leaderboard_md(board: Leaderboard) -> list[str]:
     return lines[:-1]
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
+def render_markdown(summary: Summary) -> str:
     """The whole report: leaderboard, comparisons, system-level correlations, provenance."""
     board = build(summary)
-    exp = summary["experiment"]
+    exp = summary.experiment
     out = [f"# {board.title}", ""]
     if exp.get("description"):
         out += [exp["description"], ""]
@@ -89,11 +91,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
         limit += (f", drawn from the {exp['split']} half of each set's conversations (split_seed "
                   f"{exp['split_seed']}; a conversation is in one half across every registered set that rates "
                   "it, FED-Turn's turns in their FED-Dial dialog's)")
-        if exp.get("example_pool") and any(m.get("k") for m in summary["methods"].values()):
+        if exp.get("example_pool") and any(m.get("k") for m in summary.methods.values()):
             limit += f"; in-context examples from the {exp['example_pool']}"
     out += [
         (f"Spearman correlation with the mean human rating; {limit}. "
-         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
+         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, "
+         f"{_unit_text([r.ci.unit for r in summary.results] + [c['unit'] for c in summary.comparisons])}, "
          f"seed {exp['seed']}). "
          "`*` = not significant: the bootstrap p of the same resamples is ≥ 0.05 (the overall `avg` is marked "
          "by its stratified bootstrap); **bold** = best in its column within its table; `± sd` = over selection "
@@ -116,14 +119,14 @@ def render_markdown(summary: dict[str, Any]) -> str:
          "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."
          + (" `(listwise)` = the method's prompt lists every rated reply to the same conversation (their texts, "
             "never their ratings) before the reply it asks about; reference-free."
-            if any(m.get("listwise") for m in summary["methods"].values()) else "")),
+            if any(m.get("listwise") for m in summary.methods.values()) else "")),
         "",
     ]
     out += ["## Leaderboard", ""] + leaderboard_md(board)
-    comps = summary.get("comparisons") or []
+    comps = summary.comparisons
     if comps:
-        boots = ", ".join(sorted({str(c.get("n_boot", "?")) for c in comps}))
-        unit = _unit_text({"results": [], "comparisons": comps})
+        boots = ", ".join(sorted({str(c["n_boot"]) for c in comps}))
+        unit = _unit_text([c["unit"] for c in comps])
         out += ["", "## Paired comparisons (same items)", "",
                 f"Paired bootstrap: {boots} resamples, {unit}; the same resamples for A and B.", "",
                 _md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
@@ -133,37 +136,35 @@ def render_markdown(summary: dict[str, Any]) -> str:
             out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
                                 f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}",
                                 comparison_p(c), comparison_p(c, "williams_p")]))
-    out += _average_comparisons_md(summary.get("average_comparisons") or [], resampled_together_text(summary))
-    out += pairwise.markdown(summary.get("pairwise") or [], summary.get("pairwise_means") or [])
-    sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
+    out += _average_comparisons_md(summary.average_comparisons, resampled_together_text(summary))
+    out += pairwise.markdown(summary.pairwise or (), summary.pairwise_means or ())
+    sys_rows = [(r, s) for r in summary.results if (s := r.system_spearman) is not None]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",
                 _md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
                 _md_row(["---"] * 3 + ["---:"] * 3)]
-        for r in sys_rows:
-            s = r["system_spearman"]
-            out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
-    out += _timing_md(summary.get("timing") or {})
-    out += _fitted_md(summary.get("cells") or [], summary.get("not_trained_on"))
-    out += _heads_md(summary.get("cells") or [])
+        out += [_md_row([r.method, r.dataset, r.quality, str(s.n), fmt(s.value), p_text(s.p)]) for r, s in sys_rows]
+    out += _timing_md(summary.timing)
+    out += _fitted_md(summary.cells, summary.not_trained_on)
+    out += _heads_md(summary.cells)
     out += ["", "## Methods", ""]
-    for m, spec in summary["methods"].items():
+    for m, spec in summary.methods.items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
         out.append(f"- `{m}`: {desc}")
     out += ["", _degenerate_text(summary)]
-    failed = sum(r["n_failed"] for r in summary["results"])
+    failed = sum(r.n_failed for r in summary.results)
     out += ["", f"Failed items: {failed} (recorded with their error in the per-item files)."]
-    for sk in summary.get("skipped", []):
+    for sk in summary.skipped:
         out.append(f"Not run (`–`): `{sk['method']}` on {sk['dataset']} {sk['quality']}: {sk['reason']}.")
-    for lo in summary.get("left_out", []):
+    for lo in summary.left_out:
         out.append(f"Ensemble `{lo['method']}` on {lo['dataset']} {lo['quality']} without its optional "
                    f"{', '.join(f'`{m}`' for m in lo['members'])} (the set lacks the input).")
-    if summary.get("wall_s") is not None:
-        out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
+    if summary.wall_s is not None:
+        out.append(f"Wall time of the last `judge run`: {summary.wall_s:.0f} s.")
     return "\n".join(out) + "\n"
 
 
-def _average_comparisons_md(comps: list[dict[str, Any]], together: str = "") -> list[str]:
+def _average_comparisons_md(comps: Sequence[dict[str, Any]], together: str = "") -> list[str]:
     """The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first."""
     if not comps:
         return []
@@ -187,7 +188,7 @@ def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
     return out + [_md_row(cells) for cells in timing_cells(timing)]
 
 
-def _fitted_md(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None) -> list[str]:
+def _fitted_md(cells: Sequence[CellStats], not_trained_on: Sequence[dict[str, Any]] | None = None) -> list[str]:
     """The weights that ``fit = "cv"`` / ``"lodo"`` ensembles learned: what the supervised rows did."""
     rows = fitted_cells(cells, not_trained_on)
     if not rows:
@@ -200,7 +201,7 @@ def _fitted_md(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]]
     return out + [_md_row(r) for r in rows]
 
 
-def _heads_md(cells: list[dict[str, Any]]) -> list[str]:
+def _heads_md(cells: Sequence[CellStats]) -> list[str]:
     """The heads that scored cells, and what each learned from (``judge fit``, before the run)."""
     rows = head_cells(cells)
     if not rows:
@@ -212,11 +213,10 @@ def _heads_md(cells: list[dict[str, Any]]) -> list[str]:
     return out + [_md_row(r) for r in rows]
 
 
-def _unit_text(summary: dict[str, Any]) -> str:
-    """How the bootstrap resampled: whole conversations (context groups) or, in summaries written
-    before groups were resampled, single items."""
-    units = {(r.get("ci") or {}).get("unit", "item") for r in summary["results"]}
-    units |= {c.get("unit", "item") for c in summary.get("comparisons") or []}
+def _unit_text(resampled: list[str]) -> str:
+    """How the bootstrap resampled (``resampled``: the unit of each CI): whole conversations (context groups)
+    or single items."""
+    units = set(resampled)
     if units == {"group"}:
         return "resampling conversations (each item's context group, all its items together)"
     if units <= {"item"}:
@@ -224,14 +224,13 @@ def _unit_text(summary: dict[str, Any]) -> str:
     return "resampling conversations where the rows carry groups, items elsewhere"
 
 
-def _degenerate_text(summary: dict[str, Any]) -> str:
+def _degenerate_text(summary: Summary) -> str:
     """How many resamples had an undefined correlation (a constant column) and were left out."""
-    cis = [r.get("ci") or {} for r in summary["results"]]
-    comps = summary.get("comparisons") or []
-    n_ci = sum(c.get("n_degenerate", 0) for c in cis)
-    n_cmp = sum(c.get("n_degenerate", 0) for c in comps)
+    comps = summary.comparisons
+    n_ci = sum(r.ci.n_degenerate for r in summary.results)
+    n_cmp = sum(c["n_degenerate"] for c in comps)
     text = (f"Degenerate bootstrap resamples (undefined correlation, left out): {n_ci} over the "
-            f"{len(cis)} CIs")
+            f"{len(summary.results)} CIs")
     if comps:
         text += f", {n_cmp} over the {len(comps)} paired tests"
     return text + "."

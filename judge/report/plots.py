@@ -49,7 +49,7 @@ def _save(fig: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def heatmap(summary: dict[str, Any], path: Path) -> Path:
+def heatmap(summary: Summary, path: Path) -> Path:
     plt = _plt()
     import numpy as np
 
@@ -104,23 +104,23 @@ def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]
     return path
 
 
-def k_curve(summary: dict[str, Any], path: Path) -> Path | None:
+def k_curve(summary: Summary, path: Path) -> Path | None:
     """Mean correlation over the sets (DSTC10 average) against k, one line per selector and model.
 
     Returns None when no selector was run at more than one k (nothing to draw).
     """
     lines: dict[str, list[tuple[int, float, float]]] = {}
-    for m, spec in summary["methods"].items():
+    for m, spec in summary.methods.items():
         if "selector" not in spec:  # methods without in-context examples have no k to draw against
             continue
-        avg = summary["averages"].get(m, {}).get("overall")
+        avg = summary.averages.get(m, {}).get("overall")
         if avg is None:
             continue
         # The sd over seeds of the overall average, from the per-seed cells.
         per_seed: dict[int, list[float]] = {}
-        for c in summary["cells"]:
-            if c["method"] == m and c["spearman"]["value"] is not None:
-                per_seed.setdefault(c["seed"], []).append(c["spearman"]["value"])
+        for c in summary.cells:
+            if c.method == m and (v := c.stats.spearman.value) is not None:
+                per_seed.setdefault(c.seed, []).append(v)
         means = [sum(v) / len(v) for v in per_seed.values()]
         sd = (sum((x - avg) ** 2 for x in means) / (len(means) - 1)) ** 0.5 if len(means) > 1 else 0.0
         label = f"{spec['selector'] if spec['k'] else 'zero-shot'} · {spec['backend']}:{spec.get('model') or 'default'}"

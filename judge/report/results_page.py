@@ -23,6 +23,7 @@ from ..core.errors import InputError
 from ..data.kinds import BY_NAME, KINDS, recorded_kind
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
+from ..records.summary import read_summary
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 from .reason_table import measure_section
@@ -179,9 +180,7 @@ def write_summary(collected: Mapping[str, Any], directory: str | Path = SUMMARY_
 
 
 def _load_run(run_dir: Path) -> dict[str, Any]:
-    from . import load_summary
-
-    return load_summary(run_dir)
+    return read_summary(run_dir).to_dict()
 
 
 def _method_entry(info: Mapping[str, Any]) -> dict[str, Any]:
