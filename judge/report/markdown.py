@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..records.summary import CellStats, Summary
+from ..records.summary import Summary
 from . import pairwise
 from .table import (
     AVERAGE_COMPARISON_HEADER,
@@ -22,6 +21,7 @@ from .table import (
     fitted_cells,
     fmt,
     head_cells,
+    md_row,
     p_text,
     resampled_together_text,
     timing_cells,
@@ -42,10 +42,6 @@ def cell_text(c: CellValue, *, ci: bool = True) -> str:
     return s
 
 
-def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
-
-
 def copies_text(c: CellValue) -> str:
     """A cell of the ``↳ without reference copies`` line: the value on the reduced set, its CI and n."""
     if c.value is None:
@@ -63,17 +59,17 @@ def leaderboard_md(board: Leaderboard) -> list[str]:
     lines: list[str] = []
     for _kind, title, rows in board.sections():
         head = ["method"] + [c.label for c in board.columns]
-        lines += [f"### {title}", "", _md_row(head), _md_row(["---"] + ["---:"] * len(board.columns))]
+        lines += [f"### {title}", "", md_row(head), md_row(["---"] + ["---:"] * len(board.columns))]
         for r in rows:
-            lines.append(_md_row([r.label] + [cell_text(c) for c in r.cells]))
+            lines.append(md_row([r.label] + [cell_text(c) for c in r.cells]))
             if r.paper_label and any(c.paper for c in r.cells):
-                lines.append(_md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
+                lines.append(md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
             if r.without_copies is not None:
-                lines.append(_md_row(["↳ without reference copies"] + [copies_text(c) for c in r.without_copies]))
+                lines.append(md_row(["↳ without reference copies"] + [copies_text(c) for c in r.without_copies]))
         if any(x is not None for x in board.ceiling):
-            lines.append(_md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
-        lines.append(_md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
-        lines.append(_md_row(["n (conversations)"] + [str(c.n_conversations) if c.n_conversations is not None else ""
+            lines.append(md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
+        lines.append(md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
+        lines.append(md_row(["n (conversations)"] + [str(c.n_conversations) if c.n_conversations is not None else ""
                                                       for c in board.columns]))
         lines.append("")
     return lines[:-1]
@@ -129,24 +125,39 @@ def render_markdown(summary: Summary) -> str:
         unit = _unit_text([c["unit"] for c in comps])
         out += ["", "## Paired comparisons (same items)", "",
                 f"Paired bootstrap: {boots} resamples, {unit}; the same resamples for A and B.", "",
-                _md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
+                md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
                          "p (Williams)"]),
-                _md_row(["---"] * 4 + ["---:"] * 6)]
+                md_row(["---"] * 4 + ["---:"] * 6)]
         for c in comps:
-            out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
+            out.append(md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
                                 f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}",
                                 comparison_p(c), comparison_p(c, "williams_p")]))
-    out += _average_comparisons_md(summary.average_comparisons, resampled_together_text(summary))
+    # The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first.
+    out += _table("Paired comparisons of the averages (same items)",
+                  "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
+                  "for A and B, and takes the DSTC10 average of each; n = items over all the sets."
+                  + resampled_together_text(summary), AVERAGE_COMPARISON_HEADER, "llrrrrrr",
+                  average_comparison_cells(summary.average_comparisons))
     out += pairwise.markdown(summary.pairwise or (), summary.pairwise_means or ())
     sys_rows = [(r, s) for r in summary.results if (s := r.system_spearman) is not None]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",
-                _md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
-                _md_row(["---"] * 3 + ["---:"] * 3)]
-        out += [_md_row([r.method, r.dataset, r.quality, str(s.n), fmt(s.value), p_text(s.p)]) for r, s in sys_rows]
-    out += _timing_md(summary.timing)
-    out += _fitted_md(summary.cells, summary.not_trained_on)
-    out += _heads_md(summary.cells)
+                md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
+                md_row(["---"] * 3 + ["---:"] * 3)]
+        out += [md_row([r.method, r.dataset, r.quality, str(s.n), fmt(s.value), p_text(s.p)]) for r, s in sys_rows]
+    out += _table("Compute time and memory",
+                  "Summed over the runs that scored each method's rows (a resume adds its own rows; rows already "
+                  "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
+                  "the hits. Peak RSS is the process's at the end of the method's cells; a run of several methods "
+                  "reports the largest so far.", TIMING_HEADER, "lrrrrrr", timing_cells(summary.timing))
+    out += _table("Learned ensemble weights",
+                  "Weights on the members' percentiles. `lodo`: learned on the other sets' ratings only, the "
+                  "scored set's unread. `cv`: each fold's items were scored with weights learned on the other "
+                  "folds; the column gives their mean and range.", FITTED_HEADER, "lllll",
+                  fitted_cells(summary.cells, summary.not_trained_on))
+    out += _table("Heads", "Each cell was scored by a head fitted before the run (judge fit) on the sets listed, "
+                  "never on the scored set or one that shares its conversations.", HEAD_HEADER, "l" * len(HEAD_HEADER),
+                  head_cells(summary.cells))
     out += ["", "## Methods", ""]
     for m, spec in summary.methods.items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
@@ -164,53 +175,12 @@ def render_markdown(summary: Summary) -> str:
     return "\n".join(out) + "\n"
 
 
-def _average_comparisons_md(comps: Sequence[dict[str, Any]], together: str = "") -> list[str]:
-    """The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first."""
-    if not comps:
-        return []
-    out = ["", "## Paired comparisons of the averages (same items)", "",
-           "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
-           "for A and B, and takes the DSTC10 average of each; n = items over all the sets." + together, "",
-           _md_row(list(AVERAGE_COMPARISON_HEADER)), _md_row(["---"] * 2 + ["---:"] * 6)]
-    return out + [_md_row(cells) for cells in average_comparison_cells(comps)]
-
-
-def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
-    """What each method cost where it was computed: the speed and memory columns of a leaderboard."""
-    if not timing:
-        return []
-    out = ["", "## Compute time and memory", "",
-           "Summed over the runs that scored each method's rows (a resume adds its own rows; rows already "
-           "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
-           "the hits. Peak RSS is the process's at the end of the method's cells; a run of several methods "
-           "reports the largest so far.", "",
-           _md_row(list(TIMING_HEADER)), _md_row(["---"] + ["---:"] * 6)]
-    return out + [_md_row(cells) for cells in timing_cells(timing)]
-
-
-def _fitted_md(cells: Sequence[CellStats], not_trained_on: Sequence[dict[str, Any]] | None = None) -> list[str]:
-    """The weights that ``fit = "cv"`` / ``"lodo"`` ensembles learned: what the supervised rows did."""
-    rows = fitted_cells(cells, not_trained_on)
+def _table(title: str, about: str, header: Sequence[str], align: str, rows: list[list[str]]) -> list[str]:
+    """A titled table with what it says (``align``: per column ``l`` or ``r``); nothing when there are no rows."""
     if not rows:
         return []
-    out = ["", "## Learned ensemble weights", "",
-           "Weights on the members' percentiles. `lodo`: learned on the other sets' ratings only, the "
-           "scored set's unread. `cv`: each fold's items were scored with weights learned on the other "
-           "folds; the column gives their mean and range.", "",
-           _md_row(list(FITTED_HEADER)), _md_row(["---"] * 5)]
-    return out + [_md_row(r) for r in rows]
-
-
-def _heads_md(cells: Sequence[CellStats]) -> list[str]:
-    """The heads that scored cells, and what each learned from (``judge fit``, before the run)."""
-    rows = head_cells(cells)
-    if not rows:
-        return []
-    out = ["", "## Heads", "",
-           "Each cell was scored by a head fitted before the run (judge fit) on the sets listed, never on the "
-           "scored set or one that shares its conversations.", "",
-           _md_row(list(HEAD_HEADER)), _md_row(["---"] * len(HEAD_HEADER))]
-    return out + [_md_row(r) for r in rows]
+    return ["", f"## {title}", "", about, "", md_row(list(header)),
+            md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
 
 
 def _unit_text(resampled: list[str]) -> str:

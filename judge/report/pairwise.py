@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
-from .table import fmt, p_text
+from .table import fmt, md_row, p_text
 
 #: Systems up to which win rates print as a matrix (above, as a list of pairs).
 MATRIX_MAX = 8
@@ -202,10 +202,6 @@ def _aligned(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
 
 
 # -- the results folder's reports ----------------------------------------------------------------------
-def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |"
-
-
 _ABOUT = ("Each pair is two systems' replies to one context; the judge reads p(label) for each reply "
           "(and a tie where the template allows one). Win rate: the share of the two systems' pairs the row "
           "system wins, a tie counting half; a pair whose two orders disagree counts as a tie. Bradley-Terry: "
@@ -244,7 +240,7 @@ class _Markdown:
 
     def table(self, head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
         """``align``: per column ``l`` or ``r``."""
-        return ["", _md_row(head), _md_row(["---:" if a == "r" else "---" for a in align]), *map(_md_row, rows)]
+        return ["", md_row(head), md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
 
 
 class _Html(_Markdown):

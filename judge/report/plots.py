@@ -40,13 +40,15 @@ def _plt():
     return plt
 
 
-def _save(fig: Any, path: Path) -> None:
-    """Write the PNG to a temp file, then rename it over ``path`` (never half a file)."""
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Write the PNG to a temp file, then rename it over ``path`` (never half a file), and close the figure."""
     import os
 
     tmp = path.with_name(f".{path.name}.tmp")
     fig.savefig(tmp, dpi=DPI, format="png")
     os.replace(tmp, path)
+    plt.close(fig)
+    return path
 
 
 def heatmap(summary: Summary, path: Path) -> Path:
@@ -71,9 +73,7 @@ def heatmap(summary: Summary, path: Path) -> Path:
     fig.colorbar(im, ax=ax, label="Spearman")
     ax.set_title(board.title, fontsize=10)
     fig.subplots_adjust(left=0.25, bottom=0.3, right=0.95, top=0.9)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]], method: str, path: Path) -> Path:
@@ -99,9 +99,7 @@ def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]
         axes[k // cols][k % cols].axis("off")
     fig.suptitle(method, fontsize=9)
     fig.subplots_adjust(hspace=0.6, wspace=0.4, top=0.85)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def k_curve(summary: Summary, path: Path) -> Path | None:
@@ -142,6 +140,4 @@ def k_curve(summary: Summary, path: Path) -> Path | None:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.subplots_adjust(left=0.12, bottom=0.12, right=0.97, top=0.95)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)

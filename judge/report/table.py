@@ -267,6 +267,11 @@ def cell_label(c: CellValue, star: str = "*") -> str:
     return s + quality_marks(c)
 
 
+def md_row(cells: Sequence[str]) -> str:
+    """A Markdown table row (a ``|`` inside a cell escaped)."""
+    return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
+
+
 def fmt(x: float | None, digits: int = 3) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
