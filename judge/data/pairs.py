@@ -255,14 +255,13 @@ def _context_pairs(replies: Sequence[Item], rank: dict[str, int], baseline: str 
     return out
 
 
-def pairs_between(items_a: Sequence[Item], items_b: Sequence[Item], *, file_a: str, file_b: str,
-                  names: tuple[str, str] | None = None) -> Pairing:
-    """The pairs of two files, one system each (named ``names``, default the files' names): item by item by
+def pairs_between(items_a: Sequence[Item], items_b: Sequence[Item], *, file_a: str, file_b: str) -> Pairing:
+    """The pairs of two files, one system each (named by :func:`system_names`): item by item by
     matching ids when the files share ids (then every id of one must be in the other, with the same
     context), else by matching contexts (each context once in each file)."""
     _check_turn_level(items_a, file_a)
     _check_turn_level(items_b, file_b)
-    sa, sb = names or system_names(file_a, file_b, items_a, items_b)
+    sa, sb = system_names(file_a, file_b, items_a, items_b)
     ids_b = {it.id: it for it in items_b}
     if any(it.id in ids_b for it in items_a):
         _all_matched(items_a, ids_b, file_a, file_b, "id")

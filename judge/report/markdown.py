@@ -29,13 +29,13 @@ from .table import (
 )
 
 
-def cell_text(c: CellValue, *, ci: bool = True) -> str:
+def cell_text(c: CellValue) -> str:
     if c.value is None:
         return cell_label(c)
     s = cell_label(c, star="\\*")  # escaped: a bare * next to ** would be read as emphasis
     if c.best:
         s = f"**{s}**"
-    if ci and (c.low is not None or c.too_few is not None):
+    if c.low is not None or c.too_few is not None:
         s += " " + ci_text(c.low, c.high, c.too_few)
     if c.n_failed:
         s += f" ({c.n_failed} failed)"

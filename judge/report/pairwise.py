@@ -33,12 +33,12 @@ def few(x: Mapping[str, Any] | None) -> int | None:
     return k if x.get("too_few") or not has_interval(k) else None
 
 
-def _ci(x: Mapping[str, Any] | None, digits: int = 2) -> str:
+def _ci(x: Mapping[str, Any] | None) -> str:
     if x and (k := few(x)) is not None:
         return f" [{too_few_text(x.get('strata') or k)}]"
     if not x or x.get("low") is None:
         return ""
-    return f" [{fmt(x['low'], digits)}, {fmt(x['high'], digits)}]"
+    return f" [{fmt(x['low'], 2)}, {fmt(x['high'], 2)}]"
 
 
 def _p(x: Mapping[str, Any], boot: Mapping[str, Any]) -> str:

@@ -198,12 +198,12 @@ def too_few(ci: dict[str, Any] | None) -> int | None:
     return k if ci.get("too_few") or not has_interval(k) else None
 
 
-def ci_text(low: float | None, high: float | None, few: int | None, digits: int = 2) -> str:
+def ci_text(low: float | None, high: float | None, few: int | None) -> str:
     """A CI as the reports print it, ``[low, high]``; below the floor, ``too few conversations (k)``; empty
     when there is none."""
     if few is not None:
         return f"[{too_few_text(few)}]"
-    return "" if low is None else f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+    return "" if low is None else f"[{fmt(low, 2)}, {fmt(high, 2)}]"
 
 
 def _cell(value: float | None, ci: Interval | None, *, average: bool = False, **known: Any) -> CellValue:
