@@ -285,12 +285,12 @@ def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
 def test_old_summaries_put_uses_future_methods_in_their_own_table() -> None:
     """Summaries written with two kinds recorded a uses-future method as reference-free with
     ``uses_future``: its report still keeps it out of the reference-free table."""
-    from judge.report.table import row_kind
+    from judge.data.kinds import recorded_kind
 
-    assert row_kind({"kind": "reference-free", "uses_future": True}) == "uses-future"
-    assert row_kind({"kind": "reference-based", "uses_future": True}) == "uses-future"
-    assert row_kind({"kind": "reference-free", "uses_future": False}) == "reference-free"
-    assert row_kind({}) == "unknown"
+    assert recorded_kind({"kind": "reference-free", "uses_future": True}) == "uses-future"
+    assert recorded_kind({"kind": "reference-based", "uses_future": True}) == "uses-future"
+    assert recorded_kind({"kind": "reference-free", "uses_future": False}) == "reference-free"
+    assert recorded_kind({}) == "unknown"
 
 
 @pytest.mark.slow

@@ -16,10 +16,11 @@ import csv
 import io
 from typing import Any
 
+from ..data.kinds import recorded_kind
 from ..datasets.paper import paper_value
 from ..records.summary import Result, Summary
 from ..stats.floor import too_few_text
-from .table import KIND_SECTIONS, p_text, row_kind
+from .table import KIND_SECTIONS, p_text
 
 FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_conversations", "spearman", "sd_over_seeds",
           "p", "ci_low", "ci_high", "p_bootstrap", "p_bootstrap_text", "significant", "pearson", "pearson_p",
@@ -36,7 +37,7 @@ def render_csv(summary: Summary) -> str:
 
     def rank(r: Result) -> tuple[int, bool]:
         spec = methods[r.method]
-        return order.get(row_kind(spec), len(order)), bool(spec.get("uses_future"))
+        return order.get(recorded_kind(spec), len(order)), bool(spec.get("uses_future"))
 
     for r in sorted(summary.results, key=rank):
         spec = methods[r.method]
@@ -45,7 +46,7 @@ def render_csv(summary: Summary) -> str:
         ci, wc = r.ci, r.without_copies
         wci = wc.ci if wc is not None and wc.ci.few is None else None
         w.writerow({
-            "method": r.method, "kind": row_kind(spec), "uses_future": bool(spec.get("uses_future")),
+            "method": r.method, "kind": recorded_kind(spec), "uses_future": bool(spec.get("uses_future")),
             "dataset": r.dataset, "quality": r.quality, "n": r.n, "n_conversations": ci.conversations,
             "spearman": r.spearman, "sd_over_seeds": r.sd, "p": r.p, "ci_low": ci.low, "ci_high": ci.high,
             "p_bootstrap": ci.p, "p_bootstrap_text": p_text(ci.p, ci.n_boot, ci.n_degenerate),

@@ -100,11 +100,6 @@ KIND_SECTIONS = (*((k.name, k.section) for k in KIND_LIST),
                  ("unknown", "Methods of unrecorded kind (summary written before kinds were recorded)"))
 
 
-def row_kind(spec: dict[str, Any]) -> str:
-    """A summary method's kind (:func:`recorded_kind`: files of earlier formats read as today's)."""
-    return recorded_kind(spec)
-
-
 @dataclass
 class Leaderboard:
     title: str
@@ -149,7 +144,7 @@ def build(summary: Summary) -> Leaderboard:
                                                               for r in summary.results}
     rows = []
     for m, spec in summary.methods.items():
-        row = Row(m, spec.get("paper"), kind=row_kind(spec), uses_future=bool(spec.get("uses_future")),
+        row = Row(m, spec.get("paper"), kind=recorded_kind(spec), uses_future=bool(spec.get("uses_future")),
                   listwise=bool(spec.get("listwise")))
         avg = summary.averages.get(m, {})
         mine = [res.get((m, *col.key)) if col.key[1] is not None else None for col in columns]
