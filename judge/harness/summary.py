@@ -287,10 +287,7 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
             continue
         t = stats.paired_average(parts, n_boot=exp.bootstrap, seed=exp.seed)
         together = stats.resampled_together(parts)
-        out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), "n": t.n, "r_a": _f(t.r_a),
-                    "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
-                    "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate,
-                    **({"too_few": True} if t.too_few else {}),
+        out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), **_paired(t),
                     **({"resampled_together": together} if together else {})})
     return out
 
@@ -320,6 +317,11 @@ def paired_comparison(rows_a: Sequence[Row], rows_b: Sequence[Row], n_boot: int,
     # Below the floor on conversations Williams' item-level test is left out too: no p from so few.
     w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n)
                 if not t.too_few and all(map(math.isfinite, (t.r_a, t.r_b, r_ab))) else (float("nan"), float("nan")))
+    return _paired(t, williams_t=_f(w_t), williams_p=_f(w_p))
+
+
+def _paired(t: stats.PairedTest, **after_p: float | None) -> dict[str, Any]:
+    """A paired test as summary.json holds it (``after_p``: further figures, written after its p)."""
     return {"n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high),
-            "p": _f(t.p_value), "williams_t": _f(w_t), "williams_p": _f(w_p), "n_boot": t.n_boot, "unit": t.unit,
-            "n_units": t.n_units, "n_degenerate": t.n_degenerate, **({"too_few": True} if t.too_few else {})}
+            "p": _f(t.p_value), **after_p, "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units,
+            "n_degenerate": t.n_degenerate, **({"too_few": True} if t.too_few else {})}
