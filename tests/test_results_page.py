@@ -75,7 +75,7 @@ def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):
     assert committed == text(history(data_dir))
     data = json.loads(committed)
     assert data["current"] == index_digest()
-    # Issue 53's counts for FED-Turn (72 of 183 test items once in a dev half; 21 of them in the 50-item
+    # The counts for FED-Turn (72 of 183 test items once in a dev half; 21 of them in the 50-item
     # samples, 8 in the 25-item sample), and the six GRADE items the single-turn links moved.
     ft = data["read_in_dev"]["fed-turn"]
     assert (ft["test"], len(ft["once_dev"]), *map(len, ft["samples"].values())) == (183, 72, 8, 21, 0)
@@ -145,7 +145,7 @@ def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summa
 
 
 def test_the_figure_check_reads_signed_differences():
-    """Issue 53: ``+.005 [−.04, .06]`` (a sign and a Unicode minus) passed the check unread."""
+    """``+.005 [−.04, .06]`` (a sign and a Unicode minus) once passed the check unread."""
     assert [tuple(map(_unsigned, m.groups())) for m in _FIGURE.finditer("+.005 [−.04, .06] and −.015 [-.03, .00]")] \
         == [(".005", "-.04", ".06"), ("-.015", "-.03", ".00")]
 
