@@ -1,7 +1,7 @@
 """Reports of pairwise comparisons: ``judge compare``'s terminal summary and the pairwise section of a
 results folder's Markdown, HTML and CSV (``pairwise.csv``).
 
-Each renders the entries of ``summary["pairwise"]``: one per ``[[compare]]`` cell and set (or the one
+Each renders the entries of ``Summary.pairwise``: one per ``[[compare]]`` cell and set (or the one
 ``judge compare`` ran), as :func:`judge.stats.pairwise.summarise_pairs` computed them plus the cell's name,
 set, quality, method settings and the pointwise method beside it. Nothing is recomputed here.
 """

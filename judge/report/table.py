@@ -276,7 +276,7 @@ TIMING_HEADER = ("method", "rows", "s/item", "compute s", "model load s", "cache
 
 
 def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """One row of text per method of ``summary["timing"]``, in :data:`TIMING_HEADER`'s order."""
+    """One row of text per method of ``Summary.timing``, in :data:`TIMING_HEADER`'s order."""
     out = []
     for m, t in timing.items():
         rss = "–" if t.get("peak_rss_mib") is None else f"{t['peak_rss_mib']:.0f} MiB"
@@ -291,9 +291,9 @@ FITTED_HEADER = ("method", "set", "quality", "learned on", "weights")
 
 def fitted_cells(cells: Sequence[CellStats], not_trained_on: Sequence[dict[str, Any]] | None = None
                  ) -> list[list[str]]:
-    """One row of text per cell of ``summary["cells"]`` whose method learned its weights: lodo's one
+    """One row of text per cell of ``Summary.cells`` whose method learned its weights: lodo's one
     vector; cv's mean over its folds with the fold range, each fold's items scored with its own. ``not_trained_on``
-    (``summary["not_trained_on"]``): the sets a lodo cell left out for sharing its conversations."""
+    (``Summary.not_trained_on``): the sets a lodo cell left out for sharing its conversations."""
     out = []
     for c in cells:
         f = c.fitted
@@ -355,7 +355,7 @@ def resampled_together_text(summary: Summary) -> str:
 
 
 def average_comparison_cells(comps: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """One row of text per entry of ``summary["average_comparisons"]``."""
+    """One row of text per entry of ``Summary.average_comparisons``."""
     return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
              f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}", comparison_p(c)] for c in comps]
 
