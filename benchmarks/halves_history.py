@@ -9,10 +9,10 @@ with the harness's own seeded sampling, and a test fails until the committed fil
 
 The halves, oldest first:
 
-* ``before-44``: each set split by its own conversation groups (rounds 1 to 7 read these: the 25-item dev
+* ``by-set``: each set split by its own conversation groups (rounds 1 to 7 read these: the 25-item dev
   sample of ``cpu_leaderboard_dev.toml`` chose the prompt variant and the ensemble members, the 50-item
   samples of the ``cpu_leaderboard_dev_q15*.toml`` rounds chose the Qwen-1.5B candidates);
-* ``before-53``: sets of one corpus joined by shared contexts and turn pairs (round 8 read every item of
+* ``by-corpus``: sets of one corpus joined by shared contexts and turn pairs (round 8 read every item of
   each dev half: ``heads_q15_dev.toml``);
 * ``current``: GRADE windows that continue a dialogue by one turn join it too.
 
@@ -40,12 +40,12 @@ from judge.harness.runner import seeded_subset
 
 OUT = ROOT / "benchmarks" / "halves_history.json"
 #: The rules of each earlier split, oldest first (see the module doc), and the current ones.
-VERSIONS = {"before-44": (), "before-53": ("prefix", "pair"), "current": RULES}
+VERSIONS = {"by-set": (), "by-corpus": ("prefix", "pair"), "current": RULES}
 #: The development samples read on each earlier split: (split version, items per set, what read it).
 SAMPLES = (
-    ("before-44", 25, "in round 1's 25-item dev sample"),
-    ("before-44", 50, "in the 50-item dev samples of rounds 2-7"),
-    ("before-53", None, "read by round 8 (every dev item)"),
+    ("by-set", 25, "in round 1's 25-item dev sample"),
+    ("by-set", 50, "in the 50-item dev samples of rounds 2-7"),
+    ("by-corpus", None, "read by round 8 (every dev item)"),
 )
 
 
@@ -66,7 +66,7 @@ def history(data_dir: str | Path) -> dict[str, Any]:
         overall = dataset_info(name).overall
         test = sorted(i for i, h in halves["current"][name].items() if h == "test")
         entry: dict[str, Any] = {"test": len(test), "once_dev": [], "samples": {}}
-        for version in ("before-44", "before-53"):
+        for version in ("by-set", "by-corpus"):
             entry["once_dev"] += [i for i in test if halves[version][name][i] == "dev"]
         entry["once_dev"] = sorted(set(entry["once_dev"]))
         for version, limit, what in SAMPLES:
@@ -74,11 +74,11 @@ def history(data_dir: str | Path) -> dict[str, Any]:
             sample = [it.id for it in seeded_subset(dev, limit, 0) if it.human(overall) is not None]
             entry["samples"][what] = sorted(set(sample) & set(test))
         read[name] = entry
-    moved = [{"set": n, "item": i, "before": halves["before-53"][n][i], "after": h}
-             for n in DSTC10_SETS for i, h in halves["current"][n].items() if halves["before-53"][n][i] != h]
+    moved = [{"set": n, "item": i, "before": halves["by-corpus"][n][i], "after": h}
+             for n in DSTC10_SETS for i, h in halves["current"][n].items() if halves["by-corpus"][n][i] != h]
     return {"about": "written by benchmarks/halves_history.py from the data (see its doc); the results page "
-                     "is generated from it", "current": index_digest(), "moved_by": "issue 53 (before-53 -> current)",
-            "moved": moved, "read_in_dev": read}
+                     "is generated from it", "current": index_digest(),
+            "moved_by": "the one-turn links (by-corpus -> current)", "moved": moved, "read_in_dev": read}
 
 
 def text(data: dict[str, Any]) -> str:

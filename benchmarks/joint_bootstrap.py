@@ -5,7 +5,7 @@ dialogues; the average's bootstrap resamples them together (one draw per convers
 rate it: :func:`judge.stats.correlation.average_ci`). This scores one model-free method (``length`` by default) on the
 eight DSTC10 test halves as the published runs sample them (up to 200 items per set, seed 0) and prints the
 bootstrap SD and 95% CI of its 8-set average both ways: every set resampled on its own (the rule before
-issue 53) and shared conversations together (today's), with the ratio of the SDs. No model loads; seconds.
+shared conversations were resampled together) and shared conversations together (today's), with the ratio of the SDs. No model loads; seconds.
 
     python benchmarks/joint_bootstrap.py --data-dir ../shared/data --resamples 4000
 """

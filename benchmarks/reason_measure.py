@@ -43,7 +43,7 @@ from judge.harness.summary import cell_stats, paired_comparison, row_groups
 from judge.harness.timing import read_timing
 from judge.records.results import cell_path
 from judge.records.rows import Row, read_rows
-from judge.report import load_summary
+from judge.records.summary import read_summary
 from judge.report import results_page as page
 from judge.report.reason_table import measure_table
 from judge.stats import correlation as stats
@@ -148,7 +148,7 @@ def measured(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The run's ``summary.json`` with the sampled candidate added in its own form, and the ``measure`` block:
     per candidate the tokens and seconds per item, failures, draws that were no answer and the sets it scored
     as a constant; and how many rationales open with their verdict."""
-    summary = load_summary(out)
+    summary = read_summary(out).to_dict()
     quality = {r["dataset"]: r["quality"] for r in summary["results"]}  # each set's overall quality
     sets = list(quality)
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -202,11 +202,11 @@ def main() -> int:
     ap.add_argument("--root", default=str(ROOT), help="repository root (default: this script's)")
     args = ap.parse_args()
     out, root = Path(args.results), Path(args.root)
-    name = args.collect or load_summary(out)["experiment"]["name"]
+    name = args.collect or read_summary(out).experiment["name"]
     merged, block = measured(out)
     # The command of the run itself (the derived candidate is not the config's: it is this script's). A run that
     # overrode the backend (the mock, in tests) has none, and is never written.
-    run = load_summary(out)
+    run = read_summary(out).to_dict()
     command = (page.regenerate_command(run, name, load_experiment) if args.collect
                else f"judge run {run['experiment']['config']}")
     collected = page.collect(out, name, load_config=load_experiment, root=root, command=command,

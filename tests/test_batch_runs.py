@@ -1,4 +1,4 @@
-"""``--batch`` through the CLI against tests/fault_server.py (issue 56): the engine's pre-pass
+"""``--batch`` through the CLI against tests/fault_server.py: the engine's pre-pass
 (judge/engine/batch.py) sends the requests the cache lacks through the Batch API before a run sends
 anything, then the run scores from the cache. A batch run's rows equal the synchronous run's (judge score;
 a judge run grid with an ensemble, one batch for the whole run); a run killed while it waits and run again

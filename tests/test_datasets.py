@@ -369,6 +369,11 @@ def test_fed_usr_gupta_record_errors(tmp_path: Path) -> None:
     assert e.value.field == "human_average_rating" and e.value.record == "row 1"
     with pytest.raises(InputError, match="missing CSV column"):
         load_items(_write(tmp_path, "h.csv", "model,response\nm,r\n"))
+    with pytest.raises(InputError, match="expected 7 columns") as e:  # a row cut short
+        load_items(_write(tmp_path, "s.csv", header + "m,1_2,3,resp,p,r1\tr2,a||||b\nm,1_3,3\n"))
+    assert e.value.record == "row 2"
+    with pytest.raises(InputError, match="no data rows"):
+        load_items(_write(tmp_path, "e.csv", header))
 
 
 # --- users' JSONL -------------------------------------------------------------------------------

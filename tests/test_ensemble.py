@@ -605,7 +605,7 @@ def test_lodo_never_learns_on_a_set_that_shares_the_scored_conversations(tmp_pat
 def test_lodo_never_learns_on_one_set_under_another_name_or_path(tmp_path, data_dir):
     """By content: the registered name and a path (or a renamed copy) of the same file, a release file given by
     path beside its DSTC10 copy, and two registered releases of one corpus are left out of each other's
-    training, in both directions (issue 53: by path, fed_data.json trained FED-Turn's weights on 78 of its own
+    training, in both directions (before the guards read content: by path, fed_data.json trained FED-Turn's weights on 78 of its own
     183 scored items)."""
     copy = tmp_path / "copy.json"
     copy.write_bytes((data_dir / "dstc10_track5" / "topical-usr_eval.json").read_bytes())

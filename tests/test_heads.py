@@ -174,7 +174,7 @@ def test_check_prints_the_cost_of_each_set_and_fits_nothing(tmp_path, data_dir):
 
 def test_one_set_under_two_names_and_bad_strengths_are_refused(tmp_path, data_dir, turn_examples):
     """By content: the same file twice, a copy under another name, a registered set beside its release file
-    given by path (issue 53: only one path twice was caught)."""
+    given by path (before the guards read content only one path twice was caught)."""
     copy = tmp_path / "copy.jsonl"
     copy.write_text(turn_examples.read_text())
     for data in ((str(turn_examples), str(turn_examples)), (str(turn_examples), str(copy)),
@@ -321,7 +321,7 @@ def test_judge_score_and_serve_give_the_head_s_scores(tmp_path, data_dir, turn_e
     answers = [json.loads(line)["label_probs"] for line in plain.stdout.splitlines()]
     assert [r["label_probs"] for r in rows] == answers  # the same prompt read, the same answers
     assert [r["score"] for r in rows] != [None] * len(rows)
-    # judge bench prints a head's summary (issue 53: it died in the summary on a key a head does not have).
+    # judge bench prints a head's summary (it once died in the summary on a key a head does not have).
     bench = _in_process(["bench", str(turn_examples), "--results", str(tmp_path / "bench"), *args])
     assert bench.returncode == 0, bench.stderr
     assert "method head-head: prompt yesno-criteria, model " in bench.stdout and f"(mock), head {head}" in \

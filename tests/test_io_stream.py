@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from judge.core.io import atomic_jsonl_writer, atomic_write_jsonl
+from judge.core.io import atomic_jsonl_writer
 
 
 def test_rows_stream_to_a_temp_file_and_appear_only_at_the_end(tmp_path):
@@ -24,16 +24,17 @@ def test_rows_stream_to_a_temp_file_and_appear_only_at_the_end(tmp_path):
 def test_a_failed_run_leaves_no_file_and_keeps_an_old_one(tmp_path):
     out = tmp_path / "scores.jsonl"
 
-    def rows():
-        yield {"id": "a"}
-        raise RuntimeError("model crashed")
+    def crash():
+        with atomic_jsonl_writer(out) as write:
+            write({"id": "a"})
+            raise RuntimeError("model crashed")
 
     with pytest.raises(RuntimeError):
-        atomic_write_jsonl(out, rows())
+        crash()
     assert list(tmp_path.iterdir()) == []
     out.write_text('{"id": "old"}\n')
     with pytest.raises(RuntimeError):
-        atomic_write_jsonl(out, rows())
+        crash()
     assert out.read_text() == '{"id": "old"}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]
 

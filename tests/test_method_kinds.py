@@ -261,6 +261,7 @@ def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
     every other method leaves the reference-free and reference-based bests where they were."""
     import copy
 
+    from judge.records.summary import Summary
     from judge.report.table import build
 
     summary = json.loads((kinds_run / "summary.json").read_text())
@@ -272,7 +273,7 @@ def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
     for r in summary["results"]:
         if r["method"] == "next-user":
             r["spearman"] = 0.99
-    board = build(summary)
+    board = build(Summary.from_dict(summary))
     by_kind = {kind: rows for kind, _title, rows in board.sections()}
     j = next(i for i, c in enumerate(board.columns) if c.key == ("fed-dial", "Overall"))  # next-user scores FD
     free = {r.method: r.cells[j].best for r in by_kind["reference-free"]}
@@ -284,12 +285,12 @@ def test_best_is_never_taken_across_kinds(kinds_run: Path) -> None:
 def test_old_summaries_put_uses_future_methods_in_their_own_table() -> None:
     """Summaries written with two kinds recorded a uses-future method as reference-free with
     ``uses_future``: its report still keeps it out of the reference-free table."""
-    from judge.report.table import row_kind
+    from judge.data.kinds import recorded_kind
 
-    assert row_kind({"kind": "reference-free", "uses_future": True}) == "uses-future"
-    assert row_kind({"kind": "reference-based", "uses_future": True}) == "uses-future"
-    assert row_kind({"kind": "reference-free", "uses_future": False}) == "reference-free"
-    assert row_kind({}) == "unknown"
+    assert recorded_kind({"kind": "reference-free", "uses_future": True}) == "uses-future"
+    assert recorded_kind({"kind": "reference-based", "uses_future": True}) == "uses-future"
+    assert recorded_kind({"kind": "reference-free", "uses_future": False}) == "reference-free"
+    assert recorded_kind({}) == "unknown"
 
 
 @pytest.mark.slow

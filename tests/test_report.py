@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -15,7 +14,8 @@ import pytest
 
 from judge.datasets.paper import paper_value
 from judge.harness import load_experiment, run_experiment
-from judge.report import load_summary, render_all, render_csv, render_markdown
+from judge.records.summary import CellStats, Corr, Summary, read_summary
+from judge.report import render_all, render_csv, render_markdown
 
 CONFIG = """
 name = "rep"
@@ -85,7 +85,7 @@ def test_rerender_from_saved_results(results):
     written = render_all(results)  # reads summary.json and the item files only
     names = {p.name for p in written}
     assert {"leaderboard.md", "leaderboard.html", "results.csv", "heatmap.png", "scatter_length.png"} <= names
-    summary = load_summary(results)
+    summary = read_summary(results).to_dict()
 
     md = (results / "leaderboard.md").read_text()
     assert "| method | DGR | EG | FT | avg |" in md
@@ -121,40 +121,40 @@ def test_rerender_from_saved_results(results):
     assert (results / "plots" / "heatmap.png").stat().st_size > 5000
 
 
-def _with_k_methods(summary: dict) -> dict:
+def _with_k_methods(summary: Summary) -> Summary:
     """A summary with a random and a BM25 selector at several k (values planted for the curve)."""
-    s = copy.deepcopy(summary)
-    s["methods"], s["results"], s["cells"], s["averages"] = {}, [], [], {}
+    methods: dict = {}
+    cells: list[CellStats] = []
+    averages: dict = {}
     for sel, ks, base in (("random", (4, 8), 0.1), ("bm25-context", (4, 8), 0.3), ("none", (0,), 0.05)):
         for k in ks:
             m = f"{sel}-k{k}"
-            s["methods"][m] = {"type": "llm", "selector": sel, "k": k, "backend": "llamacpp", "model": None}
+            methods[m] = {"type": "llm", "selector": sel, "k": k, "backend": "llamacpp", "model": None}
             for seed in ((0, 1) if sel == "random" else (0,)):
                 v = base + k / 100 + seed / 50
-                s["cells"].append({"method": m, "dataset": "dailydialog-grade", "quality": "relevance",
-                                   "seed": seed, "spearman": {"value": v, "p": 0.01, "n": 25}})
-            s["averages"][m] = {"per_set": {"dailydialog-grade": base + k / 100}, "overall": base + k / 100}
-    return s
+                cells.append(CellStats(m, "dailydialog-grade", "relevance", seed,
+                                       replace(summary.cells[0].stats, spearman=Corr(v, 0.01, 25))))
+            averages[m] = {"per_set": {"dailydialog-grade": base + k / 100}, "overall": base + k / 100}
+    return replace(summary, methods=methods, results=(), cells=tuple(cells), averages=averages)
 
 
 def test_k_curve_plot(tmp_path, results):
     from judge.report.plots import DPI, K_CURVE_SIZE, k_curve
 
-    summary = load_summary(results)
+    summary = read_summary(results)
     assert k_curve(summary, tmp_path / "none.png") is None  # classic methods only: nothing to draw
     p = k_curve(_with_k_methods(summary), tmp_path / "k.png")
     assert p is not None and _png_size(p) == (round(K_CURVE_SIZE[0] * DPI), round(K_CURVE_SIZE[1] * DPI))
 
 
 def test_markdown_marks_seeds_and_nonsignificance(results):
-    summary = load_summary(results)
-    s = copy.deepcopy(summary)
+    s = read_summary(results).to_dict()
     r = s["results"][0]
     # The mark reads the conversation bootstrap's p (the CI's), not scipy's item-level one.
     r["sd"], r["p"], r["ci"]["p"] = 0.0123, 0.001, 0.5
-    md = render_markdown(s)
+    md = render_markdown(Summary.from_dict(s))
     assert f"{r['spearman']:.3f} ± 0.012\\*" in md
-    assert "method,kind,uses_future,dataset,quality,n,n_conversations,spearman" in render_csv(s)
+    assert "method,kind,uses_future,dataset,quality,n,n_conversations,spearman" in render_csv(Summary.from_dict(s))
 
 
 def test_paper_values_lookup():

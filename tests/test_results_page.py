@@ -75,7 +75,7 @@ def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):
     assert committed == text(history(data_dir))
     data = json.loads(committed)
     assert data["current"] == index_digest()
-    # Issue 53's counts for FED-Turn (72 of 183 test items once in a dev half; 21 of them in the 50-item
+    # The counts for FED-Turn (72 of 183 test items once in a dev half; 21 of them in the 50-item
     # samples, 8 in the 25-item sample), and the six GRADE items the single-turn links moved.
     ft = data["read_in_dev"]["fed-turn"]
     assert (ft["test"], len(ft["once_dev"]), *map(len, ft["samples"].values())) == (183, 72, 8, 21, 0)
@@ -86,14 +86,14 @@ def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):
 def test_a_summary_on_earlier_halves_says_so_and_lists_the_moved_items(collected: dict):
     """The page marks a run collected on other halves than today's, naming the moved items of its table's sets
     and how its averages were resampled; a run on today's halves gets no such note."""
-    history = {"current": collected["run"]["halves"], "moved_by": "issue 99 (x -> y)", "read_in_dev": {},
+    history = {"current": collected["run"]["halves"], "moved_by": "the last change (x -> y)", "read_in_dev": {},
                "moved": [{"set": "topical-usr", "item": "topical-usr_00007", "before": "dev", "after": "test"}]}
     assert "Earlier halves" not in page.render_page([collected], {**history, "read_in_dev": {"topical-usr": {
         "test": 3, "once_dev": [], "samples": {"round 1": []}}}})
     old = {**collected, "run": {k: v for k, v in collected["run"].items() if k != "halves"}}
     text = page.render_page([old], {**history, "read_in_dev": {"topical-usr": {
         "test": 3, "once_dev": ["topical-usr_00007"], "samples": {"round 1": []}}}})
-    assert "**Earlier halves.** This run scored the halves before issue 99" in text
+    assert "**Earlier halves.** This run scored the halves before the last change" in text
     assert "TU: 00007 now in test" in text
     assert "resampled every set's conversations on its own" in text
     assert "- TU: 1 of its 3 test items (0 round 1): 00007." in text
@@ -145,7 +145,7 @@ def test_every_figure_with_a_ci_outside_the_journal_comes_from_a_committed_summa
 
 
 def test_the_figure_check_reads_signed_differences():
-    """Issue 53: ``+.005 [−.04, .06]`` (a sign and a Unicode minus) passed the check unread."""
+    """``+.005 [−.04, .06]`` (a sign and a Unicode minus) once passed the check unread."""
     assert [tuple(map(_unsigned, m.groups())) for m in _FIGURE.finditer("+.005 [−.04, .06] and −.015 [-.03, .00]")] \
         == [(".005", "-.04", ".06"), ("-.015", "-.03", ".00")]
 

@@ -82,7 +82,7 @@ ARGS = {
     "pairsets_q15.toml": ["--datasets", "LBGO", "--backend", "mock"],
     # The runs behind docs/results.md: DGU has references, FED-Dial next user turns; SmolLM2 is embedded.
     "results_test.toml": ["--limit", "5", "--datasets", "DGU,FD"],
-    # Issue 54's measurement (a 128-token rationale with Qwen-1.5B): its harness logic on the mock backend;
+    # The reasoning measurement (a 128-token rationale with Qwen-1.5B): its harness logic on the mock backend;
     # the llama.cpp path runs with SmolLM2 in tests/test_reasoning_llamacpp.py.
     "reason_q15_dev.toml": ["--limit", "4", "--datasets", "DZ,FT", "--backend", "mock"],
     "table3_fed_turn.toml": ["--limit", "6"],

@@ -86,7 +86,7 @@ RELEASES = ["fed/fed_data.json", "usr/tc_usr_data.json", "usr/pc_usr_data.json",
 @pytest.mark.parametrize("path", RELEASES)
 def test_the_shipped_head_is_refused_on_the_release_files_given_by_path(data_dir, path, capsys):
     """The original releases hold the items of DSTC10 sets it learned from: refused by content, before any model
-    loads, saying how many of the file's conversations it learned from (issue 53: accepted by path)."""
+    loads, saying how many of the file's conversations it learned from (before the guards read content: accepted by path)."""
     assert main(["score", str(data_dir / path), "--method", "criteria-head"]) == 2
     err = capsys.readouterr().err
     assert "the head learned from " in err and "conversations of the scored items" in err, err

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from judge.records.rows import Row
+from judge.records.summary import Summary
 from judge.report import render_csv, render_html, render_markdown
 from judge.report.table import build, p_text
 from judge.stats import correlation as stats
@@ -74,20 +75,20 @@ def test_marks_come_from_the_bootstrap_not_scipy(summary: dict) -> None:
     assert res["p_boot"] == res["ci"]["p"] and res["ci"]["p"] is not None
     # scipy says significant, the conversation bootstrap does not: the cell is marked.
     res["p"], res["ci"]["p"] = 0.001, 0.3
-    cell = build(s).rows[0].cells[0]
-    assert cell.marked and "\\*" in render_markdown(s).split("| length |")[1].split("|")[1]
+    cell = build(Summary.from_dict(s)).rows[0].cells[0]
+    assert cell.marked and "\\*" in render_markdown(Summary.from_dict(s)).split("| length |")[1].split("|")[1]
     # ... and the other way round: not marked.
     res["p"], res["ci"]["p"] = 0.3, 0.001
-    assert not build(s).rows[0].cells[0].marked
-    rows = {(r["method"], r["dataset"]): r for r in csv.DictReader(io.StringIO(render_csv(s)))}
+    assert not build(Summary.from_dict(s)).rows[0].cells[0].marked
+    rows = {(r["method"], r["dataset"]): r for r in csv.DictReader(io.StringIO(render_csv(Summary.from_dict(s))))}
     assert rows[("length", "topical-usr")]["significant"] == "True"
     assert rows[("length", "topical-usr")]["p_bootstrap_text"] == "< .005"  # 1/200
     # The overall average is marked by its stratified bootstrap's p.
     s["averages"]["length"]["ci"]["p"] = 0.4
-    avg = build(s).rows[0].cells[-1]
+    avg = build(Summary.from_dict(s)).rows[0].cells[-1]
     assert avg.is_average and avg.marked
     s["averages"]["length"]["ci"]["p"] = 0.01
-    assert not build(s).rows[0].cells[-1].marked
+    assert not build(Summary.from_dict(s)).rows[0].cells[-1].marked
 
 
 def test_conversations_behind_each_ci_are_shown(summary: dict) -> None:
@@ -95,13 +96,13 @@ def test_conversations_behind_each_ci_are_shown(summary: dict) -> None:
     tu = res[("length", "topical-usr")]
     assert tu["n_conversations"] == tu["ci"]["n_units"] and tu["ci"]["unit"] == "group"
     assert tu["n_conversations"] < tu["n"]  # TU rates several responses per context
-    md = render_markdown(summary)
+    md = render_markdown(Summary.from_dict(summary))
     conv = next(line for line in md.splitlines() if line.startswith("| n (conversations)"))
     cells = [x.strip() for x in conv.strip("|").split("|")]
     assert cells[1] == str(tu["n_conversations"]) and cells[2] == str(res[("length", "fed-turn")]["n_conversations"])
     assert cells[3] == str(summary["averages"]["length"]["ci"]["n_units"])
-    assert f"<td>n (conversations)</td><td>{tu['n_conversations']}</td>" in render_html(summary)
-    rows = {(r["method"], r["dataset"]): r for r in csv.DictReader(io.StringIO(render_csv(summary)))}
+    assert f"<td>n (conversations)</td><td>{tu['n_conversations']}</td>" in render_html(Summary.from_dict(summary))
+    rows = {(r["method"], r["dataset"]): r for r in csv.DictReader(io.StringIO(render_csv(Summary.from_dict(summary))))}
     assert rows[("length", "topical-usr")]["n_conversations"] == str(tu["n_conversations"])
 
 
@@ -109,7 +110,7 @@ def test_paired_p_at_its_floor_prints_as_less_than(summary: dict) -> None:
     s = copy.deepcopy(summary)
     comp = s["comparisons"][0]
     comp["p"] = 1 / comp["n_boot"]
-    md = render_markdown(s)
+    md = render_markdown(Summary.from_dict(s))
     line = next(x for x in md.splitlines() if x.startswith(f"| length | rouge-l | {comp['dataset']} "))
     assert line.rstrip(" |").split("|")[-2].strip() == "< .005"
 

@@ -88,7 +88,7 @@ def test_cli_run_and_bench_take_split(tmp_path, data_dir):
 # test conversations, sha256 of the sorted test ids joined by newlines). Any change to the split, the
 # loaders' ids or their grouping shows here; a test number is only comparable under the same halves.
 HALVES = [
-    # FED-Turn's items follow the FED-Dial dialog they were cut from (until issue 44 each FED set was split
+    # FED-Turn's items follow the FED-Dial dialog they were cut from (before the split by conversation each FED set was split
     # on its own: 159, 53, 216, 71, "1a82be66..."); FED-Dial's halves did not move.
     ("fed-turn", 192, 64, 183, 60, "ba3218e50bd99654480b4e8b8553e42441a9c62f836d32b6d0e058b04530cf5c"),
     ("fed-dial", 64, 64, 61, 61, "73695f1610cd0dd95c922731708162a6fe09bc9f0e04bd0e599a7d5f057681c5"),
@@ -98,7 +98,7 @@ HALVES = [
     # The DailyDialog sets follow DailyDialog-Zhao's halves in the few dialogues they share with it and
     # with each other (before: DGU 230, 46, 270, 54, "93dd9c83..."; DGR 166, 83, 134, 66, "0bd2dc41...").
     ("dailydialog-gupta", 240, 48, 260, 52, "4ede3e9f2eb969add1049c5bbb1904580c6964c8c30821058413348639804565"),
-    # Since issue 53 GRADE's windows also follow the dialogue they continue by one shared turn (DGR 00008,
+    # Since the one-turn links GRADE's windows also follow the dialogue they continue by one shared turn (DGR 00008,
     # 00061, 00158, 00211 went dev -> test, 00102, 00252 test -> dev; before: 166, 83, 134, 66, "9c045d93...").
     ("dailydialog-grade", 164, 82, 136, 67, "1933f8b263edbef94ed2069e8186774466391aedadb839242891b025024b65cd"),
     ("empathetic-grade", 136, 66, 164, 81, "577da0397a99a7176fbc6b3f8cf97af4646c703571a853afa105aa6adcf79a9c"),
@@ -319,7 +319,7 @@ def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
     assert linked[("dailydialog-zhao", "dailydialog-gupta")] > 0
     assert linked[("fed-turn", "fed/fed_data.json (by path)")] >= 375
     assert not linked[("topical-usr", "empathetic-grade")]
-    # The three dialogues linked by one turn only (issue 53): an interview and a "sheet with a hole" dialogue
+    # The three dialogues linked by one turn only (the one-turn links): an interview and a "sheet with a hole" dialogue
     # of Gupta's sample continued by GRADE windows, an aisle-seat dialogue inside GRADE.
     assert {("dailydialog-gupta_00000", "dailydialog-grade_00061"), ("dailydialog-gupta_00265", "dailydialog-grade_00008")
             } <= _single_turn_links(shown["dailydialog-gupta"], shown["dailydialog-grade"], openers)
@@ -330,8 +330,8 @@ def test_no_conversation_is_in_both_halves_of_two_sets(data_dir):
 @pytest.mark.parametrize("name", sorted(RELEASES))
 def test_a_release_file_given_by_path_has_its_registered_sets_halves(data_dir, tmp_path, name):
     """By path, under its own name, copied elsewhere under another name, or re-exported with other case and
-    punctuation, a release file's items are in the halves of the registered set (issue 53: by path,
-    fed_data.json had 236 of its 500 items in the other half)."""
+    punctuation, a release file's items are in the halves of the registered set (before the guards read content, by
+    path, fed_data.json had 236 of its 500 items in the other half)."""
     registered = {it.id: split_of(conversation_of(it)) for it in load_benchmark(name, data_dir)}
     by_path = load_items(data_dir / RELEASES[name])
     copy = tmp_path / ("renamed" + Path(RELEASES[name]).suffix)

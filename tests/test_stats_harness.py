@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
+from judge.records.summary import Summary
 from judge.stats import correlation as stats
 from judge.stats.agreement import krippendorff_alpha
 
@@ -175,12 +176,10 @@ def test_dstc10_average_hand_computed():
     assert overall == pytest.approx(0.45)  # mean of sets, not of the 3 qualities (0.4)
 
 
-def test_mean_sd_and_marks():
+def test_mean_sd():
     m, sd = stats.mean_sd([0.1, 0.2, 0.3])
     assert m == pytest.approx(0.2) and sd == pytest.approx(np.std([0.1, 0.2, 0.3], ddof=1))
     assert stats.mean_sd([0.5]) == (0.5, 0.0)
-    assert stats.significance_mark(0.01) == "" and stats.significance_mark(0.2) == "*"
-    assert stats.significance_mark(float("nan")) == "*"
 
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the 4 observers x 12 units example.
@@ -243,7 +242,7 @@ def test_harness_resamples_conversations_and_reports_it(tmp_path, data_dir):
     assert (ci["unit"], ci["n_units"], ci["n_degenerate"], ci["n_boot"]) == ("group", 124, 0, 200)
     (comp,) = summary["comparisons"]
     assert (comp["n_boot"], comp["unit"], comp["n_units"], comp["n_degenerate"]) == (200, "group", 124, 0)
-    md = render_markdown(summary)
+    md = render_markdown(Summary.from_dict(summary))
     assert "200 resamples, resampling conversations" in md
     assert "Degenerate bootstrap resamples (undefined correlation, left out): 0 over the 2 CIs, 0 over the 1 paired" in md
 
@@ -342,7 +341,7 @@ def test_harness_reports_the_average_ci_and_paired_average(tmp_path, data_dir):
     (comp,) = summary["average_comparisons"]
     assert (comp["a"], comp["b"], comp["n_sets"], comp["diff"], comp["p"]) == ("length", "length-copy", 2, 0.0, 1.0)
     assert comp["n"] == sum(r["n"] for r in summary["results"] if r["method"] == "length")
-    md = render_markdown(summary)
+    md = render_markdown(Summary.from_dict(summary))
     # The two methods tie, so both averages are bold; the CI follows the value.
     # The average carries the not-significant mark of its own stratified bootstrap's p.
     mark = "\\*" if ci["p"] >= 0.05 else ""
@@ -352,9 +351,9 @@ def test_harness_reports_the_average_ci_and_paired_average(tmp_path, data_dir):
     assert md.count("(fed-turn and fed-dial) are resampled together: one draw per conversation") == 2
     from judge.report import render_html
 
-    assert "(fed-turn and fed-dial) are resampled together" in render_html(summary)
+    assert "(fed-turn and fed-dial) are resampled together" in render_html(Summary.from_dict(summary))
     from judge.report import render_html
 
-    html = render_html(summary)
+    html = render_html(Summary.from_dict(summary))
     assert "<h2>Paired comparisons of the averages" in html
     assert f"<tr><td>length</td><td>length-copy</td><td>2</td><td>{comp['n']}</td>" in html

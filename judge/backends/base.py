@@ -50,7 +50,7 @@ class Capabilities:
     #: ``sequence_logprobs`` reads the log-probability of every token of a given text (likelihood methods).
     sequence_logprobs: bool = False
     #: ``hidden_states`` reads the model's final hidden state at the answer position along with the label
-    #: distribution (supervised heads on the judge model's representation, issue 46).
+    #: distribution (supervised heads on the judge model's representation).
     hidden_states: bool = False
     #: ``reason`` has the model write a rationale before its answer is read (:class:`Reasoning`): a judge
     #: that thinks before it answers (``reason = N`` on a method).

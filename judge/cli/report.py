@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..report import load_summary, render_all, render_markdown
+from ..records.summary import read_summary
+from ..report import render_all, render_markdown
 from . import EXIT_OK
 
 
@@ -17,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    summary = load_summary(args.results_dir)
+    summary = read_summary(args.results_dir)
     for path in render_all(args.results_dir, None, plots=not args.no_plots):
         print(path)
     if args.print:

@@ -11,7 +11,7 @@ from ..core.errors import InputError
 from ..core.io import atomic_write_text, check_output_path
 from ..records.results import VIEW_FILE
 from ..records.summary import read_summary
-from ..report import load_summary, render_html
+from ..report import render_html
 from . import EXIT_OK
 
 
@@ -61,4 +61,4 @@ def run(args: argparse.Namespace) -> int:
 def link_leaderboard(run_dir: Path, view: Path) -> None:
     """Render the folder's leaderboard.html again, now linking to the view."""
     target = Path(os.path.relpath(view.resolve(), run_dir.resolve())).as_posix()
-    atomic_write_text(run_dir / "leaderboard.html", render_html(load_summary(run_dir), view=target))
+    atomic_write_text(run_dir / "leaderboard.html", render_html(read_summary(run_dir), view=target))

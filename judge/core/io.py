@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -68,13 +68,6 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file, fsync, rename)."""
     with atomic_file(path) as f:
         f.write(text)
-
-
-def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> None:
-    """Stream ``rows`` (one JSON line each) into ``path`` atomically, holding one row at a time."""
-    with atomic_jsonl_writer(path) as write:
-        for row in rows:
-            write(row)
 
 
 @contextmanager

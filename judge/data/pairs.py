@@ -112,13 +112,7 @@ class Pairing:
     systems: list[str]
     #: Contexts with a reply of one system only (nothing to compare), left out.
     single: int = 0
-    #: How the pairs were matched: ``contexts`` (one file), ``ids`` or ``contexts`` (two files).
-    matched_by: str = "contexts"
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def n_contexts(self) -> int:
-        return len({p.context for p in self.pairs})
 
 
 def _check_turn_level(items: Sequence[Item], file: str) -> None:
@@ -199,7 +193,7 @@ def _declared_pairs(items: Sequence[Item], wanted: set[str], baseline: str | Non
     used = {s for p in pairs for s in (p.system_a, p.system_b)}
     notes = [f"{dialogs} dialog-level item{'s' if dialogs != 1 else ''} left out: a dialog shares no context with "
              "another reply"] if dialogs else []
-    return Pairing(pairs, [s for s in known if s in used], matched_by="pairs", notes=notes)
+    return Pairing(pairs, [s for s in known if s in used], notes=notes)
 
 
 def pair_label(a: Item, b: Item, file: str) -> PairLabel | None:
@@ -261,14 +255,13 @@ def _context_pairs(replies: Sequence[Item], rank: dict[str, int], baseline: str 
     return out
 
 
-def pairs_between(items_a: Sequence[Item], items_b: Sequence[Item], *, file_a: str, file_b: str,
-                  names: tuple[str, str] | None = None) -> Pairing:
-    """The pairs of two files, one system each (named ``names``, default the files' names): item by item by
+def pairs_between(items_a: Sequence[Item], items_b: Sequence[Item], *, file_a: str, file_b: str) -> Pairing:
+    """The pairs of two files, one system each (named by :func:`system_names`): item by item by
     matching ids when the files share ids (then every id of one must be in the other, with the same
     context), else by matching contexts (each context once in each file)."""
     _check_turn_level(items_a, file_a)
     _check_turn_level(items_b, file_b)
-    sa, sb = names or system_names(file_a, file_b, items_a, items_b)
+    sa, sb = system_names(file_a, file_b, items_a, items_b)
     ids_b = {it.id: it for it in items_b}
     if any(it.id in ids_b for it in items_a):
         _all_matched(items_a, ids_b, file_a, file_b, "id")
@@ -282,12 +275,12 @@ def pairs_between(items_a: Sequence[Item], items_b: Sequence[Item], *, file_a: s
                                  "background): pairs compare replies to one context", file=file_a, record=a.id,
                                  field="context")
             pairs.append(Pair(a, b, sa, sb))
-        return Pairing(pairs, [sa, sb], matched_by="ids")
+        return Pairing(pairs, [sa, sb])
     by_a = _one_per_context(items_a, file_a)
     by_b = _one_per_context(items_b, file_b)
     _all_matched(items_a, by_b, file_a, file_b, "context")
     _all_matched(items_b, by_a, file_b, file_a, "context")
-    return Pairing([Pair(a, by_b[context_key(a)], sa, sb) for a in items_a], [sa, sb], matched_by="contexts")
+    return Pairing([Pair(a, by_b[context_key(a)], sa, sb) for a in items_a], [sa, sb])
 
 
 def _one_per_context(items: Sequence[Item], file: str) -> dict[str, Item]:

@@ -1,7 +1,8 @@
 """Rated responses that are (nearly) one of the item's references.
 
-On some benchmark sets one of the rated "systems" is the original human reply, which is also the
-set's reference (Topical-USR, Persona-USR and DailyDialog-Zhao each have one). A reference-based
+On four benchmark sets some rated replies are a reference: the original human reply, which is also the
+set's reference, on Topical-USR, Persona-USR and DailyDialog-Zhao, and two generic model replies that equal
+one of the item's references on DailyDialog-Gupta. A reference-based
 scorer gives those items its top score and people rate them high, so it gains on them for free. The
 harness flags such items on every row and reports each reference-based correlation a second time
 without them; this module decides which items they are.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -13,6 +15,27 @@ from ..core.errors import InputError
 from ..data.items import KNOWN_SPEAKERS, SYSTEM, USER, Item, Turn, normalize_speaker
 from ..data.qualities import Quality
 from .groups import GroupIndex, sequence
+
+
+def csv_rows(text: str, file: str, header_problem: Callable[[list[str]], str | None]
+             ) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of a CSV file, every row as wide as the header (InputError: a problem
+    ``header_problem`` finds in the header, invalid CSV, no data rows, a row of another width)."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = list(reader.fieldnames or [])
+        problem = header_problem(header)
+        if problem:
+            raise InputError(problem, file=file, record=1)
+        rows = list(reader)
+    except csv.Error as e:
+        raise InputError(f"invalid CSV: {e}", file=file, record=reader.line_num or None) from None
+    if not rows:
+        raise InputError("no data rows", file=file)
+    for i, row in enumerate(rows):
+        if None in row or any(v is None for v in row.values()):
+            raise InputError(f"expected {len(header)} columns", file=file, record=f"row {i + 1}")
+    return header, rows
 
 
 def dataset_name(path: str | Path) -> str:

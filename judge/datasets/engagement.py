@@ -18,14 +18,12 @@ stock line: :func:`_continued`).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 
 from ..core.components import components
 from ..core.errors import InputError
 from ..data.items import USER, Item, Turn
-from ._common import assign_groups
+from ._common import assign_groups, csv_rows
 from .identity import normalised
 
 #: The columns each file's loader needs, and the rating column.
@@ -52,23 +50,13 @@ def kind(header: list[str]) -> str | None:
 
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
     """The format loader registered in ``judge.datasets.FORMAT_LOADERS`` (either file, told by its header)."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    try:
-        header = list(reader.fieldnames or [])
-        which = kind(header)
-        if which is None:
-            raise InputError(f"missing CSV column(s): expected the header {','.join(DAILYDIALOG)} (DailyDialog "
-                             f"file) or {','.join(CONVAI)} (ConvAI file), got {','.join(header)}", file=file, record=1)
-        rows = list(reader)
-    except csv.Error as e:
-        raise InputError(f"invalid CSV: {e}", file=file, record=reader.line_num or None) from None
-    if not rows:
-        raise InputError("no data rows", file=file)
+    header, rows = csv_rows(text, file, lambda h: None if kind(h) else (
+        f"missing CSV column(s): expected the header {','.join(DAILYDIALOG)} (DailyDialog file) or "
+        f"{','.join(CONVAI)} (ConvAI file), got {','.join(h)}"))
+    which = kind(header)
     items = []
     for i, row in enumerate(rows):
         rec = f"row {i + 1}"
-        if None in row or any(v is None for v in row.values()):
-            raise InputError(f"expected {len(header)} columns", file=file, record=rec)
         items.append(_dailydialog(row, i, file, rec, dataset) if which == "dailydialog"
                      else _convai(row, file, rec, dataset))
     ids = [it.id for it in items]

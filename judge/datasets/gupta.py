@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 
 from ..core.errors import InputError
 from ..data.items import Item
-from ._common import alternate, assign_groups, non_blank
+from ._common import alternate, assign_groups, csv_rows, non_blank
 
 #: Columns the loader needs (``prevgt``, the original next utterance, is also among the references).
 COLUMNS = ("model", "context_id", "human_average_rating", "response", "all_references", "context")
@@ -18,25 +16,16 @@ CONTEXT_SEP = "||||"
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
     """Items from the CSV text: context split on ``||||``, references on TAB, one pre-averaged rating; ids
     ``dailydialog-gupta_%05d`` in row order (as in the DSTC10 copy)."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    try:
-        header = reader.fieldnames or []
-        missing = [c for c in COLUMNS if c not in header]
-        if missing:
-            raise InputError(f"missing CSV column(s) {', '.join(missing)}; expected the header {','.join(COLUMNS)} "
-                             "(and prevgt)", file=file, record=1)
-        rows = list(reader)
-    except csv.Error as e:
-        raise InputError(f"invalid CSV: {e}", file=file, record=reader.line_num or None) from None
-    if not rows:
-        raise InputError("no data rows", file=file)
+    def missing(header: list[str]) -> str | None:
+        absent = [c for c in COLUMNS if c not in header]
+        return (f"missing CSV column(s) {', '.join(absent)}; expected the header {','.join(COLUMNS)} (and prevgt)"
+                if absent else None)
 
+    _, rows = csv_rows(text, file, missing)
     items: list[Item] = []
     links: dict[int, str] = {}
     for i, row in enumerate(rows):
         rec = f"row {i + 1}"
-        if None in row or any(row.get(c) is None for c in COLUMNS):
-            raise InputError(f"expected {len(header)} columns", file=file, record=rec)
         response = row["response"].strip()  # may be empty: data, flagged by Item.flags
         items.append(Item(
             id=f"dailydialog-gupta_{i:05d}", level="turn", response=response, system=non_blank(row["model"]),

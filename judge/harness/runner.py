@@ -79,6 +79,11 @@ class Cell:
     def key(self) -> tuple[str, str, str, int]:
         return (self.method.name, self.dataset, self.quality.name, self.seed)
 
+    @property
+    def where(self) -> dict[str, str]:
+        """The cell as summary.json's lists of cells name it."""
+        return {"method": self.method.name, "dataset": self.dataset, "quality": self.quality.name}
+
 
 #: A cell to compute: the cell, its prepared method, its file, the rows saved there and their size in bytes.
 Todo = tuple[Cell, Prepared, Path, list[Row], int]
@@ -262,8 +267,7 @@ def run_experiment(exp: Experiment, *, progress: bool = True, plots: bool = True
                                         f"{abbrev[first.dataset]}", refresh=False)
                     _compute_together([todo[i] for i in group], session, bar.update)
                 for cell, prep, path, rows, nbytes in (todo[i] for i in group):
-                    bar.set_postfix_str(f"{cell.method.name} {abbrev[cell.dataset]} {cell.quality.name}"
-                                        f"{f' seed {cell.seed}' if cell.method.seeded else ''}", refresh=False)
+                    bar.set_postfix_str(cell_label(cell, abbrev[cell.dataset]), refresh=False)
                     remaining = cell.items[len(rows):]
                     if not cell.items and not path.exists():
                         path.write_bytes(b"")  # no rated item in the subset: an empty, finished cell
@@ -288,12 +292,10 @@ def run_experiment(exp: Experiment, *, progress: bool = True, plots: bool = True
                           pairwise_means=tuple(compare_means(compares, out, exp)),
                           timing={**summary.timing, **compare_timing(compares, out)})
     # lodo cells whose weights left sets out for sharing conversations with them
-    not_trained_on = tuple({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                            "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on)
+    not_trained_on = tuple({**c.where, "sets": dict(c.not_trained_on)} for c, *_ in todo if c.not_trained_on)
     counters = session.counters()
     summary = replace(summary, skipped=tuple(skipped_rows), not_trained_on=not_trained_on or None,
-                      left_out=tuple({"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                                      "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out),
+                      left_out=tuple({**c.where, "members": dict(prep.left_out)} for c, prep, *_ in todo if prep.left_out),
                       counters=counters,
                       # hosted APIs: the cost of the usage the server reported
                       cost_usd=counters["cost_micro_usd"] / 1_000_000 if "cost_micro_usd" in counters else None)
@@ -310,8 +312,7 @@ def prepare_run(exp: Experiment, load: Callable[[str], list[Item]] | None = None
     sets = load_sets(exp, load)
     prepared, skipped = applicable(plan(exp, sets=sets), exp)
     compares, compare_skipped = plan_compares(exp, sets)
-    return prepared, compares, [{"method": c.method.name, "dataset": c.dataset, "quality": c.quality.name,
-                                 "reason": r} for c, r in skipped] + compare_skipped
+    return prepared, compares, [{**c.where, "reason": r} for c, r in skipped] + compare_skipped
 
 
 def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:

@@ -106,13 +106,10 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]
         per_q = {(r.dataset, r.quality): (oriented(r.spearman, (r.dataset, r.quality) in negative)
                                           if r.spearman is not None else float("nan"))
                  for r in results if r.method == m}
-        per_set, overall = stats.dstc10_average(per_q)
         # How many parts each average covers: one over fewer sets (or qualities) than it should is marked.
-        per_set_n = {ds: [sum(1 for (d, _), r in per_q.items() if d == ds and math.isfinite(r)),
-                          sum(1 for d, _ in per_q if d == ds)] for ds in per_set}
-        averages[m] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
-                       "per_set_n": per_set_n,
-                       "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)), len(exp.datasets)]}
+        averages[m] = _average(per_q, len(exp.datasets), per_set_n={
+            ds: [sum(1 for (d, _), r in per_q.items() if d == ds and math.isfinite(r)),
+                 sum(1 for d, _ in per_q if d == ds)] for ds in dict.fromkeys(d for d, _ in per_q)})
     first = _first_seeds(cells)
     # Each scored item's conversation as every set names it (a content fingerprint): sets that rate the same
     # conversations (FED-Turn and FED-Dial, the DailyDialog sets) are resampled together in the averages' CIs.
@@ -199,12 +196,8 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
         if not mine or m not in averages:
             continue
         per_q = {(r.dataset, r.quality): (v if (v := w.spearman) is not None else float("nan")) for r, w in mine}
-        per_set, overall = stats.dstc10_average(per_q)
-        avg: dict[str, Any] = {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall),
-                               "n_left_out": sum(w.n_left_out for _, w in mine),
-                               # Coverage as the full average counts it (sets it could not score count too).
-                               "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)),
-                                             len(exp.datasets)]}
+        # Coverage as the full average counts it (sets it could not score count too).
+        avg = _average(per_q, len(exp.datasets), n_left_out=sum(w.n_left_out for _, w in mine))
         if len(exp.datasets) > 1:
             parts = []
             for (mm, ds, _q), key in first.items():
@@ -216,6 +209,14 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
             avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed)).to_dict()
         averages[m]["without_copies"] = avg
     return results
+
+
+def _average(per_q: dict[tuple[str, str], float], n_sets: int, **more: Any) -> dict[str, Any]:
+    """The DSTC10 average of per-(set, quality) correlations: per set, overall, ``more`` and how many of the
+    ``n_sets`` sets it covers (``overall_n``)."""
+    per_set, overall = stats.dstc10_average(per_q)
+    return {"per_set": {k: _f(v) for k, v in per_set.items()}, "overall": _f(overall), **more,
+            "overall_n": [sum(1 for v in per_set.values() if math.isfinite(v)), n_sets]}
 
 
 def _timing(cells: Sequence[Any], timings: dict[tuple, CellTiming]) -> dict[str, Any]:
@@ -286,10 +287,7 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
             continue
         t = stats.paired_average(parts, n_boot=exp.bootstrap, seed=exp.seed)
         together = stats.resampled_together(parts)
-        out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), "n": t.n, "r_a": _f(t.r_a),
-                    "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high), "p": _f(t.p_value),
-                    "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units, "n_degenerate": t.n_degenerate,
-                    **({"too_few": True} if t.too_few else {}),
+        out.append({"a": a, "b": b, "n_sets": len({p.dataset for p in parts}), **_paired(t),
                     **({"resampled_together": together} if together else {})})
     return out
 
@@ -319,6 +317,11 @@ def paired_comparison(rows_a: Sequence[Row], rows_b: Sequence[Row], n_boot: int,
     # Below the floor on conversations Williams' item-level test is left out too: no p from so few.
     w_t, w_p = (stats.williams_test(t.r_a, t.r_b, r_ab, t.n)
                 if not t.too_few and all(map(math.isfinite, (t.r_a, t.r_b, r_ab))) else (float("nan"), float("nan")))
+    return _paired(t, williams_t=_f(w_t), williams_p=_f(w_p))
+
+
+def _paired(t: stats.PairedTest, **after_p: float | None) -> dict[str, Any]:
+    """A paired test as summary.json holds it (``after_p``: further figures, written after its p)."""
     return {"n": t.n, "r_a": _f(t.r_a), "r_b": _f(t.r_b), "diff": _f(t.diff), "low": _f(t.low), "high": _f(t.high),
-            "p": _f(t.p_value), "williams_t": _f(w_t), "williams_p": _f(w_p), "n_boot": t.n_boot, "unit": t.unit,
-            "n_units": t.n_units, "n_degenerate": t.n_degenerate, **({"too_few": True} if t.too_few else {})}
+            "p": _f(t.p_value), **after_p, "n_boot": t.n_boot, "unit": t.unit, "n_units": t.n_units,
+            "n_degenerate": t.n_degenerate, **({"too_few": True} if t.too_few else {})}

@@ -118,7 +118,7 @@ class Head:
         z = (np.atleast_2d(x) - np.asarray(self.mean)) / np.asarray(self.scale)
         return np.asarray(z @ np.asarray(self.weights) + self.bias)
 
-    def check_compatible(self, backend: Backend, prompt: PromptTemplate, *, where: str = "head") -> None:
+    def check_compatible(self, backend: Backend, prompt: PromptTemplate) -> None:
         """Refuse a head on another model, model file, backend or prompt: its vectors would mean nothing."""
         settings = backend.settings()
         wanted: dict[str, tuple[object, object]] = {"model": (self.model, backend.model_id), "backend": (self.backend, backend.name),
@@ -129,7 +129,7 @@ class Head:
             if head_value != here:
                 raise InputError(f"the head was fitted with {what} {head_value!r}, this method has {here!r}: a head "
                                  "reads one model's hidden state after one prompt; fit one for this setup "
-                                 "with judge fit", field=where)
+                                 "with judge fit", field="head")
 
     def describe(self) -> dict[str, Any]:
         """What reports show of the head: the sets it learned from and its cross-validated figure."""

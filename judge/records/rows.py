@@ -97,8 +97,6 @@ class Row(Record):
 ROW_KEYS = tuple(f.name for f in fields(Row) if f.name not in Row.OPTIONAL | Row.INLINE)
 #: The keys after ROW_KEYS in the rows of a method that sends a prompt, and only in them.
 PROMPT_KEYS = ("prompt_sha", "template_sha")
-#: The key after those in the rows of items whose file carried metadata (``Item.meta``), and only in them.
-META_KEY = "meta"
 #: The keys after those in the rows of a method that reasons first, and only in them.
 REASON_KEYS = tuple(f.name for f in fields(Reasoned))
 

@@ -8,7 +8,6 @@ score; ``judge report RESULTS_DIR`` calls it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..core.io import atomic_write_text
 from ..records.results import VIEW_FILE, cell_path, slug
@@ -20,12 +19,7 @@ from .csv_table import render_csv
 from .html import render_html
 from .markdown import render_markdown
 
-__all__ = ["load_summary", "render_all", "render_csv", "render_html", "render_markdown"]
-
-
-def load_summary(results_dir: str | Path) -> dict[str, Any]:
-    """The folder's summary (checked: :func:`judge.records.summary.read_summary`) as the tables read it."""
-    return read_summary(results_dir).to_dict()
+__all__ = ["render_all", "render_csv", "render_html", "render_markdown"]
 
 
 def _cell_rows(results_dir: Path, summary: Summary) -> dict[tuple[str, str, str], list[Row]]:
@@ -50,10 +44,9 @@ def render_all(results_dir: str | Path, summary: Summary | None = None, *, plots
         summary = read_summary(root)
     else:
         written.append(summary.write(root))
-    data = summary.to_dict()  # what the tables read
     view = VIEW_FILE if (root / VIEW_FILE).exists() else None  # ``judge view``'s page, when one was written here
-    files = [("leaderboard.md", render_markdown(data)), ("leaderboard.html", render_html(data, view)),
-             ("results.csv", render_csv(data))]
+    files = [("leaderboard.md", render_markdown(summary)), ("leaderboard.html", render_html(summary, view)),
+             ("results.csv", render_csv(summary))]
     if summary.pairwise:
         files.append(("pairwise.csv", pairwise.csv_text(list(summary.pairwise))))
     for name, text in files:
@@ -62,11 +55,11 @@ def render_all(results_dir: str | Path, summary: Summary | None = None, *, plots
     if plots and summary.results:
         pdir = root / "plots"
         pdir.mkdir(parents=True, exist_ok=True)
-        written.append(pl.heatmap(data, pdir / "heatmap.png"))
+        written.append(pl.heatmap(summary, pdir / "heatmap.png"))
         rows = _cell_rows(root, summary)
         for m in summary.methods:
             written.append(pl.scatter(summary, rows, m, pdir / f"scatter_{slug(m)}.png"))
-        k = pl.k_curve(data, pdir / "k_curve.png")
+        k = pl.k_curve(summary, pdir / "k_curve.png")
         if k:
             written.append(k)
     return written

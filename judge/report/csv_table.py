@@ -16,9 +16,11 @@ import csv
 import io
 from typing import Any
 
+from ..data.kinds import recorded_kind
 from ..datasets.paper import paper_value
+from ..records.summary import Result, Summary
 from ..stats.floor import too_few_text
-from .table import KIND_SECTIONS, p_text, row_kind, too_few
+from .table import KIND_SECTIONS, p_text
 
 FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_conversations", "spearman", "sd_over_seeds",
           "p", "ci_low", "ci_high", "p_bootstrap", "p_bootstrap_text", "significant", "pearson", "pearson_p",
@@ -26,42 +28,35 @@ FIELDS = ["method", "kind", "uses_future", "dataset", "quality", "n", "n_convers
           "spearman_without_copies", "n_without_copies", "ci_low_without_copies", "ci_high_without_copies"]
 
 
-def render_csv(summary: dict[str, Any]) -> str:
+def render_csv(summary: Summary) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
     w.writeheader()
     order = {kind: i for i, (kind, _title) in enumerate(KIND_SECTIONS)}
-    methods = summary["methods"]
+    methods = summary.methods
 
-    def rank(r: dict[str, Any]) -> tuple[int, bool]:
-        spec = methods[r["method"]]
-        return order.get(row_kind(spec), len(order)), bool(spec.get("uses_future"))
+    def rank(r: Result) -> tuple[int, bool]:
+        spec = methods[r.method]
+        return order.get(recorded_kind(spec), len(order)), bool(spec.get("uses_future"))
 
-    for r in sorted(summary["results"], key=rank):
-        spec = methods[r["method"]]
+    for r in sorted(summary.results, key=rank):
+        spec = methods[r.method]
         label = spec.get("paper")
-        pv = paper_value(label, r["dataset"], r["quality"]) if label else None
-        ci = r["ci"]
-        p_boot = ci["p"] if "p" in ci else r["p"]
-        wc = r.get("without_copies") or {}
-        few = too_few(ci)
-        wci = (wc.get("ci") or {}) if too_few(wc.get("ci")) is None else {}
+        pv = paper_value(label, r.dataset, r.quality) if label else None
+        ci, wc = r.ci, r.without_copies
+        wci = wc.ci if wc is not None and wc.ci.few is None else None
         w.writerow({
-            "method": r["method"], "kind": row_kind(spec), "uses_future": bool(spec.get("uses_future")),
-            "dataset": r["dataset"], "quality": r["quality"], "n": r["n"],
-            "n_conversations": ci["n_units"] if ci.get("unit") == "group" else "",
-            "spearman": r["spearman"], "sd_over_seeds": r["sd"], "p": r["p"], "ci_low": ci["low"],
-            "ci_high": ci["high"], "p_bootstrap": p_boot,
-            "p_bootstrap_text": p_text(p_boot, ci.get("n_boot"), ci.get("n_degenerate", 0)),
-            "significant": p_boot is not None and p_boot < 0.05,
-            "pearson": r["pearson"]["value"], "pearson_p": r["pearson"]["p"], "kendall": r["kendall"]["value"],
-            "kendall_p": r["kendall"]["p"],
-            "system_spearman": (r.get("system_spearman") or {}).get("value"), "n_failed": r["n_failed"],
+            "method": r.method, "kind": recorded_kind(spec), "uses_future": bool(spec.get("uses_future")),
+            "dataset": r.dataset, "quality": r.quality, "n": r.n, "n_conversations": ci.conversations,
+            "spearman": r.spearman, "sd_over_seeds": r.sd, "p": r.p, "ci_low": ci.low, "ci_high": ci.high,
+            "p_bootstrap": ci.p, "p_bootstrap_text": p_text(ci.p, ci.n_boot, ci.n_degenerate),
+            "significant": ci.p is not None and ci.p < 0.05,
+            "pearson": r.pearson.value, "pearson_p": r.pearson.p, "kendall": r.kendall.value, "kendall_p": r.kendall.p,
+            "system_spearman": r.system_spearman and r.system_spearman.value, "n_failed": r.n_failed,
             "paper_label": label or "", "paper": "" if pv is None else pv.value,
-            "spearman_without_copies": wc.get("spearman", ""), "n_without_copies": wc.get("n", ""),
-            "ci_low_without_copies": wci.get("low", ""),
-            "ci_high_without_copies": wci.get("high", ""),
-            **(_below_floor(few) if few is not None else {}),
+            "spearman_without_copies": wc and wc.spearman, "n_without_copies": wc and wc.n,
+            "ci_low_without_copies": wci and wci.low, "ci_high_without_copies": wci and wci.high,
+            **(_below_floor(ci.few) if ci.few is not None else {}),
         })
     return buf.getvalue()
 

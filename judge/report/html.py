@@ -4,8 +4,8 @@ comparisons of the averages and compute time."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
+from ..records.summary import Summary
 from . import pairwise
 from .table import (
     AVERAGE_COMPARISON_HEADER,
@@ -34,10 +34,10 @@ tr.copies td{color:#555}
 .ci{color:#666;font-size:85%}"""
 
 
-def render_html(summary: dict[str, Any], view: str | None = None) -> str:
+def render_html(summary: Summary, view: str | None = None) -> str:
     """The page; ``view``: the path of the run's ``judge view`` page relative to this one, linked at the top."""
     board = build(summary)
-    exp = summary["experiment"]
+    exp = summary.experiment
     h = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
          f"<title>{escape(board.title)}</title><style>{_CSS}</style></head><body>",
          f"<h1>{escape(board.title)}</h1>",
@@ -56,15 +56,15 @@ def render_html(summary: dict[str, Any], view: str | None = None) -> str:
                  f"by side: {escape(view)}</a></p>")
     for _kind, title, rows in board.sections():
         h += _leaderboard(board, title, rows)
-    h += pairwise.html(summary.get("pairwise") or [], summary.get("pairwise_means") or [])
+    h += pairwise.html(summary.pairwise or (), summary.pairwise_means or ())
     h += _table("Paired comparisons of the averages (same items, stratified bootstrap over conversations)",
-                AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.get("average_comparisons") or []))
+                AVERAGE_COMPARISON_HEADER, average_comparison_cells(summary.average_comparisons))
     h += _table("Compute time and memory (s/item excludes model loading)", TIMING_HEADER,
-                timing_cells(summary.get("timing") or {}))
+                timing_cells(summary.timing))
     h += _table("Learned ensemble weights (cv: mean [range] over folds)", FITTED_HEADER,
-                fitted_cells(summary.get("cells") or [], summary.get("not_trained_on")))
+                fitted_cells(summary.cells, summary.not_trained_on))
     h += _table("Heads (fitted before the run on the sets listed, never the scored one)", HEAD_HEADER,
-                head_cells(summary.get("cells") or []))
+                head_cells(summary.cells))
     for img, alt in (("heatmap.png", "heatmap of methods x sets"), ("k_curve.png", "correlation vs k")):
         h.append(f'<p><img src="plots/{img}" alt="{alt}" onerror="this.remove()"></p>')
     h.append("</body></html>")

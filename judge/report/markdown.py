@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from ..records.summary import Summary
 from . import pairwise
 from .table import (
     AVERAGE_COMPARISON_HEADER,
@@ -20,6 +21,7 @@ from .table import (
     fitted_cells,
     fmt,
     head_cells,
+    md_row,
     p_text,
     resampled_together_text,
     timing_cells,
@@ -27,21 +29,17 @@ from .table import (
 )
 
 
-def cell_text(c: CellValue, *, ci: bool = True) -> str:
+def cell_text(c: CellValue) -> str:
     if c.value is None:
         return cell_label(c)
     s = cell_label(c, star="\\*")  # escaped: a bare * next to ** would be read as emphasis
     if c.best:
         s = f"**{s}**"
-    if ci and (c.low is not None or c.too_few is not None):
+    if c.low is not None or c.too_few is not None:
         s += " " + ci_text(c.low, c.high, c.too_few)
     if c.n_failed:
         s += f" ({c.n_failed} failed)"
     return s
-
-
-def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
 
 
 def copies_text(c: CellValue) -> str:
@@ -61,26 +59,26 @@ def leaderboard_md(board: Leaderboard) -> list[str]:
     lines: list[str] = []
     for _kind, title, rows in board.sections():
         head = ["method"] + [c.label for c in board.columns]
-        lines += [f"### {title}", "", _md_row(head), _md_row(["---"] + ["---:"] * len(board.columns))]
+        lines += [f"### {title}", "", md_row(head), md_row(["---"] + ["---:"] * len(board.columns))]
         for r in rows:
-            lines.append(_md_row([r.label] + [cell_text(c) for c in r.cells]))
+            lines.append(md_row([r.label] + [cell_text(c) for c in r.cells]))
             if r.paper_label and any(c.paper for c in r.cells):
-                lines.append(_md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
+                lines.append(md_row([f"↳ paper: {r.paper_label}"] + [c.paper.text() if c.paper else "" for c in r.cells]))
             if r.without_copies is not None:
-                lines.append(_md_row(["↳ without reference copies"] + [copies_text(c) for c in r.without_copies]))
+                lines.append(md_row(["↳ without reference copies"] + [copies_text(c) for c in r.without_copies]))
         if any(x is not None for x in board.ceiling):
-            lines.append(_md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
-        lines.append(_md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
-        lines.append(_md_row(["n (conversations)"] + [str(c.n_conversations) if c.n_conversations is not None else ""
+            lines.append(md_row(["human agreement (Krippendorff α, interval)"] + [fmt(x) for x in board.ceiling]))
+        lines.append(md_row(["n (items)"] + [str(c.n) if c.n is not None else "" for c in board.columns]))
+        lines.append(md_row(["n (conversations)"] + [str(c.n_conversations) if c.n_conversations is not None else ""
                                                       for c in board.columns]))
         lines.append("")
     return lines[:-1]
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
+def render_markdown(summary: Summary) -> str:
     """The whole report: leaderboard, comparisons, system-level correlations, provenance."""
     board = build(summary)
-    exp = summary["experiment"]
+    exp = summary.experiment
     out = [f"# {board.title}", ""]
     if exp.get("description"):
         out += [exp["description"], ""]
@@ -89,11 +87,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
         limit += (f", drawn from the {exp['split']} half of each set's conversations (split_seed "
                   f"{exp['split_seed']}; a conversation is in one half across every registered set that rates "
                   "it, FED-Turn's turns in their FED-Dial dialog's)")
-        if exp.get("example_pool") and any(m.get("k") for m in summary["methods"].values()):
+        if exp.get("example_pool") and any(m.get("k") for m in summary.methods.values()):
             limit += f"; in-context examples from the {exp['example_pool']}"
     out += [
         (f"Spearman correlation with the mean human rating; {limit}. "
-         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, {_unit_text(summary)}, "
+         f"Brackets: 95% percentile bootstrap CI ({exp['bootstrap']} resamples, "
+         f"{_unit_text([r.ci.unit for r in summary.results] + [c['unit'] for c in summary.comparisons])}, "
          f"seed {exp['seed']}). "
          "`*` = not significant: the bootstrap p of the same resamples is ≥ 0.05 (the overall `avg` is marked "
          "by its stratified bootstrap); **bold** = best in its column within its table; `± sd` = over selection "
@@ -116,107 +115,78 @@ def render_markdown(summary: dict[str, Any]) -> str:
          "Rows marked ↳ paper give the published value of Huynh et al. 2023 for comparison."
          + (" `(listwise)` = the method's prompt lists every rated reply to the same conversation (their texts, "
             "never their ratings) before the reply it asks about; reference-free."
-            if any(m.get("listwise") for m in summary["methods"].values()) else "")),
+            if any(m.get("listwise") for m in summary.methods.values()) else "")),
         "",
     ]
     out += ["## Leaderboard", ""] + leaderboard_md(board)
-    comps = summary.get("comparisons") or []
+    comps = summary.comparisons
     if comps:
-        boots = ", ".join(sorted({str(c.get("n_boot", "?")) for c in comps}))
-        unit = _unit_text({"results": [], "comparisons": comps})
+        boots = ", ".join(sorted({str(c["n_boot"]) for c in comps}))
+        unit = _unit_text([c["unit"] for c in comps])
         out += ["", "## Paired comparisons (same items)", "",
                 f"Paired bootstrap: {boots} resamples, {unit}; the same resamples for A and B.", "",
-                _md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
+                md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
                          "p (Williams)"]),
-                _md_row(["---"] * 4 + ["---:"] * 6)]
+                md_row(["---"] * 4 + ["---:"] * 6)]
         for c in comps:
-            out.append(_md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
+            out.append(md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
                                 f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}",
                                 comparison_p(c), comparison_p(c, "williams_p")]))
-    out += _average_comparisons_md(summary.get("average_comparisons") or [], resampled_together_text(summary))
-    out += pairwise.markdown(summary.get("pairwise") or [], summary.get("pairwise_means") or [])
-    sys_rows = [r for r in summary["results"] if r.get("system_spearman")]
+    # The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first.
+    out += _table("Paired comparisons of the averages (same items)",
+                  "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
+                  "for A and B, and takes the DSTC10 average of each; n = items over all the sets."
+                  + resampled_together_text(summary), AVERAGE_COMPARISON_HEADER, "llrrrrrr",
+                  average_comparison_cells(summary.average_comparisons))
+    out += pairwise.markdown(summary.pairwise or (), summary.pairwise_means or ())
+    sys_rows = [(r, s) for r in summary.results if (s := r.system_spearman) is not None]
     if sys_rows:
         out += ["", "## System-level Spearman (scores averaged per generating system)", "",
-                _md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
-                _md_row(["---"] * 3 + ["---:"] * 3)]
-        for r in sys_rows:
-            s = r["system_spearman"]
-            out.append(_md_row([r["method"], r["dataset"], r["quality"], str(s["n"]), fmt(s["value"]), p_text(s["p"])]))
-    out += _timing_md(summary.get("timing") or {})
-    out += _fitted_md(summary.get("cells") or [], summary.get("not_trained_on"))
-    out += _heads_md(summary.get("cells") or [])
+                md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
+                md_row(["---"] * 3 + ["---:"] * 3)]
+        out += [md_row([r.method, r.dataset, r.quality, str(s.n), fmt(s.value), p_text(s.p)]) for r, s in sys_rows]
+    out += _table("Compute time and memory",
+                  "Summed over the runs that scored each method's rows (a resume adds its own rows; rows already "
+                  "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
+                  "the hits. Peak RSS is the process's at the end of the method's cells; a run of several methods "
+                  "reports the largest so far.", TIMING_HEADER, "lrrrrrr", timing_cells(summary.timing))
+    out += _table("Learned ensemble weights",
+                  "Weights on the members' percentiles. `lodo`: learned on the other sets' ratings only, the "
+                  "scored set's unread. `cv`: each fold's items were scored with weights learned on the other "
+                  "folds; the column gives their mean and range.", FITTED_HEADER, "lllll",
+                  fitted_cells(summary.cells, summary.not_trained_on))
+    out += _table("Heads", "Each cell was scored by a head fitted before the run (judge fit) on the sets listed, "
+                  "never on the scored set or one that shares its conversations.", HEAD_HEADER, "l" * len(HEAD_HEADER),
+                  head_cells(summary.cells))
     out += ["", "## Methods", ""]
-    for m, spec in summary["methods"].items():
+    for m, spec in summary.methods.items():
         desc = ", ".join(f"{k}={v}" for k, v in spec.items() if v not in (None, {}, []))
         out.append(f"- `{m}`: {desc}")
     out += ["", _degenerate_text(summary)]
-    failed = sum(r["n_failed"] for r in summary["results"])
+    failed = sum(r.n_failed for r in summary.results)
     out += ["", f"Failed items: {failed} (recorded with their error in the per-item files)."]
-    for sk in summary.get("skipped", []):
+    for sk in summary.skipped:
         out.append(f"Not run (`–`): `{sk['method']}` on {sk['dataset']} {sk['quality']}: {sk['reason']}.")
-    for lo in summary.get("left_out", []):
+    for lo in summary.left_out:
         out.append(f"Ensemble `{lo['method']}` on {lo['dataset']} {lo['quality']} without its optional "
                    f"{', '.join(f'`{m}`' for m in lo['members'])} (the set lacks the input).")
-    if summary.get("wall_s") is not None:
-        out.append(f"Wall time of the last `judge run`: {summary['wall_s']:.0f} s.")
+    if summary.wall_s is not None:
+        out.append(f"Wall time of the last `judge run`: {summary.wall_s:.0f} s.")
     return "\n".join(out) + "\n"
 
 
-def _average_comparisons_md(comps: list[dict[str, Any]], together: str = "") -> list[str]:
-    """The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first."""
-    if not comps:
-        return []
-    out = ["", "## Paired comparisons of the averages (same items)", "",
-           "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
-           "for A and B, and takes the DSTC10 average of each; n = items over all the sets." + together, "",
-           _md_row(list(AVERAGE_COMPARISON_HEADER)), _md_row(["---"] * 2 + ["---:"] * 6)]
-    return out + [_md_row(cells) for cells in average_comparison_cells(comps)]
-
-
-def _timing_md(timing: dict[str, dict[str, Any]]) -> list[str]:
-    """What each method cost where it was computed: the speed and memory columns of a leaderboard."""
-    if not timing:
-        return []
-    out = ["", "## Compute time and memory", "",
-           "Summed over the runs that scored each method's rows (a resume adds its own rows; rows already "
-           "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
-           "the hits. Peak RSS is the process's at the end of the method's cells; a run of several methods "
-           "reports the largest so far.", "",
-           _md_row(list(TIMING_HEADER)), _md_row(["---"] + ["---:"] * 6)]
-    return out + [_md_row(cells) for cells in timing_cells(timing)]
-
-
-def _fitted_md(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None) -> list[str]:
-    """The weights that ``fit = "cv"`` / ``"lodo"`` ensembles learned: what the supervised rows did."""
-    rows = fitted_cells(cells, not_trained_on)
+def _table(title: str, about: str, header: Sequence[str], align: str, rows: list[list[str]]) -> list[str]:
+    """A titled table with what it says (``align``: per column ``l`` or ``r``); nothing when there are no rows."""
     if not rows:
         return []
-    out = ["", "## Learned ensemble weights", "",
-           "Weights on the members' percentiles. `lodo`: learned on the other sets' ratings only, the "
-           "scored set's unread. `cv`: each fold's items were scored with weights learned on the other "
-           "folds; the column gives their mean and range.", "",
-           _md_row(list(FITTED_HEADER)), _md_row(["---"] * 5)]
-    return out + [_md_row(r) for r in rows]
+    return ["", f"## {title}", "", about, "", md_row(list(header)),
+            md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
 
 
-def _heads_md(cells: list[dict[str, Any]]) -> list[str]:
-    """The heads that scored cells, and what each learned from (``judge fit``, before the run)."""
-    rows = head_cells(cells)
-    if not rows:
-        return []
-    out = ["", "## Heads", "",
-           "Each cell was scored by a head fitted before the run (judge fit) on the sets listed, never on the "
-           "scored set or one that shares its conversations.", "",
-           _md_row(list(HEAD_HEADER)), _md_row(["---"] * len(HEAD_HEADER))]
-    return out + [_md_row(r) for r in rows]
-
-
-def _unit_text(summary: dict[str, Any]) -> str:
-    """How the bootstrap resampled: whole conversations (context groups) or, in summaries written
-    before groups were resampled, single items."""
-    units = {(r.get("ci") or {}).get("unit", "item") for r in summary["results"]}
-    units |= {c.get("unit", "item") for c in summary.get("comparisons") or []}
+def _unit_text(resampled: list[str]) -> str:
+    """How the bootstrap resampled (``resampled``: the unit of each CI): whole conversations (context groups)
+    or single items."""
+    units = set(resampled)
     if units == {"group"}:
         return "resampling conversations (each item's context group, all its items together)"
     if units <= {"item"}:
@@ -224,14 +194,13 @@ def _unit_text(summary: dict[str, Any]) -> str:
     return "resampling conversations where the rows carry groups, items elsewhere"
 
 
-def _degenerate_text(summary: dict[str, Any]) -> str:
+def _degenerate_text(summary: Summary) -> str:
     """How many resamples had an undefined correlation (a constant column) and were left out."""
-    cis = [r.get("ci") or {} for r in summary["results"]]
-    comps = summary.get("comparisons") or []
-    n_ci = sum(c.get("n_degenerate", 0) for c in cis)
-    n_cmp = sum(c.get("n_degenerate", 0) for c in comps)
+    comps = summary.comparisons
+    n_ci = sum(r.ci.n_degenerate for r in summary.results)
+    n_cmp = sum(c["n_degenerate"] for c in comps)
     text = (f"Degenerate bootstrap resamples (undefined correlation, left out): {n_ci} over the "
-            f"{len(cis)} CIs")
+            f"{len(summary.results)} CIs")
     if comps:
         text += f", {n_cmp} over the {len(comps)} paired tests"
     return text + "."

@@ -1,7 +1,7 @@
 """Reports of pairwise comparisons: ``judge compare``'s terminal summary and the pairwise section of a
 results folder's Markdown, HTML and CSV (``pairwise.csv``).
 
-Each renders the entries of ``summary["pairwise"]``: one per ``[[compare]]`` cell and set (or the one
+Each renders the entries of ``Summary.pairwise``: one per ``[[compare]]`` cell and set (or the one
 ``judge compare`` ran), as :func:`judge.stats.pairwise.summarise_pairs` computed them plus the cell's name,
 set, quality, method settings and the pointwise method beside it. Nothing is recomputed here.
 """
@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
-from .table import fmt, p_text
+from .table import fmt, md_row, p_text
 
 #: Systems up to which win rates print as a matrix (above, as a list of pairs).
 MATRIX_MAX = 8
@@ -33,12 +33,12 @@ def few(x: Mapping[str, Any] | None) -> int | None:
     return k if x.get("too_few") or not has_interval(k) else None
 
 
-def _ci(x: Mapping[str, Any] | None, digits: int = 2) -> str:
+def _ci(x: Mapping[str, Any] | None) -> str:
     if x and (k := few(x)) is not None:
         return f" [{too_few_text(x.get('strata') or k)}]"
     if not x or x.get("low") is None:
         return ""
-    return f" [{fmt(x['low'], digits)}, {fmt(x['high'], digits)}]"
+    return f" [{fmt(x['low'], 2)}, {fmt(x['high'], 2)}]"
 
 
 def _p(x: Mapping[str, Any], boot: Mapping[str, Any]) -> str:
@@ -202,10 +202,6 @@ def _aligned(rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
 
 
 # -- the results folder's reports ----------------------------------------------------------------------
-def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |"
-
-
 _ABOUT = ("Each pair is two systems' replies to one context; the judge reads p(label) for each reply "
           "(and a tie where the template allows one). Win rate: the share of the two systems' pairs the row "
           "system wins, a tie counting half; a pair whose two orders disagree counts as a tie. Bradley-Terry: "
@@ -231,37 +227,69 @@ def mean_text(m: Mapping[str, Any]) -> str:
                    "within its set")
 
 
+class _Markdown:
+    """The blocks of ``leaderboard.md``'s pairwise section, each after a blank line."""
+
+    markdown = True
+
+    def heading(self, level: int, text: str) -> list[str]:
+        return ["", "#" * level + " " + text]
+
+    def lines(self, texts: Sequence[str], bullets: bool = False) -> list[str]:
+        return ["", *(("- " if bullets else "") + t for t in texts)] if texts else []
+
+    def table(self, head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+        """``align``: per column ``l`` or ``r``."""
+        return ["", md_row(head), md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
+
+
+class _Html(_Markdown):
+    """The same blocks in ``leaderboard.html``."""
+
+    markdown = False
+
+    def heading(self, level: int, text: str) -> list[str]:
+        return [f"<h{level}>{escape(text, quote=False)}</h{level}>"]
+
+    def lines(self, texts: Sequence[str], bullets: bool = False) -> list[str]:
+        return [f"<p>{escape(t)}</p>" for t in texts]
+
+    def table(self, head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+        return [_html_table(head, rows)]
+
+
 def markdown(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """The pairwise section of ``leaderboard.md`` (nothing without entries); ``means``: the summary's
     ``pairwise_means``."""
+    return _section(_Markdown(), entries, means)
+
+
+def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The pairwise section of ``leaderboard.html`` (``means``: the summary's ``pairwise_means``)."""
+    return _section(_Html(), entries, means)
+
+
+def _section(w: _Markdown, entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]]) -> list[str]:
     if not entries:
         return []
-    out = ["", "## Pairwise comparisons", "", _ABOUT, "",
-           _md_row(["cell", "set", "pairs", "conv.", "agreement with humans [CI]", "pointwise beside [CI]",
-                    "difference [CI], p", "orders agree", "first preferred by", "Kendall tau (systems)"]),
-           _md_row(["---"] * 2 + ["---:"] * 8)]
+    out = w.heading(2, "Pairwise comparisons") + w.lines([_ABOUT]) + w.table(
+        ["cell", "set", "pairs", "conv.", "agreement with humans [CI]", "pointwise beside [CI]", "difference [CI], p",
+         "orders agree", "first preferred by", "Kendall tau (systems)"], [summary_cells(e) for e in entries],
+        "llrrrrrrrr")
+    out += w.lines([f"{mean_text(m)}." for m in means], bullets=True)
+    out += _labels(w, entries)
     for e in entries:
-        out.append(_md_row(summary_cells(e)))
-    if means:
-        out += [""] + [f"- {mean_text(m)}." for m in means]
-    out += labels_markdown(entries, _published(entries))
-    for e in entries:
-        out += ["", f"### {e['name']}, {e.get('abbrev') or e['dataset']} {e.get('quality') or ''}".rstrip(), "",
-                headline(e) + f"; method `{e['method_name']}`: {e.get('settings', '')}.", ""]
+        out += w.heading(3, f"{e['name']}, {e.get('abbrev') or e['dataset']} {e.get('quality') or ''}".rstrip())
+        out += w.lines([headline(e) + (f"; method `{e['method_name']}`: {e.get('settings', '')}." if w.markdown
+                                       else "")])
         if len(e["systems"]) <= MATRIX_MAX:
             systems, rows = win_matrix(e)
-            out += [_md_row(["win rate (row over column)", *systems]), _md_row(["---"] + ["---:"] * len(systems))]
-            out += [_md_row(r) for r in rows]
+            out += w.table(["win rate (row over column)", *systems], rows, "l" + "r" * len(systems))
         else:
-            out += [_md_row(["a", "b", "n", "wins/ties/losses", "a's win rate", "p"]), _md_row(["---"] * 2 + ["---:"] * 4)]
-            out += [_md_row(r) for r in win_list(e)]
-        out += ["", _md_row(["rank", "system", "Bradley-Terry strength [CI]", "comparisons"]),
-                _md_row(["---:", "---", "---:", "---:"])]
-        out += [_md_row(r) for r in ranking_rows(e)]
-        out += ["", f"Position: {position_text(e)}."]
-        for label, line in (("Humans", humans_text(e)), ("Length", length_text(e)), ("Systems", system_text(e))):
-            if line:
-                out.append(f"{label}: {line}.")
+            out += w.table(["a", "b", "n", "wins/ties/losses", "a's win rate", "p"], win_list(e), "llrrrr")
+        out += w.table(["rank", "system", "Bradley-Terry strength [CI]", "comparisons"], ranking_rows(e), "rlrr")
+        out += w.lines([f"Position: {position_text(e)}."] + [f"{label}: {line}." for label, line in (
+            ("Humans", humans_text(e)), ("Length", length_text(e)), ("Systems", system_text(e))) if line])
     return out
 
 
@@ -287,30 +315,6 @@ def _tau_p(s: Mapping[str, Any]) -> str:
     return too_few_text(k) if k is not None else f"p {p_text(s['p'])}"
 
 
-def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
-    """The pairwise section of ``leaderboard.html`` (``means``: the summary's ``pairwise_means``)."""
-    if not entries:
-        return []
-    head = ["cell", "set", "pairs", "conv.", "agreement with humans [CI]", "pointwise beside [CI]",
-            "difference [CI], p", "orders agree", "first preferred by", "Kendall tau (systems)"]
-    h = ["<h2>Pairwise comparisons</h2>", f"<p>{escape(_ABOUT)}</p>", _html_table(head, [summary_cells(e) for e in entries])]
-    h += [f"<p>{escape(mean_text(m))}.</p>" for m in means]
-    h += _labels_html(entries)
-    for e in entries:
-        h.append(f"<h3>{escape(e['name'])}, {escape(e.get('abbrev') or e['dataset'])} {escape(e.get('quality') or '')}</h3>")
-        h.append(f"<p>{escape(headline(e))}</p>")
-        if len(e["systems"]) <= MATRIX_MAX:
-            systems, rows = win_matrix(e)
-            h.append(_html_table(["win rate (row over column)", *systems], rows))
-        else:
-            h.append(_html_table(["a", "b", "n", "wins/ties/losses", "a's win rate", "p"], win_list(e)))
-        h.append(_html_table(["rank", "system", "Bradley-Terry strength [CI]", "comparisons"], ranking_rows(e)))
-        lines = [f"Position: {position_text(e)}."] + [f"{label}: {line}." for label, line in (
-            ("Humans", humans_text(e)), ("Length", length_text(e)), ("Systems", system_text(e))) if line]
-        h += [f"<p>{escape(line)}</p>" for line in lines]
-    return h
-
-
 def _published(entries: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The published judges of every set the entries compared on (none for most sets)."""
     from ..datasets.published_judges import published_judges
@@ -318,19 +322,20 @@ def _published(entries: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str,
     return {d: published_judges(d) for d in dict.fromkeys(str(e["dataset"]) for e in entries)}
 
 
-def _labels_html(entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The "Against the pairs' labels" tables of ``leaderboard.html`` (see :func:`labels_markdown`)."""
+def _labels(w: _Markdown, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The leaderboards' "Against the pairs' labels" section: per set that labels its pairs, every cell's
+    judge and the published judges in one table, then each cell's labels line."""
     labelled = [e for e in entries if (e.get("labels") or {}).get("accuracy")]
     if not labelled:
         return []
     published = _published(labelled)
-    h = ["<h2>Against the pairs' labels</h2>", f"<p>{escape(_LABELS_ABOUT)}</p>"]
+    out = w.heading(2, "Against the pairs' labels") + w.lines([_LABELS_ABOUT])
     for dataset in dict.fromkeys(e["dataset"] for e in labelled):
         mine = [e for e in labelled if e["dataset"] == dataset]
-        h.append(f"<h3>{escape(mine[0].get('abbrev') or dataset)} ({escape(dataset)})</h3>")
-        h.append(_html_table(ANCHOR_HEAD, anchor_rows(mine, published.get(dataset, ()))))
-        h += [f"<p>{escape(e['name'])}: {escape(labels_text(e) or '')}.</p>" for e in mine]
-    return h
+        out += w.heading(3, f"{mine[0].get('abbrev') or dataset} ({dataset})")
+        out += w.table(ANCHOR_HEAD, anchor_rows(mine, published.get(dataset, ())), "llrrrr")
+        out += w.lines([f"{e['name']}: {labels_text(e)}." for e in mine], bullets=True)
+    return out
 
 
 def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -481,20 +486,3 @@ def anchors_text(e: Mapping[str, Any], published: Sequence[Mapping[str, Any]]) -
     return (["judges   this one beside the LLMBar paper's (accuracy averaged over both orders; plain and best "
              "strategy per judge; docs/pairwise.md)"]
             + _aligned([ANCHOR_HEAD, *anchor_rows([e], published, compact=True)], indent="  "))
-
-
-def labels_markdown(entries: Sequence[Mapping[str, Any]], published: Mapping[str, Sequence[Mapping[str, Any]]]
-                    ) -> list[str]:
-    """The leaderboards' "Against the pairs' labels" section: per set that labels its pairs, every cell's
-    judge and the published judges (``published``: set name -> rows) in one table, then each cell's labels line."""
-    labelled = [e for e in entries if (e.get("labels") or {}).get("accuracy")]
-    if not labelled:
-        return []
-    out = ["", "## Against the pairs' labels", "", _LABELS_ABOUT]
-    for dataset in dict.fromkeys(e["dataset"] for e in labelled):
-        mine = [e for e in labelled if e["dataset"] == dataset]
-        out += ["", f"### {mine[0].get('abbrev') or dataset} ({dataset})", "",
-                _md_row(ANCHOR_HEAD), _md_row(["---", "---", "---:", "---:", "---:", "---:"])]
-        out += [_md_row(r) for r in anchor_rows(mine, published.get(dataset, ()))]
-        out += [""] + [f"- {e['name']}: {labels_text(e)}." for e in mine]
-    return out

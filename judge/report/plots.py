@@ -40,16 +40,18 @@ def _plt():
     return plt
 
 
-def _save(fig: Any, path: Path) -> None:
-    """Write the PNG to a temp file, then rename it over ``path`` (never half a file)."""
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Write the PNG to a temp file, then rename it over ``path`` (never half a file), and close the figure."""
     import os
 
     tmp = path.with_name(f".{path.name}.tmp")
     fig.savefig(tmp, dpi=DPI, format="png")
     os.replace(tmp, path)
+    plt.close(fig)
+    return path
 
 
-def heatmap(summary: dict[str, Any], path: Path) -> Path:
+def heatmap(summary: Summary, path: Path) -> Path:
     plt = _plt()
     import numpy as np
 
@@ -71,9 +73,7 @@ def heatmap(summary: dict[str, Any], path: Path) -> Path:
     fig.colorbar(im, ax=ax, label="Spearman")
     ax.set_title(board.title, fontsize=10)
     fig.subplots_adjust(left=0.25, bottom=0.3, right=0.95, top=0.9)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]], method: str, path: Path) -> Path:
@@ -99,28 +99,26 @@ def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]
         axes[k // cols][k % cols].axis("off")
     fig.suptitle(method, fontsize=9)
     fig.subplots_adjust(hspace=0.6, wspace=0.4, top=0.85)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
-def k_curve(summary: dict[str, Any], path: Path) -> Path | None:
+def k_curve(summary: Summary, path: Path) -> Path | None:
     """Mean correlation over the sets (DSTC10 average) against k, one line per selector and model.
 
     Returns None when no selector was run at more than one k (nothing to draw).
     """
     lines: dict[str, list[tuple[int, float, float]]] = {}
-    for m, spec in summary["methods"].items():
+    for m, spec in summary.methods.items():
         if "selector" not in spec:  # methods without in-context examples have no k to draw against
             continue
-        avg = summary["averages"].get(m, {}).get("overall")
+        avg = summary.averages.get(m, {}).get("overall")
         if avg is None:
             continue
         # The sd over seeds of the overall average, from the per-seed cells.
         per_seed: dict[int, list[float]] = {}
-        for c in summary["cells"]:
-            if c["method"] == m and c["spearman"]["value"] is not None:
-                per_seed.setdefault(c["seed"], []).append(c["spearman"]["value"])
+        for c in summary.cells:
+            if c.method == m and (v := c.stats.spearman.value) is not None:
+                per_seed.setdefault(c.seed, []).append(v)
         means = [sum(v) / len(v) for v in per_seed.values()]
         sd = (sum((x - avg) ** 2 for x in means) / (len(means) - 1)) ** 0.5 if len(means) > 1 else 0.0
         label = f"{spec['selector'] if spec['k'] else 'zero-shot'} · {spec['backend']}:{spec.get('model') or 'default'}"
@@ -142,6 +140,4 @@ def k_curve(summary: dict[str, Any], path: Path) -> Path | None:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.subplots_adjust(left=0.12, bottom=0.12, right=0.97, top=0.95)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)

@@ -71,11 +71,7 @@ def render_block(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, A
 def _spread(per_set: Mapping[str, float]) -> str:
     """The lowest and the highest set of an average, by abbreviation: ``.162 FT, .566 DGU``."""
     (lo_name, lo), (hi_name, hi) = min(per_set.items(), key=lambda x: x[1]), max(per_set.items(), key=lambda x: x[1])
-    return f"{num(lo)} {_abbrev(lo_name)}, {num(hi)} {_abbrev(hi_name)}"
-
-
-def _abbrev(name: str) -> str:
-    return dataset_info(name).abbrev
+    return f"{num(lo)} {dataset_info(lo_name).abbrev}, {num(hi)} {dataset_info(hi_name).abbrev}"
 
 
 def splice(text: str, block: str) -> str:

@@ -24,6 +24,7 @@ from ..data.kinds import BY_NAME, KINDS, recorded_kind
 from ..data.qualities import LOWER_IS_BETTER
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
+from ..records.summary import read_summary
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 from .reason_table import measure_section
@@ -197,9 +198,7 @@ def write_summary(collected: Mapping[str, Any], directory: str | Path = SUMMARY_
 
 
 def _load_run(run_dir: Path) -> dict[str, Any]:
-    from . import load_summary
-
-    return load_summary(run_dir)
+    return read_summary(run_dir).to_dict()
 
 
 def _method_entry(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -466,8 +465,8 @@ def _resampling_note(s: Mapping[str, Any], kind: str, history: Mapping[str, Any]
                 f"one draw per conversation: {named}.")
     if earlier_halves(s, history):
         return ("The averages' CIs (and paired averages) of this run resampled every set's conversations on its own "
-                "(the rule before issue 53), though FT and FD share every test conversation and DZ, DGU and DGR a "
-                "few: they are narrower than today's rule gives.")
+                "(the rule before shared conversations were resampled together), though FT and FD share every test "
+                "conversation and DZ, DGU and DGR a few: they are narrower than today's rule gives.")
     return ""
 
 
@@ -578,11 +577,11 @@ def _int(x: int | None) -> str:
 def _read_in_dev_section(history: Mapping[str, Any]) -> str:
     """Today's test items that an earlier split put in a dev half development rounds read (``history``)."""
     lines = ["## Test items read in earlier development rounds\n",
-             "The split has changed twice (docs/harness.md, \"Development and test halves\"). Before issue 44 each set "
-             "was split on its own and rounds 1 to 7 read samples of those dev halves (round 1's 25 items per set "
-             "chose the prompt variant and the ensemble members, rounds 2 to 7's 50 items per set the Qwen-1.5B "
-             "candidates); round 8 read every item of the dev halves of issue 44. Some of today's test items were in "
-             "those dev halves, so figures on this page include items a development round once read. Per set: how "
+             "The split has changed twice (docs/harness.md, \"Development and test halves\"). Before the split by "
+             "conversation each set was split on its own and rounds 1 to 7 read samples of those dev halves (round "
+             "1's 25 items per set chose the prompt variant and the ensemble members, rounds 2 to 7's 50 items per set "
+             "the Qwen-1.5B candidates); round 8 read every item of the dev halves that followed. Some of today's test "
+             "items were in those dev halves, so figures on this page include items a development round once read. Per set: how "
              "many, how many of them each round's sample held, and which (ids without the set's prefix). Written by "
              "`benchmarks/halves_history.py` from the data; a test keeps it current.\n"]
     for name, entry in history["read_in_dev"].items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from ..data.kinds import KIND_LIST, recorded_kind
 from ..data.qualities import LOWER_IS_BETTER
 from ..datasets.paper import PaperValue, paper_value
+from ..records.summary import CellStats, Interval, Result, Summary
 from ..stats.correlation import p_at_floor, p_floor
 from ..stats.floor import has_interval, too_few_text
 
@@ -98,11 +100,6 @@ KIND_SECTIONS = (*((k.name, k.section) for k in KIND_LIST),
                  ("unknown", "Methods of unrecorded kind (summary written before kinds were recorded)"))
 
 
-def row_kind(spec: dict[str, Any]) -> str:
-    """A summary method's kind (:func:`recorded_kind`: files of earlier formats read as today's)."""
-    return recorded_kind(spec)
-
-
 @dataclass
 class Leaderboard:
     title: str
@@ -122,123 +119,104 @@ class Leaderboard:
         return out
 
 
-def build(summary: dict[str, Any]) -> Leaderboard:
+def build(summary: Summary) -> Leaderboard:
     """Methods x (set, quality) columns, plus per-set and overall DSTC10 averages where they add information."""
-    datasets = summary["datasets"]
+    datasets = summary.datasets
     columns: list[Column] = []
-    n_by: dict[tuple[str, str], int] = {}
-    conv_by: dict[tuple[str, str | None], int | None] = {}
-    for r in summary["results"]:
-        n_by.setdefault((r["dataset"], r["quality"]), r["n"])
-        conv_by.setdefault((r["dataset"], r["quality"]), _conversations(r["ci"]))
+    # Each column's first result (its n and conversations).
+    first: dict[tuple[str, str | None], Result] = {(r.dataset, r.quality): r for r in reversed(summary.results)}
     # The overall average's conversations: those of a method that covers every set (the most any has).
-    overall = [n for avg in summary["averages"].values() if (n := _conversations(avg.get("ci"))) is not None]
-    conv_by[("*", None)] = max(overall) if overall else None
+    overall = [n for avg in summary.averages.values()
+               if (ci := _average_ci(avg)) is not None and (n := ci.conversations) is not None]
     for d in datasets:
         multi = len(d["qualities"]) > 1
         for q in d["qualities"]:
             neg = q in d.get("negative", ())
             label = (f"{d['abbrev']} {q}" if multi else d["abbrev"]) + (f" ({LOWER_IS_BETTER})" if neg else "")
-            columns.append(Column((d["name"], q), label, n_by.get((d["name"], q)), conv_by.get((d["name"], q)), neg))
+            one = first.get((d["name"], q))
+            columns.append(Column((d["name"], q), label, one.n if one else None, one.ci.conversations if one else None,
+                                  neg))
         if multi and len(datasets) > 1:
             columns.append(Column((d["name"], None), f"{d['abbrev']} avg"))
     if len(datasets) > 1:
-        columns.append(Column(("*", None), "avg", n_conversations=conv_by.get(("*", None))))
-    res = {(r["method"], r["dataset"], r["quality"]): r for r in summary["results"]}
+        columns.append(Column(("*", None), "avg", n_conversations=max(overall) if overall else None))
+    res: dict[tuple[str, str | None, str | None], Result] = {(r.method, r.dataset, r.quality): r
+                                                              for r in summary.results}
     rows = []
-    for m, spec in summary["methods"].items():
-        row = Row(m, spec.get("paper"), kind=row_kind(spec), uses_future=bool(spec.get("uses_future")),
+    for m, spec in summary.methods.items():
+        row = Row(m, spec.get("paper"), kind=recorded_kind(spec), uses_future=bool(spec.get("uses_future")),
                   listwise=bool(spec.get("listwise")))
-        avg = summary["averages"].get(m, {})
-        for col in columns:
+        avg = summary.averages.get(m, {})
+        mine = [res.get((m, *col.key)) if col.key[1] is not None else None for col in columns]
+        for col, x in zip(columns, mine, strict=True):
             ds, q = col.key
-            if q is not None:
-                r = res.get((m, ds, q))
-                row.cells.append(CellValue(None) if r is None else _cell(r, r["spearman"], r["ci"], paper=(
-                    paper_value(row.paper_label, ds, q) if row.paper_label else None)))
-            else:
-                row.cells.append(_average_cell(avg, ds))
+            paper = paper_value(row.paper_label, ds, q) if row.paper_label and q is not None else None
+            row.cells.append(_average_cell(avg, ds) if q is None else CellValue(None) if x is None else _cell(
+                x.spearman, x.ci, sd=x.sd, n=x.n, n_failed=x.n_failed, n_estimated=x.n_estimated,
+                n_incomplete=x.n_incomplete, paper=paper))
         _paper_averages(row, columns)
-        if "without_copies" in avg or any("without_copies" in r for (mm, _, _), r in res.items() if mm == m):
-            row.without_copies = []
-            for col in columns:
-                ds, q = col.key
-                r = res.get((m, ds, q)) if q is not None else None
-                w = r.get("without_copies") if r is not None else None
-                if q is not None:
-                    row.without_copies.append(CellValue(None) if w is None else _cell(w, w["spearman"], w["ci"]))
-                else:
-                    row.without_copies.append(_average_cell(avg.get("without_copies") or {}, ds))
+        if "without_copies" in avg or any(x is not None and x.without_copies is not None for x in mine):
+            row.without_copies = [
+                _average_cell(avg.get("without_copies") or {}, col.key[0]) if col.key[1] is None
+                else CellValue(None) if x is None or (w := x.without_copies) is None else _cell(w.spearman, w.ci, n=w.n)
+                for col, x in zip(columns, mine, strict=True)]
         rows.append(row)
     for j in range(len(columns)):
         # Best within each kind: a reference-based, uses-future or supervised figure never outranks a
         # reference-free one, nor one of another of those kinds.
         for kind, _title in KIND_SECTIONS:
-            mine = [r for r in rows if r.kind == kind]
+            same = [r for r in rows if r.kind == kind]
             # An average over fewer sets than the column's is not comparable: it is never the best.
-            vals = [v for r in mine if (v := r.cells[j].value) is not None and not r.cells[j].partial]
+            vals = [v for r in same if (v := r.cells[j].value) is not None and not r.cells[j].partial]
             if len(vals) > 1:
                 top = min(vals) if columns[j].negative else max(vals)
-                for r in mine:
+                for r in same:
                     if r.cells[j].value == top and not r.cells[j].partial:
                         r.cells[j].best = True
-    ceiling: list[float | None] = []
-    for col in columns:
-        ds, q = col.key
-        a = summary.get("ceiling", {}).get(ds, {}).get(q) if q else None
-        ceiling.append(a["interval"] if a else None)
-    exp = summary["experiment"]
+    agreement = [summary.ceiling.get(ds, {}).get(q) if q else None for ds, q in (col.key for col in columns)]
+    ceiling: list[float | None] = [a["interval"] if a else None for a in agreement]
+    exp = summary.experiment
     return Leaderboard(f"Leaderboard: {exp['name']}", columns, rows, ceiling, exp)
 
 
-def _conversations(ci: dict[str, Any] | None) -> int | None:
-    return ci.get("n_units") if ci and ci.get("unit") == "group" else None
+def _average_ci(avg: dict[str, Any]) -> Interval | None:
+    """An average's stratified bootstrap CI (only the overall average of several sets has one)."""
+    return Interval.from_dict(avg["ci"]) if avg.get("ci") else None
 
 
 def too_few(ci: dict[str, Any] | None) -> int | None:
-    """The units a stored CI resampled when they are fewer than the floor (:mod:`judge.stats.floor`), else
-    None. Summaries written before the floor stored an interval anyway: it is not shown."""
+    """The units a stored comparison resampled when they are fewer than the floor (:mod:`judge.stats.floor`),
+    else None (see :attr:`Interval.few`)."""
     if not ci or ci.get("n_units") is None:
         return None
     k = int(ci["n_units"])
     return k if ci.get("too_few") or not has_interval(k) else None
 
 
-def ci_text(low: float | None, high: float | None, few: int | None, digits: int = 2) -> str:
+def ci_text(low: float | None, high: float | None, few: int | None) -> str:
     """A CI as the reports print it, ``[low, high]``; below the floor, ``too few conversations (k)``; empty
     when there is none."""
     if few is not None:
         return f"[{too_few_text(few)}]"
-    return "" if low is None else f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+    return "" if low is None else f"[{fmt(low, 2)}, {fmt(high, 2)}]"
 
 
-def _cell(r: dict[str, Any], value: float | None, ci: dict[str, Any], paper: PaperValue | None = None) -> CellValue:
-    """A (set, quality) cell from a summary result (or its ``without_copies`` part). Its significance is
-    the conversation bootstrap's p (``ci.p``); summaries written before it was recorded give scipy's."""
-    p = ci["p"] if "p" in ci else r.get("p")
-    few = too_few(ci)
-    if few is not None:
-        return CellValue(value, r.get("sd"), None, None, None, r["n"], r.get("n_failed", 0), r.get("n_estimated", 0),
-                         r.get("n_incomplete", 0), paper=paper, n_conversations=_conversations(ci), too_few=few)
-    return CellValue(value, r.get("sd"), p, ci["low"], ci["high"], r["n"], r.get("n_failed", 0),
-                     r.get("n_estimated", 0), r.get("n_incomplete", 0), paper=paper,
-                     n_conversations=_conversations(ci), n_boot=ci.get("n_boot"),
-                     n_degenerate=ci.get("n_degenerate", 0))
+def _cell(value: float | None, ci: Interval | None, *, average: bool = False, **known: Any) -> CellValue:
+    """A cell with its CI's figures: significance is the conversation bootstrap's p (``ci.p``); below the
+    floor no interval and no p (:attr:`Interval.few`)."""
+    if ci is None:
+        return CellValue(value, is_average=average, **known)
+    if ci.few is not None:
+        return CellValue(value, is_average=average, n_conversations=ci.conversations, too_few=ci.few, **known)
+    return CellValue(value, p=ci.p, low=ci.low, high=ci.high, is_average=average, n_conversations=ci.conversations,
+                     n_boot=ci.n_boot, n_degenerate=ci.n_degenerate, **known)
 
 
 def _average_cell(avg: dict[str, Any], ds: str) -> CellValue:
     """An average column's cell: the overall average carries its stratified bootstrap CI and p."""
     v = avg.get("overall") if ds == "*" else avg.get("per_set", {}).get(ds)
     covers = avg.get("overall_n") if ds == "*" else avg.get("per_set_n", {}).get(ds)
-    ci = avg.get("ci") if ds == "*" else None
-    few = too_few(ci)
-    if few is not None:
-        return CellValue(v, covers=tuple(covers) if covers else None, is_average=True,
-                         n_conversations=_conversations(ci), too_few=few)
-    return CellValue(v, p=ci.get("p") if ci else None, low=ci["low"] if ci else None,
-                     high=ci["high"] if ci else None, covers=tuple(covers) if covers else None, is_average=True,
-                     n_conversations=_conversations(ci), n_boot=ci.get("n_boot") if ci else None,
-                     n_degenerate=ci.get("n_degenerate", 0) if ci else 0)
+    return _cell(v, _average_ci(avg) if ds == "*" else None, average=True, covers=tuple(covers) if covers else None)
 
 
 def _paper_averages(row: Row, columns: list[Column]) -> None:
@@ -284,6 +262,11 @@ def cell_label(c: CellValue, star: str = "*") -> str:
     return s + quality_marks(c)
 
 
+def md_row(cells: Sequence[str]) -> str:
+    """A Markdown table row (a ``|`` inside a cell escaped)."""
+    return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
+
+
 def fmt(x: float | None, digits: int = 3) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
@@ -293,7 +276,7 @@ TIMING_HEADER = ("method", "rows", "s/item", "compute s", "model load s", "cache
 
 
 def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """One row of text per method of ``summary["timing"]``, in :data:`TIMING_HEADER`'s order."""
+    """One row of text per method of ``Summary.timing``, in :data:`TIMING_HEADER`'s order."""
     out = []
     for m, t in timing.items():
         rss = "–" if t.get("peak_rss_mib") is None else f"{t['peak_rss_mib']:.0f} MiB"
@@ -306,21 +289,20 @@ def timing_cells(timing: dict[str, dict[str, Any]]) -> list[list[str]]:
 FITTED_HEADER = ("method", "set", "quality", "learned on", "weights")
 
 
-def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any]] | None = None
+def fitted_cells(cells: Sequence[CellStats], not_trained_on: Sequence[dict[str, Any]] | None = None
                  ) -> list[list[str]]:
-    """One row of text per cell of ``summary["cells"]`` whose method learned its weights: lodo's one
+    """One row of text per cell of ``Summary.cells`` whose method learned its weights: lodo's one
     vector; cv's mean over its folds with the fold range, each fold's items scored with its own. ``not_trained_on``
-    (``summary["not_trained_on"]``): the sets a lodo cell left out for sharing its conversations."""
+    (``Summary.not_trained_on``): the sets a lodo cell left out for sharing its conversations."""
     out = []
     for c in cells:
-        f = c.get("fitted")
+        f = c.fitted
         if not f or f.get("fit") == "head":
             continue
         if f.get("fit") == "lodo":
             where = f"the other {len(f['trained_on'])} sets"
             shared: dict[str, str] = next((e["sets"] for e in not_trained_on or ()
-                                           if (e["method"], e["dataset"], e["quality"])
-                                           == (c["method"], c["dataset"], c["quality"])), {})
+                                           if (e["method"], e["dataset"], e["quality"]) == c.key[:3]), {})
             if shared:  # never offered: they rate some of the scored conversations
                 where += "; not offered (share its conversations): " + ", ".join(shared)
             if f.get("dropped"):  # sets the fit could not learn from: not among the sets it learned on
@@ -332,7 +314,7 @@ def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any
             weights = ", ".join(
                 f"{m} {fmt(sum(col) / len(col), 2)} [{fmt(min(col), 1)}–{fmt(max(col), 1)}]"
                 for m, col in zip(f["members"], zip(*folds, strict=True), strict=True))
-        out.append([c["method"], c["dataset"], c["quality"], where, weights])
+        out.append([c.method, c.dataset, c.quality, where, weights])
     return out
 
 
@@ -340,16 +322,16 @@ def fitted_cells(cells: list[dict[str, Any]], not_trained_on: list[dict[str, Any
 HEAD_HEADER = ("method", "set", "quality", "head", "learned from", "ridge alpha, cv Spearman")
 
 
-def head_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
+def head_cells(cells: Sequence[CellStats]) -> list[list[str]]:
     """One row of text per cell scored by a head (``type = "head"``): the head file, the sets it learned
     from before the run (never the scored one: the harness refuses that) and its fit's figures."""
     out = []
     for c in cells:
-        f = c.get("fitted")
+        f = c.fitted
         if not f or f.get("fit") != "head":
             continue
         cv = f.get("cv_spearman")
-        out.append([c["method"], c["dataset"], c["quality"], Path(str(f["head"])).name, ", ".join(f["trained_on"]),
+        out.append([c.method, c.dataset, c.quality, Path(str(f["head"])).name, ", ".join(f["trained_on"]),
                     f"{f['alpha']:g}, {'–' if cv is None else fmt(cv)} ({f.get('cv_how') or 'no cv'})"])
     return out
 
@@ -358,12 +340,12 @@ def head_cells(cells: list[dict[str, Any]]) -> list[list[str]]:
 AVERAGE_COMPARISON_HEADER = ("A", "B", "sets", "n", "avg A", "avg B", "A − B [95% CI]", "p (bootstrap)")
 
 
-def resampled_together_text(summary: dict[str, Any]) -> str:
+def resampled_together_text(summary: Summary) -> str:
     """The sentence reports add where an average's CI is explained, when the bootstrap resampled some sets'
     conversations together (sets that rate the same conversations, ``averages[m]["resampled_together"]``);
     empty when every set was resampled on its own."""
     groups: list[list[str]] = []
-    for avg in (summary.get("averages") or {}).values():
+    for avg in summary.averages.values():
         groups += [g for g in avg.get("resampled_together") or () if g not in groups]
     if not groups:
         return ""
@@ -372,8 +354,8 @@ def resampled_together_text(summary: dict[str, Any]) -> str:
             "conversation across the sets that rate it, so a conversation two sets rate counts once.")
 
 
-def average_comparison_cells(comps: list[dict[str, Any]]) -> list[list[str]]:
-    """One row of text per entry of ``summary["average_comparisons"]``."""
+def average_comparison_cells(comps: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """One row of text per entry of ``Summary.average_comparisons``."""
     return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
              f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}", comparison_p(c)] for c in comps]
 

@@ -587,8 +587,3 @@ def p_at_floor(p_value: float | None, n_boot: int, n_degenerate: int = 0) -> boo
     p < 1/n_boot (more resamples would give a smaller value)."""
     floor = p_floor(n_boot, n_degenerate)
     return p_value is not None and math.isfinite(p_value) and math.isfinite(floor) and p_value <= floor * (1 + 1e-9)
-
-
-def significance_mark(p_value: float, alpha: float = 0.05) -> str:
-    """The paper's mark: ``*`` for a correlation that is NOT significant at ``alpha`` (or undefined)."""
-    return "" if (p_value is not None and math.isfinite(p_value) and p_value < alpha) else "*"

@@ -105,11 +105,8 @@ def from_results(dirs: Sequence[str | Path], *, data_dir: str | None = None, exp
     if experiment is not None and len(dirs) != 1:
         raise ValueError("an experiment describes one results folder")
     view = View(title or "")
-    for i, d in enumerate(dirs):
+    for d in dirs:
         _add_run(view, Path(d), data_dir, experiment)
-        if i == 0:
-            exp = read_summary(d).experiment
-            view.n_boot, view.seed = int(exp.get("bootstrap", 1000)), int(exp.get("seed", 0))
     if not view.title:
         view.title = " vs ".join(r.name for r in view.runs)
     return view
@@ -119,6 +116,8 @@ def _add_run(view: View, root: Path, data_dir: str | None, experiment: Experimen
     summary = read_summary(root)
     exp = summary.experiment
     run = len(view.runs)
+    if not run:  # the first run's bootstrap is the page's
+        view.n_boot, view.seed = int(exp["bootstrap"]), int(exp["seed"])
     name = str(exp.get("name") or root.name)
     if any(r.name == name for r in view.runs):
         name = f"{name} ({root})"
@@ -139,7 +138,7 @@ def _add_run(view: View, root: Path, data_dir: str | None, experiment: Experimen
             items.update({ex.id: ex for ex in prep.pool or () if ex.id not in items})
         table = view.add_items(dataset, run, {r.id: items[r.id] for r in rows if r.id in items} | _examples(rows, items))
         cell = ViewCell(run, method, dataset, quality, seed, _kind(described), _settings(described),
-                        _stats(summarised.stats), rows, table)
+                        below_floor(summarised.stats), rows, table)
         _add_prompts(cell, prep, read_prompt_settings(path), rebuilt, key)
         view.cells.append(cell)
 
@@ -161,11 +160,6 @@ def _settings(described: dict[str, Any]) -> str:
         return method_type(str(described["type"])).settings_text(described)
     except (JudgeError, KeyError):
         return ""
-
-
-def _stats(cell: Stats) -> dict[str, Any]:
-    """A cell's statistics as the reports show them (the summary's own values, never recomputed)."""
-    return below_floor(cell)
 
 
 def below_floor(stats: Stats) -> dict[str, Any]:
@@ -242,7 +236,7 @@ def from_scored(spec: MethodSpec, prep: Prepared, rows: list[Row], items: Sequen
     table = view.add_items(Path(source).name, 0, by_id)
     cell = ViewCell(0, spec.name, Path(source).name, quality, prep.seed if spec.kind.records_seed else None, kind,
                     method_type(spec.type).settings_text(spec.describe()),
-                    _stats(cell_stats(rows, view.n_boot, view.seed)) if rated else None, rows, table)
+                    below_floor(cell_stats(rows, view.n_boot, view.seed)) if rated else None, rows, table)
     if prompt_settings is not None:
         cell.chat, cell.wrapping = bool(prompt_settings.get("chat")), prompt_settings.get("wrapping")
         rebuild_prompts(cell, prep, by_id, cell.chat)
