@@ -25,13 +25,15 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tools.peak import measured_run
+
 INSTRUCTIONS = "You are the help desk of an online shoe shop. Be brief and friendly."
 VERSIONS = ("2.3", "2.4", "2.5")
 _WORDS = ["the", "order", "shipped", "yesterday", "and", "should", "arrive", "on", "friday", "if", "the", "courier", "keeps", "to", "the", "plan", "we", "can", "also", "change", "the", "address", "until", "it", "leaves", "our", "warehouse", "returns", "are", "free", "within", "thirty", "days"]
@@ -78,15 +80,10 @@ def run_judge(args: list[str], out: Path) -> tuple[float, float]:
     cmd = [sys.executable, "-m", "judge", *args, *scoring]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     log = out.with_suffix(".stderr.txt")
-    start = time.perf_counter()
-    with log.open("w") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    peak, wall, code = measured_run(cmd, env, log)
     if code != 0:
         raise SystemExit(f"judge {args[0]} failed (exit {code}):\n{log.read_text()}")
-    return usage.ru_maxrss / 1024, wall  # Linux: KiB
+    return peak, wall
 
 
 def count_lines(path: Path) -> int:

@@ -24,15 +24,14 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tools.peak import measured_run
 from tools.ray_cluster import ADDRESS, Cluster, why_not
 
 _WORDS = ["the", "weather", "was", "fine", "and", "we", "walked", "to", "the", "station", "before", "the", "rain", "came", "back", "again", "later", "that", "evening", "my", "sister", "said", "she", "would", "call", "tomorrow", "about", "the", "trip", "to", "the", "coast", "next", "summer", "if", "the", "tickets", "are", "not", "too", "expensive", "by", "then"]
@@ -68,15 +67,10 @@ def run_score(data: Path, out: Path, extra: list[str], cluster: Cluster | None =
         cmd = cluster.command([*cmd, "--ray", ADDRESS])
         env = {**cluster.env, "JUDGE_CACHE": env.get("JUDGE_CACHE", "")}
     log = out.with_suffix(".stderr.txt")
-    start = time.perf_counter()
-    with log.open("w") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    peak, wall, code = measured_run(cmd, env, log)
     if code not in (0, 3):
         raise SystemExit(f"judge score failed (exit {code}):\n{log.read_text()}")
-    return usage.ru_maxrss / 1024, wall, code  # Linux: KiB
+    return peak, wall, code
 
 
 def main() -> int:
