@@ -299,3 +299,26 @@ def test_an_event_is_what_the_opentelemetry_sdk_encodes_for_the_same_log_record(
     (rec,) = theirs["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
     assert rec.pop("body", {}) == {} and rec.pop("flags", 0) == 0
     assert ours == theirs
+
+
+@pytest.mark.slow  # forty SmolLM2 prompts (about 10-25 s); the mock runs above guard the same path in the fast tier
+def test_a_real_model_answers_per_version_and_summarize_reads_its_rows_back_the_same(tmp_path, capsys):
+    """End to end with the embedded default model (SmolLM2 via llama.cpp, in process): a chat log of two versions
+    is scored with ``--by version``; each version gets a mean with a conversation interval (10 conversations
+    each, above the floor) and its worst conversations, and ``judge summarize`` of the rows written prints the
+    very same table."""
+    rows = tmp_path / "rows.jsonl"
+    log = str(ROOT / "examples" / "chat" / "versions.jsonl")
+    assert main(["score", log, "--by", "version", "--threads", "2", "-o", str(rows), "--no-progress"]) == 0
+    scored = capsys.readouterr().out
+    written = read_rows(rows)
+    assert len(written) == 40 and all(r.error is None and r.score is not None for r in written)
+    assert len({r.score for r in written}) > 10  # a real model's scores, not one constant
+    assert main(["summarize", str(rows), "--by", "version"]) == 0
+    again = capsys.readouterr().out
+    table = scored[scored.index("## Scores per version"):]
+    assert table and table == again[again.index("## Scores per version"):]
+    for version in ("2.3", "2.4"):
+        line = next(x for x in table.splitlines() if x.startswith(f"| {version} |"))
+        assert "too few" not in line and line.count("[") == 1, line
+        assert f"### Worst conversations: version={version}" in table
