@@ -17,6 +17,7 @@ Usage:
     python benchmarks/estimate_coverage.py --make-rows --data-dir ../shared/data   # mock and length rows
     python benchmarks/estimate_coverage.py                                         # the draws, writes the summary
     python benchmarks/estimate_coverage.py --markdown                              # the table from the summary
+    judge results render                        # the table onto the results page and into docs/trust.md
     python benchmarks/estimate_coverage.py --reveal ROWS --n 80 --labels LABELS    # a labels file, as if labelled
 
 Rows files are ``ROWS_DIR/<SET>-<judge>.jsonl`` (``judge bench SET -o ...``); other judges' rows (a model run)
@@ -39,6 +40,7 @@ import numpy as np
 
 from judge.records.labels import Label, append_label
 from judge.records.rows import read_rows
+from judge.report.coverage_table import COVERAGE, coverage_markdown
 from judge.report.estimate_join import conversation_key, group_of
 from judge.stats import ppi
 
@@ -48,9 +50,7 @@ SETS = ("TU", "PU", "DZ", "RE1", "RE2", "REI")
 CHEAP = {"mock": ["--backend", "mock"], "length": ["--scorer", "length"], "rouge-l": ["--scorer", "rouge-l"]}
 NS = (25, 50, 100, 200)
 #: In a folder of its own: benchmarks/results/*.json are run summaries (judge results), which this is not.
-SUMMARY = Path(__file__).parent / "results" / "estimate" / "coverage.json"
-DOCS = Path(__file__).parent.parent / "docs" / "trust.md"
-MARKERS = ("<!-- coverage:start -->\n", "<!-- coverage:end -->")
+SUMMARY = Path(__file__).parent.parent / COVERAGE
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -64,7 +64,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bootstrap", type=int, default=1000, help="conversation resamples per draw (default 1000)")
     p.add_argument("--output", default=str(SUMMARY), help="summary JSON to write (default: %(default)s)")
     p.add_argument("--markdown", action="store_true", help="only print the table of the summary --output")
-    p.add_argument("--docs", action="store_true", help="only write that table into docs/trust.md")
     p.add_argument("--reveal", default=None, metavar="ROWS",
                    help="only write a labels file of --n uniform random rows of ROWS, their human ratings revealed "
                    "(what a person labelling in a uniform random order would have written)")
@@ -188,56 +187,6 @@ def run_one(path: Path, n: int, draws: int, n_boot: int, seed: int) -> dict[str,
             "lambda_median": float(np.median(d_all.lam[:, 0]))}
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}"
-
-
-def _num(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-#: Below this share of draws with an interval, a coverage is over too few intervals to read (marked ``*``).
-READABLE = 0.05
-
-
-def _cov(k: dict[str, Any], key: str) -> str:
-    """A coverage in %, marked † outside the 93-97% goal and * where too few draws gave an interval to read it."""
-    value = k[key]
-    if value is None:
-        return "-"
-    mark = "*" if k["with_ci"] < READABLE else "†" if not 0.93 <= value <= 0.97 else ""
-    return f"{_pct(value)}{mark}"
-
-
-def _pair(r: dict[str, Any], key: str, fmt: Any) -> str:
-    """The means' and the differences' value of ``key``, as ``means / differences``."""
-    means, diffs = r["means"], r["differences"]
-    return f"{fmt(means[key])} / {fmt(diffs[key]) if diffs else '-'}"
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    """The coverage table of a summary (what docs/trust.md shows): each cell ``systems' means / differences``."""
-    head = ("| set | judge | n | systems | with CI % | coverage PPI++ % | coverage labels only % | width PPI/labels "
-            "| label gain | exact order PPI / labels % | pairs in order PPI / labels % |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|")
-    out = [head]
-    for r in summary["results"]:
-        cov_p = f"{_cov(r['means'], 'coverage_ppi')} / {_cov(r['differences'], 'coverage_ppi') if r['differences'] else '-'}"
-        cov_l = (f"{_cov(r['means'], 'coverage_labels')} / "
-                 f"{_cov(r['differences'], 'coverage_labels') if r['differences'] else '-'}")
-        out.append(f"| {r['set']} | {r['judge']} | {r['n']} | {r['systems']} | {_pair(r, 'with_ci', _pct)} "
-                   f"| {cov_p} | {cov_l} | {_pair(r, 'width_ratio', _num)} | {_pair(r, 'label_gain', _num)} "
-                   f"| {_pct(r['ranking_exact_ppi'])} / {_pct(r['ranking_exact_labels'])} "
-                   f"| {_pct(r['ranking_pairs_ppi'])} / {_pct(r['ranking_pairs_labels'])} |")
-    return "\n".join(out)
-
-
-def spliced(page: str, table: str) -> str:
-    """``page`` with ``table`` between the coverage markers."""
-    start, end = page.index(MARKERS[0]) + len(MARKERS[0]), page.index(MARKERS[1])
-    return page[:start] + table + "\n" + page[end:]
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     if args.reveal:
@@ -245,12 +194,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise SystemExit("--reveal needs --labels FILE")
         reveal(args.reveal, args.n, args.labels, args.seed)
         return
-    if args.markdown or args.docs:
-        table = markdown(json.loads(Path(args.output).read_text(encoding="utf-8")))
-        if args.docs:
-            DOCS.write_text(spliced(DOCS.read_text(encoding="utf-8"), table), encoding="utf-8")
-        else:
-            print(table)
+    if args.markdown:
+        print(coverage_markdown(json.loads(Path(args.output).read_text(encoding="utf-8"))))
         return
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     rows_dir = Path(args.rows_dir)
@@ -266,13 +211,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 if r is None:
                     continue
                 results.append({"set": name, "judge": judge, **r, "seconds": round(time.time() - start, 1)})
-                print(f"{name} {judge} n={n}: means {_pct(r['means']['coverage_ppi'])}% "
-                      f"(labels {_pct(r['means']['coverage_labels'])}%), width {_num(r['means']['width_ratio'])}, "
-                      f"{results[-1]['seconds']} s", flush=True)
+                means = r["means"]
+                print(f"{name} {judge} n={n}: means {means['coverage_ppi']} (labels {means['coverage_labels']}), "
+                      f"width {means['width_ratio']}, {results[-1]['seconds']} s", flush=True)
     summary = {"draws": args.draws, "bootstrap": args.bootstrap, "nominal": 0.95, "target": "rows",
                "results": results}
     Path(args.output).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(markdown(summary))
+    print(coverage_markdown(summary))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from judge.cli import main
 from judge.core.errors import InputError
 from judge.records.labels import Label, append_label
 from judge.records.rows import Row, read_rows
+from judge.report.coverage_table import coverage_markdown, load_coverage, splice_coverage
 from judge.report.estimate_join import join_labels, scored_rows
 from judge.stats import ppi
 from judge.stats.estimate import Joined, estimate, uniformity_p
@@ -200,7 +201,7 @@ def test_the_coverage_benchmark_on_constructed_rows(tmp_path):
     r = estimate_coverage.run_one(path, 60, 100, 200, seed=0)
     assert r is not None and r["systems"] == 2
     assert 0.85 <= r["differences"]["coverage_ppi"] <= 1.0 and r["differences"]["width_ratio"] < 0.8
-    table = estimate_coverage.markdown({"results": [{"set": "X", "judge": "biased", **r}]})
+    table = coverage_markdown({"results": [{"set": "X", "judge": "biased", **r}]})
     assert table.count("\n| X | biased | 60 | 2 |") == 1
 
 
@@ -222,11 +223,13 @@ def _coverage_module():  # type: ignore[no-untyped-def]
 
 
 def test_the_trust_page_coverage_table_is_the_committed_summary():
-    """No coverage figure is typed: the table between the markers is what the summary gives."""
-    cov = _coverage_module()
+    """No coverage figure is typed: the table between the markers, and the results page's section, are what
+    the committed summary gives (``judge results render`` writes both)."""
+    summary = load_coverage(ROOT)
+    assert summary is not None
     page = (ROOT / "docs" / "trust.md").read_text(encoding="utf-8")
-    summary = json.loads(cov.SUMMARY.read_text(encoding="utf-8"))
-    assert cov.spliced(page, cov.markdown(summary)) == page
+    assert splice_coverage(page, coverage_markdown(summary)) == page
+    assert coverage_markdown(summary) in (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     assert {r["set"] for r in summary["results"]} >= {"TU", "PU", "DZ", "RE1", "RE2", "REI"}
     assert summary["draws"] >= 1000 and {r["n"] for r in summary["results"]} == {25, 50, 100, 200}
 

@@ -18,6 +18,7 @@ from judge.cli import build_parser, main
 from judge.data.kinds import BY_NAME, KINDS
 from judge.harness import load_experiment
 from judge.report import results_page as page
+from judge.report.coverage_table import coverage_section, load_coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,7 +59,10 @@ def test_page_is_rendered_from_the_committed_summaries():
     """A figure typed into docs/results.md, or a summary changed without re-rendering, fails here."""
     summaries = page.load_summaries(ROOT / page.SUMMARY_DIR)
     assert summaries, "no committed run summary"
-    assert (ROOT / page.PAGE).read_text(encoding="utf-8") == page.render_page(summaries, page.load_history(ROOT))
+    coverage = load_coverage(ROOT)
+    assert coverage is not None, "no committed coverage summary"
+    assert (ROOT / page.PAGE).read_text(encoding="utf-8") == page.render_page(summaries, page.load_history(ROOT),
+                                                                               coverage_section(coverage))
 
 
 def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):

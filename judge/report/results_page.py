@@ -330,10 +330,12 @@ def load_history(root: str | Path = ".") -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None) -> str:
+def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, Any] | None = None,
+                coverage: str | None = None) -> str:
     """The whole of docs/results.md: the reading notes, one section per kind in ``KINDS`` (one
     table per run inside it, with its command and provenance, and what of it stands on earlier halves),
-    the test items earlier development rounds read (``history``), then the pending runs."""
+    the test items earlier development rounds read (``history``), the coverage of estimates from labels
+    (``coverage``, a section :mod:`.coverage_table` renders), then the pending runs."""
     parts = [_HEADER.replace("{floor}", str(MIN_CONVERSATIONS))]
     for kind in _kinds(summaries):
         parts.append(_kind_section(kind, summaries, history))
@@ -347,6 +349,8 @@ def render_page(summaries: Sequence[Mapping[str, Any]], history: Mapping[str, An
         parts.append(measure_section(summaries))
     if history is not None:
         parts.append(_read_in_dev_section(history))
+    if coverage is not None:
+        parts.append(coverage)
     parts.append(_pending_section())
     return "\n".join(parts)
 
