@@ -24,9 +24,9 @@ from judge.datasets.benchmarks import dataset_info
 from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.compare import PAIR_ROW_KEYS, compare_rows, prepare_pairs
 from judge.harness.config import parse_experiment
-from judge.records.pair_rows import PairRow, read_pair_rows
 from judge.prompts.answers import Pairwise
 from judge.prompts.templates import common_head, get_prompt, load_template, short_sha
+from judge.records.pair_rows import PairRow, read_pair_rows
 from judge.scorers.pairwise import AB, BA, PairwiseJudge
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,9 +8,9 @@ jitter (``tenacity``), honouring ``Retry-After``. What still fails becomes a per
 
 Requests are paced (:mod:`judge.backends.pacing`) from the server's rate-limit headers, the ``rpm`` /
 ``tpm`` caps and 429s, with the number in flight adapting between 1 and ``concurrency``. What the server
-reports using is priced from the price table (:mod:`judge.accounting.prices`): the run's cost in dollars is a
-counter, and ``max_cost`` stops sending before the spend could pass it (the items left are failures saying
-so, never cached, so a rerun with a higher cap goes on from the cache). The same request bodies go into
+reports using is counted in tokens; the cost layer (:mod:`judge.backends.priced`) prices it and gives the
+backend its purse (:class:`judge.accounting.spend.Purse`), which each request asks before it goes: under
+``max_cost`` a request that could take the spend past the cap is not sent (its item fails saying so). The same request bodies go into
 Batch API files (:mod:`judge.backends.openai_batch`), whose answers :meth:`OpenAIBackend.answer_from_batch`
 reads exactly as a synchronous answer is read.
 
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..accounting.prices import Price, dollars, load_prices
+from ..accounting.spend import OverBudget, Purse
 from ..core.config import GenerateConfig
-from ..core.errors import BackendError, InputError, MissingExtraError
+from ..core.errors import BackendError, MissingExtraError
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, Reasoned, Reasoning, gather
 from .hosted import SENDING, HostedOptions
 from .pacing import Pacer
@@ -102,14 +102,6 @@ class _Permanent(Exception):
 
 class _NoLogprobs(Exception):
     """The server answered but gave no log-probabilities (some chat and reasoning models)."""
-
-
-class _OverBudget(Exception):
-    """Sending the request could take the run's spend past ``max_cost``: it is not sent."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _Refused(Exception):
@@ -214,13 +206,6 @@ class Usage:
     def add_retry(self) -> None:
         with self._lock:
             self.retries += 1
-
-    def cost(self, price: Price) -> float:
-        """Dollars this usage costs at ``price`` (batch answers at the batch discount)."""
-        with self._lock:
-            return (price.cost(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
-                    + price.cost(self.batch_prompt_tokens, self.batch_completion_tokens, self.batch_cached_tokens,
-                                 batch=True))
 
     def as_dict(self) -> dict[str, int]:
         out = {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
@@ -329,13 +314,8 @@ class OpenAIBackend(Backend):
         self.pacer = Pacer(self.concurrency, o.rpm, o.tpm) if (o.pace or o.rpm or o.tpm) else None
         if self.pacer is not None and not o.pace:
             self.pacer.adaptive = False
-        self.prices = load_prices(o.prices)
-        #: The model's price (None: the table has no row for it; its cost is then not known).
-        self.price = self.prices.get(model)
-        if self.options.max_cost is not None and self.price is None:
-            raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
-        self._money = threading.Condition()
-        self._reserved = 0.0
+        #: What each request asks before it goes: every request goes until the cost layer gives it a purse.
+        self.purse = Purse()
         self._tokenize_mode = o.tokenize
         self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
         self._tok_lock = threading.Lock()
@@ -430,12 +410,12 @@ class OpenAIBackend(Backend):
 
     def _post(self, prompt: Prompt, chat: bool, *, then: Sequence[dict[str, str]] = (), **params: Any) -> dict[str, Any]:
         """One HTTP request (``then``: chat messages after the prompt's); returns the parsed JSON body or raises
-        _Retryable / _Permanent / _Refused / _OverBudget. Paced (``self.pacer``) and, under ``max_cost``, sent
-        only when it cannot take the spend past it."""
+        _Retryable / _Permanent / _Refused / OverBudget. Paced (``self.pacer``), and sent only when the purse sets
+        aside the most it can cost (a token per byte of its prompt, the chat markup, its answer tokens)."""
         body = self._body(prompt, chat, params, then)
         budget = params.get("max_tokens") or params.get("max_completion_tokens") or 1
         answers = int(params.get("n") or 1) * int(budget)
-        reserved = self._reserve(prompt, chat, answers)
+        held = self.purse.hold(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
         ticket = self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers) if self.pacer is not None else None
         headers: Any = None
         limited, wait = False, None
@@ -449,7 +429,7 @@ class OpenAIBackend(Backend):
                     raise ValueError("no choices")
             except (ValueError, UnicodeDecodeError):
                 raise _Retryable("malformed JSON response") from None
-            self.usage.add(data.get("usage"))  # spent before its reservation goes: never out of both
+            self.usage.add(data.get("usage"))  # counted before what the purse held goes: never out of both
             return data
         except _Retryable as exc:
             if exc.status is not None:
@@ -458,37 +438,11 @@ class OpenAIBackend(Backend):
         finally:
             if self.pacer is not None and ticket is not None:
                 self.pacer.settle(ticket, headers, limited=limited, retry_after=wait)
-            if reserved:
-                with self._money:
-                    self._reserved -= reserved
-                    self._money.notify_all()
+            self.purse.release(held)
 
     def _estimate_tokens(self, prompt: Prompt, chat: bool) -> int:
         """The prompt's tokens by the documented estimate (never asks the server)."""
         return -(-len(prompt.text) // CHARS_PER_TOKEN) + (CHAT_OVERHEAD if chat else 0)
-
-    def spent(self) -> float | None:
-        """Dollars spent so far from the usage the server reported (None: the model has no price)."""
-        return self.usage.cost(self.price) if self.price is not None else None
-
-    def _reserve(self, prompt: Prompt, chat: bool, answers: int) -> float:
-        """Under ``max_cost``: set aside the most this request can cost (a token per byte of its prompt, the
-        chat markup, its answer tokens, no cached discount), waiting for requests in flight to settle while
-        their share is what does not fit; raise _OverBudget when the spend so far leaves no room for it.
-        Returns what was set aside (0 without a cap)."""
-        if self.options.max_cost is None or self.price is None:
-            return 0.0
-        most = self.price.cost(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
-        with self._money:
-            while True:
-                spent = self.usage.cost(self.price)
-                if spent + most > self.options.max_cost:
-                    raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
-                                      f"{dollars(self.options.max_cost)} ({dollars(spent)} spent)")
-                if spent + self._reserved + most <= self.options.max_cost:
-                    self._reserved += most
-                    return most
-                self._money.wait(timeout=1.0)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
@@ -560,7 +514,7 @@ class OpenAIBackend(Backend):
             return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc.reason}"))
         except _Permanent as exc:
             return Failure(self._scrub(f"API request failed: {exc.reason}"))
-        except _OverBudget as exc:
+        except OverBudget as exc:
             return Failure(exc.reason)
         except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
             return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
@@ -804,15 +758,9 @@ class OpenAIBackend(Backend):
         return out
 
     def counters(self) -> dict[str, int]:
-        """API usage; its cost in millionths of a dollar (``cost_micro_usd``) when the model has a price, else
-        the requests whose cost is not known (``unpriced_requests``); how often pacing held a request back and
-        how many 429s came; each parameter the server refused (``refused:<param>``)."""
+        """API usage in requests and tokens (what the cost layer prices); how often pacing held a request back
+        and how many 429s came; each parameter the server refused (``refused:<param>``)."""
         out = {**self.usage.as_dict(), **{f"refused:{p}": 1 for p in self.refusals.refused}}
-        cost = self.spent()
-        if cost is not None:
-            out["cost_micro_usd"] = round(cost * 1_000_000)
-        else:
-            out["unpriced_requests"] = self.usage.requests + self.usage.batch_requests
         if self.pacer is not None:
             out.update(paced_waits=self.pacer.stats.waits, rate_limited=self.pacer.stats.limited)
         return out
