@@ -7,7 +7,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
-from ..accounting.rates import Rate
 from ..core.errors import InputError
 
 
@@ -181,20 +180,11 @@ class Backend(Protocol):
     model_id: str
     capabilities: Capabilities
     #: How ``judge run --check`` knows what this backend's work costs (:data:`COSTS`), read from the class: ``replay``
-    #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate
-    #: :meth:`calibrate` measures), ``free`` (no model), ``hosted`` (its twin counts the requests it would send,
-    #: priced from the price table), ``unknown`` (the default: the estimate says n/a rather than guess).
+    #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate the
+    #: backend measures: such a backend is :class:`judge.accounting.rates.Timed`), ``free`` (no model), ``hosted``
+    #: (its twin counts the requests it would send, priced from the price table), ``unknown`` (the default: the
+    #: estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
-
-    def rate_identity(self) -> dict[str, object]:
-        """What moves this backend's speed on one machine (model file, threads, batch settings): the key of its
-        measured rate (:mod:`judge.accounting.rates`). Empty by default (no rate is kept)."""
-        return {}
-
-    def calibrate(self, repeats: int) -> Rate:
-        """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
-        short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
-        raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
 
     #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
     #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
