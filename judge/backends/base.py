@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..core.errors import InputError
 
@@ -293,9 +293,13 @@ def require(backend: Backend, capability: Optional, needed_by: str) -> None:
         raise InputError(f"{cannot(backend, capability)}; {needed_by} needs a backend that can", field="backend")
 
 
-def gather(results: Iterable[tuple[int, LabelDist | Failure]], n: int) -> list[LabelDist | Failure]:
+#: An answer of any kind (what :func:`gather` puts back in order).
+A = TypeVar("A")
+
+
+def gather(results: Iterable[tuple[int, A]], n: int) -> list[A]:
     """Put (index, result) pairs that arrive in any order back into prompt order."""
-    out: list[LabelDist | Failure | None] = [None] * n
+    out: list[A | None] = [None] * n
     for i, res in results:
         out[i] = res
     missing = [i for i, r in enumerate(out) if r is None]

@@ -37,6 +37,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -519,10 +520,6 @@ class OpenAIBackend(Backend):
         except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
             return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
 
-    def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
-        """Score one prompt; every exception becomes a short Failure reason (never the key)."""
-        return self._guarded(lambda: self._read_label(prompt, candidates, top_n))
-
     def _read_label(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
         chat = self._use_chat(prompt)
         try:
@@ -539,24 +536,29 @@ class OpenAIBackend(Backend):
     def _estimate(self, prompt: Prompt, chat: bool, candidates: Sequence[str]) -> LabelDist | Failure:
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
         want = self.options.sampling_fallback
-        answers: list[str] = []
-        prompt_tokens = 0
-        while len(answers) < want:
-            n = want - len(answers)
-            params = {"max_tokens": 1, "temperature": 1.0, "n": n, "seed": self.config.seed + len(answers)}
-            data = self._call(self._send, prompt, chat, one_token=True, **params)
-            got = [_choice_text(c, chat) for c in data["choices"]][:n]
-            if not got:
-                raise _Retryable("no answers in the response")
-            answers += got
-            prompt_tokens = int((data.get("usage") or {}).get("prompt_tokens") or prompt_tokens)
-        counts: dict[str, int] = {}
-        for a in answers:
-            counts[a] = counts.get(a, 0) + 1
+        choices, prompt_tokens, _ = self._samples(prompt, chat, want, 1, self.config.seed, one_token=True)
+        counts = Counter(_choice_text(c, chat) for c in choices)
         logprobs = {c: math.log(counts[c] / want) for c in candidates if counts.get(c)}
         top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
         return LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
                          estimated=True, complete=False)
+
+    def _samples(self, prompt: Prompt, chat: bool, want: int, max_tokens: int, seed: int,
+                 one_token: bool = False) -> tuple[list[dict[str, Any]], int, int]:
+        """``want`` completions of at most ``max_tokens`` at temperature 1 (seeded from ``seed`` where the server
+        takes a seed), asked again for those a response lacks: their choices, the prompt's tokens and the tokens
+        generated."""
+        choices: list[dict[str, Any]] = []
+        prompt_tokens = generated = 0
+        while len(choices) < want:
+            n = want - len(choices)
+            params = {"max_tokens": max_tokens, "temperature": 1.0, "n": n, "seed": seed + len(choices)}
+            data = self._call(self._send, prompt, chat, one_token=one_token, **params)
+            choices += data["choices"][:n]
+            usage = data.get("usage") or {}
+            generated += int(usage.get("completion_tokens") or 0)
+            prompt_tokens = int(usage.get("prompt_tokens") or prompt_tokens)
+        return choices, prompt_tokens, generated
 
     # -- a rationale before the answer --------------------------------------------------------------
     def _reason_one(self, prompt: Prompt, candidates: Sequence[str], top_n: int, how: Reasoning) -> Reasoned | Failure:
@@ -631,25 +633,11 @@ class OpenAIBackend(Backend):
         for its final answer line; the distribution is their answers' frequencies (``estimated``). Completions
         without a readable answer are counted; an item with none fails, saying so."""
         want = self.options.sampling_fallback
-        said: list[tuple[str, str | None]] = []  # (rationale, label) per completion
-        generated = prompt_tokens = 0
-        finish = ""
-        while len(said) < want:
-            n = want - len(said)
-            params = {"max_tokens": how.tokens + ANSWER_LINE_TOKENS, "temperature": 1.0, "n": n, "seed": how.seed + len(said)}
-            data = self._call(self._send, prompt, chat, **params)
-            choices = data["choices"][:n]
-            for choice in choices:
-                text = _thinking(choice, chat) + _choice_text(choice, chat)
-                said.append(final_answer(text, how.cue, candidates))
-                finish = finish or str(choice.get("finish_reason"))
-            usage = data.get("usage") or {}
-            generated += int(usage.get("completion_tokens") or 0)
-            prompt_tokens = int(usage.get("prompt_tokens") or prompt_tokens)
-        counts: dict[str, int] = {}
-        for _, label in said:
-            if label is not None:
-                counts[label] = counts.get(label, 0) + 1
+        choices, prompt_tokens, generated = self._samples(prompt, chat, want, how.tokens + ANSWER_LINE_TOKENS, how.seed)
+        # (rationale, label) per completion
+        said = [final_answer(_thinking(c, chat) + _choice_text(c, chat), how.cue, candidates) for c in choices]
+        finish = str(choices[0].get("finish_reason"))
+        counts = Counter(label for _, label in said if label is not None)
         unparsed = sum(label is None for _, label in said)
         if not counts:
             return Failure(f"none of the {want} sampled completions ended with an answer line ('{how.cue} ...') "
@@ -666,12 +654,13 @@ class OpenAIBackend(Backend):
     ) -> list[Reasoned | Failure]:
         """Each prompt's rationale and answer, ``concurrency`` requests in flight, in prompt order."""
         top_n = min(top_n, self.capabilities.top_n or top_n)
-        futures = {self._pool.submit(self._guarded, lambda p=p: self._reason_one(p, tuple(candidates), top_n, how)): i
-                   for i, p in enumerate(prompts)}
-        out: list[Reasoned | Failure | None] = [None] * len(prompts)
+        return gather(self._each(prompts, lambda p: self._reason_one(p, tuple(candidates), top_n, how)), len(prompts))
+
+    def _each(self, prompts: Sequence[Prompt], work: Any) -> Iterator[tuple[int, Any]]:
+        """(index, ``work(prompt)``) in completion order, ``concurrency`` in flight, each fault a Failure."""
+        futures = {self._pool.submit(self._guarded, lambda p=p: work(p)): i for i, p in enumerate(prompts)}
         for fut in as_completed(futures):
-            out[futures[fut]] = fut.result()
-        return out  # type: ignore[return-value]
+            yield futures[fut], fut.result()
 
     def reason_settings(self) -> dict[str, object]:
         """How a rationale is asked for: room for the answer line after it."""
@@ -683,9 +672,7 @@ class OpenAIBackend(Backend):
     ) -> Iterator[tuple[int, LabelDist | Failure]]:
         """(index, result) pairs in completion order, ``concurrency`` requests in flight."""
         top_n = min(top_n, self.capabilities.top_n or top_n)
-        futures = {self._pool.submit(self._one, p, tuple(candidates), top_n): i for i, p in enumerate(prompts)}
-        for fut in as_completed(futures):
-            yield futures[fut], fut.result()
+        return self._each(prompts, lambda p: self._read_label(p, tuple(candidates), top_n))
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -867,12 +854,13 @@ def _token_rows(choice: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
                 rows.append((str(entry.get("token") or ""), table))
         else:
             toks, vals, tops = lp.get("tokens") or [], lp.get("token_logprobs") or [], lp.get("top_logprobs") or []
-            for i, tok in enumerate(toks):
+            for i in range(max(len(toks), len(tops))):
                 table = {}
                 for alt, val in (tops[i] or {}).items() if i < len(tops) else ():
                     _keep(table, alt, val)
+                tok = toks[i] if i < len(toks) else None
                 _keep(table, tok, vals[i] if i < len(vals) else None)
-                rows.append((str(tok), table))
+                rows.append((str(tok or ""), table))
     except (KeyError, TypeError, AttributeError, IndexError, ValueError):
         raise _Retryable("malformed logprobs in the response") from None
     return rows
@@ -917,35 +905,16 @@ def _answer_table(rows: list[tuple[str, dict[str, float]]], cue_end: int) -> dic
 
 
 def _read_logprobs(data: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist:
-    """Top-N tokens of the first answer position, from either response format: the chat format
-    (``logprobs.content[0].top_logprobs``, which llama.cpp's own server also uses for completions) or
-    the legacy completions format (``logprobs.top_logprobs[0]`` as a token -> logprob map)."""
-    choice = data["choices"][0]
-    lp = choice.get("logprobs") or {}
-    table: dict[str, float] = {}
-    try:
-        if lp.get("content"):
-            first = lp["content"][0]
-            for entry in first.get("top_logprobs") or []:
-                _keep(table, entry["token"], entry["logprob"])
-            _keep(table, first.get("token"), first.get("logprob"))
-        else:
-            tops = lp.get("top_logprobs") or []
-            if tops and tops[0]:
-                for tok, val in tops[0].items():
-                    _keep(table, tok, val)
-            toks, vals = lp.get("tokens") or [], lp.get("token_logprobs") or []
-            if toks and vals:
-                _keep(table, toks[0], vals[0])
-    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
-        raise _Retryable("malformed logprobs in the response") from None
-    if not table:
+    """Top-N tokens of the first answer position, from either response format (:func:`_token_rows`); the tokens
+    the provider's prompt cache served are not counted as evaluated."""
+    rows = _token_rows(data["choices"][0])
+    if not rows or not rows[0][1]:
         raise _NoLogprobs()
-    top = sorted(table.items(), key=lambda t: -t[1])[:top_n]
-    n_prompt = int((data.get("usage") or {}).get("prompt_tokens") or 0)
-    cached = int(((data.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    return LabelDist({c: table[c] for c in candidates if c in table}, top, n_prompt_tokens=n_prompt,
-                     n_evaluated_tokens=max(0, n_prompt - cached), complete=False)
+    usage = data.get("usage") or {}
+    prompt, _, cached = _usage_counts(usage)
+    dist = _table_dist(rows[0][1], candidates, top_n, prompt)
+    dist.n_evaluated_tokens = max(0, prompt - cached)
+    return dist
 
 
 def _keep(table: dict[str, float], token: Any, logprob: Any) -> None:
