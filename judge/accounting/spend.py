@@ -1,13 +1,9 @@
 """What a run on a hosted API spends, and what keeps it under ``--max-cost``: :class:`Purse`.
 
-The backend only answers and counts the tokens the server reported for each answer (its counters); the purse
-prices them (:mod:`judge.accounting.prices`), so the spend is always the server's own usage. Under a cap, a
-request goes only once the most it can cost (a token per byte of its prompt, its whole completion budget, no
-cached discount) is set aside: the spend so far, what requests in flight have set aside and this request's
-most must fit the cap, else the request waits for those in flight to settle, and is refused when the spend
-alone leaves no room for it. A provider batch asks the same purse how much is left (:meth:`Purse.room`), so
-the synchronous and batch paths share one cap and one spend. A request refused is never answered, so never
-cached: a rerun with a higher cap goes on from the cache.
+The backend counts the tokens the server reported for each answer; the purse prices them, so the spend is the
+server's own usage. A synchronous request and a provider batch ask the same purse before they go, so one cap
+bounds both. A request refused is never answered, so never cached: a rerun with a higher cap goes on from the
+cache.
 """
 
 from __future__ import annotations
@@ -26,10 +22,6 @@ class OverBudget(Exception):
         self.reason = reason
 
 
-def _no_tokens() -> Mapping[str, int]:
-    return {}
-
-
 class Purse:
     """A run's money on one backend: ``price`` (None: the model has none, its cost is not known), ``cap`` (None:
     no cap) and ``tokens``, the backend's counters of the tokens the server reported (``prompt_tokens``,
@@ -37,7 +29,7 @@ class Purse:
     goes (a backend's purse until the cost layer, :mod:`judge.backends.priced`, gives it one). Thread-safe."""
 
     def __init__(self, price: Price | None = None, cap: float | None = None,
-                 tokens: Callable[[], Mapping[str, int]] = _no_tokens) -> None:
+                 tokens: Callable[[], Mapping[str, int]] = dict) -> None:
         self.price = price
         self.cap = cap
         self._tokens = tokens
@@ -63,9 +55,9 @@ class Purse:
                 f"({dollars(self.spent() or 0.0)} spent)")
 
     def hold(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """Under the cap: set aside the most a request of these tokens can cost, waiting while what requests in
-        flight set aside is what does not fit; OverBudget when the spend so far leaves no room for it. Returns
-        what was set aside (0 without a cap), for :meth:`release` once the answer's usage is counted."""
+        """Under the cap: set aside the most a request of these tokens can cost (no cached discount), waiting
+        while what requests in flight hold is what does not fit; OverBudget when the spend alone leaves no room.
+        Returns what was set aside (0 without a cap), for :meth:`release` once the answer's usage is counted."""
         if self.cap is None or self.price is None:
             return 0.0
         most = self.price.cost(prompt_tokens, completion_tokens)

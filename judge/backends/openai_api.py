@@ -260,6 +260,28 @@ def parse_retry_after(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def estimate_tokens(text: str) -> int:
+    """The documented estimate of a text's tokens when the server cannot count them: characters / 4, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def body_bound(body: dict[str, Any]) -> tuple[int, int]:
+    """The most prompt and completion tokens a request body can use: a token per UTF-8 byte of its prompt (a
+    byte-level tokenizer never makes more; characters / 4 runs low on CJK text, code and emoji), plus the chat
+    markup per message, and its whole completion budget (``max_tokens`` or ``max_completion_tokens``, times
+    ``n``; 0 when it sets none)."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        prompt = sum(len(str(m.get("content") or "").encode("utf-8")) + CHAT_OVERHEAD for m in messages)
+    else:
+        texts = body.get("prompt")
+        prompt = sum(len(str(x).encode("utf-8")) for x in (texts if isinstance(texts, list) else [texts or ""]))
+    budget = body.get("max_completion_tokens") or body.get("max_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        return prompt, 0
+    return prompt, budget * int(body.get("n") or 1)
+
+
 def _server_root(base_url: str) -> str:
     """``http://host:port/v1`` -> ``http://host:port`` (where llama.cpp serves /tokenize)."""
     parts = urlsplit(base_url)
@@ -414,10 +436,10 @@ class OpenAIBackend(Backend):
         _Retryable / _Permanent / _Refused / OverBudget. Paced (``self.pacer``), and sent only when the purse sets
         aside the most it can cost (a token per byte of its prompt, the chat markup, its answer tokens)."""
         body = self._body(prompt, chat, params, then)
-        budget = params.get("max_tokens") or params.get("max_completion_tokens") or 1
-        answers = int(params.get("n") or 1) * int(budget)
-        held = self.purse.hold(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
-        ticket = self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers) if self.pacer is not None else None
+        most, answers = body_bound(body)
+        held = self.purse.hold(most, answers)
+        estimate = estimate_tokens(prompt.text) + (CHAT_OVERHEAD if chat else 0)
+        ticket = self.pacer.acquire(estimate + answers) if self.pacer is not None else None
         headers: Any = None
         limited, wait = False, None
         try:
@@ -440,10 +462,6 @@ class OpenAIBackend(Backend):
             if self.pacer is not None and ticket is not None:
                 self.pacer.settle(ticket, headers, limited=limited, retry_after=wait)
             self.purse.release(held)
-
-    def _estimate_tokens(self, prompt: Prompt, chat: bool) -> int:
-        """The prompt's tokens by the documented estimate (never asks the server)."""
-        return -(-len(prompt.text) // CHARS_PER_TOKEN) + (CHAT_OVERHEAD if chat else 0)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
@@ -686,22 +704,18 @@ class OpenAIBackend(Backend):
         if key not in self._tok_cache:
             n = self._server_count(prompt.text)
             if n is None:
-                n = -(-len(prompt.text) // CHARS_PER_TOKEN)
+                n = estimate_tokens(prompt.text)
             self._tok_cache[key] = n + (CHAT_OVERHEAD if prompt.chat else 0)
         return self._tok_cache[key]
 
     def _server_count(self, text: str) -> int | None:
-        if self._tokenize_mode == "estimate":
-            return None
-        with self._tok_lock:
-            if self._tokenizer is None:
-                self._tokenizer = self._probe_tokenizer()
-        if self._tokenizer == "estimate":
+        kind = self.tokenizer
+        if kind == "estimate":
             if self._tokenize_mode == "server":
                 raise BackendError(f"the server at {_without_userinfo(self.base_url)} has no tokenize endpoint")
             return None
         try:
-            return self._tokenize(self._tokenizer, text)
+            return self._tokenize(kind, text)
         except Exception:
             return None  # a flaky tokenize call must not fail scoring: fall back to the estimate
 

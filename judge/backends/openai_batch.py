@@ -58,7 +58,7 @@ from .base import Backend, Failure, LabelDist, Prompt
 from .batching import BatchReport, Store
 from .hosted import HostedOptions
 from .layer import innermost
-from .openai_api import CHAT_OVERHEAD, OpenAIBackend, _Permanent, _without_userinfo
+from .openai_api import OpenAIBackend, _Permanent, _without_userinfo, body_bound
 from .requests import Request
 
 #: The provider's limits on one input file: requests and bytes (OpenAI: 50,000 and 200 MB).
@@ -88,21 +88,11 @@ class BatchRequest:
                           ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
 
     def bound(self) -> tuple[int, int]:
-        """The most prompt and completion tokens the request can use: a token per UTF-8 byte of its prompt
-        (a byte-level tokenizer never makes more; characters / 4 runs low on CJK text, code and emoji), plus
-        the chat markup per message, and its whole completion budget (``max_tokens`` or
-        ``max_completion_tokens``, times ``n``)."""
-        messages = self.body.get("messages")
-        if isinstance(messages, list):
-            prompt = sum(len(str(m.get("content") or "").encode("utf-8")) + CHAT_OVERHEAD for m in messages)
-        else:
-            texts = self.body.get("prompt")
-            texts = texts if isinstance(texts, list) else [texts or ""]
-            prompt = sum(len(str(x).encode("utf-8")) for x in texts)
-        budget = self.body.get("max_completion_tokens") or self.body.get("max_tokens")
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        """The most prompt and completion tokens the request can use (:func:`body_bound`)."""
+        prompt, completion = body_bound(self.body)
+        if not completion:
             raise BackendError(f"request {self.custom_id} sets no completion budget (max_tokens): its cost has no bound")
-        return prompt, budget * int(self.body.get("n") or 1)
+        return prompt, completion
 
 
 def split_files(requests: Sequence[BatchRequest], max_requests: int = MAX_REQUESTS,

@@ -1,12 +1,8 @@
-"""The cost layer of a hosted backend: what its answers cost in dollars, and ``--max-cost``.
-
-The backend answers requests and counts the tokens the server reported for them; this layer prices those
-counts from the price table (:mod:`judge.accounting.prices`, ``--prices``), reports the spend in the run's
-counters (``cost_micro_usd``; ``unpriced_requests`` when the model has no price) and hands the backend the
-purse (:class:`judge.accounting.spend.Purse`) each of its requests asks before it goes, synchronous or in a
-provider batch, so that one cap bounds both. Registered by backend name (:data:`judge.backends.registry.METERS`)
-and put around the backend wherever one is built (:func:`judge.backends.registry.create_backend`): a local run,
-a Ray worker, ``judge serve`` and the batch pre-pass alike.
+"""The cost layer of a hosted backend (:data:`judge.backends.registry.METERS`): the backend counts the tokens of
+its answers; the layer prices them from the price table (``--prices``), reports the spend in the run's counters
+and gives the backend the purse (:class:`judge.accounting.spend.Purse`) that holds ``--max-cost`` for every
+request it sends, synchronous or in a provider batch. :func:`judge.backends.registry.create_backend` puts it
+around the backend wherever one is built (a local run, a Ray worker, ``judge serve``, the batch pre-pass).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..core.errors import InputError
 from .cost import CostPool, Entry, _cached, estimable, replay_group
 from .spec import MethodSpec
 
-__all__ = ["Budget", "HostedCell", "check_budget", "count_hosted", "money_lines"]
+__all__ = ["Budget", "HostedCell", "count_hosted", "money_lines"]
 
 
 @dataclass
@@ -144,12 +144,6 @@ class Budget:
                                  "(run with --check to see it per cell; raise the cap or score fewer items)",
                                  field="--max-cost")
         return cells
-
-
-def check_budget(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
-    """Refuse (InputError) a run whose hosted cells' estimated cost is above their ``max_cost`` option, before
-    anything is sent (:class:`Budget`); returns the counted cells."""
-    return Budget().add(groups)
 
 
 def _batched(spec: MethodSpec) -> bool:
