@@ -97,13 +97,7 @@ class Layer(Answering):
         self.inner.close()
 
     def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
-        """The inner backend's answers (a subclass answers its own way): label requests of one set of candidates
-        as they arrive, so that a cache in front keeps each at once; any other run in order."""
-        first = requests[0] if requests else None
-        if first is not None and first.kind == "label" and all(
-                (r.kind, r.candidates, r.top_n) == ("label", first.candidates, first.top_n) for r in requests):
-            yield from self.inner.iter_label_logprobs([r.prompt for r in requests], first.candidates, first.top_n)
-            return
+        """The inner backend's answers, in order (a subclass answers its own way)."""
         yield from enumerate(ask(self.inner, requests))
 
 

@@ -7,12 +7,13 @@ around the backend wherever one is built (a local run, a Ray worker, ``judge ser
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from ..accounting.prices import load_prices
 from ..accounting.spend import Purse
 from ..core.errors import InputError
-from .base import Backend
+from .base import Backend, Failure, LabelDist, Prompt
 from .hosted import HostedOptions
 from .layer import Layer
 
@@ -37,6 +38,11 @@ class Priced(Layer):
             raise InputError(f"--max-cost needs the model's price: {prices.missing(inner.model_id)}",
                              field="--max-cost")
         self.purse = inner.purse = Purse(price, o.max_cost, inner.counters)
+
+    def iter_label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
+                            top_n: int = 20) -> Iterator[tuple[int, LabelDist | Failure]]:
+        """The backend's answers as they arrive (a cache in front keeps each at once)."""
+        return self.inner.iter_label_logprobs(prompts, candidates, top_n)
 
     def spent(self) -> float | None:
         """Dollars spent so far, from the usage the server reported (None: the model has no price)."""
