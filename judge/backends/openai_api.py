@@ -573,9 +573,8 @@ class OpenAIBackend(Backend):
             params = {"max_tokens": max_tokens, "temperature": 1.0, "n": n, "seed": seed + len(choices)}
             data = self._call(self._send, prompt, chat, one_token=one_token, **params)
             choices += data["choices"][:n]
-            usage = data.get("usage") or {}
-            generated += int(usage.get("completion_tokens") or 0)
-            prompt_tokens = int(usage.get("prompt_tokens") or prompt_tokens)
+            read, completion, _ = _usage_counts(data.get("usage"))
+            generated, prompt_tokens = generated + completion, read or prompt_tokens
         return choices, prompt_tokens, generated
 
     # -- a rationale before the answer --------------------------------------------------------------
@@ -601,15 +600,9 @@ class OpenAIBackend(Backend):
         """The completion's answer line found in its tokens (outside thinking), and the label distribution
         read from the top log-probabilities at the answer's token (the first after the cue that is not
         markup)."""
-        choice = data["choices"][0]
-        rows = _token_rows(choice)
-        if not rows:
-            raise _NoLogprobs()
-        text = "".join(tok for tok, _ in rows)
-        thinking = _thinking(choice, chat)
-        usage = data.get("usage") or {}
-        generated = int(usage.get("completion_tokens") or 0)
-        n_prompt = int(usage.get("prompt_tokens") or 0)
+        rows, text = _said(data)
+        thinking = _thinking(data["choices"][0], chat)
+        n_prompt, generated, _ = _usage_counts(data.get("usage"))
         where = answer_line(text, how.cue)
         if where is None:  # no answer line: asked for it after the rationale
             after = self._answer_after(prompt, chat, text, candidates, top_n, how)
@@ -631,20 +624,16 @@ class OpenAIBackend(Backend):
         if not chat:
             follow = Prompt(f"{prompt.text}{said}{'' if said.endswith(chr(10)) else chr(10)}{how.cue}", chat=False)
             data = self._send(follow, False, **self._logprob_params(False, top_n))
-            return _read_logprobs(data, candidates, top_n), int((data.get("usage") or {}).get("completion_tokens") or 0)
+            return _read_logprobs(data, candidates, top_n), _usage_counts(data.get("usage"))[1]
         then = [{"role": "assistant", "content": said}, {"role": "user", "content": answer_request(how.cue, candidates)}]
         data = self._send(prompt, True, then=then, **self._logprob_params(True, top_n, ANSWER_LINE_TOKENS))
-        rows = _token_rows(data["choices"][0])
-        if not rows:
-            raise _NoLogprobs()
-        text = "".join(tok for tok, _ in rows)
+        rows, text = _said(data)
         where = answer_line(text, how.cue)
         table = _answer_table(rows, where[1] if where else 0)
         if table is None:
             return Failure(f"the model wrote no answer line ('{how.cue} ...') after its rationale, nor when asked for it")
-        usage = data.get("usage") or {}
-        return _table_dist(table, candidates, top_n, int(usage.get("prompt_tokens") or 0)), \
-            int(usage.get("completion_tokens") or 0)
+        n_prompt, generated, _ = _usage_counts(data.get("usage"))
+        return _table_dist(table, candidates, top_n, n_prompt), generated
 
     def _sample_answers(self, prompt: Prompt, chat: bool, candidates: Sequence[str], how: Reasoning) -> Reasoned | Failure:
         """``sampling_fallback`` completions at temperature 1 (seeded where the server takes a seed), each read
@@ -878,6 +867,14 @@ def _token_rows(choice: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
     except (KeyError, TypeError, AttributeError, IndexError, ValueError):
         raise _Retryable("malformed logprobs in the response") from None
     return rows
+
+
+def _said(data: dict[str, Any]) -> tuple[list[tuple[str, dict[str, float]]], str]:
+    """The first completion's token rows (:func:`_token_rows`) and its text; _NoLogprobs when it has none."""
+    rows = _token_rows(data["choices"][0])
+    if not rows:
+        raise _NoLogprobs()
+    return rows, "".join(tok for tok, _ in rows)
 
 
 def _table_dist(table: dict[str, float], candidates: Sequence[str], top_n: int, n_prompt: int) -> LabelDist:
