@@ -165,15 +165,9 @@ COSTS: tuple[Cost, ...] = ("replay", "free", "hosted", "unknown")
 class Backend(Protocol):
     """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
 
-    Four methods are required. The optional ones have defaults here, so a backend that subclasses
-    ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
-    caching and streaming), ``counters`` (usage figures for the run's report), ``sequence_logprobs``
-    with its ``sequence_settings`` (per-token log-probabilities of a given text, for likelihood methods;
-    the default fails every request, and ``capabilities.sequence_logprobs`` stays False),
-    ``hidden_states`` (the final hidden state at the answer position; the default fails every prompt,
-    and ``capabilities.hidden_states`` stays False) and ``reason`` with its ``reason_settings`` (a
-    rationale generated before the label is read; the default fails every prompt, and
-    ``capabilities.reason`` stays False).
+    Four methods are required. The others have defaults here (each method says which), so a backend that
+    subclasses ``Backend`` gets them for free; an optional request kind it answers is declared in its
+    ``capabilities``, whose fields stay False by default.
     """
 
     name: str

@@ -23,8 +23,9 @@ request of the run (:mod:`judge.engine.batch`).
   process attaches or waits and never submits again (a file uploaded whose batch id was not recorded is
   found again among every page of the server's batches by its ``input_file_id``);
 * under the backend's ``max_cost``, a batch is submitted only when the most it can cost
-  (:meth:`BatchRequest.bound`: a token per prompt byte, the whole completion budget) fits what the server's
-  usage and the batches in flight leave of the cap; the rest waits for them, or fails with the reason;
+  (:meth:`BatchRequest.bound`: a token per prompt byte, the whole completion budget) fits what the backend's
+  purse (its cost layer's, :mod:`judge.backends.priced`) and the batches in flight leave of the cap; the rest
+  waits for them, or fails with the reason;
 * the model's batch queue limit (:mod:`judge.accounting.batch_limits`, or ``queue_tokens``) kept by the same
   bound; a batch refused for it (``token_limit_exceeded``) goes again in smaller parts once the batches
   before it have finished;
