@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from judge.backends import create_backend
+from judge.backends.layer import innermost
 from judge.core.config import GenerateConfig
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.prompts.templates import get_prompt
@@ -64,11 +65,11 @@ def test_each_transient_fault_is_retried_and_the_item_scored(chat):
             assert srv.count(f"<{kind}>") == 2, kind  # the fault, then the retry that succeeded
         path = "/v1/chat/completions" if chat else "/v1/completions"
         assert {r.path for r in srv.requests} == {path}
-        assert judge.backend.usage.retries == len(RETRIED)
+        assert innermost(judge.backend).usage.retries == len(RETRIED)
         # answers that came back as JSON count for token usage: every item once, plus the broken-logprobs
         # answer that was retried (a server bills it too)
-        assert judge.backend.usage.requests == len(items) + 1
-        assert judge.backend.usage.prompt_tokens > 0
+        assert innermost(judge.backend).usage.requests == len(items) + 1
+        assert innermost(judge.backend).usage.prompt_tokens > 0
         judge.backend.close()
 
 

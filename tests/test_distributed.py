@@ -173,6 +173,16 @@ def test_ray_with_a_providers_batch_is_refused_before_anything_runs(monkeypatch,
     assert "--batch" in err and "Ray cluster" in err
 
 
+def test_ray_with_a_cost_cap_is_refused_before_anything_runs(monkeypatch, tmp_path, capsys):
+    """Each actor's purse counts its own spend: a cap cannot bound their sum, so a capped run is refused."""
+    monkeypatch.setenv("OPENAI_API_KEY", "not-used")
+    code = main(["score", str(ROOT / "examples" / "dialogues.jsonl"), "--backend", "openai", "--model", "gpt-4o-mini",
+                 "--max-cost", "100", "--cache-path", str(tmp_path / "cache.sqlite"), "--ray", "auto"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--max-cost cannot bound their sum" in err and not (tmp_path / "cache.sqlite").exists()
+
+
 def test_a_worker_with_work_queued_never_takes_another_workers_only_piece():
     """Filling a worker's queue (two pieces in flight) must not steal the single piece of a worker not fed yet:
     each of two workers gets its own piece of a two-piece window."""

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from judge.accounting.prices import dollars, load_prices
+from judge.accounting.spend import OverBudget
 from judge.backends import create_backend
+from judge.backends.layer import innermost
 from judge.core.config import GenerateConfig
 from judge.core.errors import InputError
 from judge.data.items import SYSTEM, USER, Item, Turn
@@ -141,6 +143,28 @@ def test_max_cost_refuses_a_run_estimated_above_it(tmp_path, capsys):
     assert re.search(r"field '--max-cost': the run's estimated cost ~\$\d+\.\d+ is above --max-cost \$0\.5000", err), err
     with pytest.raises(InputError, match="--max-cost needs the model's price: no price for model 'fault-model'"):
         create_backend("openai", "fault-model", GenerateConfig(), base_url="http://127.0.0.1:9/v1", max_cost=1.0)
+
+
+def test_the_cost_layer_is_put_around_the_backend_and_gives_it_the_purse_every_path_asks(tmp_path):
+    """create_backend puts the registered cost layer around the OpenAI backend: the backend's purse (what a
+    synchronous request and a batch ask) is the layer's, and the spend is priced from the backend's token counts."""
+    (tmp_path / "p.toml").write_text(PRICES)
+    priced = create_backend("openai", "fault-model", GenerateConfig(), base_url="http://127.0.0.1:9/v1",
+                            prices=str(tmp_path / "p.toml"), max_cost=1.0)
+    inner = innermost(priced)
+    assert inner is not priced and inner.purse is priced.purse and priced.purse.cap == 1.0
+    inner.usage.add({"prompt_tokens": 100, "completion_tokens": 1})
+    assert priced.counters()["cost_micro_usd"] == 102_000 and priced.spent() == pytest.approx(0.102)
+    held = priced.purse.hold(100, 0)  # fits: set aside until its answer is counted
+    assert held == pytest.approx(0.1)
+    priced.purse.release(held)
+    with pytest.raises(OverBudget, match=r"past --max-cost \$1\.0000 \(\$0\.1020 spent\)"):
+        priced.purse.hold(1_000, 0)
+    unpriced = create_backend("openai", "fault-model", GenerateConfig(), base_url="http://127.0.0.1:9/v1")
+    innermost(unpriced).usage.add({"prompt_tokens": 5, "completion_tokens": 1})
+    assert unpriced.counters()["unpriced_requests"] == 1 and "cost_micro_usd" not in unpriced.counters()
+    for b in (priced, unpriced):
+        b.close()
 
 
 def test_max_cost_stops_before_the_spend_passes_it_and_a_rerun_goes_on_from_the_cache(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from judge.backends import Prompt, create_backend
+from judge.backends.layer import innermost
 from judge.core.config import GenerateConfig
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.prompts.templates import get_prompt
@@ -74,16 +75,16 @@ def test_api_goodness_matches_llamacpp_backend(wide, smollm2, chat):
 @pytest.mark.slow
 def test_capabilities_usage_and_server_tokenizer(api, smollm2):
     assert api.capabilities.full_vocab is False and api.capabilities.top_n == 20
-    assert api.tokenizer == "llama-cpp-python"  # POST /extras/tokenize
+    assert innermost(api).tokenizer == "llama-cpp-python"  # POST /extras/tokenize
     p = Prompt("The capital of France is")
     assert api.count_tokens(p) == smollm2.count_tokens(p)
-    before = api.usage.as_dict()
+    before = innermost(api).usage.as_dict()
     dist = api.label_logprobs([p], [" Paris", " Rome", " Berlin"], top_n=5)[0]
     assert dist.complete is False and len(dist.top) == 5
     assert " Paris" in dist.logprobs and dist.top[0][0] == " Paris"
     ref = smollm2.label_logprobs([p], [" Paris"])[0]
     assert dist.logprobs[" Paris"] == pytest.approx(ref.logprobs[" Paris"], abs=TOLERANCE)
-    after = api.usage.as_dict()
+    after = innermost(api).usage.as_dict()
     assert after["requests"] == before["requests"] + 1
     assert after["prompt_tokens"] - before["prompt_tokens"] == dist.n_prompt_tokens == ref.n_prompt_tokens
     assert after["completion_tokens"] - before["completion_tokens"] == 1

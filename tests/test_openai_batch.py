@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from judge.backends import create_backend
+from judge.backends.layer import innermost
 from judge.backends.openai_batch import (
     BatchRequest,
     batch_request,
@@ -79,7 +80,7 @@ def test_a_batch_run_gives_the_rows_of_the_synchronous_run(tmp_path, chat):
         got = rows(judge, its)
         assert len(srv.requests) == sent  # the run found every answer in the cache
         assert got == expected
-        assert judge.backend.inner.usage.batch_requests == 12
+        assert innermost(judge.backend).usage.batch_requests == 12
         # a second fill finds everything cached: no new batch
         again = fill_cache(judge.backend, asks(judge, its), tmp_path / "state.json", poll_s=0.02, log=lambda m: None)
         assert (again.hits, len(srv.batches)) == (12, 1)
@@ -228,7 +229,7 @@ def test_vllm_run_batch_files_are_written_and_read_back(tmp_path):
     its = items(4)
     with FaultServer() as srv:
         judge = judge_on(srv, tmp_path / "c.sqlite")
-        inner = judge.backend.inner
+        inner = innermost(judge.backend)
         reqs = [batch_request(inner, r.prompt, r.top_n, f"k{i}") for i, r in enumerate(asks(judge, its))]
         assert write_batch_file(tmp_path / "in.jsonl", reqs) == 4
         lines = [json.loads(x) for x in (tmp_path / "in.jsonl").read_text().splitlines()]
@@ -314,7 +315,7 @@ def test_a_batch_created_but_not_recorded_is_found_by_its_input_file(tmp_path):
     its = items(5)
     with FaultServer() as srv:
         judge = judge_on(srv, tmp_path / "c.sqlite")
-        inner = judge.backend.inner
+        inner = innermost(judge.backend)
         from judge.engine.cache import request_key
 
         reqs = [batch_request(inner, r.prompt, r.top_n, request_key(inner, r)) for r in asks(judge, its)]
@@ -433,7 +434,7 @@ def test_an_orphaned_batch_is_found_past_the_first_page_of_the_list(tmp_path):
     its = items(3)
     with QueueServer() as srv:
         judge = judge_on(srv, tmp_path / "c.sqlite")
-        inner = judge.backend.inner
+        inner = innermost(judge.backend)
         from judge.engine.cache import request_key
 
         reqs = [batch_request(inner, r.prompt, r.top_n, request_key(inner, r), r.candidates) for r in asks(judge, its)]
@@ -468,7 +469,7 @@ def test_a_run_waits_while_another_runs_batch_holds_the_queue(tmp_path):
     fast = {"batch_validate_s": 0.01, "batch_run_s": 0.2, "batch_finalize_s": 0.01}
     with QueueServer(**fast) as srv:
         probe = judge_on(srv, tmp_path / "p.sqlite")
-        one = sum(Line("x", *probe.backend.inner.request(r.prompt, r.top_n)).bound()[0] for r in asks(probe, first))
+        one = sum(Line("x", *innermost(probe.backend).request(r.prompt, r.top_n)).bound()[0] for r in asks(probe, first))
         probe.backend.close()
         reports: dict[str, object] = {}
 

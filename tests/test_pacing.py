@@ -9,6 +9,7 @@ import time
 import pytest
 
 from judge.backends import create_backend
+from judge.backends.layer import innermost
 from judge.backends.pacing import Budget, Cap, Pacer, parse_duration, read_budget
 from judge.core.config import GenerateConfig
 from judge.data.items import USER, Item, Turn
@@ -134,7 +135,7 @@ def test_a_retry_after_holds_every_request_when_paced():
         t0 = time.monotonic()
         assert all(s.ok for s in judge.score(its))
         assert time.monotonic() - t0 >= 0.95
-        assert judge.backend.pacer.stats.limited == 1
+        assert innermost(judge.backend).pacer.stats.limited == 1
         judge.backend.close()
 
 

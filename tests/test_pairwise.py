@@ -25,7 +25,8 @@ from judge.engine import BackendPool, MethodSpec, build, prepare
 from judge.engine.compare import PAIR_ROW_KEYS, compare_rows, prepare_pairs
 from judge.harness.config import parse_experiment
 from judge.prompts.answers import Pairwise
-from judge.prompts.templates import common_head, get_prompt, load_template
+from judge.prompts.templates import common_head, get_prompt, load_template, short_sha
+from judge.records.pair_rows import PairRow, read_pair_rows
 from judge.scorers.pairwise import AB, BA, PairwiseJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,6 +206,19 @@ def test_pair_rows_follow_the_schema():
     assert (r["id"], r["system_a"], r["system_b"], r["human_a"], r["human_b"]) == ("c01", "bot-v1", "bot-v2", 2.0, 5.0)
     assert [o["order"] for o in r["orders"]] == ["ab", "ba"] and set(r["orders"][0]["label_probs"]) == {"A", "B"}
     assert r["length_b"] > r["length_a"] and r["n_prompt_tokens"] > 0
+
+
+def test_pair_rows_record_the_hashes_of_their_prompts_and_template_and_old_rows_still_read(tmp_path):
+    pairs = pairs_between(load_items(V1), load_items(V2), file_a=str(V1), file_b=str(V2)).pairs
+    judge = mock_judge()
+    rows: list[PairRow] = []
+    compare_rows(judge, pairs, "pw", "overall", rows.append)
+    texts = [judge.render(pairs[0], o) for o in (AB, BA)]
+    assert rows[0].prompt_sha == short_sha("\x1f".join(texts)) and rows[0].template_sha == judge.prompt.sha
+    assert len({r.prompt_sha for r in rows}) == len(pairs)
+    old = {k: v for k, v in rows[0].to_dict().items() if k not in ("prompt_sha", "template_sha")}
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(old) + "\n")
+    assert read_pair_rows(tmp_path / "pairs.jsonl")[0].prompt_sha is None
 
 
 # -- refusals: a pairwise method scores no item alone ---------------------------------------------------

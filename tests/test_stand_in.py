@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from judge.backends import Failure, LabelDist, Prompt, create_backend
+from judge.backends.layer import innermost
 from judge.core.config import GenerateConfig
 from judge.core.errors import InputError
 from tests.fault_server import FaultServer, prompt_tokens
@@ -224,7 +225,7 @@ def test_the_client_caps_top_logprobs_at_the_endpoints_maximum_and_declares_it(e
         try:
             assert api.capabilities.top_n == declared
             prompt = Prompt("Is the reply good? Answer:", chat=endpoint == "chat")
-            url, body = api.request(prompt, top_n)
+            url, body = innermost(api).request(prompt, top_n)
             assert url == URL[endpoint]
             assert body.get("top_logprobs" if endpoint == "chat" else "logprobs") == declared
             dist = api.label_logprobs([prompt], ["Yes", "No"], top_n=top_n)[0]

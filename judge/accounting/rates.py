@@ -30,7 +30,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.config import default_cache_path
 from ..core.io import atomic_write_text
@@ -76,6 +76,20 @@ class Rate:
         generated = f" + {self.generation() * 1000:.0f} ms per generated token" if generating else ""
         return (f"{self.per_decode * 1000:.0f} ms per decode + {self.per_token * 1000:.1f} ms per token{generated} "
                 f"(rate measured {self.measured} by a {self.how}, {self.model}, {self.threads} threads)")
+
+
+class Timed(Protocol):
+    """A backend whose speed here is measured and kept (one that declares ``cost = "replay"``): what ``--check``
+    asks of it, apart from the answering contract."""
+
+    def rate_identity(self) -> dict[str, object]:
+        """What moves the backend's speed on one machine (model file, threads, batch settings): its rate's key."""
+        ...
+
+    def calibrate(self, repeats: int) -> Rate:
+        """Measure the rate here: seconds per decode and per token, from a short and a long text each evaluated
+        ``repeats`` times from an empty cache, the fastest counting."""
+        ...
 
 
 def fit(model: str, threads: int, short: tuple[int, float], long: tuple[int, float],

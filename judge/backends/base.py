@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
-from ..accounting.rates import Rate
 from ..core.errors import InputError
 
 
@@ -166,35 +165,20 @@ COSTS: tuple[Cost, ...] = ("replay", "free", "hosted", "unknown")
 class Backend(Protocol):
     """Every backend: local (llama.cpp, transformers, vLLM) or hosted (OpenAI-compatible).
 
-    Four methods are required. The optional ones have defaults here, so a backend that subclasses
-    ``Backend`` gets them for free: ``iter_label_logprobs`` (results as they arrive, for crash-safe
-    caching and streaming), ``counters`` (usage figures for the run's report), ``sequence_logprobs``
-    with its ``sequence_settings`` (per-token log-probabilities of a given text, for likelihood methods;
-    the default fails every request, and ``capabilities.sequence_logprobs`` stays False),
-    ``hidden_states`` (the final hidden state at the answer position; the default fails every prompt,
-    and ``capabilities.hidden_states`` stays False) and ``reason`` with its ``reason_settings`` (a
-    rationale generated before the label is read; the default fails every prompt, and
-    ``capabilities.reason`` stays False).
+    Four methods are required. The others have defaults here (each method says which), so a backend that
+    subclasses ``Backend`` gets them for free; an optional request kind it answers is declared in its
+    ``capabilities``, whose fields stay False by default.
     """
 
     name: str
     model_id: str
     capabilities: Capabilities
     #: How ``judge run --check`` knows what this backend's work costs (:data:`COSTS`), read from the class: ``replay``
-    #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate
-    #: :meth:`calibrate` measures), ``free`` (no model), ``hosted`` (its twin counts the requests it would send,
-    #: priced from the price table), ``unknown`` (the default: the estimate says n/a rather than guess).
+    #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate the
+    #: backend measures: such a backend is :class:`judge.accounting.rates.Timed`), ``free`` (no model), ``hosted``
+    #: (its twin counts the requests it would send, priced from the price table), ``unknown`` (the default: the
+    #: estimate says n/a rather than guess).
     cost: ClassVar[Cost] = "unknown"
-
-    def rate_identity(self) -> dict[str, object]:
-        """What moves this backend's speed on one machine (model file, threads, batch settings): the key of its
-        measured rate (:mod:`judge.accounting.rates`). Empty by default (no rate is kept)."""
-        return {}
-
-    def calibrate(self, repeats: int) -> Rate:
-        """Measure this backend's rate here (``cost = "replay"``): seconds per decode and per token, from a
-        short and a long text each evaluated ``repeats`` times from an empty cache, the fastest counting."""
-        raise TypeError(f"backend '{self.name}' has no rate to measure (cost = {self.cost!r})")
 
     #: Options that change how requests are sent (pacing, spending caps), never an answer: a results folder
     #: resumed with other values of them is the same run (:func:`sending_options`). None by default.
@@ -303,9 +287,13 @@ def require(backend: Backend, capability: Optional, needed_by: str) -> None:
         raise InputError(f"{cannot(backend, capability)}; {needed_by} needs a backend that can", field="backend")
 
 
-def gather(results: Iterable[tuple[int, LabelDist | Failure]], n: int) -> list[LabelDist | Failure]:
+#: An answer of any kind (what :func:`gather` puts back in order).
+A = TypeVar("A")
+
+
+def gather(results: Iterable[tuple[int, A]], n: int) -> list[A]:
     """Put (index, result) pairs that arrive in any order back into prompt order."""
-    out: list[LabelDist | Failure | None] = [None] * n
+    out: list[A | None] = [None] * n
     for i, res in results:
         out[i] = res
     missing = [i for i, r in enumerate(out) if r is None]

@@ -90,17 +90,10 @@ class HostedOptions:
     def __post_init__(self) -> None:
         if self.sampling_fallback < 0:
             raise InputError(f"must be >= 0, got {self.sampling_fallback}", field="--sampling-fallback")
-        for name in ("rpm", "tpm", "max_cost"):
-            cap = getattr(self, name)
-            if cap is not None and cap <= 0:
-                raise InputError(f"must be a number > 0, got {cap!r}", field=HOSTED.flag(name))
-        if self.max_top_logprobs is not None and self.max_top_logprobs < 1:
-            raise InputError(f"must be a whole number >= 1, got {self.max_top_logprobs!r}", field="max_top_logprobs")
-        if self.batch_poll <= 0:
-            raise InputError(f"must be a number of seconds > 0, got {self.batch_poll!r}", field="batch_poll")
-        if self.batch_queue_tokens is not None and self.batch_queue_tokens < 1:
-            raise InputError(f"must be a whole number of tokens > 0, got {self.batch_queue_tokens!r}",
-                             field="batch_queue_tokens")
+        for name in ("rpm", "tpm", "max_cost", "batch_poll", "max_top_logprobs", "batch_queue_tokens"):
+            value = getattr(self, name)  # a field of this record, typed by HOSTED.read: whole where it must be
+            if value is not None and value <= 0:
+                raise InputError(f"must be a number > 0, got {value!r}", field=HOSTED.flag(name))
         for name in ("batch_file", "batch_results"):
             if getattr(self, name) == "":
                 raise InputError("must be a file path, got ''", field=HOSTED.flag(name))

@@ -101,4 +101,11 @@ class Layer(Answering):
         yield from enumerate(ask(self.inner, requests))
 
 
-__all__ = ["Answering", "Layer"]
+def innermost(backend: Backend) -> Backend:
+    """The backend that answers, behind the layers in front of it."""
+    while isinstance(backend, Layer):
+        backend = backend.inner
+    return backend
+
+
+__all__ = ["Answering", "Layer", "innermost"]

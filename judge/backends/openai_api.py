@@ -8,9 +8,9 @@ jitter (``tenacity``), honouring ``Retry-After``. What still fails becomes a per
 
 Requests are paced (:mod:`judge.backends.pacing`) from the server's rate-limit headers, the ``rpm`` /
 ``tpm`` caps and 429s, with the number in flight adapting between 1 and ``concurrency``. What the server
-reports using is priced from the price table (:mod:`judge.accounting.prices`): the run's cost in dollars is a
-counter, and ``max_cost`` stops sending before the spend could pass it (the items left are failures saying
-so, never cached, so a rerun with a higher cap goes on from the cache). The same request bodies go into
+reports using is counted in tokens; the cost layer (:mod:`judge.backends.priced`) prices it and gives the
+backend its purse (:class:`judge.accounting.spend.Purse`), which each request asks before it goes: under
+``max_cost`` a request that could take the spend past the cap is not sent (its item fails saying so). The same request bodies go into
 Batch API files (:mod:`judge.backends.openai_batch`), whose answers :meth:`OpenAIBackend.answer_from_batch`
 reads exactly as a synchronous answer is read.
 
@@ -37,15 +37,16 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..accounting.prices import Price, dollars, load_prices
+from ..accounting.spend import OverBudget, Purse
 from ..core.config import GenerateConfig
-from ..core.errors import BackendError, InputError, MissingExtraError
+from ..core.errors import BackendError, MissingExtraError
 from .base import Backend, Capabilities, Failure, LabelDist, Prompt, Reasoned, Reasoning, gather
 from .hosted import SENDING, HostedOptions
 from .pacing import Pacer
@@ -102,14 +103,6 @@ class _Permanent(Exception):
 
 class _NoLogprobs(Exception):
     """The server answered but gave no log-probabilities (some chat and reasoning models)."""
-
-
-class _OverBudget(Exception):
-    """Sending the request could take the run's spend past ``max_cost``: it is not sent."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _Refused(Exception):
@@ -215,13 +208,6 @@ class Usage:
         with self._lock:
             self.retries += 1
 
-    def cost(self, price: Price) -> float:
-        """Dollars this usage costs at ``price`` (batch answers at the batch discount)."""
-        with self._lock:
-            return (price.cost(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
-                    + price.cost(self.batch_prompt_tokens, self.batch_completion_tokens, self.batch_cached_tokens,
-                                 batch=True))
-
     def as_dict(self) -> dict[str, int]:
         out = {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
                "completion_tokens": self.completion_tokens, "cached_tokens": self.cached_tokens,
@@ -272,6 +258,28 @@ def parse_retry_after(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def estimate_tokens(text: str) -> int:
+    """The documented estimate of a text's tokens when the server cannot count them: characters / 4, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def body_bound(body: dict[str, Any]) -> tuple[int, int]:
+    """The most prompt and completion tokens a request body can use: a token per UTF-8 byte of its prompt (a
+    byte-level tokenizer never makes more; characters / 4 runs low on CJK text, code and emoji), plus the chat
+    markup per message, and its whole completion budget (``max_tokens`` or ``max_completion_tokens``, times
+    ``n``; 0 when it sets none)."""
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        prompt = sum(len(str(m.get("content") or "").encode("utf-8")) + CHAT_OVERHEAD for m in messages)
+    else:
+        texts = body.get("prompt")
+        prompt = sum(len(str(x).encode("utf-8")) for x in (texts if isinstance(texts, list) else [texts or ""]))
+    budget = body.get("max_completion_tokens") or body.get("max_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        return prompt, 0
+    return prompt, budget * int(body.get("n") or 1)
 
 
 def _server_root(base_url: str) -> str:
@@ -329,13 +337,8 @@ class OpenAIBackend(Backend):
         self.pacer = Pacer(self.concurrency, o.rpm, o.tpm) if (o.pace or o.rpm or o.tpm) else None
         if self.pacer is not None and not o.pace:
             self.pacer.adaptive = False
-        self.prices = load_prices(o.prices)
-        #: The model's price (None: the table has no row for it; its cost is then not known).
-        self.price = self.prices.get(model)
-        if self.options.max_cost is not None and self.price is None:
-            raise InputError(f"--max-cost needs the model's price: {self.prices.missing(model)}", field="--max-cost")
-        self._money = threading.Condition()
-        self._reserved = 0.0
+        #: What each request asks before it goes: every request goes until the cost layer gives it a purse.
+        self.purse = Purse()
         self._tokenize_mode = o.tokenize
         self._tokenizer: str | None = None  # "llama.cpp" | "llama-cpp-python" | "estimate", found lazily
         self._tok_lock = threading.Lock()
@@ -430,13 +433,13 @@ class OpenAIBackend(Backend):
 
     def _post(self, prompt: Prompt, chat: bool, *, then: Sequence[dict[str, str]] = (), **params: Any) -> dict[str, Any]:
         """One HTTP request (``then``: chat messages after the prompt's); returns the parsed JSON body or raises
-        _Retryable / _Permanent / _Refused / _OverBudget. Paced (``self.pacer``) and, under ``max_cost``, sent
-        only when it cannot take the spend past it."""
+        _Retryable / _Permanent / _Refused / OverBudget. Paced (``self.pacer``), and sent only when the purse sets
+        aside the most it can cost (a token per byte of its prompt, the chat markup, its answer tokens)."""
         body = self._body(prompt, chat, params, then)
-        budget = params.get("max_tokens") or params.get("max_completion_tokens") or 1
-        answers = int(params.get("n") or 1) * int(budget)
-        reserved = self._reserve(prompt, chat, answers)
-        ticket = self.pacer.acquire(self._estimate_tokens(prompt, chat) + answers) if self.pacer is not None else None
+        most, answers = body_bound(body)
+        held = self.purse.hold(most, answers)
+        estimate = estimate_tokens(prompt.text) + (CHAT_OVERHEAD if chat else 0)
+        ticket = self.pacer.acquire(estimate + answers) if self.pacer is not None else None
         headers: Any = None
         limited, wait = False, None
         try:
@@ -449,7 +452,7 @@ class OpenAIBackend(Backend):
                     raise ValueError("no choices")
             except (ValueError, UnicodeDecodeError):
                 raise _Retryable("malformed JSON response") from None
-            self.usage.add(data.get("usage"))  # spent before its reservation goes: never out of both
+            self.usage.add(data.get("usage"))  # counted before what the purse held goes: never out of both
             return data
         except _Retryable as exc:
             if exc.status is not None:
@@ -458,37 +461,7 @@ class OpenAIBackend(Backend):
         finally:
             if self.pacer is not None and ticket is not None:
                 self.pacer.settle(ticket, headers, limited=limited, retry_after=wait)
-            if reserved:
-                with self._money:
-                    self._reserved -= reserved
-                    self._money.notify_all()
-
-    def _estimate_tokens(self, prompt: Prompt, chat: bool) -> int:
-        """The prompt's tokens by the documented estimate (never asks the server)."""
-        return -(-len(prompt.text) // CHARS_PER_TOKEN) + (CHAT_OVERHEAD if chat else 0)
-
-    def spent(self) -> float | None:
-        """Dollars spent so far from the usage the server reported (None: the model has no price)."""
-        return self.usage.cost(self.price) if self.price is not None else None
-
-    def _reserve(self, prompt: Prompt, chat: bool, answers: int) -> float:
-        """Under ``max_cost``: set aside the most this request can cost (a token per byte of its prompt, the
-        chat markup, its answer tokens, no cached discount), waiting for requests in flight to settle while
-        their share is what does not fit; raise _OverBudget when the spend so far leaves no room for it.
-        Returns what was set aside (0 without a cap)."""
-        if self.options.max_cost is None or self.price is None:
-            return 0.0
-        most = self.price.cost(len(prompt.text.encode("utf-8")) + (CHAT_OVERHEAD if chat else 0), answers)
-        with self._money:
-            while True:
-                spent = self.usage.cost(self.price)
-                if spent + most > self.options.max_cost:
-                    raise _OverBudget(f"not scored: sending it could take the spend past --max-cost "
-                                      f"{dollars(self.options.max_cost)} ({dollars(spent)} spent)")
-                if spent + self._reserved + most <= self.options.max_cost:
-                    self._reserved += most
-                    return most
-                self._money.wait(timeout=1.0)
+            self.purse.release(held)
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` with tenacity: exponential backoff + jitter, or the server's Retry-After."""
@@ -560,14 +533,10 @@ class OpenAIBackend(Backend):
             return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc.reason}"))
         except _Permanent as exc:
             return Failure(self._scrub(f"API request failed: {exc.reason}"))
-        except _OverBudget as exc:
+        except OverBudget as exc:
             return Failure(exc.reason)
         except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
             return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
-
-    def _one(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
-        """Score one prompt; every exception becomes a short Failure reason (never the key)."""
-        return self._guarded(lambda: self._read_label(prompt, candidates, top_n))
 
     def _read_label(self, prompt: Prompt, candidates: Sequence[str], top_n: int) -> LabelDist | Failure:
         chat = self._use_chat(prompt)
@@ -585,24 +554,28 @@ class OpenAIBackend(Backend):
     def _estimate(self, prompt: Prompt, chat: bool, candidates: Sequence[str]) -> LabelDist | Failure:
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
         want = self.options.sampling_fallback
-        answers: list[str] = []
-        prompt_tokens = 0
-        while len(answers) < want:
-            n = want - len(answers)
-            params = {"max_tokens": 1, "temperature": 1.0, "n": n, "seed": self.config.seed + len(answers)}
-            data = self._call(self._send, prompt, chat, one_token=True, **params)
-            got = [_choice_text(c, chat) for c in data["choices"]][:n]
-            if not got:
-                raise _Retryable("no answers in the response")
-            answers += got
-            prompt_tokens = int((data.get("usage") or {}).get("prompt_tokens") or prompt_tokens)
-        counts: dict[str, int] = {}
-        for a in answers:
-            counts[a] = counts.get(a, 0) + 1
+        choices, prompt_tokens, _ = self._samples(prompt, chat, want, 1, self.config.seed, one_token=True)
+        counts = Counter(_choice_text(c, chat) for c in choices)
         logprobs = {c: math.log(counts[c] / want) for c in candidates if counts.get(c)}
         top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
         return LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
                          estimated=True, complete=False)
+
+    def _samples(self, prompt: Prompt, chat: bool, want: int, max_tokens: int, seed: int,
+                 one_token: bool = False) -> tuple[list[dict[str, Any]], int, int]:
+        """``want`` completions of at most ``max_tokens`` at temperature 1 (seeded from ``seed`` where the server
+        takes a seed), asked again for those a response lacks: their choices, the prompt's tokens and the tokens
+        generated."""
+        choices: list[dict[str, Any]] = []
+        prompt_tokens = generated = 0
+        while len(choices) < want:
+            n = want - len(choices)
+            params = {"max_tokens": max_tokens, "temperature": 1.0, "n": n, "seed": seed + len(choices)}
+            data = self._call(self._send, prompt, chat, one_token=one_token, **params)
+            choices += data["choices"][:n]
+            read, completion, _ = _usage_counts(data.get("usage"))
+            generated, prompt_tokens = generated + completion, read or prompt_tokens
+        return choices, prompt_tokens, generated
 
     # -- a rationale before the answer --------------------------------------------------------------
     def _reason_one(self, prompt: Prompt, candidates: Sequence[str], top_n: int, how: Reasoning) -> Reasoned | Failure:
@@ -627,15 +600,9 @@ class OpenAIBackend(Backend):
         """The completion's answer line found in its tokens (outside thinking), and the label distribution
         read from the top log-probabilities at the answer's token (the first after the cue that is not
         markup)."""
-        choice = data["choices"][0]
-        rows = _token_rows(choice)
-        if not rows:
-            raise _NoLogprobs()
-        text = "".join(tok for tok, _ in rows)
-        thinking = _thinking(choice, chat)
-        usage = data.get("usage") or {}
-        generated = int(usage.get("completion_tokens") or 0)
-        n_prompt = int(usage.get("prompt_tokens") or 0)
+        rows, text = _said(data)
+        thinking = _thinking(data["choices"][0], chat)
+        n_prompt, generated, _ = _usage_counts(data.get("usage"))
         where = answer_line(text, how.cue)
         if where is None:  # no answer line: asked for it after the rationale
             after = self._answer_after(prompt, chat, text, candidates, top_n, how)
@@ -657,45 +624,27 @@ class OpenAIBackend(Backend):
         if not chat:
             follow = Prompt(f"{prompt.text}{said}{'' if said.endswith(chr(10)) else chr(10)}{how.cue}", chat=False)
             data = self._send(follow, False, **self._logprob_params(False, top_n))
-            return _read_logprobs(data, candidates, top_n), int((data.get("usage") or {}).get("completion_tokens") or 0)
+            return _read_logprobs(data, candidates, top_n), _usage_counts(data.get("usage"))[1]
         then = [{"role": "assistant", "content": said}, {"role": "user", "content": answer_request(how.cue, candidates)}]
         data = self._send(prompt, True, then=then, **self._logprob_params(True, top_n, ANSWER_LINE_TOKENS))
-        rows = _token_rows(data["choices"][0])
-        if not rows:
-            raise _NoLogprobs()
-        text = "".join(tok for tok, _ in rows)
+        rows, text = _said(data)
         where = answer_line(text, how.cue)
         table = _answer_table(rows, where[1] if where else 0)
         if table is None:
             return Failure(f"the model wrote no answer line ('{how.cue} ...') after its rationale, nor when asked for it")
-        usage = data.get("usage") or {}
-        return _table_dist(table, candidates, top_n, int(usage.get("prompt_tokens") or 0)), \
-            int(usage.get("completion_tokens") or 0)
+        n_prompt, generated, _ = _usage_counts(data.get("usage"))
+        return _table_dist(table, candidates, top_n, n_prompt), generated
 
     def _sample_answers(self, prompt: Prompt, chat: bool, candidates: Sequence[str], how: Reasoning) -> Reasoned | Failure:
         """``sampling_fallback`` completions at temperature 1 (seeded where the server takes a seed), each read
         for its final answer line; the distribution is their answers' frequencies (``estimated``). Completions
         without a readable answer are counted; an item with none fails, saying so."""
         want = self.options.sampling_fallback
-        said: list[tuple[str, str | None]] = []  # (rationale, label) per completion
-        generated = prompt_tokens = 0
-        finish = ""
-        while len(said) < want:
-            n = want - len(said)
-            params = {"max_tokens": how.tokens + ANSWER_LINE_TOKENS, "temperature": 1.0, "n": n, "seed": how.seed + len(said)}
-            data = self._call(self._send, prompt, chat, **params)
-            choices = data["choices"][:n]
-            for choice in choices:
-                text = _thinking(choice, chat) + _choice_text(choice, chat)
-                said.append(final_answer(text, how.cue, candidates))
-                finish = finish or str(choice.get("finish_reason"))
-            usage = data.get("usage") or {}
-            generated += int(usage.get("completion_tokens") or 0)
-            prompt_tokens = int(usage.get("prompt_tokens") or prompt_tokens)
-        counts: dict[str, int] = {}
-        for _, label in said:
-            if label is not None:
-                counts[label] = counts.get(label, 0) + 1
+        choices, prompt_tokens, generated = self._samples(prompt, chat, want, how.tokens + ANSWER_LINE_TOKENS, how.seed)
+        # (rationale, label) per completion
+        said = [final_answer(_thinking(c, chat) + _choice_text(c, chat), how.cue, candidates) for c in choices]
+        finish = str(choices[0].get("finish_reason"))
+        counts = Counter(label for _, label in said if label is not None)
         unparsed = sum(label is None for _, label in said)
         if not counts:
             return Failure(f"none of the {want} sampled completions ended with an answer line ('{how.cue} ...') "
@@ -712,12 +661,13 @@ class OpenAIBackend(Backend):
     ) -> list[Reasoned | Failure]:
         """Each prompt's rationale and answer, ``concurrency`` requests in flight, in prompt order."""
         top_n = min(top_n, self.capabilities.top_n or top_n)
-        futures = {self._pool.submit(self._guarded, lambda p=p: self._reason_one(p, tuple(candidates), top_n, how)): i
-                   for i, p in enumerate(prompts)}
-        out: list[Reasoned | Failure | None] = [None] * len(prompts)
+        return gather(self._each(prompts, lambda p: self._reason_one(p, tuple(candidates), top_n, how)), len(prompts))
+
+    def _each(self, prompts: Sequence[Prompt], work: Any) -> Iterator[tuple[int, Any]]:
+        """(index, ``work(prompt)``) in completion order, ``concurrency`` in flight, each fault a Failure."""
+        futures = {self._pool.submit(self._guarded, lambda p=p: work(p)): i for i, p in enumerate(prompts)}
         for fut in as_completed(futures):
-            out[futures[fut]] = fut.result()
-        return out  # type: ignore[return-value]
+            yield futures[fut], fut.result()
 
     def reason_settings(self) -> dict[str, object]:
         """How a rationale is asked for: room for the answer line after it."""
@@ -729,9 +679,7 @@ class OpenAIBackend(Backend):
     ) -> Iterator[tuple[int, LabelDist | Failure]]:
         """(index, result) pairs in completion order, ``concurrency`` requests in flight."""
         top_n = min(top_n, self.capabilities.top_n or top_n)
-        futures = {self._pool.submit(self._one, p, tuple(candidates), top_n): i for i, p in enumerate(prompts)}
-        for fut in as_completed(futures):
-            yield futures[fut], fut.result()
+        return self._each(prompts, lambda p: self._read_label(p, tuple(candidates), top_n))
 
     def label_logprobs(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20
@@ -745,22 +693,18 @@ class OpenAIBackend(Backend):
         if key not in self._tok_cache:
             n = self._server_count(prompt.text)
             if n is None:
-                n = -(-len(prompt.text) // CHARS_PER_TOKEN)
+                n = estimate_tokens(prompt.text)
             self._tok_cache[key] = n + (CHAT_OVERHEAD if prompt.chat else 0)
         return self._tok_cache[key]
 
     def _server_count(self, text: str) -> int | None:
-        if self._tokenize_mode == "estimate":
-            return None
-        with self._tok_lock:
-            if self._tokenizer is None:
-                self._tokenizer = self._probe_tokenizer()
-        if self._tokenizer == "estimate":
+        kind = self.tokenizer
+        if kind == "estimate":
             if self._tokenize_mode == "server":
                 raise BackendError(f"the server at {_without_userinfo(self.base_url)} has no tokenize endpoint")
             return None
         try:
-            return self._tokenize(self._tokenizer, text)
+            return self._tokenize(kind, text)
         except Exception:
             return None  # a flaky tokenize call must not fail scoring: fall back to the estimate
 
@@ -804,15 +748,9 @@ class OpenAIBackend(Backend):
         return out
 
     def counters(self) -> dict[str, int]:
-        """API usage; its cost in millionths of a dollar (``cost_micro_usd``) when the model has a price, else
-        the requests whose cost is not known (``unpriced_requests``); how often pacing held a request back and
-        how many 429s came; each parameter the server refused (``refused:<param>``)."""
+        """API usage in requests and tokens (what the cost layer prices); how often pacing held a request back
+        and how many 429s came; each parameter the server refused (``refused:<param>``)."""
         out = {**self.usage.as_dict(), **{f"refused:{p}": 1 for p in self.refusals.refused}}
-        cost = self.spent()
-        if cost is not None:
-            out["cost_micro_usd"] = round(cost * 1_000_000)
-        else:
-            out["unpriced_requests"] = self.usage.requests + self.usage.batch_requests
         if self.pacer is not None:
             out.update(paced_waits=self.pacer.stats.waits, rate_limited=self.pacer.stats.limited)
         return out
@@ -919,15 +857,24 @@ def _token_rows(choice: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
                 rows.append((str(entry.get("token") or ""), table))
         else:
             toks, vals, tops = lp.get("tokens") or [], lp.get("token_logprobs") or [], lp.get("top_logprobs") or []
-            for i, tok in enumerate(toks):
+            for i in range(max(len(toks), len(tops))):
                 table = {}
                 for alt, val in (tops[i] or {}).items() if i < len(tops) else ():
                     _keep(table, alt, val)
+                tok = toks[i] if i < len(toks) else None
                 _keep(table, tok, vals[i] if i < len(vals) else None)
-                rows.append((str(tok), table))
+                rows.append((str(tok or ""), table))
     except (KeyError, TypeError, AttributeError, IndexError, ValueError):
         raise _Retryable("malformed logprobs in the response") from None
     return rows
+
+
+def _said(data: dict[str, Any]) -> tuple[list[tuple[str, dict[str, float]]], str]:
+    """The first completion's token rows (:func:`_token_rows`) and its text; _NoLogprobs when it has none."""
+    rows = _token_rows(data["choices"][0])
+    if not rows:
+        raise _NoLogprobs()
+    return rows, "".join(tok for tok, _ in rows)
 
 
 def _table_dist(table: dict[str, float], candidates: Sequence[str], top_n: int, n_prompt: int) -> LabelDist:
@@ -969,35 +916,16 @@ def _answer_table(rows: list[tuple[str, dict[str, float]]], cue_end: int) -> dic
 
 
 def _read_logprobs(data: dict[str, Any], candidates: Sequence[str], top_n: int) -> LabelDist:
-    """Top-N tokens of the first answer position, from either response format: the chat format
-    (``logprobs.content[0].top_logprobs``, which llama.cpp's own server also uses for completions) or
-    the legacy completions format (``logprobs.top_logprobs[0]`` as a token -> logprob map)."""
-    choice = data["choices"][0]
-    lp = choice.get("logprobs") or {}
-    table: dict[str, float] = {}
-    try:
-        if lp.get("content"):
-            first = lp["content"][0]
-            for entry in first.get("top_logprobs") or []:
-                _keep(table, entry["token"], entry["logprob"])
-            _keep(table, first.get("token"), first.get("logprob"))
-        else:
-            tops = lp.get("top_logprobs") or []
-            if tops and tops[0]:
-                for tok, val in tops[0].items():
-                    _keep(table, tok, val)
-            toks, vals = lp.get("tokens") or [], lp.get("token_logprobs") or []
-            if toks and vals:
-                _keep(table, toks[0], vals[0])
-    except (KeyError, TypeError, AttributeError, IndexError, ValueError):
-        raise _Retryable("malformed logprobs in the response") from None
-    if not table:
+    """Top-N tokens of the first answer position, from either response format (:func:`_token_rows`); the tokens
+    the provider's prompt cache served are not counted as evaluated."""
+    rows = _token_rows(data["choices"][0])
+    if not rows or not rows[0][1]:
         raise _NoLogprobs()
-    top = sorted(table.items(), key=lambda t: -t[1])[:top_n]
-    n_prompt = int((data.get("usage") or {}).get("prompt_tokens") or 0)
-    cached = int(((data.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    return LabelDist({c: table[c] for c in candidates if c in table}, top, n_prompt_tokens=n_prompt,
-                     n_evaluated_tokens=max(0, n_prompt - cached), complete=False)
+    usage = data.get("usage") or {}
+    prompt, _, cached = _usage_counts(usage)
+    dist = _table_dist(rows[0][1], candidates, top_n, prompt)
+    dist.n_evaluated_tokens = max(0, prompt - cached)
+    return dist
 
 
 def _keep(table: dict[str, float], token: Any, logprob: Any) -> None:

@@ -23,8 +23,9 @@ request of the run (:mod:`judge.engine.batch`).
   process attaches or waits and never submits again (a file uploaded whose batch id was not recorded is
   found again among every page of the server's batches by its ``input_file_id``);
 * under the backend's ``max_cost``, a batch is submitted only when the most it can cost
-  (:meth:`BatchRequest.bound`: a token per prompt byte, the whole completion budget) fits what the server's
-  usage and the batches in flight leave of the cap; the rest waits for them, or fails with the reason;
+  (:meth:`BatchRequest.bound`: a token per prompt byte, the whole completion budget) fits what the backend's
+  purse (its cost layer's, :mod:`judge.backends.priced`) and the batches in flight leave of the cap; the rest
+  waits for them, or fails with the reason;
 * the model's batch queue limit (:mod:`judge.accounting.batch_limits`, or ``queue_tokens``) kept by the same
   bound; a batch refused for it (``token_limit_exceeded``) goes again in smaller parts once the batches
   before it have finished;
@@ -52,13 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from ..accounting.batch_limits import queue_limit
-from ..accounting.prices import dollars
 from ..core.errors import BackendError, InputError
 from ..core.io import atomic_write_text
-from .base import Failure, LabelDist, Prompt
+from .base import Backend, Failure, LabelDist, Prompt
 from .batching import BatchReport, Store
 from .hosted import HostedOptions
-from .openai_api import CHAT_OVERHEAD, OpenAIBackend, _Permanent, _without_userinfo
+from .layer import innermost
+from .openai_api import OpenAIBackend, _Permanent, _without_userinfo, body_bound
 from .requests import Request
 
 #: The provider's limits on one input file: requests and bytes (OpenAI: 50,000 and 200 MB).
@@ -88,21 +89,11 @@ class BatchRequest:
                           ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
 
     def bound(self) -> tuple[int, int]:
-        """The most prompt and completion tokens the request can use: a token per UTF-8 byte of its prompt
-        (a byte-level tokenizer never makes more; characters / 4 runs low on CJK text, code and emoji), plus
-        the chat markup per message, and its whole completion budget (``max_tokens`` or
-        ``max_completion_tokens``, times ``n``)."""
-        messages = self.body.get("messages")
-        if isinstance(messages, list):
-            prompt = sum(len(str(m.get("content") or "").encode("utf-8")) + CHAT_OVERHEAD for m in messages)
-        else:
-            texts = self.body.get("prompt")
-            texts = texts if isinstance(texts, list) else [texts or ""]
-            prompt = sum(len(str(x).encode("utf-8")) for x in texts)
-        budget = self.body.get("max_completion_tokens") or self.body.get("max_tokens")
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        """The most prompt and completion tokens the request can use (:func:`body_bound`)."""
+        prompt, completion = body_bound(self.body)
+        if not completion:
             raise BackendError(f"request {self.custom_id} sets no completion budget (max_tokens): its cost has no bound")
-        return prompt, budget * int(self.body.get("n") or 1)
+        return prompt, completion
 
 
 def split_files(requests: Sequence[BatchRequest], max_requests: int = MAX_REQUESTS,
@@ -169,10 +160,11 @@ def batch_request(backend: OpenAIBackend, prompt: Prompt, top_n: int, custom_id:
     return BatchRequest(custom_id, url, body, tuple(candidates), top_n)
 
 
-def state_path_for(cache_path: str | Path, backend: OpenAIBackend) -> Path:
-    """Where the batches of ``backend``'s server and model are recorded beside the cache (``batches/`` next to
-    it), so any run on that cache finds the batches a killed run left."""
-    return state_file(Path(cache_path).expanduser().parent / "batches", backend)
+def state_path_for(cache_path: str | Path, backend: Backend) -> Path:
+    """Where the batches of ``backend``'s server and model (the OpenAI backend, or a layer in front of it) are
+    recorded beside the cache (``batches/`` next to it), so any run on that cache finds the batches a killed run
+    left."""
+    return state_file(Path(cache_path).expanduser().parent / "batches", _openai(backend))
 
 
 def state_file(folder: str | Path, backend: OpenAIBackend) -> Path:
@@ -483,25 +475,18 @@ class BatchClient:
     def _money_left(self, running: list[dict[str, Any]]) -> float | None:
         """Under ``max_cost``: the cap less the spend the server's usage has counted so far and the most the
         batches still running can cost (None: no cap)."""
-        cap, price = self.backend.options.max_cost, self.backend.price
-        if cap is None or price is None:
-            return None
-        spent = self.backend.spent() or 0.0
-        return cap - spent - sum(self._cost(*e.get("bound", [0, 0])) for e in running)
+        return self.backend.purse.room(sum(self._cost(*e.get("bound", [0, 0])) for e in running))
 
     def _cost(self, prompt: int, completion: int) -> float:
-        price = self.backend.price
-        return price.cost(prompt, completion, batch=True) if price is not None else 0.0
+        return self.backend.purse.cost(prompt, completion, batch=True)
 
     def _keep(self, todo: Sequence[BatchRequest], money: float | None) -> None:
         """Nothing runs and the next request does not fit: it and those after it are kept back, with why."""
-        assert self.backend.options.max_cost is not None or self.queue_tokens is not None
+        assert money is not None or self.queue_tokens is not None
         for r in todo:
             prompt, completion = r.bound()
             if money is not None and self._cost(prompt, completion) > money:
-                self._kept[r.custom_id] = (
-                    f"not scored: sending it could take the spend past --max-cost {dollars(self.backend.options.max_cost or 0)} "
-                    f"({dollars(self.backend.spent() or 0.0)} spent)")
+                self._kept[r.custom_id] = self.backend.purse.refusal()
             else:
                 self._kept[r.custom_id] = (f"not sent through the Batch API: its prompt alone may hold {prompt:,} "
                                            f"tokens, more than the model's batch queue holds ({self.queue_tokens:,})")
@@ -659,9 +644,16 @@ def _pending(backend: Store, requests: Sequence[Request]) -> tuple[OpenAIBackend
 
 def _behind_cache(backend: Store) -> OpenAIBackend:
     """The OpenAI backend behind ``backend``, the store the batch's answers go to (BackendError otherwise)."""
-    if not isinstance(backend.inner, OpenAIBackend):
+    return _openai(backend.inner)
+
+
+def _openai(backend: Backend) -> OpenAIBackend:
+    """The OpenAI backend that answers behind any layers in front of it (its cost layer, say); BackendError
+    when it is another."""
+    inner = innermost(backend)
+    if not isinstance(inner, OpenAIBackend):
         raise BackendError("the Batch API needs the openai backend behind the cache (--backend openai, cache on)")
-    return backend.inner
+    return inner
 
 
 def _storer(backend: Store) -> Keeper:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 
 from ..core.config import GenerateConfig
 from .base import Failure, LabelDist, Prompt, Reasoned, Reasoning
-from .openai_api import CHARS_PER_TOKEN, OpenAIBackend
+from .openai_api import OpenAIBackend, estimate_tokens
 from .reasoning import ANSWER_LINE_TOKENS
 
 #: Tokens a chat request adds around its one user message: 3 for the message, 1 for its role, 3 priming the
@@ -42,7 +42,7 @@ class OpenAIReplay(OpenAIBackend):
 
     def _count(self, prompt: Prompt, completion: int, candidates: Sequence[str]) -> LabelDist:
         """Count one request of ``prompt`` that may generate ``completion`` tokens; its uniform answer."""
-        tokens = -(-len(prompt.text) // CHARS_PER_TOKEN) + (CHAT_FRAMING if self._use_chat(prompt) else 0)
+        tokens = estimate_tokens(prompt.text) + (CHAT_FRAMING if self._use_chat(prompt) else 0)
         self.sent += 1
         self.prompt_tokens += tokens
         self.completion_tokens += completion

@@ -36,6 +36,11 @@ REPLAYS.register_lazy("openai", "judge.backends.openai_replay:OpenAIReplay")
 BatcherFactory = Callable[[Mapping[str, Any]], "Batcher | None"]
 BATCHERS: Registry[BatcherFactory] = Registry("batch API", "judge.batchers")
 BATCHERS.register_lazy("openai", "judge.backends.openai_batch:batcher")
+#: cost layers, ``meter(backend) -> Backend``: the backend with what its answers cost priced and capped by its
+#: options (``--max-cost``), put around it wherever it is built (:func:`create_backend`).
+LayerFactory = Callable[[Any], Backend]
+METERS: Registry[LayerFactory] = Registry("cost layer", "judge.meters")
+METERS.register_lazy("openai", "judge.backends.priced:Priced")
 
 #: Backends that read a model's tokenizer alone, without its weights (``judge run --check`` counts the
 #: tokens prompts share with it): ``reader(model) -> tokenize(text) -> token ids``.
@@ -90,5 +95,13 @@ def backend_names() -> list[str]:
 def create_backend(
     name: str = "llamacpp", model: str | None = None, config: GenerateConfig | None = None, **options: Any
 ) -> Backend:
-    """Build a backend by registered name; ``model`` is a path, hub id or API model name."""
-    return BACKENDS.get(name)(model, config or GenerateConfig(), **options)
+    """Build a backend by registered name; ``model`` is a path, hub id or API model name. A backend with a cost
+    layer (:data:`METERS`) comes inside it."""
+    backend = BACKENDS.get(name)(model, config or GenerateConfig(), **options)
+    if name not in METERS:
+        return backend
+    try:
+        return METERS.get(name)(backend)
+    except BaseException:
+        backend.close()
+        raise

@@ -80,7 +80,7 @@ def pair_row(pair: Pair, score: PairScore, method: str, quality: str | None) -> 
         flags=tuple([f"a:{f}" for f in item_flags(pair.a)] + [f"b:{f}" for f in item_flags(pair.b)]
                     + (["same_reply"] if reply_a == reply_b else []) + [f for f in score.flags if f]),
         estimated=score.estimated, complete=score.complete, error=score.error, n_prompt_tokens=score.n_prompt_tokens,
-        **label_fields(pair))
+        prompt_sha=score.prompt_sha, template_sha=score.template_sha, **label_fields(pair))
 
 
 def compare_rows(judge: Scorer, pairs: Sequence[Pair], method: str, quality: str | None,

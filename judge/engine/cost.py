@@ -14,7 +14,7 @@ file.
 
 The replay counts the decodes as well (one per batch), since each has a fixed cost whatever it holds;
 tokens and decodes become a time through the rate this machine measured for the model (:mod:`judge.accounting.rates`):
-a short calibration through the real backend on first use (``Backend.calibrate``), refined by every real
+a short calibration through the real backend on first use (``Timed.calibrate``), refined by every real
 run. Which methods are counted is decided by what their backend declares (``Backend.cost``), never by its name.
 """
 
@@ -26,8 +26,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
-from ..accounting.rates import Rate, UnreadableRates, rate_key, read_rates, write_rate
+from ..accounting.rates import Rate, Timed, UnreadableRates, rate_key, read_rates, write_rate
 from ..backends import Backend, create_backend
 from ..backends.registry import backend_cost, replay_backend
 from ..core.config import default_cache_path
@@ -117,7 +118,8 @@ class CostPool(BackendPool):
 
     def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
         counter = replay_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-        identity = self.identities[backend_key(spec)] = counter.rate_identity()
+        timed = backend_cost(spec.backend) == "replay"  # a replay is timed at its backend's rate (Timed)
+        identity = self.identities[backend_key(spec)] = cast(Timed, counter).rate_identity() if timed else {}
         self.labels[backend_key(spec)] = (counter.model_id, identity.get("threads", "?"))
         return CachedBackend(counter, DryCache(spec.generate.cache_path)) if spec.generate.cache else counter
 
@@ -230,10 +232,10 @@ CALIBRATION_REPEATS = 3
 
 def calibrate(spec: MethodSpec, repeats: int = CALIBRATION_REPEATS) -> Rate:
     """Measure the rate of the method's model here: the real backend, loaded with the method's settings,
-    measures itself (``Backend.calibrate``)."""
+    measures itself (:class:`judge.accounting.rates.Timed`: what a backend of ``cost = "replay"`` is)."""
     backend = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
     try:
-        return backend.calibrate(repeats)
+        return cast(Timed, backend).calibrate(repeats)
     finally:
         backend.close()
 

@@ -23,7 +23,7 @@ from ..core.errors import InputError
 from .cost import CostPool, Entry, _cached, estimable, replay_group
 from .spec import MethodSpec
 
-__all__ = ["Budget", "HostedCell", "check_budget", "count_hosted", "money_lines"]
+__all__ = ["Budget", "HostedCell", "count_hosted", "money_lines"]
 
 
 @dataclass
@@ -119,9 +119,8 @@ class Budget:
     added up over the parts of a run given to :meth:`add` (a streamed file is counted a chunk at a time), with
     the run refused (InputError) as soon as a cap's total is above it. The estimate is the synchronous one, or
     the Batch API's for a backend that sends its requests as batches (``batch``). It is a first check only:
-    what bounds the spend is the backend itself, which sends a synchronous request, or submits a batch
-    (:class:`judge.backends.openai_batch.BatchClient`), only when the most it can cost (a token per prompt
-    byte, its whole completion budget) fits what the server's usage leaves of the cap."""
+    what bounds the spend is the backend's purse (:mod:`judge.backends.priced`), which lets a synchronous
+    request, or a batch, go only when the most it can cost fits what the server's usage leaves of the cap."""
 
     def __init__(self) -> None:
         self.spent: dict[float, float] = {}
@@ -129,15 +128,14 @@ class Budget:
     def add(self, groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
         """Count ``groups`` (the run's order) into the totals and refuse the run when a cap is passed; returns
         the counted cells (cells whose backend sets no cap are not counted)."""
-        capped = [[e for e in g if _max_cost(e.prep.spec) is not None] for g in groups]
-        capped = [g for g in capped if g]
+        capped = [g for g in ([e for e in g if _capped(e.prep.spec)] for g in groups) if g]
         if not capped:
             return []
         cells = count_hosted(capped)  # one per entry, in the groups' order
         for e, cell in zip([e for g in capped for e in g], cells, strict=True):
-            cap = _max_cost(e.prep.spec)
-            assert cap is not None
-            self.spent[cap] = self.spent.get(cap, 0.0) + (cell.cost(batch=_batched(e.prep.spec)) or 0.0)
+            o = HostedOptions.of(e.prep.spec.options)
+            assert o.max_cost is not None
+            self.spent[o.max_cost] = self.spent.get(o.max_cost, 0.0) + (cell.cost(batch=o.batch) or 0.0)
         for cap, estimate in self.spent.items():
             if estimate > cap:
                 raise InputError(f"the run's estimated cost ~{dollars(estimate)} is above --max-cost {dollars(cap)} "
@@ -146,16 +144,6 @@ class Budget:
         return cells
 
 
-def check_budget(groups: Sequence[Sequence[Entry]]) -> list[HostedCell]:
-    """Refuse (InputError) a run whose hosted cells' estimated cost is above their ``max_cost`` option, before
-    anything is sent (:class:`Budget`); returns the counted cells."""
-    return Budget().add(groups)
-
-
-def _batched(spec: MethodSpec) -> bool:
-    """Whether the method's backend sends its requests through the Batch API (priced at its discount)."""
-    return HostedOptions.of(spec.options).batch
-
-
-def _max_cost(spec: MethodSpec) -> float | None:
-    return HostedOptions.of(spec.options).max_cost if estimable(spec) == "hosted" else None
+def _capped(spec: MethodSpec) -> bool:
+    """Whether the method runs on a hosted backend with a cost cap."""
+    return estimable(spec) == "hosted" and HostedOptions.of(spec.options).max_cost is not None

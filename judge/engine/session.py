@@ -90,11 +90,14 @@ class Session:
         """Count ``groups`` (the run's order) against the cost cap, refusing the run above it, and collect the
         requests their provider batches will answer; a batch on a Ray cluster is refused. Nothing is written:
         call it before the run's first file. Called once per chunk of a file streamed a chunk at a time."""
-        self._budget.add(groups)
+        capped = self._budget.add(groups)
         self._batches.collect(groups)
         if self.options.ray is not None and self._batches.pending:
             raise InputError("a run on a Ray cluster answers requests on its actors, not through a provider's batch: "
                              "drop --ray or the batch options", field="--batch")
+        if self.options.ray is not None and capped:  # each actor's purse counts its own spend, never their sum
+            raise InputError("a run on a Ray cluster spends on its actors, each apart: --max-cost cannot bound "
+                             "their sum; drop --ray or --max-cost", field="--max-cost")
         return self
 
     def open(self) -> Session:

@@ -31,13 +31,15 @@ class PairRow(Record):
     where they disagree; ``consistent`` whether both orders agreed (null with one order); ``tie`` the mean
     probability of the tie label (null without one); ``length_a``/``length_b`` the characters of each reply;
     ``flags`` each item's flags as ``a:<flag>``/``b:<flag>``, and ``same_reply`` when the texts are equal;
-    ``n_prompt_tokens`` over both orders. A pair of a set that labels its pairs (PandaLM, LLMBar) adds
+    ``n_prompt_tokens`` over both orders; ``prompt_sha`` and ``template_sha`` as an item row's (the prompt texts
+    of the orders read, in order, joined by U+001F, are what ``prompt_sha`` hashes; absent from files written
+    before they were recorded). A pair of a set that labels its pairs (PandaLM, LLMBar) adds
     ``label`` (the side the humans preferred: ``a``, ``b`` or ``tie``; absent where the annotators have no
     majority),
     ``label_kind`` (``annotators`` or ``gold``) and ``votes`` (each annotator's side), from
     :func:`judge.data.pairs.label_fields`; other pairs write none of them."""
 
-    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"label", "label_kind", "votes"})
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"prompt_sha", "template_sha", "label", "label_kind", "votes"})
 
     id: str
     method: str
@@ -62,6 +64,8 @@ class PairRow(Record):
     complete: bool
     error: str | None
     n_prompt_tokens: int
+    prompt_sha: str | None = None
+    template_sha: str | None = None
     label: str | None = None
     label_kind: str | None = None
     votes: tuple[str, ...] | None = None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 
 from ..backends.base import Backend, Failure, HiddenState, LabelDist, Prompt
 from ..backends.requests import Answer
@@ -30,7 +31,7 @@ from ..data.items import Item
 from ..data.pairs import Pair
 from ..data.qualities import Quality
 from ..prompts.answers import Pairwise, candidates, check_labels
-from ..prompts.templates import PromptTemplate, common_head
+from ..prompts.templates import PromptTemplate, common_head, short_sha
 from .base import ItemWork, OrderAnswer, PairScore, Score, Scorer
 from .llm import answer_request
 from .rules import ScoringError, label_probs
@@ -148,7 +149,9 @@ class PairwiseJudge(Scorer):
         prompts = self.prompts(pair)
         orders = tuple(prompts)
         requests = tuple(answer_request(prompts[o], self.candidates, self.top_n) for o in orders)
-        return ItemWork(requests, lambda answers: self.to_score(pair, orders, answers))
+        sha = short_sha("\x1f".join(prompts[o].text for o in orders))
+        return ItemWork(requests, lambda answers: replace(self.to_score(pair, orders, answers), prompt_sha=sha,
+                                                          template_sha=self.prompt.sha))
 
     # -- answers into a score -----------------------------------------------------------------------
     def to_score(self, pair: Pair, orders: Sequence[str], answers: Sequence[Answer]) -> PairScore:
