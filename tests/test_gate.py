@@ -77,7 +77,7 @@ def test_the_resamples_are_the_cluster_bootstrap_of_the_statistics():
     import numpy as np
 
     from judge.stats.correlation import stratified_samples
-    from judge.stats.gate import _cluster_means, _part_seed
+    from judge.stats.gate import _cluster_means, part_seed
 
     values = np.array([0.1, 0.5, 0.2, 0.9, 0.4, 0.3, 0.8, 0.6, 0.7, 0.0])
     groups = ["a", "a", "b", "c", "c", "c", "d", "e", "f", "g"]
@@ -86,7 +86,7 @@ def test_the_resamples_are_the_cluster_bootstrap_of_the_statistics():
     for part in (0, 1):
         g = groups if part == 0 else groups[::-1]
         expected = [values[idx].mean() for idx in samples[part]]
-        assert np.allclose(_cluster_means(values, g, 200, _part_seed(5, part)), expected, rtol=0, atol=1e-12)
+        assert np.allclose(_cluster_means(values, g, 200, part_seed(5, part)), expected, rtol=0, atol=1e-12)
 
 
 def test_an_unpaired_delta_resamples_each_side_on_its_own():

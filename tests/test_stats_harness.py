@@ -265,7 +265,7 @@ def test_average_ci_one_part_is_that_parts_bootstrap():
     p, h = _data(n=60, seed=4)
     groups = [f"g{i // 3}" for i in range(60)]
     ci = stats.average_ci([_part("X", p, h, groups)], n_boot=300, seed=5)
-    one = stats.bootstrap_ci(p, h, n_boot=300, seed=stats._part_seed(5, 0), groups=groups)
+    one = stats.bootstrap_ci(p, h, n_boot=300, seed=stats.part_seed(5, 0), groups=groups)
     assert (ci.low, ci.high, ci.unit, ci.n_units) == (one.low, one.high, "group", 20)
 
 

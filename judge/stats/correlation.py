@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 
-def _scipy_stats() -> ModuleType:
+def scipy_stats() -> ModuleType:
     """scipy.stats, imported on first use: it takes about a second to import, which every ``judge``
     command (``--help``, ``--check``, ``serve``'s start) would otherwise pay before doing anything."""
     from scipy import stats
@@ -57,11 +57,11 @@ def correlate(pred: Sequence[float | None], human: Sequence[float | None], metho
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(method, float("nan"), float("nan"), n)
     if method == "spearman":
-        res = _scipy_stats().spearmanr(a, b)
+        res = scipy_stats().spearmanr(a, b)
     elif method == "pearson":
-        res = _scipy_stats().pearsonr(a, b)
+        res = scipy_stats().pearsonr(a, b)
     elif method == "kendall":
-        res = _scipy_stats().kendalltau(a, b)
+        res = scipy_stats().kendalltau(a, b)
     else:
         raise ValueError(f"unknown correlation method {method!r}")
     return Correlation(method, float(res.statistic), float(res.pvalue), n)
@@ -76,7 +76,7 @@ def correlations(pred: Sequence[float | None], human: Sequence[float | None]) ->
 
 def _rank_rows(x: np.ndarray) -> np.ndarray:
     """Average ranks along the last axis (ties share their mean rank), as Spearman needs."""
-    return _scipy_stats().rankdata(x, axis=-1)
+    return scipy_stats().rankdata(x, axis=-1)
 
 
 def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -104,7 +104,7 @@ def _resampled_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, method: str) 
     if method == "kendall":
         out = np.empty(len(idx))
         for i in range(len(idx)):
-            out[i] = _scipy_stats().kendalltau(ra[i], rb[i]).statistic
+            out[i] = scipy_stats().kendalltau(ra[i], rb[i]).statistic
         return out
     raise ValueError(f"unknown correlation method {method!r}")
 
@@ -114,7 +114,7 @@ def _boot_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
-def _group_members(groups: Sequence[str | None]) -> list[np.ndarray]:
+def group_members(groups: Sequence[str | None]) -> list[np.ndarray]:
     """Item indices of each group, groups in first-seen order; an item whose group is None is alone."""
     members: dict[object, list[int]] = {}
     for i, g in enumerate(groups):
@@ -122,7 +122,7 @@ def _group_members(groups: Sequence[str | None]) -> list[np.ndarray]:
     return [np.array(v, dtype=np.intp) for v in members.values()]
 
 
-def _boot_samples(n: int, groups: Sequence[str | None] | None, n_boot: int, seed: int) -> list[np.ndarray]:
+def boot_samples(n: int, groups: Sequence[str | None] | None, n_boot: int, seed: int) -> list[np.ndarray]:
     """Item indices of each bootstrap resample.
 
     Without groups: n items drawn with replacement. With groups: as many groups as there are drawn
@@ -131,7 +131,7 @@ def _boot_samples(n: int, groups: Sequence[str | None] | None, n_boot: int, seed
     """
     if groups is None:
         return list(_boot_indices(n, n_boot, seed))
-    members = _group_members(groups)
+    members = group_members(groups)
     draws = np.random.default_rng(seed).integers(0, len(members), size=(n_boot, len(members)))
     return [np.concatenate([members[g] for g in row]) for row in draws]
 
@@ -194,13 +194,13 @@ def _kept(*cols: Sequence[float | None]) -> list[int]:
     ]
 
 
-def _percentiles(finite: np.ndarray, level: float) -> tuple[float, float]:
+def percentiles(finite: np.ndarray, level: float) -> tuple[float, float]:
     alpha = (1 - level) / 2
     lo, hi = np.quantile(finite, [alpha, 1 - alpha])
     return float(lo), float(hi)
 
 
-def _two_sided_p(diffs: np.ndarray) -> float:
+def two_sided_p(diffs: np.ndarray) -> float:
     """Twice the share of resampled differences on the far side of zero (the percentile-interval
     inversion), floored at 1/(number of usable resamples)."""
     tail = min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0)))
@@ -231,11 +231,11 @@ def bootstrap_ci(
     b = np.array([human[i] for i in keep], dtype=float)
     kept_groups = _kept_groups(groups, keep)
     unit = "item" if groups is None else "group"
-    n_units = len(a) if kept_groups is None else len(_group_members(kept_groups))
+    n_units = len(a) if kept_groups is None else len(group_members(kept_groups))
     if len(a) < 3 or not has_interval(n_units):
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0,
                         too_few=not has_interval(n_units))
-    vals = _samples_corr(a, b, _boot_samples(len(a), kept_groups, n_boot, seed), method)
+    vals = _samples_corr(a, b, boot_samples(len(a), kept_groups, n_boot, seed), method)
     return _interval_result(vals, level, n_boot, seed, unit, n_units)
 
 
@@ -245,8 +245,8 @@ def _interval_result(vals: np.ndarray, level: float, n_boot: int, seed: int, uni
     n_degenerate = int(len(vals) - len(finite))
     if len(finite) == 0:
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
-    lo, hi = _percentiles(finite, level)
-    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate, _two_sided_p(finite))
+    lo, hi = percentiles(finite, level)
+    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate, two_sided_p(finite))
 
 
 @dataclass(frozen=True)
@@ -301,14 +301,14 @@ def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | No
     kept_groups = _kept_groups(groups, keep)
     unit = "item" if groups is None else "group"
     n = len(h)
-    n_units = n if kept_groups is None else len(_group_members(kept_groups))
+    n_units = n if kept_groups is None else len(group_members(kept_groups))
     ra = correlate(a.tolist(), h.tolist(), method).value
     rb = correlate(b.tolist(), h.tolist(), method).value
     nan = float("nan")
     if n < 3 or not has_interval(n_units) or not (math.isfinite(ra) and math.isfinite(rb)):
         return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, 0,
                           too_few=not has_interval(n_units))
-    samples = _boot_samples(n, kept_groups, n_boot, seed)
+    samples = boot_samples(n, kept_groups, n_boot, seed)
     d = _samples_corr(a, h, samples, method) - _samples_corr(b, h, samples, method)
     return _paired_result(method, ra, rb, d, n, n_boot, seed, level, unit, n_units)
 
@@ -321,8 +321,8 @@ def _paired_result(method: str, ra: float, rb: float, diffs: np.ndarray, n: int,
     if len(finite) == 0:
         nan = float("nan")
         return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
-    lo, hi = _percentiles(finite, level)
-    return PairedTest(method, ra, rb, ra - rb, lo, hi, _two_sided_p(finite), n, n_boot, seed, unit, n_units,
+    lo, hi = percentiles(finite, level)
+    return PairedTest(method, ra, rb, ra - rb, lo, hi, two_sided_p(finite), n, n_boot, seed, unit, n_units,
                       n_degenerate)
 
 
@@ -340,7 +340,7 @@ def williams_test(r_ah: float, r_bh: float, r_ab: float, n: int) -> tuple[float,
     if den <= 0:
         return float("nan"), float("nan")
     t = (r_ah - r_bh) * math.sqrt((n - 1) * (1 + r_ab)) / math.sqrt(den)
-    p = 2 * float(_scipy_stats().t.sf(abs(t), n - 3))
+    p = 2 * float(scipy_stats().t.sf(abs(t), n - 3))
     return t, p
 
 
@@ -432,7 +432,7 @@ class AveragePart:
     shared: Sequence[str] | None = None
 
 
-def _part_seed(seed: int, index: int) -> int:
+def part_seed(seed: int, index: int) -> int:
     # Sets are independent samples, so each part gets its own stream, derived from the one seed.
     return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
@@ -486,11 +486,11 @@ def stratified_samples(parts: Sequence[StratumPart], n_boot: int, seed: int) -> 
     for stratum in _strata([None if p[3] is None else set(p[3]) for p in parts]):
         if len(stratum) == 1:
             index, n, groups, _ = parts[stratum[0]]
-            samples[stratum[0]] = _boot_samples(n, groups, n_boot, _part_seed(seed, index))
-            sizes.append(n if groups is None else len(_group_members(groups)))
+            samples[stratum[0]] = boot_samples(n, groups, n_boot, part_seed(seed, index))
+            sizes.append(n if groups is None else len(group_members(groups)))
         else:
             joint, n_conversations = _joint_samples([parts[k][3] or [] for k in stratum], n_boot,
-                                                    _part_seed(seed, parts[stratum[0]][0]))
+                                                    part_seed(seed, parts[stratum[0]][0]))
             samples.update(zip(stratum, joint, strict=True))
             sizes.append(n_conversations)
     return [samples[k] for k in range(len(parts))], sizes
@@ -517,7 +517,7 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
         cols = [np.array([p[j] for j in keep], dtype=float) for p in part.preds]
         point = np.array([correlate(c.tolist(), h.tolist(), method).value for c in cols])
         kept_groups = _kept_groups(part.groups, keep)
-        units = len(h) if kept_groups is None else len(_group_members(kept_groups))
+        units = len(h) if kept_groups is None else len(group_members(kept_groups))
         if len(h) < 3 or units < 2 or not np.all(np.isfinite(point)):
             continue
         shared = None if part.shared is None else [part.shared[j] for j in keep]

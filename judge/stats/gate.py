@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from .correlation import _group_members, _part_seed, _percentiles
+from .correlation import group_members, part_seed, percentiles
 from .floor import has_interval
 
 Verdict = Literal["pass", "fail", "inconclusive"]
@@ -80,7 +80,7 @@ def _cluster_means(values: np.ndarray, groups: Sequence[str], n_boot: int, seed:
     with replacement, every drawn conversation bringing all its values; conversations in first-seen order),
     computed from each conversation's sum and count rather than from every resample's item indices, so that
     memory grows with the conversations, not with replicates times turns."""
-    members = _group_members(list(groups))
+    members = group_members(list(groups))
     sums = np.array([values[m].sum() for m in members], dtype=float)
     counts = np.array([len(m) for m in members], dtype=float)
     k = len(members)
@@ -97,7 +97,7 @@ def _interval(reps: np.ndarray, level: float) -> tuple[float, float]:
     finite = reps[np.isfinite(reps)]
     if len(finite) == 0:
         return float("nan"), float("nan")
-    return _percentiles(finite, level)
+    return percentiles(finite, level)
 
 
 def _conversations(groups: Sequence[str]) -> int:
@@ -119,7 +119,7 @@ def paired_delta(baseline: Sequence[float], candidate: Sequence[float], conversa
     point = (_mean(b), _mean(c), _mean(diffs))
     if not len(diffs) or not has_interval(sizes):
         return Delta(True, *point, nan, nan, len(b), len(c), sizes, n_boot, seed, level, too_few=True)
-    low, high = _interval(_cluster_means(diffs, conversations, n_boot, _part_seed(seed, 0)), level)
+    low, high = _interval(_cluster_means(diffs, conversations, n_boot, part_seed(seed, 0)), level)
     return Delta(True, *point, low, high, len(b), len(c), sizes, n_boot, seed, level)
 
 
@@ -138,8 +138,8 @@ def unpaired_delta(baseline: Sequence[float], baseline_conversations: Sequence[s
     point = (_mean(b), _mean(c), _mean(c) - _mean(b))
     if not len(b) or not len(c) or not has_interval(sizes):
         return Delta(False, *point, nan, nan, len(b), len(c), sizes, n_boot, seed, level, too_few=True)
-    reps = _cluster_means(c, candidate_conversations, n_boot, _part_seed(seed, 1)) - \
-        _cluster_means(b, baseline_conversations, n_boot, _part_seed(seed, 0))
+    reps = _cluster_means(c, candidate_conversations, n_boot, part_seed(seed, 1)) - \
+        _cluster_means(b, baseline_conversations, n_boot, part_seed(seed, 0))
     low, high = _interval(reps, level)
     return Delta(False, *point, low, high, len(b), len(c), sizes, n_boot, seed, level)
 

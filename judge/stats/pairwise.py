@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .correlation import _boot_samples, _percentiles, _scipy_stats, _two_sided_p, stratified_samples
+from .correlation import boot_samples, percentiles, scipy_stats, stratified_samples, two_sided_p
 from .floor import has_interval
 from .pair_labels import LabelledOrder, LabelledRow, label_figures
 
@@ -106,7 +106,7 @@ class _Boot:
         index: dict[str, int] = {}
         self.codes = np.array([index.setdefault(g, len(index)) for g in groups], dtype=np.intp)
         self.n_units = len(index)
-        self.samples = _boot_samples(len(groups), list(groups), n_boot, seed) if has_interval(self.n_units) else []
+        self.samples = boot_samples(len(groups), list(groups), n_boot, seed) if has_interval(self.n_units) else []
 
     def conversations(self, mask: np.ndarray) -> int:
         """How many conversations the rows in ``mask`` come from."""
@@ -125,10 +125,10 @@ class _Boot:
         if not has_interval(k):
             return {**out, "n_degenerate": 0, "n_conversations": k, "too_few": True}
         if len(finite):
-            lo, hi = _percentiles(finite, LEVEL)
+            lo, hi = percentiles(finite, LEVEL)
             out.update(low=_f(lo), high=_f(hi))
             if null is not None:
-                out["p"] = _p(_two_sided_p(finite - null))
+                out["p"] = _p(two_sided_p(finite - null))
         out["n_degenerate"] = int(len(values) - len(finite))
         out["n_conversations"] = k
         return out
@@ -342,7 +342,7 @@ def _system_level(rows: Sequence[PairRow], ranking: Sequence[Mapping[str, Any]],
     if len(names) < 3:
         return None
     human = [math.fsum(ratings[s].values()) / len(ratings[s]) for s in names]
-    tau = _scipy_stats().kendalltau([strength[s] for s in names], human)
+    tau = scipy_stats().kendalltau([strength[s] for s in names], human)
     few = not has_interval(n_conversations)
     out: dict[str, Any] = {"n_systems": len(names), "kendall": _f(float(tau.statistic)),
                            "p": None if few else _p(float(tau.pvalue)), "n_conversations": n_conversations,
@@ -353,7 +353,7 @@ def _system_level(rows: Sequence[PairRow], ranking: Sequence[Mapping[str, Any]],
             scores = [v for item in ratings[s] if (v := pointwise.get((s, item))) is not None]
             means.append(math.fsum(scores) / len(scores) if scores else float("nan"))
         if all(math.isfinite(m) for m in means):
-            pt = _scipy_stats().kendalltau(means, human)
+            pt = scipy_stats().kendalltau(means, human)
             out["pointwise"] = {"method": name, "kendall": _f(float(pt.statistic)),
                                 "p": None if few else _p(float(pt.pvalue))}
     return out
@@ -412,6 +412,6 @@ def _mean_figure(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], sam
     finite = reps[np.isfinite(reps)]
     out["n_degenerate"] = int(len(reps) - len(finite))
     if len(finite) and out["value"] is not None:
-        lo, hi = _percentiles(finite, LEVEL)
-        out.update(low=_f(lo), high=_f(hi), p=_p(_two_sided_p(finite - null)))
+        lo, hi = percentiles(finite, LEVEL)
+        out.update(low=_f(lo), high=_f(hi), p=_p(two_sided_p(finite - null)))
     return out
