@@ -74,6 +74,25 @@ def test_the_worst_conversations_come_lowest_first_with_their_lowest_item_linked
     assert "[2-c4#0](view.html#item=2-c4%230)" in render_markdown(result, "view.html")
 
 
+def test_where_lower_is_better_the_worst_conversations_are_the_highest(tmp_path, capsys):
+    rows = _rows("2", [[0.9, 0.2], [0.3, 0.4], [0.8], [0.3, 0.35]])
+    result = tally_rows(["version"], rows).summary(worst=2, lower_is_better=True)
+    (g,) = result.groups
+    assert [(c.id, c.worst_item, c.worst_score) for c in g.worst] == [("2-c2", "2-c2#0", 0.8),
+                                                                       ("2-c0", "2-c0#0", 0.9)]
+    assert "| highest item |" in render_markdown(result) and "scored highest" in render_markdown(result)
+    # The flag on the command, and a benchmark set's negative quality (robotic) known without it.
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(r.to_json() + "\n" for r in rows))
+    assert main(["summarize", str(path), "--by", "version", "--worst", "1", "--lower-is-better"]) == 0
+    assert "| 2-c2 | 0.800 |" in capsys.readouterr().out
+    robotic = tmp_path / "robotic.jsonl"
+    robotic.write_text("".join(Row(**{**r.__dict__, "quality": "robotic"}).to_json() + "\n" for r in rows))
+    assert main(["summarize", str(robotic), "--by", "version", "--worst", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| 2-c2 | 0.800 |" in out and "Lower is better on robotic" in out
+
+
 def test_groups_are_in_natural_order_and_a_second_method_is_refused():
     tally = tally_rows(["version"], [_row(f"{v}-c#1", 0.5, v) for v in ("2.10", "2.9", "10", "9")])
     assert [g.key for g in tally.summary().groups] == [("2.9",), ("2.10",), ("9",), ("10",)]

@@ -16,6 +16,7 @@ from typing import IO
 
 from ..core.errors import InputError
 from ..core.io import atomic_file, atomic_write_text, check_output_path
+from ..data.qualities import find_quality
 from ..records.by_group import tally_row
 from ..records.results import VIEW_FILE
 from ..records.rows import Row, iter_rows
@@ -43,14 +44,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def add_group_options(p: argparse.ArgumentParser, *, required: bool = False) -> None:
-    """``--by``, ``--worst``, ``--bootstrap`` and ``--otlp-out``: what ``judge summarize`` and ``judge score``
-    share."""
+    """``--by``, ``--worst``, ``--lower-is-better``, ``--bootstrap`` and ``--otlp-out``: what ``judge summarize``
+    and ``judge score`` share."""
     g = p.add_argument_group("answers per version (docs/chat-logs.md)")
     g.add_argument("--by", default=None, required=required, metavar="FIELD,...",
                    help="group the scores by these fields of the log (model, version, date, system or any key it "
                    "has; several: one group per combination) and print each group's mean with its 95%% interval "
                    "over conversations, its distribution and its worst conversations")
     g.add_argument("--worst", type=int, default=5, metavar="N", help="worst conversations listed per group (default: 5)")
+    g.add_argument("--lower-is-better", action="store_true",
+                   help="a higher score is worse on the scored quality, so the worst conversations are the highest "
+                   "(known without it for the benchmark sets' negative qualities, such as robotic)")
     g.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="resamples of the conversations for the intervals (default: 1000)")
     g.add_argument("--otlp-out", default=None, metavar="FILE", help="also write every score as an OpenTelemetry "
@@ -107,7 +111,9 @@ class GroupOutputs:
     def summary(self) -> ByGroup | None:
         if self.tally is None:
             return None
-        return self.tally.summary(worst=self.args.worst, n_boot=self.args.bootstrap)
+        quality = find_quality(self.tally.quality) if self.tally.quality else None
+        lower = self.args.lower_is_better or (quality is not None and quality.negative)
+        return self.tally.summary(worst=self.args.worst, n_boot=self.args.bootstrap, lower_is_better=lower)
 
 
 def write_summary(result: ByGroup, folder: str | Path, view: str | None) -> list[Path]:

@@ -54,8 +54,15 @@ def sparkline(counts: tuple[int, ...]) -> str:
 def _header(result: ByGroup) -> str:
     quality = f" on {result.quality}" if result.quality else ""
     methods = ", ".join(result.methods)
+    lower = (f" Lower is better{quality}: the worst conversations are those scored highest."
+             if result.lower_is_better else "")
     return (f"Mean {methods} score{quality} per {', '.join(result.by)}, with a {round(result.level * 100)}% "
-            f"bootstrap interval over conversations ({result.n_boot} resamples, seed {result.seed}).")
+            f"bootstrap interval over conversations ({result.n_boot} resamples, seed {result.seed}).{lower}")
+
+
+def _worst_item_column(result: ByGroup) -> str:
+    """The worst-item column's title: the lowest-scored item, or the highest where lower is better."""
+    return "highest item" if result.lower_is_better else "lowest item"
 
 
 def _edges_text(result: ByGroup) -> str:
@@ -84,7 +91,8 @@ def render_markdown(result: ByGroup, view: str | None = None) -> str:
         if not g.worst:
             continue
         lines += ["", f"### Worst conversations: {_md(group_name(result.by, g.key))}", "",
-                  "| conversation | mean | items | failed | lowest item | its score |", "|---|---|---|---|---|---|"]
+                  f"| conversation | mean | items | failed | {_worst_item_column(result)} | its score |",
+                  "|---|---|---|---|---|---|"]
         for c in g.worst:
             link = view_link(view, c.worst_item) if c.worst_item else None
             item = f"[{_md(c.worst_item)}]({link})" if link and c.worst_item else _md(c.worst_item or "–")
@@ -129,7 +137,8 @@ def render_html(result: ByGroup, view: str | None = None) -> str:
         if not g.worst:
             continue
         h += [f"<h2>Worst conversations: {escape(group_name(result.by, g.key))}</h2>", '<table class="worst"><thead><tr>']
-        h += [f"<th>{x}</th>" for x in ("conversation", "mean", "items", "failed", "lowest item", "its score")]
+        h += [f"<th>{x}</th>" for x in ("conversation", "mean", "items", "failed", _worst_item_column(result),
+                                                "its score")]
         h.append("</tr></thead><tbody>")
         for c in g.worst:
             link = view_link(view, c.worst_item) if c.worst_item else None

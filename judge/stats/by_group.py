@@ -5,10 +5,11 @@ Per group: the mean score over its scored items with a percentile bootstrap inte
 conversations (a conversation's replies are not independent: one confused exchange lowers several), the
 number of items, of failed items and of conversations, the distribution (quantiles and a histogram over
 bins shared by every group, so the histograms read side by side) and the worst conversations by their
-mean score, each with its lowest-scored item (where a reader starts looking).
+mean score, each with its worst-scored item (where a reader starts looking). On a quality where lower is
+better (``robotic``) the worst are the highest.
 
 Rows are added one at a time (:class:`Tally`) and only what the statistics need is kept: per conversation
-a sum, two counts and its worst item, per group its scores as an array of doubles. A log of a million turns
+a sum, two counts and its lowest and highest item, per group its scores as an array of doubles. A log of a million turns
 is summarised in tens of megabytes, so ``judge score --by`` streams as ``judge score`` does.
 
 Below the floor on conversations (:mod:`judge.stats.floor`) a group gets no interval.
@@ -38,7 +39,8 @@ DRAW_BUDGET = 4_000_000
 
 @dataclass(frozen=True)
 class ConversationScore:
-    """One conversation of a group: its mean score, its items (and failed ones) and its lowest-scored item."""
+    """One conversation of a group: its mean score, its items (and failed ones) and its worst-scored item (the
+    lowest; the highest where lower is better)."""
 
     id: str
     mean: float | None
@@ -86,6 +88,8 @@ class ByGroup:
     seed: int
     level: float
     worst_n: int
+    #: Lower scores are better on the quality (the worst conversations are the highest).
+    lower_is_better: bool = False
 
 
 @dataclass
@@ -93,8 +97,10 @@ class _Conversation:
     total: float = 0.0
     scored: int = 0
     failed: int = 0
-    worst_item: str | None = None
-    worst_score: float = math.inf
+    low_item: str | None = None
+    low_score: float = math.inf
+    high_item: str | None = None
+    high_score: float = -math.inf
 
 
 @dataclass
@@ -141,20 +147,30 @@ class Tally:
         conv.total += score
         conv.scored += 1
         group.scores.append(score)
-        if score < conv.worst_score:
-            conv.worst_score, conv.worst_item = score, item
+        if score < conv.low_score:
+            conv.low_score, conv.low_item = score, item
+        if score > conv.high_score:
+            conv.high_score, conv.high_item = score, item
 
-    def summary(self, *, worst: int = 5, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> ByGroup:
+    @property
+    def quality(self) -> str | None:
+        """The quality the rows scored (None until a row names one)."""
+        return self._quality
+
+    def summary(self, *, worst: int = 5, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                lower_is_better: bool = False) -> ByGroup:
         """Every group's statistics, groups in the order of their keys (numbers by value: :func:`natural`),
-        so that a rerun, and a file in another order, print the same."""
+        so that a rerun, and a file in another order, print the same. ``lower_is_better``: the quality is one
+        where a higher score is worse, so the worst conversations are the highest."""
         every = [s for g in self._groups.values() for s in (g.scores,) if len(s)]
         lo = min(min(s) for s in every) if every else None
         hi = max(max(s) for s in every) if every else None
         edges = tuple(np.linspace(lo, hi if hi > lo else lo + 1, BINS + 1).tolist()) \
             if lo is not None and hi is not None else ()
-        groups = tuple(_summary(key, self._groups[key], edges, worst, n_boot, seed, level)
+        groups = tuple(_summary(key, self._groups[key], edges, worst, n_boot, seed, level, lower_is_better)
                        for key in sorted(self._groups, key=natural))
-        return ByGroup(self.by, groups, edges, tuple(self._methods), self._quality, n_boot, seed, level, worst)
+        return ByGroup(self.by, groups, edges, tuple(self._methods), self._quality, n_boot, seed, level, worst,
+                       lower_is_better)
 
 
 def natural(key: tuple[str, ...]) -> tuple[tuple[tuple[int, int | str], ...], ...]:
@@ -164,7 +180,7 @@ def natural(key: tuple[str, ...]) -> tuple[tuple[tuple[int, int | str], ...], ..
 
 
 def _summary(key: tuple[str, ...], group: _Group, edges: tuple[float, ...], worst: int, n_boot: int, seed: int,
-             level: float) -> GroupSummary:
+             level: float, lower_is_better: bool) -> GroupSummary:
     convs = group.conversations
     scores = np.frombuffer(group.scores, dtype=float) if len(group.scores) else np.empty(0)
     scored = [c for c in convs.values() if c.scored]
@@ -177,10 +193,12 @@ def _summary(key: tuple[str, ...], group: _Group, edges: tuple[float, ...], wors
     quantiles = dict(zip([n for n, _ in QUANTILES], np.quantile(scores, [q for _, q in QUANTILES]).tolist(),
                          strict=True)) if len(scores) else {}
     histogram = tuple(int(x) for x in np.histogram(scores, bins=np.array(edges))[0]) if edges else ()
+    sign = -1.0 if lower_is_better else 1.0
     ranked = sorted(((c.total / c.scored if c.scored else None, cid, c) for cid, c in convs.items()),
-                    key=lambda t: (t[0] is None, t[0] if t[0] is not None else 0.0, t[1]))
-    worst_convs = tuple(ConversationScore(cid, m, c.scored + c.failed, c.failed, c.worst_item,
-                                          c.worst_score if c.worst_item is not None else None)
+                    key=lambda t: (t[0] is None, sign * t[0] if t[0] is not None else 0.0, t[1]))
+    worst_convs = tuple(ConversationScore(cid, m, c.scored + c.failed, c.failed,
+                                          c.high_item if lower_is_better else c.low_item,
+                                          c.high_score if lower_is_better else c.low_score)
                         for m, cid, c in ranked[:worst] if m is not None)
     return GroupSummary(key, group.n_items, sum(c.failed for c in convs.values()), len(convs), mean, low, high,
                         len(scored), quantiles, histogram, worst_convs)
