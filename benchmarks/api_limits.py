@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from judge.backends.layer import innermost
+from judge.backends.openai_api import OpenAIBackend
 from judge.core.config import GenerateConfig
 from judge.data.items import USER, Item, Turn
 from judge.engine import MethodSpec, prepare
@@ -62,7 +64,9 @@ def run(args: argparse.Namespace, concurrency: int, pace: bool) -> dict:
         wall = time.perf_counter() - t0
         backend = judge.backend  # type: ignore[attr-defined]
         counters = backend.counters()
-        pacer = backend.pacer
+        inner = innermost(backend)  # the OpenAI client, behind its cost layer
+        assert isinstance(inner, OpenAIBackend), type(inner)
+        pacer = inner.pacer
         return {"mode": f"adaptive (1..{concurrency})" if pace else f"fixed {concurrency}", "pace": pace,
                 "items": len(items), "failed": sum(not s.ok for s in scores), "wall_s": wall,
                 "items_per_s": len(items) / wall, "limited": srv.limited, "retries": counters["retries"],
