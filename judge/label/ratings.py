@@ -6,7 +6,6 @@ that the benchmark compares the judge with these raters and never with a mix of 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,17 +14,13 @@ from ..core.errors import InputError
 from ..data.items import Item
 from ..datasets._common import check_scale
 from ..datasets.source import Source
-from ..records.labels import Label, latest_labels, read_labels
+from ..records.labels import Label, ratings_by_item, read_labels
 
 
 def labelled_ratings(labels: Sequence[Label], quality: str) -> dict[str, tuple[float, ...]]:
     """Each item's ratings of ``quality`` (case-insensitive) in ``labels``: each rater's latest, in file order."""
-    out: dict[str, list[float]] = defaultdict(list)
-    for (item_id, _), label in latest_labels(list(labels)).items():
-        value = next((v for k, v in label.scores.items() if k.lower() == quality.lower()), None)
-        if value is not None:
-            out[item_id].append(value)
-    return {k: tuple(v) for k, v in out.items()}
+    wanted = quality.lower()
+    return {i: qs[wanted] for i, qs in ratings_by_item(list(labels)).items() if wanted in qs}
 
 
 def with_labels(items: Sequence[Item], path: str | Path, quality: str) -> list[Item]:

@@ -72,3 +72,13 @@ def _last_line_start(f: BinaryIO) -> int:
 def latest_labels(labels: list[Label]) -> dict[tuple[str, str | None], Label]:
     """Each (item id, rater)'s last label: a rater who changed their mind counts once, with the later answer."""
     return {(label.id, label.rater): label for label in labels}
+
+
+def ratings_by_item(labels: list[Label]) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Item id -> quality (lower-cased) -> its raters' ratings, each rater's latest (:func:`latest_labels`), in
+    the order the raters first labelled it: what every reader of labels averages or picks from."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for label in latest_labels(labels).values():
+        for quality, value in label.scores.items():
+            out.setdefault(label.id, {}).setdefault(quality.lower(), []).append(float(value))
+    return {i: {q: tuple(v) for q, v in qs.items()} for i, qs in out.items()}

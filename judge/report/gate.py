@@ -19,7 +19,7 @@ from typing import Literal
 from ..core.errors import InputError
 from ..data.qualities import find_quality
 from ..records.grouping import group_rows
-from ..records.labels import latest_labels, read_labels
+from ..records.labels import ratings_by_item, read_labels
 from ..records.rows import Row, read_rows
 from ..stats.gate import Delta, Verdict, paired_delta, unpaired_delta, verdict, worst
 
@@ -127,11 +127,7 @@ def split_cells(cells: Mapping[str, list[Row]], by: Sequence[str], value: Sequen
 
 def read_label_means(path: str | Path) -> dict[str, dict[str, float]]:
     """A labels file as item id -> quality -> the mean of its raters' latest ratings."""
-    sums: dict[str, dict[str, list[float]]] = {}
-    for label in latest_labels(read_labels(path)).values():
-        for quality, value in label.scores.items():
-            sums.setdefault(label.id, {}).setdefault(quality.lower(), []).append(float(value))
-    return {i: {q: math.fsum(v) / len(v) for q, v in qs.items()} for i, qs in sums.items()}
+    return {i: {q: math.fsum(v) / len(v) for q, v in qs.items()} for i, qs in ratings_by_item(read_labels(path)).items()}
 
 
 # -- matching rows -------------------------------------------------------------------------------------------
