@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.io import check_output_path
 from ..records.labels import Label, read_labels
 from ..records.pair_rows import PairRow
 from ..records.rows import Row, read_records, read_rows
@@ -39,6 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--json", default=None, metavar="FILE",
                    help="also write the estimates as JSON (a list: one per rows file or cell)")
+    p.add_argument("--view", default=None, metavar="FILE",
+                   help="also write them as a judge view page: one HTML file that draws that JSON (docs/trust.md)")
     return p
 
 
@@ -90,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.labels is None) == (not args.labels_from_rows):
         raise InputError("give --labels FILE, or --labels-from-rows to use the rows' own human values", field="labels")
+    for path, flag in ((args.json, "--json"), (args.view, "--view")):
+        if path:
+            check_output_path(path, flag)
     labels = read_labels(args.labels) if args.labels else None
     out = []
     files = row_files(args.rows)
@@ -113,4 +120,16 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("no cell of this folder has a quality the labels rate", file=args.rows)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    if args.view:
+        write_page(args.view, args.rows, args.labels or "the rows' own human values", out)
     return EXIT_OK
+
+
+def write_page(output: str, rows: str, labels: str, estimates: list[dict[str, Any]]) -> None:
+    """The estimates as a ``judge view`` page: its estimate section draws the JSON list ``--json`` writes."""
+    from ..view import write_view
+    from ..view.data import View, ViewRun
+
+    name = Path(rows).name
+    write_view(View(f"judge estimate {name}", [ViewRun(name, rows, f"labels: {labels}")],
+                    sections={"estimate": estimates}), output)

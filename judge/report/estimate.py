@@ -1,10 +1,9 @@
 """``judge estimate``'s output: a text table (each group's human-scale mean and each difference, PPI++ beside
-labels only) and the same as JSON (:func:`to_json`), whose schema the viewer can read."""
+labels only) and the same as JSON (:func:`to_dict`), which the viewer's page draws (``judge estimate --view``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from typing import Any
 
@@ -61,7 +60,7 @@ def render_text(est: Estimate) -> str:
     if est.differences:
         lines += ["", *_lines("difference", est.differences, True),
                   "* the PPI++ interval excludes 0"]
-    if any(not math.isfinite(e.ppi_low) and e.n_conversations >= MIN_CONVERSATIONS
+    if any(not (math.isfinite(e.ppi_low) and math.isfinite(e.labels_only_low)) and e.n_conversations >= MIN_CONVERSATIONS
            for e in (*est.groups, *est.differences)):
         lines.append("no interval: a group of the estimate has fewer than 2 labelled conversations, or its labels "
                      "do not vary (a bootstrap of equal values has no spread)")
@@ -80,9 +79,10 @@ def _clean(x: Any) -> Any:
 
 
 def to_dict(est: Estimate) -> dict[str, Any]:
-    """The JSON document (non-finite numbers, e.g. an interval below the floor, as null)."""
-    return {"format": FORMAT, **_clean(dataclasses.asdict(est))}
-
-
-def to_json(est: Estimate) -> str:
-    return json.dumps(to_dict(est), indent=1) + "\n"
+    """The JSON document (non-finite numbers, e.g. an interval below the floor, as null), which the viewer's
+    estimate section draws as it is: with the floor on conversations (why an interval is null) and each
+    difference's ``*`` mark, so that no reader decides either again."""
+    doc = {"format": FORMAT, "min_conversations": MIN_CONVERSATIONS, **_clean(dataclasses.asdict(est))}
+    for d, e in zip(doc["differences"], est.differences, strict=True):
+        d["significant"] = bool(_significant(e))
+    return doc

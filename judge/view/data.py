@@ -80,6 +80,8 @@ class View:
     #: Bootstrap settings of the paired comparisons (the first run's, as its summary's were made).
     n_boot: int = 1000
     seed: int = 0
+    #: Further sections' data by name (``page_data``'s ``sections``), e.g. ``estimate``: ``judge estimate``'s JSON.
+    sections: dict[str, Any] = field(default_factory=dict)
 
     def add_items(self, dataset: str, run: int, items: dict[str, Item]) -> str:
         """Put a run's items of ``dataset`` in a table and return its key: one table per set, shared by

@@ -45,7 +45,7 @@ def page_data(view: View) -> dict[str, Any]:
         "cells": [_cell(c, i) for i, c in enumerate(view.cells)],
         "pairs": list(_pairs(view)),
         # Further sections' data, by section name (the page lists a section only when its data is here).
-        "sections": {},
+        "sections": view.sections,
     }
 
 

@@ -633,11 +633,56 @@
     else if (order.length) openItem(p.ids[order[0]]);
   }
 
+  // ---- the estimate section: judge estimate's JSON list, drawn as its text prints it ------------------
+  // A number as Python formats it in that text: toFixed, except that an exact tie goes to the even digit
+  // (toFixed takes the larger) and a negative zero keeps its sign; "-" for none.
+  function fixed(x, d) {
+    if (x === null || x === undefined) return "-";
+    const a = Math.abs(x), [whole, frac = ""] = a.toFixed(100).replace(/0+$/, "").split(".");
+    const even = frac.length === d + 1 && frac[d] === "5" && Number((whole + frac)[whole.length + d - 1]) % 2 === 0;
+    return (x < 0 || Object.is(x, -0) ? "-" : "") + (even ? `${whole}.${frac.slice(0, d)}` : a.toFixed(d));
+  }
+  function estimateTable(est, title, rows, diff) {
+    const interval = (low, high, e) => (low !== null ? `[${fixed(low, 3)}, ${fixed(high, 3)}]`
+      : e.n_conversations < est.min_conversations ? `too few conversations (${e.n_conversations})` : "no interval (see below)");
+    const head = [title, "PPI++", "95% CI", "labels", "95% CI", "judge", "rows", "labels", "eff. n", "lambda"];
+    return el("table", { class: "estimates", "data-testid": diff ? "estimate-differences" : "estimate-groups" },
+      el("thead", {}, el("tr", {}, head.map((h, k) => el("th", { class: [0, 2, 4].includes(k) ? null : "num" }, h)),
+        diff ? el("th", {}, "") : null)),
+      el("tbody", {}, rows.map((e) => el("tr", { class: diff && !e.significant ? "ns" : null },
+        el("td", {}, e.name), el("td", { class: "num" }, fixed(e.ppi, 3)), el("td", {}, interval(e.ppi_low, e.ppi_high, e)),
+        el("td", { class: "num" }, fixed(e.labels_only, 3)), el("td", {}, interval(e.labels_only_low, e.labels_only_high, e)),
+        [fixed(e.judge_mean, 3), e.n_rows, e.n_labels, fixed(e.effective_n, 1), fixed(e.lam, 2)].map((v) => el("td", { class: "num" }, v)),
+        diff ? el("td", { class: "sig" }, e.significant ? "*" : "") : null))));
+  }
+  function estimateSection(root) {
+    D.sections.estimate.forEach((est) => {
+      const raters = est.n_raters === 0 ? "(the rows' own human values)" : `by ${est.n_raters} rater(s)`;
+      const sample = est.weighted ? "weighted by inverse sampling probability" : "a uniform random sample";
+      const target = est.target === "rows" ? "the mean over these rows" : "the mean of the conversations these rows come from";
+      root.append(el("div", { class: "panel", "data-testid": "estimate" },
+        el("h2", {}, est.source),
+        el("p", {}, `${est.source}: quality ${est.quality}, ${est.n_rows} rows in ${est.n_conversations} conversations, `
+          + `${est.n_labelled} labelled ${raters} (${sample})`),
+        el("p", { class: "note" }, `human-scale estimates of ${target}; 95% intervals resample conversations; `
+          + "eff. n = labels x (labels-only variance / PPI variance)"),
+        estimateTable(est, est.by, est.groups, false),
+        est.differences.length ? [estimateTable(est, "difference", est.differences, true),
+          el("p", { class: "note" }, "* the PPI++ interval excludes 0")] : null,
+        [...est.groups, ...est.differences].some((e) => (e.ppi_low === null || e.labels_only_low === null)
+          && e.n_conversations >= est.min_conversations) ? el("p", { class: "note" },
+          "no interval: a group of the estimate has fewer than 2 labelled conversations, or its labels do not vary "
+          + "(a bootstrap of equal values has no spread)") : null,
+        est.notes.map((n) => el("p", { class: "note" }, `note: ${n}`))));
+    });
+  }
+
   // ---- sections and tabs ---------------------------------------------------------------------------
   // Each section: id, title, whether this page's data has it, and how it draws itself into <main>.
   const SECTIONS = [
     { id: "items", title: "Items", available: () => N > 0, render: itemsSection },
     { id: "compare", title: "Side by side", available: () => groups.length > 0, render: compareSection },
+    { id: "estimate", title: "Estimates", available: () => Boolean(D.sections.estimate), render: estimateSection },
   ];
   let tab = SECTIONS.find((s) => s.available()) || SECTIONS[0];
   // An item's own address, VIEW#item=ID (the id URI-encoded; judge summarize's worst conversations link
@@ -668,7 +713,7 @@
     tab.render(main);
   }
   document.getElementById("runs").textContent = D.runs.map((r) => `${r.name}${r.split ? ` (${r.split} half)` : ""}${r.description ? `: ${r.description}` : ""}`).join(" · ")
-    + ` · ${plural(CELLS.length, "cell")}, ${plural(N, "row")}`;
+    + (CELLS.length ? ` · ${plural(CELLS.length, "cell")}, ${plural(N, "row")}` : "");
   rerender();
   window.judgeView = { ready: performance.now(), sections: SECTIONS, data: D };
   document.body.dataset.ready = "1";
