@@ -248,7 +248,11 @@ def test_the_trust_page_commands_run(tmp_path):
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, (command, done.stderr)
         printed += done.stdout
-    assert json.loads((tmp_path / "tu-estimate.json").read_text())[0]["n_labelled"] == 80
+    written = json.loads((tmp_path / "tu-estimate.json").read_text())
+    assert written[0]["n_labelled"] == 80
+    from tests.test_estimate_view import page_data
+
+    assert page_data(tmp_path / "tu-estimate.html")["sections"] == {"estimate": written}
     page = (ROOT / "docs" / "trust.md").read_text(encoding="utf-8")
     shown = page[page.index("Two lines of what"):].split("```text\n")[1].split("```")[0]
     for line in shown.splitlines():

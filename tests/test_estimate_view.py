@@ -100,6 +100,8 @@ def test_the_page_carries_the_json_record_as_written(made):
     marked = {line.split("  ")[0] for line in printed.splitlines() if line.endswith("*")}
     assert marked and marked == {d["name"] for d in items["differences"] if d["significant"]}
     assert items["min_conversations"] == 7
+    # a page that cannot be written is refused before any work (here: a folder)
+    assert main(["estimate", str(tmp / "run"), "--labels-from-rows", "--view", str(tmp)]) == 2
 
 
 def _columns(line: str) -> list[str] | str:
