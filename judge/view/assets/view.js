@@ -635,11 +635,11 @@
 
   // ---- the estimate section: judge estimate's JSON list, drawn as its text prints it ------------------
   // A number as Python formats it in that text: toFixed, except that an exact tie goes to the even digit
-  // (toFixed takes the larger) and a negative zero keeps its sign; "-" for none.
+  // (toFixed takes the larger) and a negative zero keeps its sign; "-" for none. d >= 1.
   function fixed(x, d) {
     if (x === null || x === undefined) return "-";
     const a = Math.abs(x), [whole, frac = ""] = a.toFixed(100).replace(/0+$/, "").split(".");
-    const even = frac.length === d + 1 && frac[d] === "5" && Number((whole + frac)[whole.length + d - 1]) % 2 === 0;
+    const even = frac.length === d + 1 && frac[d] === "5" && Number(frac[d - 1]) % 2 === 0;
     return (x < 0 || Object.is(x, -0) ? "-" : "") + (even ? `${whole}.${frac.slice(0, d)}` : a.toFixed(d));
   }
   function estimateTable(est, title, rows, diff) {
