@@ -8,7 +8,7 @@ browser's own ``DecompressionStream`` when an item of that cell is first opened.
 byte-identical files (gzip without a timestamp, sorted keys where order is not meaningful).
 
 The page draws its sections from a list (``SECTIONS`` in ``view.js``) and the data keeps an open
-``sections`` table, so that another kind of result (pairwise comparisons) adds a section and its data
+``sections`` table, so that another kind of result (``judge estimate``'s answers: ``estimate``) adds a section and its data
 without changing the others.
 """
 
