@@ -94,18 +94,15 @@ def spearman_rows(scores: np.ndarray, human: np.ndarray) -> np.ndarray:
     return _row_pearson(_rank_rows(scores), _rank_rows(np.broadcast_to(human, scores.shape)))
 
 
-def _resampled_corr(a: np.ndarray, b: np.ndarray, idx: np.ndarray, method: str) -> np.ndarray:
-    """The correlation on each bootstrap resample (rows of ``idx`` are item indices)."""
-    ra, rb = a[idx], b[idx]
+def row_correlations(a: np.ndarray, b: np.ndarray, method: str) -> np.ndarray:
+    """The correlation of each row of ``a`` with the same row of ``b`` (NaN where a row is constant):
+    vectorised for Spearman (the Pearson of average ranks) and Pearson, since a bootstrap computes thousands."""
     if method == "spearman":
-        return _row_pearson(_rank_rows(ra), _rank_rows(rb))
+        return _row_pearson(_rank_rows(a), _rank_rows(b))
     if method == "pearson":
-        return _row_pearson(ra, rb)
+        return _row_pearson(a, b)
     if method == "kendall":
-        out = np.empty(len(idx))
-        for i in range(len(idx)):
-            out[i] = scipy_stats().kendalltau(ra[i], rb[i]).statistic
-        return out
+        return np.array([scipy_stats().kendalltau(x, y).statistic for x, y in zip(a, b, strict=True)], dtype=float)
     raise ValueError(f"unknown correlation method {method!r}")
 
 
@@ -144,7 +141,8 @@ def _samples_corr(a: np.ndarray, b: np.ndarray, samples: Sequence[np.ndarray], m
         by_size.setdefault(len(idx), []).append(i)
     for size, rows in by_size.items():
         # A joint resample may draw none of one set's conversations: no correlation there.
-        out[rows] = np.nan if size == 0 else _resampled_corr(a, b, np.stack([samples[i] for i in rows]), method)
+        idx = np.stack([samples[i] for i in rows])
+        out[rows] = np.nan if size == 0 else row_correlations(a[idx], b[idx], method)
     return out
 
 

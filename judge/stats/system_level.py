@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .correlation import correlate, group_means
+from .correlation import correlate, group_means, row_correlations
 from .floor import has_interval
 
 
@@ -84,23 +84,6 @@ def replication(first: Sequence[float], first_systems: Sequence[str], second: Se
                       group_means(second, second_systems), paired=False)
 
 
-def _rowwise(a: np.ndarray, b: np.ndarray, method: str) -> np.ndarray:
-    """The correlation of each row of ``a`` with the same row of ``b`` (resamples x systems): Spearman as the
-    Pearson of average ranks, or Pearson; NaN where a row is constant. Vectorised, since a bootstrap
-    computes thousands."""
-    if method == "spearman":
-        from scipy.stats import rankdata
-
-        a, b = rankdata(a, axis=1), rankdata(b, axis=1)
-    elif method != "pearson":
-        raise ValueError(f"system level: spearman or pearson, got {method!r}")
-    a = a - a.mean(axis=1, keepdims=True)
-    b = b - b.mean(axis=1, keepdims=True)
-    den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (a * b).sum(axis=1) / den, np.nan)
-
-
 def _draws(values: np.ndarray, members: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """The mean of ``values`` over ``n_boot`` resamples (with replacement) of one system's conversations."""
     idx = rng.integers(0, len(members), size=(n_boot, len(members)))
@@ -128,7 +111,7 @@ def _agreement(a: np.ndarray, b: np.ndarray, m1: Mapping[str, np.ndarray],
             else:
                 left_means.append(_draws(a, m1[s], n_boot, rng))
                 right_means.append(_draws(b, m2[s], n_boot, rng))
-        rs = _rowwise(np.column_stack(left_means), np.column_stack(right_means), method)
+        rs = row_correlations(np.column_stack(left_means), np.column_stack(right_means), method)
         vals = rs[np.isfinite(rs)]
         if len(vals):
             low, high = (float(x) for x in np.percentile(vals, [2.5, 97.5]))
