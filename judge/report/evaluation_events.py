@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
 from typing import IO, Any
 
 from ..core.distribution import SOURCE_VERSION
@@ -132,11 +131,3 @@ class EventWriter:
     def close(self) -> None:
         self.flush()
 
-
-def write_events(rows: Iterable[Row], out: IO[str]) -> int:
-    """Write the events of ``rows`` to ``out``; how many."""
-    writer = EventWriter(out)
-    for row in rows:
-        writer.add(row)
-    writer.close()
-    return writer.count

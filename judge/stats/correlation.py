@@ -151,8 +151,12 @@ def _check_groups(groups: Sequence[str | None] | None, n: int) -> None:
         raise ValueError(f"{len(groups)} groups vs {n} scores: groups must be aligned with the scores")
 
 
-def _kept_groups(groups: Sequence[str | None] | None, keep: Sequence[int]) -> list[str | None] | None:
-    return None if groups is None else [groups[i] for i in keep]
+def _kept_groups(groups: Sequence[str | None] | None, keep: Sequence[int]) -> tuple[list[str | None] | None, str, int]:
+    """The groups of the kept items, the unit a bootstrap resamples (``item`` without groups) and how many."""
+    if groups is None:
+        return None, "item", len(keep)
+    kept = [groups[i] for i in keep]
+    return kept, "group", len(group_members(kept))
 
 
 @dataclass(frozen=True)
@@ -227,9 +231,7 @@ def bootstrap_ci(
     keep = _kept(pred, human)
     a = np.array([pred[i] for i in keep], dtype=float)
     b = np.array([human[i] for i in keep], dtype=float)
-    kept_groups = _kept_groups(groups, keep)
-    unit = "item" if groups is None else "group"
-    n_units = len(a) if kept_groups is None else len(group_members(kept_groups))
+    kept_groups, unit, n_units = _kept_groups(groups, keep)
     if len(a) < 3 or not has_interval(n_units):
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0,
                         too_few=not has_interval(n_units))
@@ -237,14 +239,20 @@ def bootstrap_ci(
     return _interval_result(vals, level, n_boot, seed, unit, n_units)
 
 
-def _interval_result(vals: np.ndarray, level: float, n_boot: int, seed: int, unit: str, n_units: int) -> Interval:
-    """The interval from resampled correlations: percentiles over the defined ones, the rest counted."""
+def _percentile_test(vals: np.ndarray, level: float) -> tuple[float, float, float, int]:
+    """The percentile CI and two-sided p over the defined resampled values, and how many were undefined
+    (a constant column: left out, and counted)."""
     finite = vals[np.isfinite(vals)]
     n_degenerate = int(len(vals) - len(finite))
     if len(finite) == 0:
-        return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, n_degenerate)
-    lo, hi = percentiles(finite, level)
-    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate, two_sided_p(finite))
+        return float("nan"), float("nan"), float("nan"), n_degenerate
+    return (*percentiles(finite, level), two_sided_p(finite), n_degenerate)
+
+
+def _interval_result(vals: np.ndarray, level: float, n_boot: int, seed: int, unit: str, n_units: int) -> Interval:
+    """The interval from resampled correlations."""
+    lo, hi, p, n_degenerate = _percentile_test(vals, level)
+    return Interval(lo, hi, level, n_boot, seed, unit, n_units, n_degenerate, p)
 
 
 @dataclass(frozen=True)
@@ -296,10 +304,8 @@ def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | No
     a = np.array([pred_a[i] for i in keep], dtype=float)
     b = np.array([pred_b[i] for i in keep], dtype=float)
     h = np.array([human[i] for i in keep], dtype=float)
-    kept_groups = _kept_groups(groups, keep)
-    unit = "item" if groups is None else "group"
+    kept_groups, unit, n_units = _kept_groups(groups, keep)
     n = len(h)
-    n_units = n if kept_groups is None else len(group_members(kept_groups))
     ra = correlate(a.tolist(), h.tolist(), method).value
     rb = correlate(b.tolist(), h.tolist(), method).value
     nan = float("nan")
@@ -313,15 +319,9 @@ def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | No
 
 def _paired_result(method: str, ra: float, rb: float, diffs: np.ndarray, n: int, n_boot: int, seed: int,
                    level: float, unit: str, n_units: int) -> PairedTest:
-    """The test from the resampled differences r_A - r_B: percentile CI and p over the defined ones."""
-    finite = diffs[np.isfinite(diffs)]
-    n_degenerate = int(len(diffs) - len(finite))
-    if len(finite) == 0:
-        nan = float("nan")
-        return PairedTest(method, ra, rb, ra - rb, nan, nan, nan, n, n_boot, seed, unit, n_units, n_degenerate)
-    lo, hi = percentiles(finite, level)
-    return PairedTest(method, ra, rb, ra - rb, lo, hi, two_sided_p(finite), n, n_boot, seed, unit, n_units,
-                      n_degenerate)
+    """The test from the resampled differences r_A - r_B."""
+    lo, hi, p, n_degenerate = _percentile_test(diffs, level)
+    return PairedTest(method, ra, rb, ra - rb, lo, hi, p, n, n_boot, seed, unit, n_units, n_degenerate)
 
 
 def williams_test(r_ah: float, r_bh: float, r_ab: float, n: int) -> tuple[float, float]:
@@ -514,8 +514,7 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
         h = np.array([part.human[j] for j in keep], dtype=float)
         cols = [np.array([p[j] for j in keep], dtype=float) for p in part.preds]
         point = np.array([correlate(c.tolist(), h.tolist(), method).value for c in cols])
-        kept_groups = _kept_groups(part.groups, keep)
-        units = len(h) if kept_groups is None else len(group_members(kept_groups))
+        kept_groups, _, units = _kept_groups(part.groups, keep)
         if len(h) < 3 or units < 2 or not np.all(np.isfinite(point)):
             continue
         shared = None if part.shared is None else [part.shared[j] for j in keep]
