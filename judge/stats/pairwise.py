@@ -118,20 +118,12 @@ class _Boot:
         and, with ``null``, the two-sided bootstrap p of "equal to ``null``". ``k``: the conversations the
         figure's rows come from (default: all); below the floor no CI and no p, and ``too_few``."""
         k = self.n_units if k is None else k
-        finite = values[np.isfinite(values)]
-        out: dict[str, Any] = {"value": _f(point), "low": None, "high": None}
-        if null is not None:
-            out["p"] = None
+        out: dict[str, Any] = {"value": _f(point), "low": None, "high": None, **({} if null is None else {"p": None})}
         if not has_interval(k):
             return {**out, "n_degenerate": 0, "n_conversations": k, "too_few": True}
-        if len(finite):
-            lo, hi = percentiles(finite, LEVEL)
-            out.update(low=_f(lo), high=_f(hi))
-            if null is not None:
-                out["p"] = _p(two_sided_p(finite - null))
-        out["n_degenerate"] = int(len(values) - len(finite))
-        out["n_conversations"] = k
-        return out
+        low, high, p, n_degenerate = _percentile_test(values, 0.0 if null is None else null)
+        out.update(low=low, high=high, **({} if null is None else {"p": p}))
+        return {**out, "n_degenerate": n_degenerate, "n_conversations": k}
 
     def mean(self, x: np.ndarray, mask: np.ndarray, null: float | None = None) -> dict[str, Any]:
         """The mean of ``x`` over the rows in ``mask``, with its interval (see :meth:`interval`) and n."""
@@ -141,6 +133,16 @@ class _Boot:
 
     def describe(self) -> dict[str, Any]:
         return {"n_boot": self.n_boot, "seed": self.seed, "unit": "group", "n_units": self.n_units, "level": LEVEL}
+
+
+def _percentile_test(values: np.ndarray, null: float) -> tuple[float | None, float | None, float | None, int]:
+    """The percentile CI over the defined resampled ``values``, the two-sided p of "equal to ``null``", and
+    how many resamples were undefined (left out, and counted)."""
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return None, None, None, len(values)
+    lo, hi = percentiles(finite, LEVEL)
+    return _f(lo), _f(hi), _p(two_sided_p(finite - null)), int(len(values) - len(finite))
 
 
 def _masked_mean(x: np.ndarray, mask: np.ndarray) -> float:
@@ -409,9 +411,7 @@ def _mean_figure(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], sam
     n_boot = len(samples[0]) if samples else 0
     reps = np.array([np.mean([_masked_mean(x[s[r]], m[s[r]]) for (x, m, _), s in zip(parts, samples)])
                      for r in range(n_boot)])
-    finite = reps[np.isfinite(reps)]
-    out["n_degenerate"] = int(len(reps) - len(finite))
-    if len(finite) and out["value"] is not None:
-        lo, hi = percentiles(finite, LEVEL)
-        out.update(low=_f(lo), high=_f(hi), p=_p(two_sided_p(finite - null)))
+    low, high, p, out["n_degenerate"] = _percentile_test(reps, null)
+    if out["value"] is not None:
+        out.update(low=low, high=high, p=p)
     return out
