@@ -22,6 +22,7 @@ from .table import (
     fmt,
     head_cells,
     md_row,
+    md_table,
     p_text,
     resampled_together_text,
     timing_cells,
@@ -120,18 +121,14 @@ def render_markdown(summary: Summary) -> str:
     ]
     out += ["## Leaderboard", ""] + leaderboard_md(board)
     comps = summary.comparisons
-    if comps:
-        boots = ", ".join(sorted({str(c["n_boot"]) for c in comps}))
-        unit = _unit_text([c["unit"] for c in comps])
-        out += ["", "## Paired comparisons (same items)", "",
-                f"Paired bootstrap: {boots} resamples, {unit}; the same resamples for A and B.", "",
-                md_row(["A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)",
-                         "p (Williams)"]),
-                md_row(["---"] * 4 + ["---:"] * 6)]
-        for c in comps:
-            out.append(md_row([c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-                                f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}",
-                                comparison_p(c), comparison_p(c, "williams_p")]))
+    out += _table("Paired comparisons (same items)",
+                  f"Paired bootstrap: {', '.join(sorted({str(c['n_boot']) for c in comps}))} resamples, "
+                  f"{_unit_text([c['unit'] for c in comps])}; the same resamples for A and B.",
+                  ("A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)", "p (Williams)"),
+                  "llllrrrrrr",
+                  [[c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
+                    f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}", comparison_p(c),
+                    comparison_p(c, "williams_p")] for c in comps])
     # The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first.
     out += _table("Paired comparisons of the averages (same items)",
                   "Paired stratified bootstrap: each resample draws every set's conversations on its own, the same "
@@ -139,12 +136,10 @@ def render_markdown(summary: Summary) -> str:
                   + resampled_together_text(summary), AVERAGE_COMPARISON_HEADER, "llrrrrrr",
                   average_comparison_cells(summary.average_comparisons))
     out += pairwise.markdown(summary.pairwise or (), summary.pairwise_means or ())
-    sys_rows = [(r, s) for r in summary.results if (s := r.system_spearman) is not None]
-    if sys_rows:
-        out += ["", "## System-level Spearman (scores averaged per generating system)", "",
-                md_row(["method", "set", "quality", "n systems", "Spearman", "p"]),
-                md_row(["---"] * 3 + ["---:"] * 3)]
-        out += [md_row([r.method, r.dataset, r.quality, str(s.n), fmt(s.value), p_text(s.p)]) for r, s in sys_rows]
+    out += _table("System-level Spearman (scores averaged per generating system)", None,
+                  ("method", "set", "quality", "n systems", "Spearman", "p"), "lllrrr",
+                  [[r.method, r.dataset, r.quality, str(s.n), fmt(s.value), p_text(s.p)]
+                   for r in summary.results if (s := r.system_spearman) is not None])
     out += _table("Compute time and memory",
                   "Summed over the runs that scored each method's rows (a resume adds its own rows; rows already "
                   "saved add nothing). `s/item` excludes model loading. Rows answered from the cache are fast: see "
@@ -175,12 +170,11 @@ def render_markdown(summary: Summary) -> str:
     return "\n".join(out) + "\n"
 
 
-def _table(title: str, about: str, header: Sequence[str], align: str, rows: list[list[str]]) -> list[str]:
+def _table(title: str, about: str | None, header: Sequence[str], align: str, rows: list[list[str]]) -> list[str]:
     """A titled table with what it says (``align``: per column ``l`` or ``r``); nothing when there are no rows."""
     if not rows:
         return []
-    return ["", f"## {title}", "", about, "", md_row(list(header)),
-            md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
+    return ["", f"## {title}", "", *([about, ""] if about else []), *md_table(header, rows, align)]
 
 
 def _unit_text(resampled: list[str]) -> str:

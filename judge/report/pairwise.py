@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
-from .table import fmt, md_row, p_text
+from .table import fmt, md_table, p_text
 
 #: Systems up to which win rates print as a matrix (above, as a list of pairs).
 MATRIX_MAX = 8
@@ -227,7 +227,7 @@ def mean_text(m: Mapping[str, Any]) -> str:
                    "within its set")
 
 
-class _Markdown:
+class Markdown:
     """The blocks of ``leaderboard.md``'s pairwise section, each after a blank line."""
 
     markdown = True
@@ -240,10 +240,10 @@ class _Markdown:
 
     def table(self, head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
         """``align``: per column ``l`` or ``r``."""
-        return ["", md_row(head), md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
+        return ["", *md_table(head, rows, align)]
 
 
-class _Html(_Markdown):
+class _Html(Markdown):
     """The same blocks in ``leaderboard.html``."""
 
     markdown = False
@@ -261,7 +261,7 @@ class _Html(_Markdown):
 def markdown(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """The pairwise section of ``leaderboard.md`` (nothing without entries); ``means``: the summary's
     ``pairwise_means``."""
-    return _section(_Markdown(), entries, means)
+    return _section(Markdown(), entries, means)
 
 
 def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]] = ()) -> list[str]:
@@ -269,7 +269,7 @@ def html(entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]
     return _section(_Html(), entries, means)
 
 
-def _section(w: _Markdown, entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]]) -> list[str]:
+def _section(w: Markdown, entries: Sequence[Mapping[str, Any]], means: Sequence[Mapping[str, Any]]) -> list[str]:
     if not entries:
         return []
     out = w.heading(2, "Pairwise comparisons") + w.lines([_ABOUT]) + w.table(
@@ -315,25 +315,25 @@ def _tau_p(s: Mapping[str, Any]) -> str:
     return too_few_text(k) if k is not None else f"p {p_text(s['p'])}"
 
 
-def _published(entries: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The published judges of every set the entries compared on (none for most sets)."""
-    from ..datasets.published_judges import published_judges
-
-    return {d: published_judges(d) for d in dict.fromkeys(str(e["dataset"]) for e in entries)}
-
-
-def _labels(w: _Markdown, entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The leaderboards' "Against the pairs' labels" section: per set that labels its pairs, every cell's
-    judge and the published judges in one table, then each cell's labels line."""
+def _labels(w: Markdown, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The leaderboards' "Against the pairs' labels" section (:func:`labels_tables`)."""
     labelled = [e for e in entries if (e.get("labels") or {}).get("accuracy")]
     if not labelled:
         return []
-    published = _published(labelled)
-    out = w.heading(2, "Against the pairs' labels") + w.lines([_LABELS_ABOUT])
-    for dataset in dict.fromkeys(e["dataset"] for e in labelled):
-        mine = [e for e in labelled if e["dataset"] == dataset]
-        out += w.heading(3, f"{mine[0].get('abbrev') or dataset} ({dataset})")
-        out += w.table(ANCHOR_HEAD, anchor_rows(mine, published.get(dataset, ())), "llrrrr")
+    return w.heading(2, "Against the pairs' labels") + w.lines([_LABELS_ABOUT]) + labels_tables(w, labelled)
+
+
+def labels_tables(w: Markdown, entries: Sequence[Mapping[str, Any]], level: int = 3,
+                  compact: bool = False) -> list[str]:
+    """Per set that labels its pairs (a heading of ``level``): every entry's judge and the published judges
+    in one table (``compact``: see :func:`anchor_rows`), then each entry's labels line."""
+    from ..datasets.published_judges import published_judges
+
+    out = []
+    for dataset in dict.fromkeys(e["dataset"] for e in entries):
+        mine = [e for e in entries if e["dataset"] == dataset]
+        out += w.heading(level, f"{mine[0].get('abbrev') or dataset} ({dataset})")
+        out += w.table(ANCHOR_HEAD, anchor_rows(mine, published_judges(str(dataset)), compact), "llrrrr")
         out += w.lines([f"{e['name']}: {labels_text(e)}." for e in mine], bullets=True)
     return out
 

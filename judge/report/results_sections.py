@@ -17,10 +17,9 @@ from typing import Any
 
 from ..data.qualities import LOWER_IS_BETTER
 from ..datasets.benchmarks import DATASETS
-from ..datasets.published_judges import published_judges
 from ..stats.system_level import SystemAgreement
 from .figures import figure_text, num
-from .pairwise import ANCHOR_HEAD, anchor_rows, labels_text
+from .pairwise import Markdown, labels_tables
 from .system_level import SystemRow
 
 # --- collect ----------------------------------------------------------------------------------------
@@ -127,13 +126,8 @@ def labels_section(summaries: Sequence[Mapping[str, Any]], run_line: Callable[[M
         entries = [_entry(s, e) for e in s.get("pairwise") or () if (e.get("labels") or {}).get("accuracy")]
         if not entries:
             continue
-        lines = [f"### labels, run `{s['name']}`\n", f"{run_line(s)}\nRegenerate: `{s['run']['command']}`"]
-        for dataset in dict.fromkeys(e["dataset"] for e in entries):
-            mine = [e for e in entries if e["dataset"] == dataset]
-            lines += ["", f"#### {mine[0]['abbrev']} ({dataset})", "", _md_row(ANCHOR_HEAD),
-                      _md_row(["---", "---", "---:", "---:", "---:", "---:"])]
-            lines += [_md_row(r) for r in anchor_rows(mine, published_judges(dataset), compact=True)]
-            lines += [""] + [f"- {e['name']}: {labels_text(e)}." for e in mine]
+        lines = [f"### labels, run `{s['name']}`\n", f"{run_line(s)}\nRegenerate: `{s['run']['command']}`",
+                 *labels_tables(Markdown(), entries, level=4, compact=True)]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 
@@ -149,6 +143,3 @@ def _entry(s: Mapping[str, Any], e: Mapping[str, Any]) -> dict[str, Any]:
     settings = ((s.get("pairwise_methods") or {}).get(e["name"]) or {}).get("settings") or {}
     return {**e, "spec": settings, "bootstrap": {"n_boot": e.get("n_boot")}}
 
-
-def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"

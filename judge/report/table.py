@@ -267,6 +267,11 @@ def md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |"
 
 
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """A Markdown table's lines (``align``: per column ``l`` or ``r``)."""
+    return [md_row(head), md_row(["---:" if a == "r" else "---" for a in align]), *map(md_row, rows)]
+
+
 def fmt(x: float | None, digits: int = 3) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
 
