@@ -33,12 +33,13 @@ def few(x: Mapping[str, Any] | None) -> int | None:
     return k if x.get("too_few") or not has_interval(k) else None
 
 
-def _ci(x: Mapping[str, Any] | None) -> str:
+def _ci(x: Mapping[str, Any] | None, signed: bool = False) -> str:
+    """`` [low, high]`` (``signed``: each end with its sign), the floor's words below it, empty without a CI."""
     if x and (k := few(x)) is not None:
         return f" [{too_few_text(x.get('strata') or k)}]"
     if not x or x.get("low") is None:
         return ""
-    return f" [{fmt(x['low'], 2)}, {fmt(x['high'], 2)}]"
+    return f" [{_signed(x['low'])}, {_signed(x['high'])}]" if signed else f" [{fmt(x['low'], 2)}, {fmt(x['high'], 2)}]"
 
 
 def _p(x: Mapping[str, Any], boot: Mapping[str, Any]) -> str:
@@ -103,14 +104,8 @@ def win_list(e: Mapping[str, Any]) -> list[list[str]]:
 
 
 def ranking_rows(e: Mapping[str, Any]) -> list[list[str]]:
-    return [[str(r["rank"]), r["system"], f"{_signed(r['value'])}{_ci_signed(r)}", str(r["comparisons"])]
+    return [[str(r["rank"]), r["system"], f"{_signed(r['value'])}{_ci(r, True)}", str(r["comparisons"])]
             for r in e["ranking"]]
-
-
-def _ci_signed(x: Mapping[str, Any]) -> str:
-    if (k := few(x)) is not None:
-        return f" [{too_few_text(x.get('strata') or k)}]"
-    return "" if x.get("low") is None else f" [{_signed(x['low'])}, {_signed(x['high'])}]"
 
 
 def position_text(e: Mapping[str, Any]) -> str:
@@ -123,7 +118,7 @@ def position_text(e: Mapping[str, Any]) -> str:
     if c:
         parts.append(f"both orders agree on {fmt(c['value'])}{_ci(c)} of {c['n']} pairs")
     b = pos["bias"]
-    parts.append(f"the reply shown first is preferred by {_signed(b['value'])}{_ci_signed(b)} on average "
+    parts.append(f"the reply shown first is preferred by {_signed(b['value'])}{_ci(b, True)} on average "
                  f"(p {_p(b, boot)}{', not significant' if _mark(b) else ''})")
     return "; ".join(parts)
 
@@ -139,7 +134,7 @@ def humans_text(e: Mapping[str, Any]) -> str | None:
     if "pointwise" in h:
         pt, same, d = h["pointwise"], h["judge_same_pairs"], h["difference"]
         text += (f"; {pt['method']} score differences {fmt(pt['value'])}{_mark(pt)}{_ci(pt)} on {pt['n']} of them "
-                 f"(pairwise {fmt(same['value'])} there); difference {_signed(d['value'])}{_ci_signed(d)}, "
+                 f"(pairwise {fmt(same['value'])} there); difference {_signed(d['value'])}{_ci(d, True)}, "
                  f"p {_p(d, boot)}{' (not significant)' if _mark(d) else ''}")
     return text
 
@@ -221,7 +216,7 @@ def mean_text(m: Mapping[str, Any]) -> str:
             f"{fmt(j['value'])}{_mark(j)}{_ci(j)} (p {_p(j, boot)} against chance)")
     if "pointwise" in m:
         pt, d = m["pointwise"], m["difference"]
-        text += (f"; pointwise {fmt(pt['value'])}{_mark(pt)}{_ci(pt)}; difference {_signed(d['value'])}{_ci_signed(d)}, "
+        text += (f"; pointwise {fmt(pt['value'])}{_mark(pt)}{_ci(pt)}; difference {_signed(d['value'])}{_ci(d, True)}, "
                  f"p {_p(d, boot)}")
     return text + (f"; joint bootstrap over the {j['n_conversations']} conversations of its sets, each resampled "
                    "within its set")
@@ -304,9 +299,9 @@ def summary_cells(e: Mapping[str, Any]) -> list[str]:
     return [e["name"], e.get("abbrev") or e["dataset"], str(e["n_pairs"]), str(e["n_conversations"]),
             f"{fmt(j['value'])}{_mark(j)}{_ci(j)} n={j['n']}" if j else "–",
             f"{fmt(pt['value'])}{_mark(pt)}{_ci(pt)} ({pt['method']})" if pt else "–",
-            f"{_signed(d['value'])}{_ci_signed(d)}, {_p(d, boot)}" if d else "–",
+            f"{_signed(d['value'])}{_ci(d, True)}, {_p(d, boot)}" if d else "–",
             f"{fmt(c['value'])}{_ci(c)}" if c else "–",
-            f"{_signed(b['value'])}{_mark(b)}{_ci_signed(b)}" if b else "–",
+            f"{_signed(b['value'])}{_mark(b)}{_ci(b, True)}" if b else "–",
             f"{fmt(s['kendall'])} ({s['n_systems']}, {_tau_p(s)})" if s else "–"]
 
 

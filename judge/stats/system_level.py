@@ -84,12 +84,6 @@ def replication(first: Sequence[float], first_systems: Sequence[str], second: Se
                       group_means(second, second_systems), paired=False)
 
 
-def _draws(values: np.ndarray, members: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """The mean of ``values`` over ``n_boot`` resamples (with replacement) of one system's conversations."""
-    idx = rng.integers(0, len(members), size=(n_boot, len(members)))
-    return values[members[idx]].mean(axis=1)
-
-
 def _agreement(a: np.ndarray, b: np.ndarray, m1: Mapping[str, np.ndarray],
                m2: Mapping[str, np.ndarray], method: str, n_boot: int, seed: int, left: Mapping[str, float],
                right: Mapping[str, float], paired: bool = True) -> SystemAgreement:
@@ -103,14 +97,11 @@ def _agreement(a: np.ndarray, b: np.ndarray, m1: Mapping[str, np.ndarray],
     if names and has_interval(smallest) and math.isfinite(point.value):
         rng = np.random.default_rng(seed)
         left_means, right_means = [], []
-        for s in names:
-            if paired:  # one draw of conversations for both sides
-                idx = rng.integers(0, len(m1[s]), size=(n_boot, len(m1[s])))
-                left_means.append(a[m1[s][idx]].mean(axis=1))
-                right_means.append(b[m1[s][idx]].mean(axis=1))
-            else:
-                left_means.append(_draws(a, m1[s], n_boot, rng))
-                right_means.append(_draws(b, m2[s], n_boot, rng))
+        for s in names:  # paired: one draw of each system's conversations for both sides (then m1 is m2)
+            drawn = rng.integers(0, len(m1[s]), size=(n_boot, len(m1[s])))
+            other = drawn if paired else rng.integers(0, len(m2[s]), size=(n_boot, len(m2[s])))
+            left_means.append(a[m1[s][drawn]].mean(axis=1))
+            right_means.append(b[m2[s][other]].mean(axis=1))
         rs = row_correlations(np.column_stack(left_means), np.column_stack(right_means), method)
         vals = rs[np.isfinite(rs)]
         if len(vals):
