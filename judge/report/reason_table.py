@@ -51,7 +51,9 @@ def measure_table(s: Mapping[str, Any]) -> str:
         diff = next((x for x in s["comparisons"] if x["a"] == name and x["b"] == base and "sets" in x), None)
         label = f"`{name}`" + (f" ({c['failed']} failed)" if c.get("failed") else "") + (
             f" ({c['unparsed']} of {c['draws']} draws not Yes/No)" if c.get("draws") else "")
-        shown = [_constant(c["constant"][a]) if a in c.get("constant", {}) else _figure(cells.get(a)) for a in sets]
+        # A set where the candidate scored every item alike has no correlation: the cell says why.
+        shown = [f"constant (every item {c['constant'][a]:.1f})" if a in c.get("constant", {}) else _figure(cells.get(a))
+                 for a in sets]
         lines.append("| " + " | ".join([
             label, *shown, _figure(avg), "" if name == base else _difference(diff),
             f"{c['prompt_tokens']:.0f} + {c['generated_tokens']:.0f}", f"{c['seconds']:.1f}"]) + " |")
@@ -73,11 +75,6 @@ def _figure(x: Mapping[str, Any] | None) -> str:
         return "–"
     # Below the floor on conversations: no interval, no p, so nothing is marked significant (ci_text says so).
     return f"{figure_text(x['spearman'], None if x.get('too_few') else x.get('p'))} {ci_text(x)}"
-
-
-def _constant(value: float) -> str:
-    """A set where the candidate scored every item alike: no correlation exists, and this says why."""
-    return f"constant (every item {value:.1f})"
 
 
 def _difference(c: Mapping[str, Any] | None) -> str:

@@ -29,6 +29,7 @@ from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
 from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 from .reason_table import measure_section
 from .results_sections import has_labels, labels_section, system_section
+from .table import together_text
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
@@ -102,7 +103,7 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
     ``summary``: the run's ``summary.json`` with a candidate a script derives from its rows added in the same
     form (benchmarks/reason_measure.py), instead of the file as the run wrote it. ``system_level``: Reliable-Eval's
     system-level rows of the run (:func:`.results_sections.committed_system_rows`), kept as they are."""
-    summary = dict(summary) if summary is not None else _load_run(Path(run_dir))
+    summary = dict(summary) if summary is not None else read_summary(Path(run_dir)).to_dict()
     compared = {e["name"]: e["spec"] for e in summary.get("pairwise", [])}
     mocked = [m for m, info in {**summary["methods"], **compared}.items() if uses_mock(info)]
     if mocked and not allow_mock:
@@ -197,10 +198,6 @@ def write_summary(collected: Mapping[str, Any], directory: str | Path = SUMMARY_
     return path
 
 
-def _load_run(run_dir: Path) -> dict[str, Any]:
-    return read_summary(run_dir).to_dict()
-
-
 def _method_entry(info: Mapping[str, Any]) -> dict[str, Any]:
     """A method's kind, the models it loads (name and sha256) and its settings as the run recorded them."""
     settings = {k: v for k, v in info.items() if k not in ("paper", "kind", "uses_future", "reads", "listwise")}
@@ -216,18 +213,14 @@ def _models(info: Mapping[str, Any]) -> dict[str, str | None]:
             out.update(_models(member))
         return out
     if "backend" in info and info.get("backend") != "mock":  # a method running a model; mock loads none
-        name = info.get("model") or _default_model()
+        from ..models.packaged import DEFAULT_MODEL
+
+        name = info.get("model") or DEFAULT_MODEL
         out[name] = _sha256(name)
     elif isinstance(info.get("options"), Mapping) and info["options"].get("model"):
         name = str(info["options"]["model"])
         out[name] = _sha256(name)
     return out
-
-
-def _default_model() -> str:
-    from ..models.packaged import DEFAULT_MODEL
-
-    return DEFAULT_MODEL
 
 
 def _sha256(model: str) -> str | None:
@@ -459,12 +452,8 @@ def _resampling_note(s: Mapping[str, Any], kind: str, history: Mapping[str, Any]
     averages = [a for a in s["averages"] if a["kind"] == kind and (a.get("sets") or 0) >= 2]
     if not averages:
         return ""
-    groups: list[list[str]] = []
-    for a in averages:
-        groups += [g for g in a.get("resampled_together") or () if g not in groups]
-    if groups:
-        short = [[_abbrev(n) for n in g] for g in groups]
-        named = "; ".join(", ".join(g[:-1]) + f" and {g[-1]}" for g in short)
+    named = together_text(averages, _abbrev)
+    if named:
         return (f"The averages' CIs (and paired averages) resample together the conversations these sets share, "
                 f"one draw per conversation: {named}.")
     if earlier_halves(s, history):

@@ -20,7 +20,7 @@ from ..datasets.benchmarks import DATASETS
 from ..stats.system_level import SystemAgreement
 from .figures import figure_text, num
 from .pairwise import Markdown, labels_tables
-from .system_level import SystemRow
+from .system_level import SystemRow, rank_text
 
 # --- collect ----------------------------------------------------------------------------------------
 
@@ -91,7 +91,7 @@ def _system_row(r: Mapping[str, Any]) -> str:
         str(r["n_systems"]), str(r["n_conversations"]),
         figure_text(r["value"], r["p"] if interval else None),
         _interval(r), num(r["p"]) if interval else "–",
-        _rank(r.get("qc_judge")), _rank(r.get("qc_human")),
+        rank_text(r.get("qc_judge")), rank_text(r.get("qc_human")),
         f"{num(ceiling['value'])} {_interval(ceiling)} (n = {ceiling['n_systems']})" if ceiling else "–",
     ]) + " |"
 
@@ -100,10 +100,6 @@ def _interval(x: Mapping[str, Any]) -> str:
     if x.get("low") is None:
         return f"too few conversations ({x.get('n_conversations')})"
     return f"[{num(x['low'], 2)}, {num(x['high'], 2)}]"
-
-
-def _rank(r: Sequence[int] | None) -> str:
-    return f"{r[0]} of {r[1]}" if r else "–"
 
 
 _LABELS_ABOUT = (

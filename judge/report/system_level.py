@@ -11,7 +11,6 @@ runs' human means (all their conversations), on the same scores. A negative qual
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -27,6 +26,7 @@ from ..datasets.reliable_eval import QUALITY_CONTROL
 from ..records.results import slug
 from ..records.rows import Row, read_rows
 from ..stats.system_level import SystemAgreement, rank_of, replication, system_agreement
+from .table import fmt
 
 #: The registered Reliable-Eval sets and the two runs whose agreement is the ceiling.
 SETS = ("reliable-eval-free1", "reliable-eval-free2", "reliable-eval-ice")
@@ -124,13 +124,14 @@ def _rank(means: dict[str, float] | Any, negative: bool) -> tuple[int, int] | No
     return rank_of(means, QUALITY_CONTROL, negative) if QUALITY_CONTROL in means else None
 
 
-def _num(x: float) -> str:
-    return "–" if not math.isfinite(x) else f"{x:.3f}"
+def rank_text(rank: Sequence[int] | None) -> str:
+    """Where a system lands, ``3 of 11``; ``–`` where it was not ranked."""
+    return f"{rank[0]} of {rank[1]}" if rank else "–"
 
 
 def _figure(a: SystemAgreement) -> str:
-    ci = f" [{_num(a.low)}, {_num(a.high)}]" if a.has_interval else " (too few conversations for an interval)"
-    return _num(a.value) + ci
+    ci = f" [{fmt(a.low)}, {fmt(a.high)}]" if a.has_interval else " (too few conversations for an interval)"
+    return fmt(a.value) + ci
 
 
 def markdown(rows: Sequence[SystemRow]) -> str:
@@ -141,12 +142,11 @@ def markdown(rows: Sequence[SystemRow]) -> str:
            "|---|---|---|---|---:|---:|---|---:|---:|---:|---|"]
     for r in rows:
         quality = f"{r.quality} ({LOWER_IS_BETTER})" if r.negative else r.quality
-        qc = f"{r.qc_judge[0]} of {r.qc_judge[1]}" if r.qc_judge else "–"
-        qh = f"{r.qc_human[0]} of {r.qc_human[1]}" if r.qc_human else "–"
         ceil = f"{_figure(r.ceiling)} (n = {r.ceiling.n_systems})" if r.ceiling else "–"
         scores = "raw 0-100" if r.scores == "raw" else "per-worker z"
         out.append(f"| {r.method} | {DATASETS[r.dataset].abbrev} | {quality} | {scores} | {r.judge.n_systems} | "
-                   f"{r.judge.n_conversations} | {_figure(r.judge)} | {_num(r.judge.p_value)} | {qc} | {qh} | {ceil} |")
+                   f"{r.judge.n_conversations} | {_figure(r.judge)} | {fmt(r.judge.p_value)} | {rank_text(r.qc_judge)} | "
+                   f"{rank_text(r.qc_human)} | {ceil} |")
     out += ["", "The judge's rank of the quality-control bot counts from its highest mean score (1 = best); it should "
             f"be last. For a quality marked {LOWER_IS_BETTER}, people's ratings run the other way (a high "
             "`robotic` is bad), so a good judge's figure is negative, while the ceiling (people against people) "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -349,14 +349,20 @@ def resampled_together_text(summary: Summary) -> str:
     """The sentence reports add where an average's CI is explained, when the bootstrap resampled some sets'
     conversations together (sets that rate the same conversations, ``averages[m]["resampled_together"]``);
     empty when every set was resampled on its own."""
-    groups: list[list[str]] = []
-    for avg in summary.averages.values():
-        groups += [g for g in avg.get("resampled_together") or () if g not in groups]
-    if not groups:
+    named = together_text(summary.averages.values())
+    if not named:
         return ""
-    named = "; ".join(", ".join(g[:-1]) + f" and {g[-1]}" for g in groups)
     return (f" Sets that rate some of the same conversations ({named}) are resampled together: one draw per "
             "conversation across the sets that rate it, so a conversation two sets rate counts once.")
+
+
+def together_text(averages: Iterable[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
+    """The groups of sets the averages' bootstraps resampled together (``resampled_together``), each named
+    ``FT and FD`` (``name``: how a set is called), joined by ``; ``; empty when there are none."""
+    groups: list[list[str]] = []
+    for avg in averages:
+        groups += [g for g in avg.get("resampled_together") or () if g not in groups]
+    return "; ".join(", ".join(map(name, g[:-1])) + f" and {name(g[-1])}" for g in groups)
 
 
 def average_comparison_cells(comps: Sequence[dict[str, Any]]) -> list[list[str]]:
