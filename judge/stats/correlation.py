@@ -41,18 +41,11 @@ class Correlation:
         return asdict(self)
 
 
-def _clean(pred: Sequence[float | None], human: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
-    if len(pred) != len(human):
-        raise ValueError(f"{len(pred)} predictions vs {len(human)} human scores")
-    pairs = [(p, h) for p, h in zip(pred, human) if p is not None and h is not None and math.isfinite(p)]
-    a = np.array([p for p, _ in pairs], dtype=float)
-    b = np.array([h for _, h in pairs], dtype=float)
-    return a, b
-
-
 def correlate(pred: Sequence[float | None], human: Sequence[float | None], method: str = "spearman") -> Correlation:
     """Spearman, Pearson or Kendall (tau-b) over the items where both values exist."""
-    a, b = _clean(pred, human)
+    if len(pred) != len(human):
+        raise ValueError(f"{len(pred)} predictions vs {len(human)} human scores")
+    _, (a, b) = _kept(pred, human)
     n = len(a)
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(method, float("nan"), float("nan"), n)
@@ -187,13 +180,15 @@ class Interval:
         return asdict(self)
 
 
-def _kept(*cols: Sequence[float | None]) -> list[int]:
-    """Indices where every column has a value and the score columns (all but the last) are finite."""
+def _kept(*cols: Sequence[float | None]) -> tuple[list[int], list[np.ndarray]]:
+    """Indices where every column has a value and the score columns (all but the last) are finite, and each
+    column's values there."""
     *scores, human = cols
-    return [
+    keep = [
         i for i in range(len(human))
         if human[i] is not None and all(c[i] is not None and math.isfinite(c[i]) for c in scores)  # type: ignore[arg-type]
     ]
+    return keep, [np.array([c[i] for i in keep], dtype=float) for c in cols]
 
 
 def percentiles(finite: np.ndarray, level: float) -> tuple[float, float]:
@@ -228,9 +223,7 @@ def bootstrap_ci(
     if len(pred) != len(human):
         raise ValueError(f"{len(pred)} predictions vs {len(human)} human scores")
     _check_groups(groups, len(pred))
-    keep = _kept(pred, human)
-    a = np.array([pred[i] for i in keep], dtype=float)
-    b = np.array([human[i] for i in keep], dtype=float)
+    keep, (a, b) = _kept(pred, human)
     kept_groups, unit, n_units = _kept_groups(groups, keep)
     if len(a) < 3 or not has_interval(n_units):
         return Interval(float("nan"), float("nan"), level, n_boot, seed, unit, n_units, 0,
@@ -300,10 +293,7 @@ def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | No
     if not (len(pred_a) == len(pred_b) == len(human)):
         raise ValueError(f"lengths differ: {len(pred_a)}, {len(pred_b)}, {len(human)}")
     _check_groups(groups, len(human))
-    keep = _kept(pred_a, pred_b, human)
-    a = np.array([pred_a[i] for i in keep], dtype=float)
-    b = np.array([pred_b[i] for i in keep], dtype=float)
-    h = np.array([human[i] for i in keep], dtype=float)
+    keep, (a, b, h) = _kept(pred_a, pred_b, human)
     kept_groups, unit, n_units = _kept_groups(groups, keep)
     n = len(h)
     ra = correlate(a.tolist(), h.tolist(), method).value
@@ -352,12 +342,11 @@ def rank_gap(a: Sequence[float | None], b: Sequence[float | None]) -> list[float
     it down most. None where either value is missing, and everywhere when fewer than two items have both."""
     if len(a) != len(b):
         raise ValueError(f"{len(a)} values vs {len(b)}: rank gaps need aligned columns")
-    keep = _kept(a, b)
+    keep, (ka, kb) = _kept(a, b)
     out: list[float | None] = [None] * len(a)
     if len(keep) < 2:
         return out
-    ra = _rank_rows(np.array([a[i] for i in keep], dtype=float))
-    rb = _rank_rows(np.array([b[i] for i in keep], dtype=float))
+    ra, rb = _rank_rows(ka), _rank_rows(kb)
     for i, gap in zip(keep, (ra - rb) / (len(keep) - 1)):
         out[i] = float(gap)
     return out
@@ -510,9 +499,7 @@ def _average_replicates(parts: Sequence[AveragePart], method: str, n_boot: int, 
     unit = "group" if any(p.groups is not None or p.shared is not None for p in parts) else "item"
     used = []
     for i, part in enumerate(parts):
-        keep = _kept(*part.preds, part.human)
-        h = np.array([part.human[j] for j in keep], dtype=float)
-        cols = [np.array([p[j] for j in keep], dtype=float) for p in part.preds]
+        keep, (*cols, h) = _kept(*part.preds, part.human)
         point = np.array([correlate(c.tolist(), h.tolist(), method).value for c in cols])
         kept_groups, _, units = _kept_groups(part.groups, keep)
         if len(h) < 3 or units < 2 or not np.all(np.isfinite(point)):

@@ -127,7 +127,7 @@ class _Boot:
 
     def mean(self, x: np.ndarray, mask: np.ndarray, null: float | None = None) -> dict[str, Any]:
         """The mean of ``x`` over the rows in ``mask``, with its interval (see :meth:`interval`) and n."""
-        point = float(x[mask].mean()) if mask.any() else float("nan")
+        point = _masked_mean(x, mask)
         reps = np.array([_masked_mean(x[s], mask[s]) for s in self.samples]) if mask.any() else np.array([])
         return {**self.interval(reps, point, null, self.conversations(mask)), "n": int(mask.sum())}
 
@@ -228,7 +228,6 @@ def bradley_terry(first: np.ndarray, second: np.ndarray, score: np.ndarray, k: i
     wins = wins + prior * compared
     games = games + 2 * prior * compared
     seen = np.flatnonzero(compared.any(axis=1))
-    beta = np.zeros(k)
     w, n = wins[np.ix_(seen, seen)], games[np.ix_(seen, seen)]
     b = np.zeros(len(seen))
     for _ in range(100):
@@ -240,9 +239,8 @@ def bradley_terry(first: np.ndarray, second: np.ndarray, score: np.ndarray, k: i
         b = b + step - (b + step).mean()
         if np.max(np.abs(step)) < 1e-10:
             break
-    beta[seen] = b
     out = np.full(k, np.nan)
-    out[seen] = beta[seen]
+    out[seen] = b
     return out
 
 
