@@ -358,14 +358,12 @@ def _figures(e: Mapping[str, Any]) -> list[dict[str, Any]]:
     def fig(name: str, x: Mapping[str, Any] | None, a: str = "", b: str = "", n: Any = None) -> list[dict[str, Any]]:
         if not x:
             return []
+        k = few(x)  # below the floor: no interval, no p, not significant
         p = x.get("p")
-        k = few(x)
-        if k is not None:  # below the floor: no interval, no p, not significant
-            return [{"figure": name, "a": a, "b": b, "n": x.get("n", n), "value": x.get("value"), "ci_low": "",
-                     "ci_high": "", "p": "", "p_text": too_few_text(k), "significant": "" if "p" not in x else False}]
-        return [{"figure": name, "a": a, "b": b, "n": x.get("n", n), "value": x.get("value"), "ci_low": x.get("low"),
-                 "ci_high": x.get("high"), "p": p, "p_text": _p(x, boot) if "p" in x else "",
-                 "significant": "" if "p" not in x else p is not None and p < 0.05}]
+        return [{"figure": name, "a": a, "b": b, "n": x.get("n", n), "value": x.get("value"),
+                 "ci_low": x.get("low") if k is None else "", "ci_high": x.get("high") if k is None else "",
+                 "p": p if k is None else "", "p_text": too_few_text(k) if k is not None else _p(x, boot) if "p" in x else "",
+                 "significant": "" if "p" not in x else k is None and p is not None and p < 0.05}]
 
     out = []
     for wr in e["win_rates"]:
