@@ -43,9 +43,7 @@ def head_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
     """Per model with a head method in a test-half run: the head method's DSTC10 average beside its own prompt's
     on the same items (the run's paired comparison of the two), from the latest such run."""
     out: dict[str, str] = {}
-    for s in sorted(summaries, key=lambda s: (s["run"]["date"], s["name"])):
-        if not _dstc10_test(s):
-            continue
+    for s in _dstc10_tests(summaries):
         averages = {a["method"]: a for a in s["averages"]}
         for c in s.get("comparisons", []):
             head = s["methods"].get(c["a"], {})
@@ -68,9 +66,7 @@ def head_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
 def _entries(summaries: Sequence[Mapping[str, Any]], model: str) -> dict[str, tuple[Mapping[str, Any], str]]:
     """method -> (its average, the run it comes from), for the methods that run on ``model`` alone."""
     out: dict[str, tuple[Mapping[str, Any], str]] = {}
-    for s in sorted(summaries, key=lambda s: (s["run"]["date"], s["name"])):
-        if not _dstc10_test(s):
-            continue
+    for s in _dstc10_tests(summaries):
         for avg in s["averages"]:
             info = s["methods"].get(avg["method"], {})
             if set(info.get("models", {})) == {model} and avg.get("spearman") is not None:
@@ -79,10 +75,12 @@ def _entries(summaries: Sequence[Mapping[str, Any]], model: str) -> dict[str, tu
     return out
 
 
-def _dstc10_test(s: Mapping[str, Any]) -> bool:
-    """Whether a run scored the test halves of DSTC10 sets only: the lines quote DSTC10 averages, and a run on
-    other sets (Reliable-Eval, engagement) averages something else under the same method names."""
-    return s["run"].get("split") == "test" and all(dataset_info(d).dstc10 for d in s["run"]["datasets"])
+def _dstc10_tests(summaries: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The runs that scored the test halves of DSTC10 sets only, oldest first (by date, then name): the lines
+    quote DSTC10 averages, and a run on other sets (Reliable-Eval, engagement) averages something else under
+    the same method names."""
+    return [s for s in sorted(summaries, key=lambda s: (s["run"]["date"], s["name"]))
+            if s["run"].get("split") == "test" and all(dataset_info(d).dstc10 for d in s["run"]["datasets"])]
 
 
 def _p(shown: str) -> str:

@@ -690,19 +690,19 @@ def _pairwise_mean_row(name: str, entries: Sequence[Mapping[str, Any]], joint: M
 
     head = [name, f"mean of {len(entries)} sets", str(sum(e["n_pairs"] for e in entries)),
             str(sum(e["n_conversations"] for e in entries))]
-    tail = ["", "", "", ""]
+    tail = ["", "", ""]  # orders agree, first preferred by, Kendall tau: per set only
     if joint is not None:
         boot = {"n_boot": joint["bootstrap"]["n_boot"]}
         return "| " + " | ".join([*head, *_figure_cells(joint["judge"], boot, boot["n_boot"]),
                                   *_figure_cells(joint.get("pointwise") or {}, boot, None, with_p=False),
                                   *_figure_cells(joint.get("difference") or {}, boot, boot["n_boot"], signed=True),
-                                  *tail[:3]]) + " |"
+                                  *tail]) + " |"
     judge, point = mean("judge"), mean("pointwise")
     gap = None if judge is None or point is None else judge - point
     none = "no joint CI: per-pair rows not committed"
     mark = " †"  # no interval, no p: nothing is claimed significant
     return "| " + " | ".join([*head, num(judge) + mark, none, "–", num(point) + mark, none, _signed(gap) + mark, none,
-                              "–", *tail[:3]]) + " |"
+                              "–", *tail]) + " |"
 
 
 def _share(x: Mapping[str, Any]) -> str:
