@@ -80,10 +80,9 @@ def scatter(summary: Summary, rows_by_cell: dict[tuple[str, str, str], list[Row]
     """One panel per (set, quality): the method's score against the mean human rating."""
     plt = _plt()
     panels = [(d["name"], q) for d in summary.datasets for q in d["qualities"]]
-    w, h = scatter_size(len(panels))
     cols = min(4, len(panels))
     nrows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(w, h), dpi=DPI, squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=scatter_size(len(panels)), dpi=DPI, squeeze=False)
     res = {(r.method, r.dataset, r.quality): r for r in summary.results}
     for k, (ds, q) in enumerate(panels):
         ax = axes[k // cols][k % cols]

@@ -27,11 +27,8 @@ MIN_CONVERSATIONS = 7
 def distinct_resamples(sizes: int | Iterable[int]) -> int:
     """Distinct resamples of a bootstrap over clusters: C(2k-1, k) for one set of k conversations, the
     product over the strata of a stratified bootstrap (sets resampled within themselves in one replicate)."""
-    ks = [sizes] if isinstance(sizes, int) else list(sizes)
-    out = 1
-    for k in ks:
-        out *= math.comb(2 * k - 1, k) if k > 0 else 1
-    return out if any(k > 0 for k in ks) else 0
+    ks = [k for k in ([sizes] if isinstance(sizes, int) else sizes) if k > 0]  # an empty stratum draws nothing
+    return math.prod(math.comb(2 * k - 1, k) for k in ks) if ks else 0
 
 
 def has_interval(sizes: int | Iterable[int] | None) -> bool:
