@@ -169,14 +169,10 @@ def summarise_pairs(rows: Sequence[PairRow], *, pointwise: PointScores | None = 
         return {**out, "win_rates": [], "ranking": [], "position": None, "humans": None, "length": None,
                 "system_level": None, "labels": None}
     strengths = _bt_fit(ok, systems, boot)
-    out["win_rates"] = _win_rates(ok, systems, boot)
-    out["ranking"] = strengths
-    out["position"] = _position(ok, boot)
-    out["humans"] = _humans(ok, boot, pointwise, pointwise_name)
-    out["length"] = _length(ok, boot)
-    out["system_level"] = _system_level(ok, strengths, pointwise, pointwise_name, boot.n_units)
-    out["labels"] = label_figures(ok, boot)
-    return out
+    return {**out, "win_rates": _win_rates(ok, systems, boot), "ranking": strengths, "position": _position(ok, boot),
+            "humans": _humans(ok, boot, pointwise, pointwise_name), "length": _length(ok, boot),
+            "system_level": _system_level(ok, strengths, pointwise, pointwise_name, boot.n_units),
+            "labels": label_figures(ok, boot)}
 
 
 def _orders(rows: Sequence[PairRow]) -> str:
