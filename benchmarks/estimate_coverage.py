@@ -41,7 +41,7 @@ import numpy as np
 from judge.records.labels import Label, append_label
 from judge.records.rows import read_rows
 from judge.report.coverage_table import COVERAGE, coverage_markdown
-from judge.report.estimate_join import conversation_key, group_of
+from judge.report.estimate_join import scored_rows
 from judge.stats import ppi
 
 SETS = ("TU", "PU", "DZ", "RE1", "RE2", "REI")
@@ -153,11 +153,11 @@ def run_one(path: Path, n: int, draws: int, n_boot: int, seed: int) -> dict[str,
     rows = [r for r in read_rows(path) if r.score is not None and r.human is not None]
     if n >= len(rows):
         return None
-    names = list(dict.fromkeys(group_of(r, "system") for r in rows))
-    convs = list(dict.fromkeys(conversation_key(r) for r in rows))
+    unit = scored_rows(rows)
+    names, convs = list(dict.fromkeys(unit.groups)), list(dict.fromkeys(unit.conversations))
     g_ix, c_ix = {s: i for i, s in enumerate(names)}, {c: i for i, c in enumerate(convs)}
-    group = np.array([g_ix[group_of(r, "system")] for r in rows])
-    cluster = np.array([c_ix[conversation_key(r)] for r in rows])
+    group = np.array([g_ix[g] for g in unit.groups])
+    cluster = np.array([c_ix[c] for c in unit.conversations])
     score = np.array([r.score for r in rows], dtype=float)
     human = np.array([r.human for r in rows], dtype=float)
     lay = ppi.layout(cluster, group, score)

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="take the rows' own human values as the labels, every row labelled (otherwise they are "
                    "never used)")
     p.add_argument("--by", default="system", metavar="FIELD",
-                   help="group rows by this field: 'system' (the row's system, else meta.system) or any meta field "
+                   help="group rows by this field: 'system' (meta.system, else the row's system) or any meta field "
                    "(default: system)")
     p.add_argument("--quality", default=None, help="the labels' quality (default: the rows' quality)")
     p.add_argument("--target", choices=("rows", "traffic"), default="rows",

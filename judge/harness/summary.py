@@ -12,6 +12,7 @@ from ..data.qualities import oriented
 from ..data.reference_copy import reference_copy
 from ..datasets.split import conversation_of
 from ..engine.kinds import method_kinds
+from ..records.grouping import conversation
 from ..records.rows import Row
 from ..records.summary import SCHEMA, CellStats, Corr, Interval, Result, Stats, Summary, WithoutCopies
 from ..stats import correlation as stats
@@ -69,8 +70,9 @@ def without_copies(rows: Sequence[Row], copies: set[str], n_boot: int, seed: int
 
 
 def row_groups(rows: Sequence[Row]) -> list[str]:
-    """Each row's conversation group; rows saved without one (``ctx:`` groups) stand alone."""
-    return [r.group or f"id:{r.id}" for r in rows]
+    """Each row's conversation (:func:`judge.records.grouping.conversation`); rows saved without one
+    (``ctx:`` groups) stand alone."""
+    return [conversation(r) for r in rows]
 
 
 def human_agreement(items: Sequence[Any], quality: str) -> dict[str, Any] | None:

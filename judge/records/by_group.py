@@ -1,23 +1,22 @@
 """Rows into the statistics of answers per version (:class:`judge.stats.by_group.Tally`): each row under its
-group (:func:`judge.records.grouping.field_value` of every field grouped by) and its conversation."""
+group (:func:`judge.records.grouping.field_value` of every field grouped by) and its conversation
+(:func:`judge.records.grouping.conversation`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from ..stats.by_group import Tally
-from .grouping import field_value
+from .grouping import conversation, field_value
 from .rows import Row
 
 
 def tally_row(tally: Tally, row: Row) -> None:
-    """Add ``row`` to ``tally`` under its group (:func:`field_value` of each field the tally groups by). Its
-    conversation is the row's ``group`` (the conversation id of a chat log's items), else its
-    ``meta.conversation_id``, else the item alone; a failed row counts as failed."""
+    """Add ``row`` to ``tally`` under its group (:func:`field_value` of each field the tally groups by) and
+    its :func:`conversation`; a failed row counts as failed."""
     key = tuple(field_value(row, name) for name in tally.by)
-    conversation = row.group or str((row.meta or {}).get("conversation_id") or row.id)
     score = None if row.error is not None else row.score
-    tally.add(key, conversation, row.id, score, row.method, row.quality)
+    tally.add(key, conversation(row), row.id, score, row.method, row.quality)
 
 
 def tally_rows(by: Sequence[str], rows: Iterable[Row]) -> Tally:

@@ -1,8 +1,10 @@
 """Rows grouped by what their log said about them (``Row.meta``): per model, version, date or any other
-field, one group per combination of the fields asked for.
+field, one group per combination of the fields asked for; and the conversation of a row, the unit every
+bootstrap over rows resamples.
 
-Every answer per version and every comparison of two systems of one file starts here, so that a field
-missing from a row is one clear error, not a silent ``None`` group that mixes unrelated rows.
+Every answer per version, every estimate per system and every comparison of two systems of one file starts
+here, so that a field missing from a row is one clear error, not a silent ``None`` group that mixes unrelated
+rows, and so that ``judge summarize``, ``judge estimate`` and ``judge gate`` resample the same conversations.
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ def field_value(row: Row, name: str) -> str:
         has = ", ".join(sorted(meta)) if meta else "no metadata"
         raise InputError(f"the row has no '{name}' to group by (it has {has})", record=row.id, field=name)
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def conversation(row: Row) -> str:
+    """The conversation ``row`` belongs to: its ``group`` (what the loader named the conversation: a chat
+    log's conversation id, a benchmark set's dialogue), else the ``meta.conversation_id`` its log named (a
+    rows file written without groups), else the row alone (``item:ID``, apart from any conversation's name)."""
+    if row.group:
+        return row.group
+    named = (row.meta or {}).get("conversation_id")
+    if named is not None and str(named).strip():
+        return str(named)
+    return f"item:{row.id}"
 
 
 def _day(stamp: object) -> str | None:

@@ -21,29 +21,17 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from ..core.errors import InputError
+from ..records.grouping import conversation, field_value
 from ..records.labels import Label, latest_labels
 from ..records.pair_rows import PairRow
 from ..records.rows import Row
 from ..stats.estimate import Joined, Scored
 
 
-def group_of(row: Row, by: str) -> str:
-    """The group a row belongs to: ``system`` is the row's system, else its ``meta`` system; any other name
-    is a ``meta`` field. A row without one is in the group ``(none)``."""
-    value = row.system if by == "system" else None
-    if value is None and row.meta is not None:
-        value = row.meta.get(by)  # type: ignore[assignment]
-    return "(none)" if value is None else str(value)
-
-
-def conversation_key(row: Row) -> str:
-    """The conversation a row is resampled with: its group, else itself."""
-    return row.group or f"item:{row.id}"
-
-
 def scored_rows(rows: Sequence[Row], by: str = "system") -> Scored:
-    """Rows grouped by ``by`` (:func:`group_of`) and resampled by conversation."""
-    return Scored([r.id for r in rows], [group_of(r, by) for r in rows], [conversation_key(r) for r in rows],
+    """Rows grouped by ``by`` (:func:`field_value`: a row without the field is an error) and resampled by
+    :func:`conversation`, as every other report over rows groups and resamples them."""
+    return Scored([r.id for r in rows], [field_value(r, by) for r in rows], [conversation(r) for r in rows],
                   [r.score for r in rows], rows[0].quality if rows else None)
 
 

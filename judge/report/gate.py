@@ -5,7 +5,7 @@ sides judged the same contexts and unpaired otherwise (:mod:`judge.stats.gate` c
 A row's **context** is its id by default (a chat log's ``CONVERSATION#TURN``: two versions replaying the same
 test conversations share it), or, with ``pair_on``, the values of those ``meta`` fields plus the reply's turn
 (the ``#N`` of its id), for versions whose logs name the shared script differently. A row's **conversation**
-(what the bootstrap resamples) is its ``group``, else its log's ``meta.conversation_id``, else its id alone.
+(what the bootstrap resamples) is :func:`judge.records.grouping.conversation`, as in every report over rows.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Literal
 
 from ..core.errors import InputError
 from ..data.qualities import find_quality
-from ..records.grouping import group_rows
+from ..records.grouping import conversation, group_rows
 from ..records.labels import ratings_by_item, read_labels
 from ..records.rows import Row, read_rows
 from ..stats.gate import Delta, Verdict, paired_delta, unpaired_delta, verdict, worst
@@ -131,14 +131,6 @@ def read_label_means(path: str | Path) -> dict[str, dict[str, float]]:
 
 
 # -- matching rows -------------------------------------------------------------------------------------------
-
-def conversation(row: Row) -> str:
-    """The conversation a row belongs to, what the bootstrap resamples (see the module's doc)."""
-    if row.group:
-        return row.group
-    conv = (row.meta or {}).get("conversation_id")
-    return str(conv) if conv is not None else f"item:{row.id}"
-
 
 def _turn(row: Row) -> str:
     return row.id.rpartition("#")[2] if "#" in row.id else ""
