@@ -5,6 +5,7 @@ The browser session is tests/test_label_browser.py's."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import re
@@ -22,6 +23,7 @@ from judge.core.errors import InputError
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.data.qualities import Quality
 from judge.datasets.source import resolve_source
+from judge.heads.head import read_head
 from judge.label.agreement import agreement
 from judge.label.app import make_label_server
 from judge.label.desk import LabelDesk, item_view, scale_steps
@@ -238,6 +240,16 @@ def test_fit_learns_from_the_labels(tmp_path):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert main(args) == 0
     assert re.search(r"bot_v1 +overall +all +6 items", out.getvalue())  # the 6 labelled of the 8 items
+    # The head says whose ratings it learned (the labels file, by path and content) beside the data file, and
+    # still refuses the data's conversations.
+    (trained,) = read_head(tmp_path / "head.json").trained_on
+    assert trained.path == str(DATA.resolve()) and trained.labels == str(path.resolve())
+    assert trained.labels_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["score", str(DATA), "--head", str(tmp_path / "head.json"), *args[6:], "-o",
+                     str(tmp_path / "r.jsonl")]) != 0
+    assert "the head learned from bot_v1 (all of it), which holds 8 of the 8 conversations" in err.getvalue()
     with pytest.raises(InputError, match="one DATA"):
         rated_sets(build_parser().parse_args([*args[:2], str(DATA), *args[2:]]))
 

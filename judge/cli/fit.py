@@ -7,6 +7,7 @@ values, the judge flags a method spec, and :mod:`judge.heads.train` does the res
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
 from ..accounting.counters import report_counters
@@ -75,9 +76,11 @@ def rated_sets(args: argparse.Namespace) -> list[RatedSet]:
                              + (f" in the {args.split} half" if args.split else ""), file=target, field="data")
         chosen.append((src, items))
     family = families({src.info.name: items for src, items in chosen})
+    labels = None if args.labels is None else (str(Path(args.labels).resolve()),
+                                               hashlib.sha256(Path(args.labels).read_bytes()).hexdigest())
     return [RatedSet(src.info.name, src.quality, tuple(items), family[src.info.name], args.split,
                      str(Path(src.path).resolve()) if src.path is not None and not src.registered else None,
-                     frozenset(map(conversation_of, src.items)))
+                     frozenset(map(conversation_of, src.items)), labels)
             for src, items in chosen]
 
 

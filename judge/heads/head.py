@@ -80,6 +80,10 @@ class TrainingSet:
     #: supervised on that set, not a judge of its other half). None in a version 1 file, written before
     #: heads recorded them.
     conversation_fingerprints: tuple[str, ...] | None = None
+    #: The resolved labels file whose ratings it learned instead of the set's own, and that file's sha256 when
+    #: read (labels files grow: the hash says which labels), for a head fitted with ``judge fit --labels``.
+    labels: str | None = None
+    labels_sha256: str | None = None
 
 
 @dataclass(frozen=True)

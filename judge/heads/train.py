@@ -34,7 +34,9 @@ class RatedSet:
     ``family`` names the sets that share conversations with this one (one name for all of them), so
     that cross-validation leaves them out together; ``path`` is the resolved file of a set given by path;
     ``conversations`` the content fingerprints of every conversation of the set the items were drawn from
-    (both halves: a head refuses the whole set it saw, not only the half it learned from)."""
+    (both halves: a head refuses the whole set it saw, not only the half it learned from); ``labels`` the
+    resolved labels file and its sha256 when the ratings came from one (``judge fit --labels``), not the data.
+    """
 
     name: str
     quality: Quality
@@ -43,6 +45,7 @@ class RatedSet:
     split: str | None = None
     path: str | None = None
     conversations: frozenset[str] = frozenset()
+    labels: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,9 @@ def training_set(rated: RatedSet, items: int) -> TrainingSet:
     number of conversations it learned from, and the content fingerprints of every conversation of the set
     (both halves), which the head refuses to score."""
     learned = {conversation_of(it) for it in rated.items}
+    labels, labels_sha256 = rated.labels or (None, None)
     return TrainingSet(rated.name, rated.quality.name, rated.split, items, len(learned), rated.path,
-                       tuple(sorted(rated.conversations | learned)))
+                       tuple(sorted(rated.conversations | learned)), labels, labels_sha256)
 
 
 def stamp(head: Head, sets: Sequence[RatedSet]) -> Head:
@@ -161,7 +165,7 @@ def stamp(head: Head, sets: Sequence[RatedSet]) -> Head:
         if len(rated.items) - int(failed.get(t.name, 0)) != t.items:
             raise InputError(f"the head learned from {t.items} items of {t.name}; the set given has "
                              f"{len(rated.items)}: not the data it was fitted on", field="data")
-        out.append(replace(training_set(rated, t.items), path=t.path))
+        out.append(replace(training_set(rated, t.items), path=t.path, labels=t.labels, labels_sha256=t.labels_sha256))
     return replace(head, trained_on=tuple(out))
 
 
