@@ -14,6 +14,7 @@ import re
 import shlex
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +24,14 @@ from judge.backends.mock import MockBackend
 from judge.cli import main
 from judge.core.config import GenerateConfig
 from judge.core.errors import InputError
+from judge.data.items import conversation_of
+from judge.datasets import load_benchmark
+from judge.datasets.benchmarks import DATASETS
+from judge.datasets.identity import families
 from judge.heads import read_head
 from judge.heads.fit import Rows, choose_alpha, cross_validate, fit, folds, predict, rank_target
-from judge.heads.head import prompt_hash
+from judge.heads.head import Head, prompt_hash
+from judge.heads.train import RatedSet, training_set
 from judge.prompts.templates import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -404,3 +410,27 @@ def test_heads_with_the_new_rated_families_refuse_them_and_leave_out_the_sets_sh
         refused = _in_process(["run", str(path), "--no-progress"])
         assert refused.returncode == 2, refused.stdout
         assert f"the head learned from {name} (dev)" in refused.stderr, refused.stderr
+
+
+def test_convai_turns_are_no_family_of_the_dailydialog_sets_and_no_head_of_them_refuses_them(data_dir):
+    """PredictiveEngagement's ConvAI turns (PEC) share no conversation with the DailyDialog sets; its DailyDialog
+    turns (PED) do (DGR's among them). One ConvAI query reads as a DailyDialog one ("What do you mean ?") and
+    has that conversation's name by its text: the registry's corpora decide that it is not that conversation,
+    for judge fit's families and for a head's refusal alike."""
+    sets = {n: load_benchmark(n, data_dir) for n in ("engagement-convai", "engagement-dailydialog", "dailydialog-grade")}
+    names = {n: {conversation_of(it) for it in items} for n, items in sets.items()}
+    assert len(names["engagement-convai"] & names["engagement-dailydialog"]) == 1  # the name two corpora share
+    assert families(sets) == {"engagement-convai": "engagement-convai", "engagement-dailydialog": "engagement-dailydialog",
+                              "dailydialog-grade": "engagement-dailydialog"}
+    ped = sets["engagement-dailydialog"]
+    rated = RatedSet("engagement-dailydialog", DATASETS["engagement-dailydialog"].quality("engagement"), tuple(ped),
+                     "engagement-dailydialog", conversations=frozenset(names["engagement-dailydialog"]))
+    head = Head("mock", "mock", {}, "yesno-criteria", "", None, 1, False, (0.0,), (1.0,), (1.0,), 0.0, 1.0,
+                (training_set(rated, len(ped)),))
+    head.check_not_trained_on(sets["engagement-convai"])
+    with pytest.raises(InputError, match=r"learned from engagement-dailydialog .* of dailydialog-grade\)"):
+        head.check_not_trained_on(sets["dailydialog-grade"])
+    # A user's copy of the ConvAI turns is no registered set: its content decides, and its one shared name is refused.
+    copy = [replace(it, dataset="my-copy") for it in sets["engagement-convai"]]
+    with pytest.raises(InputError, match=r"holds 1 of the 245 conversations .*\(1 of 297 items of my-copy\)"):
+        head.check_not_trained_on(copy)

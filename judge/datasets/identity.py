@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.items import Item, conversation_of
+from .benchmarks import DATASETS
 from .contexts import ContextIndex, context_texts, pieces
 
 #: The registered sets' conversations by content (generated; see the module doc).
@@ -165,17 +166,26 @@ def _continued(named: Iterable[tuple[Item, str]]) -> dict[tuple[str, ...], set[s
     return out
 
 
+def may_share(a: str | None, b: str | None) -> bool:
+    """Whether sets named ``a`` and ``b`` can hold one conversation: two registered sets only when their records
+    name one corpus (a ConvAI query and a DailyDialog one that read "What do you mean ?" have one name by their
+    text, not one conversation); a set that is not registered (a user's file) may hold any."""
+    known_a, known_b = DATASETS.get(a or ""), DATASETS.get(b or "")
+    return known_a is None or known_b is None or known_a.corpus == known_b.corpus
+
+
 def families(sets: Mapping[str, Iterable[Item]]) -> dict[str, str]:
-    """Each set's family: the first (in the mapping's order) of the sets it shares a conversation with,
-    directly or through another set. Sets of one family are left out together wherever a set must be
-    kept away from what was learned on the others (a head's cross-validation, ``judge fit --without-each``)."""
+    """Each set's family: the first (in the mapping's order) of the sets it shares a conversation with
+    (:func:`may_share`), directly or through another set. Sets of one family are left out together wherever a
+    set must be kept away from what was learned on the others (a head's cross-validation, ``judge fit
+    --without-each``)."""
     conversations = {name: set(map(conversation_of, items))
                      for name, items in sets.items()}
     family = {name: name for name in sets}
     names = list(sets)
     for i, a in enumerate(names):
         for b in names[:i]:
-            if conversations[a] & conversations[b]:
+            if may_share(a, b) and conversations[a] & conversations[b]:
                 old, new = family[a], family[b]
                 if old != new:
                     keep, drop = sorted((old, new), key=names.index)

@@ -25,6 +25,7 @@ from ..backends.base import Backend
 from ..core.errors import InputError, UnknownNameError
 from ..core.io import atomic_write_text
 from ..data.items import Item, conversation_of
+from ..datasets.identity import may_share
 from ..prompts.templates import PromptTemplate
 
 FORMAT = "judge-head"
@@ -148,20 +149,20 @@ class Head:
 
     def check_not_trained_on(self, items: Sequence[Item], where: str = "head") -> None:
         """Refuse items of any conversation of a set the head learned from (by content fingerprint, both halves
-        of it), saying which sets and how many of the items' conversations; a head file that does not record
-        its training conversations (version 1) is refused too, as nothing could be checked."""
-        seen = self.seen()
-        if seen is None:
+        of it; among the sets that can share one, :func:`judge.datasets.identity.may_share`), saying which sets
+        and how many of the items' conversations; a head file that does not record its training conversations
+        (version 1) is refused too, as nothing could be checked."""
+        if self.seen() is None:
             raise InputError("the head file does not record the conversations it learned from (written by an "
                              "older judge), so nothing can keep it off them: record them with judge fit DATA... "
                              "--stamp HEAD, giving the sets it learned from", file=where, field="head")
-        conversations = {conversation_of(it) for it in items}
-        overlap = conversations & seen
-        if not overlap:
+        learned = [(t, set(t.conversation_fingerprints or ())) for t in self.trained_on]
+        hit = [it for it in items if any(conversation_of(it) in fps and may_share(t.name, it.dataset)
+                                         for t, fps in learned)]
+        if not hit:
             return
-        hit = [it for it in items if conversation_of(it) in overlap]
-        sets = [f"{t.name} ({t.split or 'all of it'})" for t in self.trained_on
-                if overlap & set(t.conversation_fingerprints or ())]
+        conversations, overlap = {conversation_of(it) for it in items}, {conversation_of(it) for it in hit}
+        sets = [f"{t.name} ({t.split or 'all of it'})" for t, fps in learned if overlap & fps]
         names = sorted({it.dataset for it in hit if it.dataset})
         raise InputError(f"the head learned from {', '.join(sets)}, which hold{'s' if len(sets) == 1 else ''} "
                          f"{len(overlap)} of the {len(conversations)} conversations of the scored items ({len(hit)} "
