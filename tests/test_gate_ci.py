@@ -2,12 +2,14 @@
 order, each in ``bash -eo pipefail`` with the workflow's env, ``GITHUB_STEP_SUMMARY`` and ``GITHUB_OUTPUT``
 files, a failed step failing the job; its paths point at a constructed log and baseline, and the judge is the
 mock backend (through the workflow's own JUDGE_OPTIONS). The pass, fail and inconclusive cases end as the
-workflow says: success, failure with an error annotation, success with a warning."""
+workflow says: success, failure with an error annotation, success with a warning. Its comment step's script runs
+in node against a stand-in of the GitHub API: every push updates one comment."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +103,61 @@ def test_the_workflow_passes_fails_and_warns_as_a_ci_runs_it(tmp_path, log, shif
         assert annotation in gate_out
     else:
         assert "::" not in gate_out
+
+
+#: A stand-in for what actions/github-script gives a script (octokit/rest.js's ``paginate`` and
+#: ``rest.issues`` methods, the pull request's ``context``), over the comments in a JSON file; the script is
+#: called as github-script calls it: the body of an async function of ``require``, ``github`` and ``context``.
+OCTOKIT = r"""
+const fs = require('fs');
+const [file, issue_number] = [process.argv[2], 7];
+const state = JSON.parse(fs.readFileSync(file, 'utf8'));
+const page = (items, {per_page = 30, page = 1}) => items.slice((page - 1) * per_page, page * per_page);
+const github = {
+  paginate: async (method, params) => {
+    const out = [];
+    for (let n = 1; ; n++) {
+      const {data} = await method({...params, page: n});
+      out.push(...data);
+      if (data.length < (params.per_page || 30)) return out;
+    }
+  },
+  rest: {issues: {
+    listComments: async (p) => ({data: page(state.comments.filter(c => c.issue === p.issue_number), p)}),
+    createComment: async (p) => {
+      const c = {id: state.comments.length + 1, issue: p.issue_number, body: p.body,
+                 user: {login: 'github-actions[bot]', type: 'Bot'}};
+      state.comments.push(c);
+      return {data: c};
+    },
+    updateComment: async (p) => {
+      const c = state.comments.find(c => c.id === p.comment_id);
+      c.body = p.body;
+      return {data: c};
+    },
+  }},
+};
+const context = {repo: {owner: 'o', repo: 'r'}, issue: {owner: 'o', repo: 'r', number: issue_number}};
+const AsyncFunction = Object.getPrototypeOf(async () => null).constructor;
+new AsyncFunction('require', 'github', 'context', process.env.SCRIPT)(require, github, context)
+  .then(() => fs.writeFileSync(file, JSON.stringify(state)));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node runs the comment step's script")
+def test_every_push_updates_the_one_comment_on_the_pull_request(tmp_path):
+    (step,) = [s for s in workflow()["jobs"]["gate"]["steps"] if s.get("name") == "Comment on the pull request"]
+    (tmp_path / "octokit.js").write_text(OCTOKIT, encoding="utf-8")
+    comments = tmp_path / "comments.json"
+    # Someone quoting the marker, another workflow's comment, 120 more: none of them is the gate's.
+    others = [{"id": 1, "issue": 7, "body": "<!-- judge-gate --> quoted", "user": {"login": "ann", "type": "User"}},
+              {"id": 2, "issue": 7, "body": "coverage: 80%", "user": {"login": "github-actions[bot]", "type": "Bot"}}]
+    others += [{"id": 3 + i, "issue": 7, "body": "lgtm", "user": {"login": "bo", "type": "User"}} for i in range(120)]
+    comments.write_text(json.dumps({"comments": others}), encoding="utf-8")
+    for verdict in ("fail", "pass"):
+        (tmp_path / "gate.md").write_text(f"### judge gate: {verdict}\n", encoding="utf-8")
+        subprocess.run(["node", "octokit.js", str(comments)], cwd=tmp_path, env={**os.environ, "SCRIPT": step["with"]["script"]},
+                       check=True, timeout=60)
+        state = json.loads(comments.read_text(encoding="utf-8"))["comments"]
+        assert state[:len(others)] == others and len(state) == len(others) + 1
+        assert state[-1]["body"] == f"<!-- judge-gate -->\n### judge gate: {verdict}\n"
