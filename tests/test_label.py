@@ -24,7 +24,7 @@ from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.data.qualities import Quality
 from judge.datasets.source import resolve_source
 from judge.heads.head import read_head
-from judge.label.agreement import agreement
+from judge.label.agreement import agreement, input_conversations
 from judge.label.app import make_label_server
 from judge.label.desk import LabelDesk, item_view, scale_steps
 from judge.label.order import uncertainty, uncertainty_weights, uniform_order, weighted_order
@@ -198,19 +198,48 @@ def test_agreement_is_krippendorffs_alpha_over_items_two_raters_labelled(tmp_pat
     _labels(path, {"ann": ann, "bo": bo, "cy": {"c01": 2.0}})
     append_label(path, Label("c02", {"overall": 1.0}, "cy"))
     append_label(path, Label("c02", {"overall": 3.0}, "cy"))  # cy changed their mind: the later one counts
-    (a,) = agreement(read_labels(path))
+    (a,) = agreement(read_labels(path), input_conversations(str(DATA)))
     units = [[ann[k], bo[k], *([2.0] if k == "c01" else [3.0] if k == "c02" else [])] for k in ann]
-    assert (a.n_items, a.n_raters, a.n_labels) == (8, 3, 18)
+    assert (a.n_items, a.n_raters, a.n_labels, a.n_conversations) == (8, 3, 18, 8)
     assert a.alpha_interval == pytest.approx(krippendorff_alpha(units, "interval"))
     assert a.low is not None and a.high is not None and a.low <= a.alpha_interval <= a.high
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["label", "--agreement", str(path)]) == 0
+        assert main(["label", str(DATA), "--agreement", str(path)]) == 0
     assert f"overall: 8 items rated by >= 2 of 3 raters (18 labels): Krippendorff's alpha {a.alpha_interval:.3f}" \
-        in out.getvalue()
+        in out.getvalue() and "1000 bootstrap resamples of their 8 conversations" in out.getvalue()
+    with contextlib.redirect_stdout(out):
+        assert main(["label", "--agreement", str(path)]) == 0  # no input: no conversations, no interval
+    assert "no interval: name the input the labels rate" in out.getvalue()
     single = tmp_path / "one.jsonl"
     _labels(single, {"ann": ann})
     assert agreement(read_labels(single))[0].n_items == 0
+    _labels(single, {"bo": {"c01": 1.0, "x9": 2.0}, "cy": {"x9": 3.0}})
+    with pytest.raises(InputError, match="'x9' is not in the input"):
+        agreement(read_labels(single), input_conversations(str(DATA)), file=str(single))
+
+
+def test_the_agreement_interval_resamples_conversations_not_replies(tmp_path):
+    # A chat log of 12 conversations of 4 replies each. Two raters agree on every reply of half of them and are
+    # two points apart on every reply of the others: resampling the 48 replies as if they were independent
+    # would narrow the interval as if there were four times the evidence there is.
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"id": f"k{c}", "messages": [
+        m for t in range(4) for m in ({"role": "user", "content": f"Conversation {c}, question {t}?"},
+                                      {"role": "assistant", "content": f"Answer {t} of {c}."})]}) + "\n"
+        for c in range(12)), encoding="utf-8")
+    conversations = input_conversations(str(log))
+    assert len(conversations) == 48 and len(set(conversations.values())) == 12
+    ann = {item: float(1 + (int(item[1:].split("#")[0]) + int(item.split("#")[1])) % 3) for item in conversations}
+    bo = {item: v + (2.0 if int(item[1:].split("#")[0]) % 2 else 0.0) for item, v in ann.items()}
+    path = tmp_path / "labels.jsonl"
+    _labels(path, {"ann": ann, "bo": bo})
+    (by_conversation,) = agreement(read_labels(path), conversations, n_boot=500)
+    (by_reply,) = agreement(read_labels(path), {item: item for item in conversations}, n_boot=500)
+    assert by_conversation.alpha_interval == by_reply.alpha_interval and by_conversation.n_conversations == 12
+    assert by_conversation.low is not None and by_conversation.high is not None
+    assert by_reply.low is not None and by_reply.high is not None
+    assert by_conversation.high - by_conversation.low > 1.3 * (by_reply.high - by_reply.low)
 
 
 def test_bench_takes_the_labels_as_the_human_ratings(tmp_path):

@@ -1,5 +1,5 @@
 """``judge label INPUT --quality Q --labels FILE``: people rate the input's items in the browser, one label
-per line of FILE; ``judge label --agreement FILE``: how far its raters agree (docs/label.md)."""
+per line of FILE; ``judge label INPUT --agreement FILE``: how far its raters agree (docs/label.md)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)")
     p.add_argument("--agreement", default=None, metavar="LABELS",
                    help="instead of serving: report the agreement of LABELS' raters (Krippendorff's alpha per "
-                   "quality over the items two or more rated)")
+                   "quality over the items two or more rated), with an interval over INPUT's conversations")
     return p
 
 
@@ -68,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from ..label.agreement import agreement, agreement_text
+    from ..label.agreement import agreement, agreement_text, input_conversations
     from ..records.labels import read_labels
 
-    print(agreement_text(agreement(read_labels(args.agreement)), args.agreement))
+    conversations = None if args.input is None else input_conversations(args.input, args.data_dir)
+    print(agreement_text(agreement(read_labels(args.agreement), conversations, file=args.agreement), args.agreement))
     return EXIT_OK
