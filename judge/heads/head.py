@@ -140,19 +140,12 @@ class Head:
         """What reports show of the head: the sets it learned from and its cross-validated figure."""
         return {"trained_on": [f"{t.name}:{t.split or 'all'}" for t in self.trained_on], "cv": dict(self.cv)}
 
-    def seen(self) -> frozenset[str] | None:
-        """The conversations it learned from, by content fingerprint (None: a version 1 file, which does
-        not say)."""
-        if any(t.conversation_fingerprints is None for t in self.trained_on):
-            return None
-        return frozenset(f for t in self.trained_on for f in t.conversation_fingerprints or ())
-
     def check_not_trained_on(self, items: Sequence[Item], where: str = "head") -> None:
         """Refuse items of any conversation of a set the head learned from (by content fingerprint, both halves
         of it; among the sets that can share one, :func:`judge.datasets.identity.may_share`), saying which sets
         and how many of the items' conversations; a head file that does not record its training conversations
         (version 1) is refused too, as nothing could be checked."""
-        if self.seen() is None:
+        if any(t.conversation_fingerprints is None for t in self.trained_on):
             raise InputError("the head file does not record the conversations it learned from (written by an "
                              "older judge), so nothing can keep it off them: record them with judge fit DATA... "
                              "--stamp HEAD, giving the sets it learned from", file=where, field="head")
