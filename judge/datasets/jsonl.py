@@ -98,8 +98,6 @@ class JsonlScan:
     groups: list[str | None]
     #: The first item, then the first to spell each quality otherwise (what a quality is resolved from).
     samples: list[Item]
-    #: The longest id, in characters.
-    id_width: int
 
     def items(self) -> Iterator[Item]:
         """The file's items again (:func:`stream`)."""
@@ -138,7 +136,7 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
     auto: list[int] = []
     samples: list[Item] = []
     spellings: set[str] = set()
-    count = width = 0
+    count = 0
     for number, record in _records(path, file):
         item, has_group = _item(record, file, number, name)
         _merge_scales(declared, _scales(record.get("scales"), file, number), file, number)
@@ -153,7 +151,6 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
         if not samples or not spellings.issuperset(item.annotations):
             samples.append(item)
             spellings.update(item.annotations)
-        width = max(width, len(item.id))
         count += 1
     if not count:
         raise InputError("no records (the file is empty or has only blank lines)", file=file)
@@ -165,7 +162,7 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
     scales = {_spelling(samples, key): scale for key, (scale, _) in declared.items()}
     for item in samples:
         item.scales = dict(scales)
-    return JsonlScan(Path(path), file, name, count, declared, scales, groups, samples, width)
+    return JsonlScan(Path(path), file, name, count, declared, scales, groups, samples)
 
 
 def _sequences_at(path: str | Path, file: str, dataset: str, positions: list[int], keys: Sequence[int]
