@@ -57,8 +57,6 @@ def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str,
             raise _err(path, f"{where}{'.' if where else ''}{key}", f"must be {names}, got {type(value).__name__}")
 
 
-
-
 @dataclass(frozen=True)
 class DatasetSpec:
     """One set of an experiment: a registered benchmark, or a file given by path (``source``)."""
