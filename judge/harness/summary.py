@@ -199,13 +199,9 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
         # Coverage as the full average counts it (sets it could not score count too).
         avg = _average(per_q, len(exp.datasets), n_left_out=sum(w.n_left_out for _, w in mine))
         if len(exp.datasets) > 1:
-            parts = []
-            for (mm, ds, _q), key in first.items():
-                if mm != m:
-                    continue
-                kept = [x for x in rows[key] if x.id not in copies.get(ds, set())]
-                parts.append(stats.AveragePart(ds, ([x.score for x in kept],), [x.human for x in kept],
-                                               row_groups(kept), _shared(shared, ds, kept)))
+            kept = {key: [x for x in rows[key] if x.id not in copies.get(ds, set())]
+                    for (mm, ds, _q), key in first.items() if mm == m}
+            parts = _parts(first, kept, m, shared)
             avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed)).to_dict()
         averages[m]["without_copies"] = avg
     return results
