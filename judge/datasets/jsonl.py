@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
-from ..data.qualities import Scale, check_scale_bounds
+from ..data.qualities import Scale, annotated_name, check_scale_bounds
 from ._common import (
     _where,
     assign_groups,
@@ -71,7 +71,7 @@ def items_from_records(records: Sequence[tuple[int | str, Any]], file: str, data
         explicit_group.append(has_group)
     check_unique_ids(items, lines, file)
     # A declaration on any line holds for the whole file (scores of every line are checked against it).
-    scales = {_spelling(items, key): scale for key, (scale, _) in declared.items()}
+    scales = {annotated_name(key, items): scale for key, (scale, _) in declared.items()}
     for item, number in zip(items, lines, strict=True):
         item.scales = dict(scales)
         _check_in_scale(item, declared, file, number)
@@ -159,7 +159,7 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
     groups: list[str | None] = [None] * count
     for position, group in zip(auto, names, strict=True):
         groups[position] = group
-    scales = {_spelling(samples, key): scale for key, (scale, _) in declared.items()}
+    scales = {annotated_name(key, samples): scale for key, (scale, _) in declared.items()}
     for item in samples:
         item.scales = dict(scales)
     return JsonlScan(Path(path), file, name, count, declared, scales, groups, samples)
@@ -281,15 +281,6 @@ def _merge_scales(declared: dict[str, tuple[Scale, int | str]], new: dict[str, S
             raise InputError(f"scale [{scale[0]:g}, {scale[1]:g}] disagrees with [{seen[0][0]:g}, {seen[0][1]:g}] "
                              f"declared on {_where(seen[1])} (a file has one scale per quality)", file=file,
                              record=line, field=f"scales.{quality}")
-
-
-def _spelling(items: list[Item], key: str) -> str:
-    """The quality name as the scores spell it (declarations match scores case-insensitively)."""
-    for item in items:
-        for name in item.annotations:
-            if name.lower() == key:
-                return name
-    return key
 
 
 def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int | str]], file: str, line: int | str) -> None:
