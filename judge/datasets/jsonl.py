@@ -40,13 +40,10 @@ _TURN_ONLY = ("context", "response", "reference", "next_user")
 
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
     """Items from JSONL text; blank lines are skipped; InputError(file, line, field) on any problem."""
-    records: list[tuple[int, Any]] = []
     # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 etc., which JSON
     # allows unescaped inside strings.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        records.append((number, parse_json(line, file, line_offset=number - 1)))
+    records = [(number, parse_json(line, file, line_offset=number - 1))
+               for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not records:
         raise InputError("no records (the file is empty or has only blank lines)", file=file)
     return items_from_records(records, file, dataset)

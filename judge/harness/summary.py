@@ -291,14 +291,9 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
 def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
                  rows: dict[tuple, list[Row]]) -> list[dict]:
     """Paired bootstrap (and Williams' test) for each configured pair, per (set, quality), first seeds."""
-    out = []
-    for a, b in exp.compare:
-        for (m, ds, q), key_a in first.items():
-            if m != a or (b, ds, q) not in first:
-                continue
-            out.append({"a": a, "b": b, "dataset": ds, "quality": q,
-                        **paired_comparison(rows[key_a], rows[first[(b, ds, q)]], exp.bootstrap, exp.seed)})
-    return out
+    return [{"a": a, "b": b, "dataset": ds, "quality": q,
+             **paired_comparison(rows[key_a], rows[first[(b, ds, q)]], exp.bootstrap, exp.seed)}
+            for a, b in exp.compare for (m, ds, q), key_a in first.items() if m == a and (b, ds, q) in first]
 
 
 def paired_comparison(rows_a: Sequence[Row], rows_b: Sequence[Row], n_boot: int, seed: int
