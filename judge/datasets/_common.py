@@ -38,6 +38,17 @@ def csv_rows(text: str, file: str, header_problem: Callable[[list[str]], str | N
     return header, rows
 
 
+def cell_number(text: str, file: str, rec: str, field: str) -> float:
+    """A CSV cell read as a finite number (InputError naming the row and column otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}", file=file, record=rec, field=field) from None
+    if not math.isfinite(value):
+        raise InputError(f"expected a finite number, got {text!r}", file=file, record=rec, field=field)
+    return value
+
+
 def dataset_name(path: str | Path) -> str:
     """Default Item.dataset for a file: its stem without a trailing ``_eval`` (DSTC10 naming)."""
     stem = Path(path).stem
