@@ -57,10 +57,7 @@ def atomic_file(path: str | Path, mode: str = "w", suffix: str = ".tmp") -> Iter
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -121,7 +121,7 @@ def records(path: str | Path, file: str) -> Iterator[tuple[int | str, Any]]:
 
 
 def _array(data: list[Any], file: str) -> Iterator[tuple[int | str, Any]]:
-    if isinstance(data, list) and data and _is_message(data[0]):
+    if data and _is_message(data[0]):
         yield "#0", data  # one conversation: a bare array of messages
         return
     for i, record in enumerate(data):
