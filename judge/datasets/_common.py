@@ -14,7 +14,8 @@ from typing import Any
 from ..core.errors import InputError
 from ..data.items import KNOWN_SPEAKERS, SYSTEM, USER, Item, Turn, normalize_speaker
 from ..data.qualities import Quality
-from .groups import GroupIndex, sequence
+from .contexts import context_texts
+from .groups import GroupIndex
 
 
 def csv_rows(text: str, file: str, header_problem: Callable[[list[str]], str | None]
@@ -363,7 +364,7 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
     index = GroupIndex()
     for i, item in enumerate(items):
         index.add(item, (links or {}).get(i))
-    for item, name in zip(items, index.names(lambda idx: {i: sequence(items[i]) for i in idx}), strict=True):
+    for item, name in zip(items, index.names(lambda idx: {i: context_texts(items[i]) for i in idx}), strict=True):
         item.group = name
 
 

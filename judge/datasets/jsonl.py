@@ -30,7 +30,8 @@ from ._common import (
     type_name,
     unreadable,
 )
-from .groups import GroupIndex, sequence
+from .contexts import context_texts
+from .groups import GroupIndex
 
 #: Every top-level key a record may have.
 ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores",
@@ -169,7 +170,7 @@ def _sequences_at(path: str | Path, file: str, dataset: str, positions: list[int
     out: dict[int, tuple[str, ...]] = {}
     for position, (number, record) in enumerate(_records(path, file)):
         if position in wanted:
-            out[wanted[position]] = sequence(_item(record, file, number, dataset)[0])
+            out[wanted[position]] = context_texts(_item(record, file, number, dataset)[0])
     return out
 
 
