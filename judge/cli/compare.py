@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 
@@ -177,11 +178,8 @@ def _quality(args: argparse.Namespace, items: list[Item], file: str) -> Quality 
     ``overall`` when the items are rated for it, else none."""
     name = args.quality
     if name is None and items and items[0].dataset:
-        try:
+        with suppress(UnknownNameError):  # a set given by path: no registered overall quality
             name = dataset_info(items[0].dataset).overall
-        except UnknownNameError:
-            name = None
-
     return resolve_quality(or_overall(name, items), items, _registered_qualities(file, items), parse_scales(args))
 
 
