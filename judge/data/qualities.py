@@ -102,7 +102,7 @@ def find_quality(name: str, level: Level | None = None) -> Quality | None:
     return None
 
 
-def _declared_scales(source: Mapping[str, Scale] | Iterable[Item]) -> dict[str, Scale]:
+def declared_scales(source: Mapping[str, Scale] | Iterable[Item]) -> dict[str, Scale]:
     """Scales keyed by lower-cased quality name, from a mapping or from items' ``scales``."""
     if isinstance(source, Mapping):
         return {str(k).lower(): (float(v[0]), float(v[1])) for k, v in source.items()}
@@ -131,7 +131,7 @@ def quality_for(name: str, source: Mapping[str, Scale] | Sequence[Item] = (), le
     A name that is neither declared, known, a registered quality's nor annotated on any item is an
     UnknownNameError listing the annotated ones.
     """
-    declared = _declared_scales(source)
+    declared = declared_scales(source)
     items = [] if isinstance(source, Mapping) else list(source)
     base = next((q for q in known if q.name.lower() == name.lower()), None)
     if base is not None and name.lower() not in declared:

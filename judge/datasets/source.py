@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import InputError, UnknownNameError
 from ..data.items import Item, Level
-from ..data.qualities import Quality, Scale, quality_for
+from ..data.qualities import Quality, Scale, declared_scales, quality_for
 from ..models.packaged import sha256_file
 from ._common import check_scale, dataset_name, read_text
 from .benchmarks import DATASETS, DatasetInfo, dataset_info
@@ -131,11 +131,7 @@ def _build_info(items: Sequence[Item], registered: DatasetInfo | None, name: str
     """A DatasetInfo for these items: registered scales, then the file's declared ones, then ``scales``."""
     annotated = sorted({k for it in items for k in it.annotations}, key=str.lower)
     known = registered.qualities if registered else ()
-    declared: dict[str, Scale] = {}
-    for it in items:
-        for k, v in it.scales.items():
-            declared.setdefault(k.lower(), v)
-    declared.update({k.lower(): v for k, v in scales.items()})
+    declared = {**declared_scales(items), **declared_scales(scales)}
     level = _level(items, registered)
     chosen = _choose(quality, registered, annotated, declared, file)
     qualities: list[Quality] = []
