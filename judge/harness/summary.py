@@ -124,15 +124,13 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]
     kinds = {m.name: method_kinds(m) for m in exp.methods}
     results = _add_without_copies(exp, cells, rows, first, results, averages,
                                   {m for m, k in kinds.items() if k.reference_based}, shared)
-    ceiling: dict[str, dict[str, Any]] = {}
-    seen = set()
+    rated: dict[tuple[str, str], Sequence[Any]] = {}  # each (set, quality)'s items, its first cell's
     for c in cells:
-        if (c.dataset, c.quality.name) in seen:
-            continue
-        seen.add((c.dataset, c.quality.name))
-        agree = human_agreement(c.items, c.quality.name)
-        if agree is not None:
-            ceiling.setdefault(c.dataset, {})[c.quality.name] = agree
+        rated.setdefault((c.dataset, c.quality.name), c.items)
+    ceiling: dict[str, dict[str, Any]] = {}
+    for (ds, q), items in rated.items():
+        if (agree := human_agreement(items, q)) is not None:
+            ceiling.setdefault(ds, {})[q] = agree
     return Summary(
         schema=SCHEMA,
         experiment={
