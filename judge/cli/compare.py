@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import asdict
 from pathlib import Path
 
@@ -119,12 +119,9 @@ def run(args: argparse.Namespace) -> int:
     pointwise = None
     with session.plan(groups):
         bar = session.bar(len(pairs), "comparing", "pair")
-        if args.output:
-            with atomic_file(args.output) as f:
-                failed = session.rows(prep, pairs, rows.append, lambda row: f.write(row.to_json() + "\n"),
-                                      progress=bar.update, quality=qn)
-        else:
-            failed = session.rows(prep, pairs, rows.append, progress=bar.update, quality=qn)
+        with atomic_file(args.output) if args.output else nullcontext() as f:  # -o: rows stream into the file
+            sinks = [rows.append] + ([lambda row: f.write(row.to_json() + "\n")] if f is not None else [])
+            failed = session.rows(prep, pairs, *sinks, progress=bar.update, quality=qn)
         bar.close()
         if point is not None:
             scored: list[Row] = []
