@@ -140,7 +140,8 @@ def _build_info(items: Sequence[Item], registered: DatasetInfo | None, name: str
         if q_name.lower() in seen:
             continue
         seen.add(q_name.lower())
-        q = quality_for(q_name, declared, _quality_level(q_name, known, level), known=known, strict=False)
+        q_level = next((q.level for q in known if q.name.lower() == q_name.lower()), level)
+        q = quality_for(q_name, declared, q_level, known=known, strict=False)
         q = Quality(_spelled(q_name, annotated), q.level, q.min, q.max, q.description, q.negative)
         if q.has_scale:
             qualities.append(q)
@@ -183,10 +184,6 @@ def _level(items: Sequence[Item], registered: DatasetInfo | None) -> Level:
         return registered.level
     levels = {it.level for it in items}
     return "dialog" if levels == {"dialog"} else "turn"
-
-
-def _quality_level(name: str, known: Sequence[Quality], level: Level) -> Level:
-    return next((q.level for q in known if q.name.lower() == name.lower()), level)
 
 
 def _spelled(name: str, annotated: Sequence[str]) -> str:
