@@ -67,14 +67,6 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         f.write(text)
 
 
-@contextmanager
-def atomic_jsonl_writer(path: str | Path) -> Iterator[Any]:
-    """Yield ``write(row)``; rows stream to a temp file that replaces ``path`` only when the block ends
-    normally (see ``atomic_file``)."""
-    with atomic_file(path) as f:
-        yield lambda row: f.write(dumps(row) + "\n")
-
-
 def check_output_path(path: str | Path, flag: str = "--output") -> None:
     """Refuse an output path that cannot be written, before any work is done (InputError naming it)."""
     path = Path(path)
