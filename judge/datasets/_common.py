@@ -320,10 +320,7 @@ def string_list(value: Any, *, file: str, rec: str | int, field: str) -> tuple[s
 
 def non_blank(value: str | None) -> str | None:
     """Stripped text, or None when absent or blank."""
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
+    return None if value is None else value.strip() or None
 
 
 # --- groups -------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from ._common import (
     check_unique_ids,
     dataset_name,
     get_field,
+    non_blank,
     parse_json,
     parse_turns,
     string_list,
@@ -199,8 +200,7 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
                          field=unknown[0])
 
     def opt(key: str) -> str | None:
-        value = get_field(record, key, str, file=file, rec=line, required=False)
-        return value.strip() or None if value is not None else None
+        return non_blank(get_field(record, key, str, file=file, rec=line, required=False))
 
     if "id" not in record:
         raise InputError("missing required field", file=file, record=line, field="id")

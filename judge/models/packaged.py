@@ -230,16 +230,12 @@ def part_paths(model: SplitModel) -> list[Path]:
 
 def _fsync_dir(path: Path) -> None:
     """Make a rename in ``path`` durable (best effort: not every platform can open a directory)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager
