@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from judge.core.io import atomic_jsonl_writer
+from judge.core.io import atomic_file, dumps
 
 
 def test_rows_stream_to_a_temp_file_and_appear_only_at_the_end(tmp_path):
     out = tmp_path / "scores.jsonl"
-    with atomic_jsonl_writer(out) as write:
-        write({"id": "a", "score": 0.5})
+    with atomic_file(out) as f:
+        f.write(dumps({"id": "a", "score": 0.5}) + "\n")
         assert not out.exists()  # nothing at the target path while the run is going
         temps = [p for p in tmp_path.iterdir() if p.name.startswith(".scores.jsonl.")]
         assert len(temps) == 1
-        write({"id": "b", "score": 1.0})
+        f.write(dumps({"id": "b", "score": 1.0}) + "\n")
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a", "b"]
     assert [p.name for p in tmp_path.iterdir()] == ["scores.jsonl"]  # the temp file was renamed, none left
 
@@ -25,8 +25,8 @@ def test_a_failed_run_leaves_no_file_and_keeps_an_old_one(tmp_path):
     out = tmp_path / "scores.jsonl"
 
     def crash():
-        with atomic_jsonl_writer(out) as write:
-            write({"id": "a"})
+        with atomic_file(out) as f:
+            f.write(dumps({"id": "a"}) + "\n")
             raise RuntimeError("model crashed")
 
     with pytest.raises(RuntimeError):

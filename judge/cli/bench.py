@@ -39,6 +39,7 @@ from .options import (
     run_options,
     spec_from_args,
 )
+from .score_table import fmt, fmt_p
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -206,19 +207,19 @@ def print_correlations(cell: Stats, without_copies: WithoutCopies | None = None)
     few = ci.few
     if few is not None:  # below the floor: values alone, no interval, no p, nothing called significant
         for key, c in _corrs(cell).items():
-            print(f"{key:<9} {_fmt(c.value)}  {too_few_text(few)}: no interval and no p below "
+            print(f"{key:<9} {fmt(c.value)}  {too_few_text(few)}: no interval and no p below "
                   f"{MIN_CONVERSATIONS} (not significant)")
         if without_copies is not None:
             print(f"without   reference copies ({without_copies.n_left_out} items left out): spearman "
-                  f"{_fmt(without_copies.spearman)}, n {without_copies.n} items, {too_few_text(few)}")
+                  f"{fmt(without_copies.spearman)}, n {without_copies.n} items, {too_few_text(few)}")
         return
     for key, c in _corrs(cell).items():
-        line = f"{key:<9} {_fmt(c.value)}  p={_fmt_p(c.p)}"
+        line = f"{key:<9} {fmt(c.value)}  p={fmt_p(c.p)}"
         p = c.p
         if key == "spearman":
             p = ci.p
             line += (f" (item-level), bootstrap p {p_text(p, ci.n_boot, ci.n_degenerate)}"
-                     f"  95% CI [{_fmt(ci.low)}, {_fmt(ci.high)}] ({ci.n_boot} bootstrap resamples of "
+                     f"  95% CI [{fmt(ci.low)}, {fmt(ci.high)}] ({ci.n_boot} bootstrap resamples of "
                      f"{ci.n_units} {unit}" + (f", {ci.n_degenerate} degenerate" if ci.n_degenerate else "") + ")")
         if p is None or p >= 0.05:
             line += " (not significant, p >= 0.05)"
@@ -226,15 +227,7 @@ def print_correlations(cell: Stats, without_copies: WithoutCopies | None = None)
     if without_copies is not None:
         w = without_copies
         few = w.ci.few
-        interval = (too_few_text(few) if few is not None else f"95% CI [{_fmt(w.ci.low)}, {_fmt(w.ci.high)}], "
+        interval = (too_few_text(few) if few is not None else f"95% CI [{fmt(w.ci.low)}, {fmt(w.ci.high)}], "
                     f"bootstrap p {p_text(w.ci.p, w.ci.n_boot, w.ci.n_degenerate)}")
         print(f"without   reference copies ({w.n_left_out} items whose response is (nearly) a reference left "
-              f"out): spearman {_fmt(w.spearman)}  {interval}, n {w.n} items, {w.ci.n_units} {unit}")
-
-
-def _fmt(x: float | None) -> str:
-    return "nan" if x is None else f"{x:.3f}"
-
-
-def _fmt_p(p: float | None) -> str:
-    return "nan" if p is None else f"{p:.3g}"
+              f"out): spearman {fmt(w.spearman)}  {interval}, n {w.n} items, {w.ci.n_units} {unit}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext, suppress
 from dataclasses import asdict
 from pathlib import Path
 
@@ -118,12 +119,9 @@ def run(args: argparse.Namespace) -> int:
     pointwise = None
     with session.plan(groups):
         bar = session.bar(len(pairs), "comparing", "pair")
-        if args.output:
-            with atomic_file(args.output) as f:
-                failed = session.rows(prep, pairs, rows.append, lambda row: f.write(row.to_json() + "\n"),
-                                      progress=bar.update, quality=qn)
-        else:
-            failed = session.rows(prep, pairs, rows.append, progress=bar.update, quality=qn)
+        with atomic_file(args.output) if args.output else nullcontext() as f:  # -o: rows stream into the file
+            sinks = [rows.append] + ([lambda row: f.write(row.to_json() + "\n")] if f is not None else [])
+            failed = session.rows(prep, pairs, *sinks, progress=bar.update, quality=qn)
         bar.close()
         if point is not None:
             scored: list[Row] = []
@@ -177,11 +175,8 @@ def _quality(args: argparse.Namespace, items: list[Item], file: str) -> Quality 
     ``overall`` when the items are rated for it, else none."""
     name = args.quality
     if name is None and items and items[0].dataset:
-        try:
+        with suppress(UnknownNameError):  # a set given by path: no registered overall quality
             name = dataset_info(items[0].dataset).overall
-        except UnknownNameError:
-            name = None
-
     return resolve_quality(or_overall(name, items), items, _registered_qualities(file, items), parse_scales(args))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..core.errors import JudgeError
 from . import EXIT_OK, EXIT_USAGE
@@ -37,9 +38,6 @@ def run(args: argparse.Namespace) -> int:
                   f"--data-dir {args.data_dir}'", file=sys.stderr)
             return EXIT_USAGE
         return EXIT_OK
-    from pathlib import Path
-
-
     failed = 0
     for f in DATA_FILES:
         dest = Path(args.data_dir) / f.path

@@ -79,38 +79,27 @@ def _head_text(head: dict[str, Any]) -> str:
             f"{num(cv.get('spearman'))}: {per_set}")
 
 
-def _size_text(size: int | None) -> str:
-    return "size unknown" if size is None else f"{size / 1e6:.0f} MB"
-
-
 def listing() -> list[dict[str, Any]]:
     """One record per packaged model: name, state, size, install command, provenance, sha256, figures."""
     figures = measured()
     heads = shipped_heads_by_model()
-    out = []
-    for name, m in PACKAGED.items():
-        out.append({"name": name, "default": name == DEFAULT_MODEL, "state": installed_state(m), "size": m.size,
-                    "install": m.install, "provenance": m.provenance, "sha256": m.sha256,
-                    "parts": len(m.parts) if isinstance(m, SplitModel) else 1, "measured": figures.get(name, {}),
-                    "heads": heads.get(name, [])})
-    return out
-
-
-def _figure(rec: dict[str, Any], key: str) -> str:
-    value = rec["measured"].get(key, NOT_MEASURED)
-    return str(value)
+    return [{"name": name, "default": name == DEFAULT_MODEL, "state": installed_state(m), "size": m.size,
+             "install": m.install, "provenance": m.provenance, "sha256": m.sha256,
+             "parts": len(m.parts) if isinstance(m, SplitModel) else 1, "measured": figures.get(name, {}),
+             "heads": heads.get(name, [])} for name, m in PACKAGED.items()]
 
 
 def _print_listing(records: list[dict[str, Any]]) -> None:
     for rec in records:
         flag = " (default)" if rec["default"] else ""
-        print(f"{rec['name']}{flag}: {rec['state']}, {_size_text(rec['size'])}, {rec['parts']} wheel(s)")
+        size = "size unknown" if rec["size"] is None else f"{rec['size'] / 1e6:.0f} MB"
+        print(f"{rec['name']}{flag}: {rec['state']}, {size}, {rec['parts']} wheel(s)")
         print(f"    install:     {rec['install']}")
         print(f"    provenance:  {rec['provenance']}")
         print(f"    sha256:      {rec['sha256']} (pinned; the file is refused on a mismatch)")
         for key, label in (("quality", "quality"), ("examples", "examples"), ("speed", "speed"),
                            ("assembly", "assembly"), ("measured_on", "measured on")):
-            print(f"    {label + ':':<12} {_figure(rec, key)}")
+            print(f"    {label + ':':<12} {rec['measured'].get(key, NOT_MEASURED)}")
         for head in rec["heads"]:
             print(f"    {'head:':<12} {_head_text(head)}")
 

@@ -173,11 +173,6 @@ def _json_value(text: str) -> object:
         return text  # a bare word: a string
 
 
-def generate_settings(args: argparse.Namespace) -> dict[str, object]:
-    """The generation flags given, as :class:`GenerateConfig` fields (checked by ``MethodSpec.from_mapping``)."""
-    return GENERATE.given(args)
-
-
 #: The flag behind a spec field, where it is not ``--`` + the field with dashes (errors name the flag).
 FLAGS = {**{f"generate.{name}": GENERATE.flag(name) for name in GENERATE.flagged()}, "order": "--example-order", "options": "--backend-option", "prompt": "--prompt", "seeds": "--seed",
          "members": "--member", "optional": "--member optional=true"}
@@ -279,7 +274,7 @@ def _named_from_args(args: argparse.Namespace) -> MethodSpec:
     if named:
         raise InputError(f"--method names the whole method; drop {', '.join(named)} (or write the method into a "
                          "--methods-file)", field="--method")
-    generate = {key: value for key, value in generate_settings(args).items()
+    generate = {key: value for key, value in GENERATE.given(args).items()
                 if key != "seed" and value != getattr(GenerateConfig(), key)}
     backend = args.backend if args.backend != defaults.backend else None
     spec = with_runtime(named_method(args.method, args.methods_file), backend=backend, model=args.model,
@@ -384,7 +379,7 @@ def _single_from_args(args: argparse.Namespace, seeds: tuple[int, ...] | None = 
         values["seeds"] = seeds or (base,)
     if kind.runs_model:
         values.update(backend=args.backend, model=args.model, options=backend_options(args),
-                      generate=generate_settings(args))
+                      generate=GENERATE.given(args))
     flags = dict(FLAGS)
     if kind.options_flag == "options":
         values["options"] = scorer_options(args)

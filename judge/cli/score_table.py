@@ -79,9 +79,9 @@ class ScoreTable:
         # The significance is the conversation bootstrap's, as in judge run and judge bench: turns cut from
         # one conversation are not independent, so scipy's item-level p (shown for reference) is too small.
         p = ci.p
-        line = (f"spearman  {sp.value:.3f} with the human ratings  p={_p(sp.p)} (item-level), bootstrap p "
+        line = (f"spearman  {sp.value:.3f} with the human ratings  p={fmt_p(sp.p)} (item-level), bootstrap p "
                 f"{p_text(p, ci.n_boot, ci.n_degenerate)}  n={sp.n}  95% CI "
-                f"[{_num(ci.low)}, {_num(ci.high)}] ({ci.n_boot} bootstrap resamples of {ci.n_units} {unit})")
+                f"[{fmt(ci.low)}, {fmt(ci.high)}] ({ci.n_boot} bootstrap resamples of {ci.n_units} {unit})")
         if p is None or p >= 0.05:
             line += " (not significant, bootstrap p >= 0.05)"
         self.write(line)
@@ -95,9 +95,10 @@ def top_label(probs: dict[str, float | None] | None) -> str:
     return f"{label.strip() or repr(label)} ({p:.2f})" if p is not None else label
 
 
-def _num(x: float | None) -> str:
+def fmt(x: float | None) -> str:
+    """A correlation or bound as the terminal reports print it (``nan`` where there is none)."""
     return "nan" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
 
-def _p(p: float | None) -> str:
+def fmt_p(p: float | None) -> str:
     return "nan" if p is None else f"{p:.3g}"

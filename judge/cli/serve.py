@@ -9,6 +9,7 @@ import socket
 import sys
 from typing import Any
 
+from ..core.config import GENERATE
 from ..core.errors import InputError
 from ..core.settings import Settings
 from ..datasets import load_items
@@ -23,7 +24,6 @@ from .options import (
     add_judge_options,
     add_type_options,
     backend_options,
-    generate_settings,
     parse_scales,
     resolve_quality,
     spec_from_args,
@@ -146,7 +146,7 @@ def compare_spec(args: argparse.Namespace) -> MethodSpec | None:
     return spec_from_flags({"type": "pairwise", "prompt": args.compare_prompt,
                             **Settings(method_type("pairwise").settings).given(args),
                             "seeds": (args.seed or 0,), "backend": args.backend, "model": args.model,
-                            "options": backend_options(args), "generate": generate_settings(args)},
+                            "options": backend_options(args), "generate": GENERATE.given(args)},
                            {**FLAGS, "prompt": "--compare-prompt"})
 
 

@@ -121,13 +121,9 @@ def write_summary(result: ByGroup, folder: str | Path, view: str | None) -> list
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     link = Path(os.path.relpath(Path(view).resolve(), out.resolve())).as_posix() if view else None
-    texts = {"markdown": render.render_markdown(result, link), "html": render.render_html(result, link),
-             "csv": render.render_csv(result)}
-    paths = []
     for fmt, name in SUMMARY_FILES.items():
-        atomic_write_text(out / name, texts[fmt])
-        paths.append(out / name)
-    return paths
+        atomic_write_text(out / name, rendered(result, fmt, link))
+    return [out / name for name in SUMMARY_FILES.values()]
 
 
 def rendered(result: ByGroup, fmt: str, view: str | None) -> str:

@@ -26,7 +26,7 @@ class InputError(JudgeError):
             where.append(f"record {record}" if not isinstance(record, int) else f"line {record}")
         if field is not None:
             where.append(f"field '{field}'")
-        prefix = ": ".join([", ".join(where)]) if where else ""
+        prefix = ", ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import fields
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
@@ -66,10 +67,8 @@ def convert(key: str, value: Any, hint: Any) -> Any:
             return None
         for arg in get_args(hint):
             if arg is not type(None):
-                try:
+                with suppress(InputError):
                     return convert(key, value, arg)
-                except InputError:
-                    pass
         raise bad
     if origin is tuple:
         inner = get_args(hint)[0]

@@ -57,10 +57,7 @@ def atomic_file(path: str | Path, mode: str = "w", suffix: str = ".tmp") -> Iter
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
 
 
@@ -68,14 +65,6 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file, fsync, rename)."""
     with atomic_file(path) as f:
         f.write(text)
-
-
-@contextmanager
-def atomic_jsonl_writer(path: str | Path) -> Iterator[Any]:
-    """Yield ``write(row)``; rows stream to a temp file that replaces ``path`` only when the block ends
-    normally (see ``atomic_file``)."""
-    with atomic_file(path) as f:
-        yield lambda row: f.write(dumps(row) + "\n")
 
 
 def check_output_path(path: str | Path, flag: str = "--output") -> None:

@@ -102,7 +102,7 @@ def find_quality(name: str, level: Level | None = None) -> Quality | None:
     return None
 
 
-def _declared_scales(source: Mapping[str, Scale] | Iterable[Item]) -> dict[str, Scale]:
+def declared_scales(source: Mapping[str, Scale] | Iterable[Item]) -> dict[str, Scale]:
     """Scales keyed by lower-cased quality name, from a mapping or from items' ``scales``."""
     if isinstance(source, Mapping):
         return {str(k).lower(): (float(v[0]), float(v[1])) for k, v in source.items()}
@@ -131,7 +131,7 @@ def quality_for(name: str, source: Mapping[str, Scale] | Sequence[Item] = (), le
     A name that is neither declared, known, a registered quality's nor annotated on any item is an
     UnknownNameError listing the annotated ones.
     """
-    declared = _declared_scales(source)
+    declared = declared_scales(source)
     items = [] if isinstance(source, Mapping) else list(source)
     base = next((q for q in known if q.name.lower() == name.lower()), None)
     if base is not None and name.lower() not in declared:
@@ -142,18 +142,18 @@ def quality_for(name: str, source: Mapping[str, Scale] | Sequence[Item] = (), le
     desc = wording.description if wording else _generic_description(name, q_level)
     if name.lower() in declared:
         lo, hi = declared[name.lower()]
-        return Quality(base.name if base else _annotated_name(name, items), q_level, lo, hi, desc,
+        return Quality(base.name if base else annotated_name(name, items), q_level, lo, hi, desc,
                        base.negative if base else False)
     annotated = sorted({k for it in items for k in it.annotations})
     if items and wording is None and name.lower() not in (k.lower() for k in annotated):
         raise UnknownNameError("quality", name, annotated or [q.name for q in known])
-    unscaled = Quality(_annotated_name(name, items), q_level, math.nan, math.nan, desc)
+    unscaled = Quality(annotated_name(name, items), q_level, math.nan, math.nan, desc)
     if strict:
         unscaled.scale("it")
     return unscaled
 
 
-def _annotated_name(name: str, items: Sequence[Item]) -> str:
+def annotated_name(name: str, items: Sequence[Item]) -> str:
     """The spelling the data uses for ``name`` (keys match case-insensitively)."""
     for it in items:
         for k in it.annotations:

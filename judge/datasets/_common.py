@@ -14,7 +14,8 @@ from typing import Any
 from ..core.errors import InputError
 from ..data.items import KNOWN_SPEAKERS, SYSTEM, USER, Item, Turn, normalize_speaker
 from ..data.qualities import Quality
-from .groups import GroupIndex, sequence
+from .contexts import context_texts
+from .groups import GroupIndex
 
 
 def csv_rows(text: str, file: str, header_problem: Callable[[list[str]], str | None]
@@ -36,6 +37,17 @@ def csv_rows(text: str, file: str, header_problem: Callable[[list[str]], str | N
         if None in row or any(v is None for v in row.values()):
             raise InputError(f"expected {len(header)} columns", file=file, record=f"row {i + 1}")
     return header, rows
+
+
+def cell_number(text: str, file: str, rec: str, field: str) -> float:
+    """A CSV cell read as a finite number (InputError naming the row and column otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}", file=file, record=rec, field=field) from None
+    if not math.isfinite(value):
+        raise InputError(f"expected a finite number, got {text!r}", file=file, record=rec, field=field)
+    return value
 
 
 def dataset_name(path: str | Path) -> str:
@@ -308,10 +320,7 @@ def string_list(value: Any, *, file: str, rec: str | int, field: str) -> tuple[s
 
 def non_blank(value: str | None) -> str | None:
     """Stripped text, or None when absent or blank."""
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
+    return None if value is None else value.strip() or None
 
 
 # --- groups -------------------------------------------------------------------------------------------
@@ -352,7 +361,7 @@ def assign_groups(items: Sequence[Item], links: Mapping[int, str] | None = None)
     index = GroupIndex()
     for i, item in enumerate(items):
         index.add(item, (links or {}).get(i))
-    for item, name in zip(items, index.names(lambda idx: {i: sequence(items[i]) for i in idx}), strict=True):
+    for item, name in zip(items, index.names(lambda idx: {i: context_texts(items[i]) for i in idx}), strict=True):
         item.group = name
 
 

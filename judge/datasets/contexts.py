@@ -85,9 +85,10 @@ def text_pieces(text: str) -> tuple[str, ...]:
     return tuple(piece for piece in out if piece)
 
 
-def context_texts(item: Item) -> list[str]:
-    """The texts an item's conversation shows before what is rated: a turn item's context, a dialog."""
-    return [t.text for t in (item.context if item.level == "turn" else item.dialog)]
+def context_texts(item: Item) -> tuple[str, ...]:
+    """The texts an item's conversation shows before what is rated: a turn item's context, a dialog (also the
+    turn sequence whose prefixes join items into groups, :mod:`judge.datasets.groups`)."""
+    return tuple(t.text for t in (item.context if item.level == "turn" else item.dialog))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -51,6 +51,7 @@ from ..data.items import Item
 from .benchmarks import DATASETS, corpus_sets, dataset_info, indexed
 from .contexts import index_entry, known_sequences
 from .formats import load_items
+from .groups import shown_sequences
 from .identity import INDEX, INDEX_FORMAT, fingerprint, normalised
 
 #: Two items of different sets that open with the same two turns share a conversation when those
@@ -107,11 +108,7 @@ def _sequences(item: Item, exact: bool = False) -> list[tuple[str, ...]]:
     """The turns an item shows (normalised, or only stripped when ``exact``): context + response,
     context + each reference, or the dialog."""
     text = str.strip if exact else normalised
-    ctx = tuple(text(t.text) for t in (item.context if item.level == "turn" else item.dialog))
-    if item.level != "turn":
-        return [ctx]
-    ends = ([item.response] if item.response else []) + list(item.references)
-    return [ctx + (text(e),) for e in dict.fromkeys(ends)] or [ctx]
+    return [tuple(map(text, shown)) for shown in shown_sequences(item)]
 
 
 def _prefix_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]:

@@ -18,12 +18,10 @@ stock line: :func:`_continued`).
 
 from __future__ import annotations
 
-import math
-
 from ..core.components import components
 from ..core.errors import InputError
 from ..data.items import USER, Item, Turn
-from ._common import assign_groups, csv_rows
+from ._common import assign_groups, cell_number, check_unique_ids, csv_rows
 from .identity import normalised
 
 #: The columns each file's loader needs, and the rating column.
@@ -54,16 +52,10 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
         f"missing CSV column(s): expected the header {','.join(DAILYDIALOG)} (DailyDialog file) or "
         f"{','.join(CONVAI)} (ConvAI file), got {','.join(h)}"))
     which = kind(header)
-    items = []
-    for i, row in enumerate(rows):
-        rec = f"row {i + 1}"
-        items.append(_dailydialog(row, i, file, rec, dataset) if which == "dailydialog"
-                     else _convai(row, file, rec, dataset))
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        dup = next(x for x in ids if ids.count(x) > 1)
-        raise InputError(f"duplicate id '{dup}'", file=file, record=f"row {ids.index(dup, ids.index(dup) + 1) + 1}",
-                         field="id")
+    labels = [f"row {i + 1}" for i in range(len(rows))]
+    items = [_dailydialog(row, i, file, rec, dataset) if which == "dailydialog" else _convai(row, file, rec, dataset)
+             for i, (row, rec) in enumerate(zip(rows, labels, strict=True))]
+    check_unique_ids(items, labels, file)
     assign_groups(items, _continued(items, MIN_CONTINUING_REPLY if which == "dailydialog" else 0))
     return items
 
@@ -90,9 +82,9 @@ def _continued(items: list[Item], min_reply: int = 0) -> dict[int, str]:
 
 
 def _dailydialog(row: dict[str, str], i: int, file: str, rec: str, dataset: str) -> Item:
-    score = _number(row["human_score"], file, rec, "human_score")
+    score = cell_number(row["human_score"], file, rec, "human_score")
     meta: dict[str, str | int | float | bool | None] = {
-        key: _number(row[col], file, rec, col) for col, key in AUTOMATIC.items() if col in row}
+        key: cell_number(row[col], file, rec, col) for col, key in AUTOMATIC.items() if col in row}
     return Item(id=f"{dataset}_{i:05d}", level="turn", context=(Turn(USER, row["query"].strip()),),
                 response=row["response"].strip(), dataset=dataset, annotations={QUALITY: (score,)}, meta=meta)
 
@@ -101,7 +93,7 @@ def _convai(row: dict[str, str], file: str, rec: str, dataset: str) -> Item:
     ident = row["id"].strip()
     if not ident:
         raise InputError("empty id", file=file, record=rec, field="id")
-    label = _number(row["label"], file, rec, "label")
+    label = cell_number(row["label"], file, rec, "label")
     return Item(id=f"{dataset}_{ident}", level="turn", context=(Turn(USER, row["query"].strip()),),
                 response=row["reply"].strip(), dataset=dataset, annotations={QUALITY: (label,)})
 
@@ -110,13 +102,3 @@ def _key(text: str) -> str:
     """A text as rows are matched: letters and digits, lower case (``do n't`` is ``don't``); a text of neither
     (``:)``) as written."""
     return normalised(text) or text.strip()
-
-
-def _number(text: str, file: str, rec: str, field: str) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}", file=file, record=rec, field=field) from None
-    if not math.isfinite(value):
-        raise InputError(f"expected a finite number, got {text!r}", file=file, record=rec, field=field)
-    return value

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..data.items import Item
+from .contexts import context_texts
 
 
 def _h(text: str) -> int:
@@ -36,17 +37,12 @@ def _name(basis: str) -> int:
     return int(hashlib.sha1(basis.encode("utf-8", "surrogatepass")).hexdigest()[:16], 16)
 
 
-def sequence(item: Item) -> tuple[str, ...]:
-    """The turn texts whose prefixes join items: the context (turn level) or the dialog."""
-    return tuple(t.text for t in (item.context if item.level == "turn" else item.dialog))
-
-
 def shown_sequences(item: Item) -> list[tuple[str, ...]]:
     """Turn texts an item shows (and so could leak as an example): context + response, context + each
     reference (for turn items), or the dialog. Empty responses add no turn."""
     if item.level != "turn":
-        return [sequence(item)]
-    ctx = sequence(item)
+        return [context_texts(item)]
+    ctx = context_texts(item)
     ends = ([item.response] if item.response else []) + list(item.references)
     return [ctx + (end,) for end in dict.fromkeys(ends)] or [ctx]
 
@@ -68,7 +64,7 @@ class GroupIndex:
     def add(self, item: Item, link: str | None = None) -> None:
         i = self.n
         self.n += 1
-        seq = sequence(item)
+        seq = context_texts(item)
         hashes = [_h(t) for t in seq]
         prefix = 0
         for h in hashes:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
-from ..core.errors import InputError
 from ..data.items import Item
-from ._common import alternate, assign_groups, csv_rows, non_blank
+from ._common import alternate, assign_groups, cell_number, csv_rows, non_blank
 
 #: Columns the loader needs (``prevgt``, the original next utterance, is also among the references).
 COLUMNS = ("model", "context_id", "human_average_rating", "response", "all_references", "context")
@@ -31,20 +28,10 @@ def from_text(text: str, file: str, dataset: str) -> list[Item]:
             id=f"dailydialog-gupta_{i:05d}", level="turn", response=response, system=non_blank(row["model"]),
             context=alternate([t.strip() for t in row["context"].split(CONTEXT_SEP) if t.strip()]),
             references=tuple(r.strip() for r in row["all_references"].split("\t") if r.strip()), dataset=dataset,
-            annotations={"overall": (_rating(row["human_average_rating"], file, rec),)}))
+            annotations={"overall": (cell_number(row["human_average_rating"], file, rec, "human_average_rating"),)}))
         # context_id is "<dialog>_<turn>" in the DailyDialog test set: same dialog, same conversation.
         dialog_id = row["context_id"].strip().split("_")[0]
         if dialog_id:
             links[i] = dialog_id
     assign_groups(items, links)
     return items
-
-
-def _rating(text: str, file: str, rec: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"expected a number, got {text!r}", file=file, record=rec, field="human_average_rating") from None
-    if not math.isfinite(value):
-        raise InputError(f"expected a finite number, got {text!r}", file=file, record=rec, field="human_average_rating")
-    return value

@@ -36,6 +36,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..core.components import components
 from ..data.items import Item, conversation_of
 from .benchmarks import DATASETS
 from .contexts import ContextIndex, context_texts, pieces
@@ -113,8 +114,7 @@ def content_name(items: Sequence[Item]) -> str:
     """The name of a conversation no registered set holds, from its content: a hash of the normalised
     texts of its items' shortest turn sequence (ties: the smallest text), or of the items' fingerprints
     when none shows a turn before its response."""
-    seqs: list[tuple[str, ...]] = [tuple(normalised(t.text) for t in (it.context if it.level == "turn" else it.dialog))
-                                   for it in items]
+    seqs = [tuple(map(normalised, context_texts(it))) for it in items]
     nonempty = [s for s in seqs if any(s)]
     if nonempty:
         shortest: tuple[str, ...] = min(nonempty, key=lambda s: (len(s), s))
@@ -179,15 +179,8 @@ def families(sets: Mapping[str, Iterable[Item]]) -> dict[str, str]:
     (:func:`may_share`), directly or through another set. Sets of one family are left out together wherever a
     set must be kept away from what was learned on the others (a head's cross-validation, ``judge fit
     --without-each``)."""
-    conversations = {name: set(map(conversation_of, items))
-                     for name, items in sets.items()}
-    family = {name: name for name in sets}
+    conversations = {name: set(map(conversation_of, items)) for name, items in sets.items()}
     names = list(sets)
-    for i, a in enumerate(names):
-        for b in names[:i]:
-            if may_share(a, b) and conversations[a] & conversations[b]:
-                old, new = family[a], family[b]
-                if old != new:
-                    keep, drop = sorted((old, new), key=names.index)
-                    family = {n: keep if f == drop else f for n, f in family.items()}
-    return family
+    links = [(a, b) for i, a in enumerate(names) for b in names[:i]
+             if may_share(a, b) and conversations[a] & conversations[b]]
+    return {name: group[0] for group in components(names, links) for name in group}

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..data.items import Item
-from ..data.qualities import Scale, check_scale_bounds
+from ..data.qualities import Scale, annotated_name, check_scale_bounds
 from ._common import (
     _where,
     assign_groups,
@@ -23,6 +23,7 @@ from ._common import (
     check_unique_ids,
     dataset_name,
     get_field,
+    non_blank,
     parse_json,
     parse_turns,
     string_list,
@@ -30,7 +31,8 @@ from ._common import (
     type_name,
     unreadable,
 )
-from .groups import GroupIndex, sequence
+from .contexts import context_texts
+from .groups import GroupIndex
 
 #: Every top-level key a record may have.
 ALLOWED_KEYS = ("id", "context", "response", "dialog", "reference", "fact", "next_user", "system", "group", "scores",
@@ -40,13 +42,10 @@ _TURN_ONLY = ("context", "response", "reference", "next_user")
 
 def from_text(text: str, file: str, dataset: str) -> list[Item]:
     """Items from JSONL text; blank lines are skipped; InputError(file, line, field) on any problem."""
-    records: list[tuple[int, Any]] = []
     # Split on "\n" only: str.splitlines() would also split on U+2028, U+0085 etc., which JSON
     # allows unescaped inside strings.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        records.append((number, parse_json(line, file, line_offset=number - 1)))
+    records = [(number, parse_json(line, file, line_offset=number - 1))
+               for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not records:
         raise InputError("no records (the file is empty or has only blank lines)", file=file)
     return items_from_records(records, file, dataset)
@@ -71,7 +70,7 @@ def items_from_records(records: Sequence[tuple[int | str, Any]], file: str, data
         explicit_group.append(has_group)
     check_unique_ids(items, lines, file)
     # A declaration on any line holds for the whole file (scores of every line are checked against it).
-    scales = {_spelling(items, key): scale for key, (scale, _) in declared.items()}
+    scales = {annotated_name(key, items): scale for key, (scale, _) in declared.items()}
     for item, number in zip(items, lines, strict=True):
         item.scales = dict(scales)
         _check_in_scale(item, declared, file, number)
@@ -98,8 +97,6 @@ class JsonlScan:
     groups: list[str | None]
     #: The first item, then the first to spell each quality otherwise (what a quality is resolved from).
     samples: list[Item]
-    #: The longest id, in characters.
-    id_width: int
 
     def items(self) -> Iterator[Item]:
         """The file's items again (:func:`stream`)."""
@@ -138,7 +135,7 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
     auto: list[int] = []
     samples: list[Item] = []
     spellings: set[str] = set()
-    count = width = 0
+    count = 0
     for number, record in _records(path, file):
         item, has_group = _item(record, file, number, name)
         _merge_scales(declared, _scales(record.get("scales"), file, number), file, number)
@@ -153,7 +150,6 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
         if not samples or not spellings.issuperset(item.annotations):
             samples.append(item)
             spellings.update(item.annotations)
-        width = max(width, len(item.id))
         count += 1
     if not count:
         raise InputError("no records (the file is empty or has only blank lines)", file=file)
@@ -162,10 +158,10 @@ def scan(path: str | Path, dataset: str | None = None) -> JsonlScan:
     groups: list[str | None] = [None] * count
     for position, group in zip(auto, names, strict=True):
         groups[position] = group
-    scales = {_spelling(samples, key): scale for key, (scale, _) in declared.items()}
+    scales = {annotated_name(key, samples): scale for key, (scale, _) in declared.items()}
     for item in samples:
         item.scales = dict(scales)
-    return JsonlScan(Path(path), file, name, count, declared, scales, groups, samples, width)
+    return JsonlScan(Path(path), file, name, count, declared, scales, groups, samples)
 
 
 def _sequences_at(path: str | Path, file: str, dataset: str, positions: list[int], keys: Sequence[int]
@@ -175,7 +171,7 @@ def _sequences_at(path: str | Path, file: str, dataset: str, positions: list[int
     out: dict[int, tuple[str, ...]] = {}
     for position, (number, record) in enumerate(_records(path, file)):
         if position in wanted:
-            out[wanted[position]] = sequence(_item(record, file, number, dataset)[0])
+            out[wanted[position]] = context_texts(_item(record, file, number, dataset)[0])
     return out
 
 
@@ -204,8 +200,7 @@ def _item(record: Any, file: str, line: int | str, dataset: str) -> tuple[Item, 
                          field=unknown[0])
 
     def opt(key: str) -> str | None:
-        value = get_field(record, key, str, file=file, rec=line, required=False)
-        return value.strip() or None if value is not None else None
+        return non_blank(get_field(record, key, str, file=file, rec=line, required=False))
 
     if "id" not in record:
         raise InputError("missing required field", file=file, record=line, field="id")
@@ -284,15 +279,6 @@ def _merge_scales(declared: dict[str, tuple[Scale, int | str]], new: dict[str, S
             raise InputError(f"scale [{scale[0]:g}, {scale[1]:g}] disagrees with [{seen[0][0]:g}, {seen[0][1]:g}] "
                              f"declared on {_where(seen[1])} (a file has one scale per quality)", file=file,
                              record=line, field=f"scales.{quality}")
-
-
-def _spelling(items: list[Item], key: str) -> str:
-    """The quality name as the scores spell it (declarations match scores case-insensitively)."""
-    for item in items:
-        for name in item.annotations:
-            if name.lower() == key:
-                return name
-    return key
 
 
 def _check_in_scale(item: Item, declared: dict[str, tuple[Scale, int | str]], file: str, line: int | str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import InputError, UnknownNameError
 from ..data.items import Item, Level
-from ..data.qualities import Quality, Scale, quality_for
+from ..data.qualities import Quality, Scale, declared_scales, quality_for
 from ..models.packaged import sha256_file
 from ._common import check_scale, dataset_name, read_text
 from .benchmarks import DATASETS, DatasetInfo, dataset_info
@@ -131,11 +131,7 @@ def _build_info(items: Sequence[Item], registered: DatasetInfo | None, name: str
     """A DatasetInfo for these items: registered scales, then the file's declared ones, then ``scales``."""
     annotated = sorted({k for it in items for k in it.annotations}, key=str.lower)
     known = registered.qualities if registered else ()
-    declared: dict[str, Scale] = {}
-    for it in items:
-        for k, v in it.scales.items():
-            declared.setdefault(k.lower(), v)
-    declared.update({k.lower(): v for k, v in scales.items()})
+    declared = {**declared_scales(items), **declared_scales(scales)}
     level = _level(items, registered)
     chosen = _choose(quality, registered, annotated, declared, file)
     qualities: list[Quality] = []
@@ -144,7 +140,8 @@ def _build_info(items: Sequence[Item], registered: DatasetInfo | None, name: str
         if q_name.lower() in seen:
             continue
         seen.add(q_name.lower())
-        q = quality_for(q_name, declared, _quality_level(q_name, known, level), known=known, strict=False)
+        q_level = next((q.level for q in known if q.name.lower() == q_name.lower()), level)
+        q = quality_for(q_name, declared, q_level, known=known, strict=False)
         q = Quality(_spelled(q_name, annotated), q.level, q.min, q.max, q.description, q.negative)
         if q.has_scale:
             qualities.append(q)
@@ -187,10 +184,6 @@ def _level(items: Sequence[Item], registered: DatasetInfo | None) -> Level:
         return registered.level
     levels = {it.level for it in items}
     return "dialog" if levels == {"dialog"} else "turn"
-
-
-def _quality_level(name: str, known: Sequence[Quality], level: Level) -> Level:
-    return next((q.level for q in known if q.name.lower() == name.lower()), level)
 
 
 def _spelled(name: str, annotated: Sequence[str]) -> str:

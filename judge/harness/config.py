@@ -8,13 +8,13 @@ so a name added by another module works as soon as that module is installed.
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError, JudgeError
+from ..core.fields import close_hint
 from ..data.qualities import Scale, parse_scale
 from ..datasets.benchmarks import DatasetInfo, dataset_info
 from ..datasets.source import Source, resolve_source
@@ -45,9 +45,7 @@ def _err(path: str, where: str, msg: str) -> InputError:
 def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str, Any]) -> None:
     for key, value in table.items():
         if key not in allowed:
-            close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(allowed))}"
-            raise _err(path, f"{where}{'.' if where else ''}{key}", f"unknown key{hint}")
+            raise _err(path, f"{where}{'.' if where else ''}{key}", f"unknown key{close_hint(key, allowed)}")
         want = allowed[key]
         types = want if isinstance(want, tuple) else (want,)
         # bool is an int in Python; keep them apart so `k = true` is refused.
@@ -55,8 +53,6 @@ def _check_keys(path: str, where: str, table: dict[str, Any], allowed: dict[str,
         if not ok:
             names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
             raise _err(path, f"{where}{'.' if where else ''}{key}", f"must be {names}, got {type(value).__name__}")
-
-
 
 
 @dataclass(frozen=True)

@@ -126,15 +126,13 @@ def summarise(exp: Experiment, cells: Sequence[Any], rows: dict[tuple, list[Row]
     kinds = {m.name: method_kinds(m) for m in exp.methods}
     results = _add_without_copies(exp, cells, rows, first, results, averages,
                                   {m for m, k in kinds.items() if k.reference_based}, shared)
-    ceiling: dict[str, dict[str, Any]] = {}
-    seen = set()
+    rated: dict[tuple[str, str], Sequence[Any]] = {}  # each (set, quality)'s items, its first cell's
     for c in cells:
-        if (c.dataset, c.quality.name) in seen:
-            continue
-        seen.add((c.dataset, c.quality.name))
-        agree = human_agreement(c.items, c.quality.name)
-        if agree is not None:
-            ceiling.setdefault(c.dataset, {})[c.quality.name] = agree
+        rated.setdefault((c.dataset, c.quality.name), c.items)
+    ceiling: dict[str, dict[str, Any]] = {}
+    for (ds, q), items in rated.items():
+        if (agree := human_agreement(items, q)) is not None:
+            ceiling.setdefault(ds, {})[q] = agree
     return Summary(
         schema=SCHEMA,
         experiment={
@@ -201,13 +199,9 @@ def _add_without_copies(exp: Experiment, cells: Sequence[Any], rows: dict[tuple,
         # Coverage as the full average counts it (sets it could not score count too).
         avg = _average(per_q, len(exp.datasets), n_left_out=sum(w.n_left_out for _, w in mine))
         if len(exp.datasets) > 1:
-            parts = []
-            for (mm, ds, _q), key in first.items():
-                if mm != m:
-                    continue
-                kept = [x for x in rows[key] if x.id not in copies.get(ds, set())]
-                parts.append(stats.AveragePart(ds, ([x.score for x in kept],), [x.human for x in kept],
-                                               row_groups(kept), _shared(shared, ds, kept)))
+            kept = {key: [x for x in rows[key] if x.id not in copies.get(ds, set())]
+                    for (mm, ds, _q), key in first.items() if mm == m}
+            parts = _parts(first, kept, m, shared)
             avg["ci"] = _interval(stats.average_ci(parts, n_boot=exp.bootstrap, seed=exp.seed)).to_dict()
         averages[m]["without_copies"] = avg
     return results
@@ -297,14 +291,9 @@ def _average_comparisons(exp: Experiment, first: dict[tuple[str, str, str], tupl
 def _comparisons(exp: Experiment, first: dict[tuple[str, str, str], tuple],
                  rows: dict[tuple, list[Row]]) -> list[dict]:
     """Paired bootstrap (and Williams' test) for each configured pair, per (set, quality), first seeds."""
-    out = []
-    for a, b in exp.compare:
-        for (m, ds, q), key_a in first.items():
-            if m != a or (b, ds, q) not in first:
-                continue
-            out.append({"a": a, "b": b, "dataset": ds, "quality": q,
-                        **paired_comparison(rows[key_a], rows[first[(b, ds, q)]], exp.bootstrap, exp.seed)})
-    return out
+    return [{"a": a, "b": b, "dataset": ds, "quality": q,
+             **paired_comparison(rows[key_a], rows[first[(b, ds, q)]], exp.bootstrap, exp.seed)}
+            for a, b in exp.compare for (m, ds, q), key_a in first.items() if m == a and (b, ds, q) in first]
 
 
 def paired_comparison(rows_a: Sequence[Row], rows_b: Sequence[Row], n_boot: int, seed: int

@@ -151,16 +151,16 @@ def _package_dir(package: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def _blocks(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        yield from iter(lambda: f.read(_BLOCK), b"")
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_BLOCK), b""):
-            h.update(block)
+    for block in _blocks(path):
+        h.update(block)
     return h.hexdigest()
-
-
-def _verified_marker(path: Path) -> Path:
-    return judge_home() / "verified.json"
 
 
 def _memo_key(path: Path) -> str:
@@ -168,9 +168,9 @@ def _memo_key(path: Path) -> str:
     return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
-def _read_memo(marker: Path) -> dict[str, str]:
+def _read_memo() -> dict[str, str]:
     try:
-        seen = json.loads(marker.read_text())
+        seen = json.loads((judge_home() / "verified.json").read_text())
     except (OSError, ValueError):
         return {}
     return seen if isinstance(seen, dict) else {}
@@ -178,11 +178,11 @@ def _read_memo(marker: Path) -> dict[str, str]:
 
 def remember_verified(path: Path, sha256: str) -> None:
     """Record that ``path`` (at its current size and mtime) has the hash ``sha256``."""
-    marker = _verified_marker(path)
+    marker = judge_home() / "verified.json"
     key = _memo_key(path)
     # One entry per file: keys of the same path at another size/mtime/inode are stale.
     prefix = key.rsplit(":", 3)[0] + ":"
-    seen = {k: v for k, v in _read_memo(marker).items() if not k.startswith(prefix)}
+    seen = {k: v for k, v in _read_memo().items() if not k.startswith(prefix)}
     seen[key] = sha256
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
@@ -195,17 +195,14 @@ def remember_verified(path: Path, sha256: str) -> None:
 
 def is_remembered(path: Path, sha256: str) -> bool:
     """Whether ``path`` was verified against ``sha256`` at its current size and mtime."""
-    return _read_memo(_verified_marker(path)).get(_memo_key(path)) == sha256
+    return _read_memo().get(_memo_key(path)) == sha256
 
 
 def verify_sha256(path: Path, expected: str) -> None:
-    """Refuse a file whose sha256 differs from ``expected`` (checked once per file size+mtime)."""
-    if is_remembered(path, expected):
-        return
-    actual = sha256_file(path)
+    """Refuse a file whose sha256 differs from ``expected`` (hashed once per file size+mtime)."""
+    actual = file_sha256(path)
     if actual != expected:
         raise ChecksumError(f"{path}: sha256 {actual} does not match the expected {expected}; refusing to load it")
-    remember_verified(path, expected)
 
 
 # -- split models ----------------------------------------------------------------------------------------
@@ -231,29 +228,14 @@ def part_paths(model: SplitModel) -> list[Path]:
     return found
 
 
-def installed_versions(model: SplitModel) -> dict[str, str | None]:
-    """Installed version of each part distribution (None when absent), for diagnostics and listings."""
-    out: dict[str, str | None] = {}
-    for part in model.parts:
-        try:
-            out[part.distribution] = importlib.metadata.version(part.distribution)
-        except importlib.metadata.PackageNotFoundError:
-            out[part.distribution] = None
-    return out
-
-
 def _fsync_dir(path: Path) -> None:
     """Make a rename in ``path`` durable (best effort: not every platform can open a directory)."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager
@@ -274,10 +256,6 @@ def _assembly_lock(dest: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _partials(dest: Path) -> list[Path]:
-    return sorted(dest.parent.glob(f".{dest.name}.*.partial"))
-
-
 def assemble(parts: Sequence[Path], dest: Path, sha256: str, *, size: int | None = None) -> Path:
     """Concatenate ``parts`` in order into ``dest`` and check the result against ``sha256``.
 
@@ -295,16 +273,15 @@ def assemble(parts: Sequence[Path], dest: Path, sha256: str, *, size: int | None
                 f"the pinned file has {size}; refusing to assemble it"
             )
     with _assembly_lock(dest):
-        for stale in _partials(dest):  # left by a killed assembler: the lock says no one else is writing
+        for stale in dest.parent.glob(f".{dest.name}.*.partial"):  # left by a killed assembler: the lock says no one else is writing
             stale.unlink(missing_ok=True)
         h = hashlib.sha256()
         with atomic_file(dest, "wb", suffix=".partial") as out:
             os.fchmod(out.fileno(), 0o644)  # a model file, not a secret (the temp file starts as 0600)
             for part in parts:
-                with open(part, "rb") as f:
-                    for block in iter(lambda: f.read(_BLOCK), b""):
-                        h.update(block)
-                        out.write(block)
+                for block in _blocks(part):
+                    h.update(block)
+                    out.write(block)
             actual = h.hexdigest()
             if actual != sha256:
                 # Raised inside the block: atomic_file removes the temp file, dest is never created.
@@ -341,10 +318,16 @@ def ensure_assembled(model: SplitModel, *, cache_dir: Path | None = None, parts:
 
 def _version_hint(model: SplitModel) -> str:
     """Which installed part versions differ from the pins (the usual cause of a mismatch)."""
-    versions = installed_versions(model)
-    off = [f"{p.distribution}=={versions[p.distribution]}" for p in model.parts
-           if versions[p.distribution] not in (None, p.version)]
+    off = [f"{p.distribution}=={version}" for p in model.parts
+           if (version := _installed_version(p.distribution)) not in (None, p.version)]
     return f" (installed {', '.join(off)}; reinstall with {model.install})" if off else f" ({model.install})"
+
+
+def _installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def installed_state(model: PackagedModel | SplitModel, *, cache_dir: Path | None = None) -> str:
@@ -368,13 +351,12 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     matches cache entries of the old one, while an unchanged multi-GB file is not re-read on every run.
     """
     p = Path(path)
-    known = _read_memo(_verified_marker(p)).get(_memo_key(p))
+    known = _read_memo().get(_memo_key(p))
     if known is not None:
         return known
     digest = sha256_file(p)
     remember_verified(p, digest)
     return digest
-
 
 
 def resolve_model_path(model: str | None) -> Path:

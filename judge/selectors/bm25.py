@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..data.items import Item
 from ..data.qualities import Quality
 from .base import Selector
-from .guard import allowed
+from .guard import eligible
 
 FIELDS = {"bm25-context": "context", "bm25-response": "response", "bm25-context-response": "context-response"}
 
@@ -85,8 +85,7 @@ class BM25Selector(Selector):
         if k <= 0 or not pool:
             return []
         scores = self.scores(item, pool)
-        order = sorted((i for i, cand in enumerate(pool) if allowed(item, cand, self.group_guard)),
-                       key=lambda i: (-scores[i], i))
+        order = sorted(eligible(item, pool, self.group_guard), key=lambda i: (-scores[i], i))
         return [pool[i] for i in order[:k]]
 
     def describe(self) -> dict[str, object]:

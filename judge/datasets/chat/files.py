@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +60,9 @@ def sniff(path: str | Path, text: str | None = None, columns: Mapping[str, str] 
     first = _first_line(p, text)
     if first is None:
         return None
-    try:
+    found = None
+    with suppress(ValueError, RecursionError):
         found = shape(json.loads(first))
-    except (ValueError, RecursionError):
-        found = None
     if found is None and suffix != ".jsonl" and first.lstrip()[:1] in ("[", "{"):
         found = shape(_head_record(text if text is not None else read_text(p)))
     return found
@@ -110,10 +110,9 @@ def records(path: str | Path, file: str) -> Iterator[tuple[int | str, Any]]:
     p = Path(path)
     if p.suffix.lower() != ".jsonl":
         text = read_text(p)
-        try:
+        data = None
+        with suppress(ValueError, RecursionError):
             data = json.loads(text)
-        except (ValueError, RecursionError):
-            data = None
         if data is not None:
             yield from _array(data if isinstance(data, list) else [data], file)
             return
@@ -121,7 +120,7 @@ def records(path: str | Path, file: str) -> Iterator[tuple[int | str, Any]]:
 
 
 def _array(data: list[Any], file: str) -> Iterator[tuple[int | str, Any]]:
-    if isinstance(data, list) and data and _is_message(data[0]):
+    if data and _is_message(data[0]):
         yield "#0", data  # one conversation: a bare array of messages
         return
     for i, record in enumerate(data):

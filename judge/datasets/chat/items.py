@@ -43,27 +43,17 @@ def conversation_items(conv: Conversation, dataset: str, level: ChatLevel = "tur
             background.append(message.text)
             placeholders.append(message.non_text)  # shown in the background
             continue
-        if message.role == "assistant" and not message.step:
-            if level != "dialog":
-                rating = dict(message.feedback) or (conv.feedback if index == last else {})
-                out.append(_item(conv, dataset, f"{conv.id}#{index}", background, rating,
-                                 sum(placeholders) + message.non_text, message,
-                                 context=tuple(turns), response=message.text))
-            turns.append(Turn(SYSTEM, message.text))
+        if message.role == "assistant" and not message.step and level != "dialog":
+            rating = dict(message.feedback) or (conv.feedback if index == last else {})
+            out.append(_item(conv, dataset, f"{conv.id}#{index}", background, rating,
+                             sum(placeholders) + message.non_text, message, context=tuple(turns), response=message.text))
+        if message.step and step_open:  # the bot's consecutive steps are one turn
+            turns[-1] = Turn(SYSTEM, turns[-1].text + "\n" + message.text)
+            placeholders[-1] += message.non_text
+        else:  # a reply or a step is the bot's turn (tool results are steps), anything else the user's
+            turns.append(Turn(SYSTEM if message.step or message.role == "assistant" else USER, message.text))
             placeholders.append(message.non_text)
-            step_open = False
-        elif message.step:
-            if step_open:
-                turns[-1] = Turn(SYSTEM, turns[-1].text + "\n" + message.text)
-                placeholders[-1] += message.non_text
-            else:
-                turns.append(Turn(SYSTEM, message.text))
-                placeholders.append(message.non_text)
-            step_open = True
-        else:
-            turns.append(Turn(USER, message.text))
-            placeholders.append(message.non_text)
-            step_open = False
+        step_open = message.step
     if level != "turn" and turns:
         out.append(_item(conv, dataset, conv.id, background, conv.feedback, sum(placeholders), None,
                          dialog=tuple(turns)))

@@ -43,13 +43,13 @@ class _Span:
     path: str
 
 
-def conversations(path: str | Path, dataset: str) -> list[Conversation]:
-    """The conversations of an OTLP JSON trace export."""
-    file = str(path)
-    spans = sorted(_spans(path, file), key=lambda s: s.start)
+def load_conversations(path: str | Path, dataset: str) -> list[Conversation]:
+    """The conversations of an OTLP JSON trace export; an InputError when it holds no GenAI chat span."""
     by_key: dict[str, list[_Span]] = {}
-    for span in spans:
+    for span in sorted(_spans(path, str(path)), key=lambda s: s.start):
         by_key.setdefault(span.key, []).append(span)
+    if not by_key:
+        raise InputError(f"no GenAI chat spans (spans with '{INPUT}' or '{OUTPUT}')", file=str(path))
     return [_conversation(key, group, dataset) for key, group in by_key.items()]
 
 
@@ -113,7 +113,7 @@ def any_value(value: Any, at: Where, path: str) -> Any:
     if not isinstance(value, dict) or not value:
         return None
     kind, inner = next(iter(value.items()))
-    if kind == "stringValue" or kind == "doubleValue" or kind == "boolValue" or kind == "bytesValue":
+    if kind in ("stringValue", "doubleValue", "boolValue", "bytesValue"):
         return inner
     if kind == "intValue":
         return int(inner)
@@ -213,11 +213,3 @@ def _message(raw: Any, span: _Span, path: str, calls: dict[str, str]) -> Message
     if role == "assistant" and lines and not text:
         return Message("assistant", "\n".join(lines), step=True, non_text=non_text)
     return Message(role, "\n".join([text, *lines]) if lines else text, non_text=non_text)
-
-
-def load_conversations(path: str | Path, dataset: str) -> list[Conversation]:
-    """:func:`conversations`, an InputError when the file holds no GenAI chat span."""
-    found = conversations(path, dataset)
-    if not found:
-        raise InputError(f"no GenAI chat spans (spans with '{INPUT}' or '{OUTPUT}')", file=str(path))
-    return found

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ...core.errors import InputError
 from ...data.items import Item
+from .._common import _where
 from . import otlp, tabular
 from .files import READERS, check_level, records
 from .items import ChatLevel, conversation_items
@@ -28,10 +29,8 @@ def conversations(path: str | Path, fmt: str, dataset: str, columns: Mapping[str
     seen: dict[str, int | str] = {}
     for conv in found:
         if conv.id in seen:
-            first = seen[conv.id]
-            at = f"line {first}" if isinstance(first, int) else f"record {first}"
-            raise InputError(f"conversation id '{conv.id}' is used twice (first on {at}); a conversation is one "
-                             "record", file=file, record=conv.record, field="id")
+            raise InputError(f"conversation id '{conv.id}' is used twice (first on {_where(seen[conv.id])}); a "
+                             "conversation is one record", file=file, record=conv.record, field="id")
         seen[conv.id] = conv.record
         yield conv
 
