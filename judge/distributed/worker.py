@@ -3,7 +3,7 @@
 The actor holds no cache and writes no file: the driver looked every request up before shipping it and
 stores what comes back (:mod:`judge.distributed.executor`). It answers a piece of a unit of work exactly as
 the driver's own backend would (:func:`judge.backends.requests.ask`: one backend call per run of one kind),
-and says what that cost here: the seconds and what its backend's counters moved (tokens evaluated, decodes,
+and says what that cost here: what its backend's counters moved (tokens evaluated, decodes,
 API requests), so the driver charges each lane what its share cost, as a local run does. On close the
 backend is closed as a local run closes it (llama.cpp records this node's rate for ``--check``).
 
@@ -14,7 +14,6 @@ for the cluster.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -45,11 +44,9 @@ class BackendRecipe:
 
 @dataclass(frozen=True)
 class Reply:
-    """An actor's answers to one piece (in request order), the seconds they took there and what the backend's
-    counters moved meanwhile."""
+    """An actor's answers to one piece (in request order) and what the backend's counters moved meanwhile."""
 
     answers: list[Answer]
-    seconds: float
     moved: dict[str, int]
 
 
@@ -73,11 +70,9 @@ class Worker:
 
     def answer(self, requests: Sequence[Request]) -> Reply:
         before = self.backend.counters()
-        start = time.perf_counter()
         answers = ask(self.backend, requests)
-        seconds = time.perf_counter() - start
         after = self.backend.counters()
-        return Reply(answers, seconds, {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)})
+        return Reply(answers, {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)})
 
     def identity(self) -> dict[str, Any]:
         """What a driver without a local twin of the backend plans with (``RemoteIdentity``)."""
