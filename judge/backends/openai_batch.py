@@ -215,13 +215,12 @@ class BatchOutcome:
     """What the batches gave the requests asked: ``answered`` (their answers are in the cache), ``failed``
     (key -> reason: a line that failed, or a request the budget or the queue limit kept back), ``missing``
     (no batch answered them: expired or cancelled twice, or left for synchronous sending), ``batches`` the
-    ids waited for, ``resubmitted`` requests sent a second time."""
+    ids waited for."""
 
     answered: set[str] = field(default_factory=set)
     failed: dict[str, str] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
     batches: list[str] = field(default_factory=list)
-    resubmitted: int = 0
 
 
 def _stderr(msg: str) -> None:
@@ -309,7 +308,6 @@ class BatchClient:
         self._seen: list[str] = []  # entry keys this run waited for or read (what counts as a try)
         self._mine: set[str] = set()  # entry keys this run submitted
         self._kept: dict[str, str] = {}  # requests the budget or the queue limit keeps back, and why
-        self._resubmitted = 0
         start = self.clock()
         first = True
         while True:
@@ -465,7 +463,6 @@ class BatchClient:
             return False, False
         for part in split_files(chosen, self.max_requests, self.max_bytes):
             round_ = 1 + max(self._tries(state, r.custom_id) for r in part)
-            self._resubmitted += sum(1 for r in part if self._tries(state, r.custom_id))
             key = self._new_entry(state, part, round_, queued)
             queued += _bounds(part)[0]
             self._mine.add(key)
@@ -528,7 +525,7 @@ class BatchClient:
         answered = self._have(list(self._wanted))
         failed = {c: r for c, r in {**settled, **self._kept}.items() if c in self._wanted and c not in answered}
         missing = set(self._wanted) - answered - failed.keys()
-        return BatchOutcome(answered, failed, missing, list(dict.fromkeys(ids)), self._resubmitted)
+        return BatchOutcome(answered, failed, missing, list(dict.fromkeys(ids)))
 
 
 def _list_page(client: Any, after: str | None) -> Any:

@@ -433,8 +433,7 @@ def _changed(record: object) -> dict[str, Any]:
             if getattr(record, f.name) != getattr(fresh, f.name)}
 
 
-_DEFAULTS.update({f.name: (f.default_factory() if f.default is MISSING and callable(f.default_factory) else f.default)
-                  for f in fields(MethodSpec)})
+_DEFAULTS.update({f.name: _default(f.name) for f in fields(MethodSpec)})
 
 
 @dataclass
