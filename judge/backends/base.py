@@ -158,7 +158,6 @@ def too_long(n_tokens: int, window: int) -> Failure:
 
 #: How ``--check`` knows a backend's cost (``Backend.cost``).
 Cost = Literal["replay", "free", "hosted", "unknown"]
-COSTS: tuple[Cost, ...] = ("replay", "free", "hosted", "unknown")
 
 
 @runtime_checkable
@@ -173,7 +172,7 @@ class Backend(Protocol):
     name: str
     model_id: str
     capabilities: Capabilities
-    #: How ``judge run --check`` knows what this backend's work costs (:data:`COSTS`), read from the class: ``replay``
+    #: How ``judge run --check`` knows what this backend's work costs (:data:`Cost`), read from the class: ``replay``
     #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate the
     #: backend measures: such a backend is :class:`judge.accounting.rates.Timed`), ``free`` (no model), ``hosted``
     #: (its twin counts the requests it would send, priced from the price table), ``unknown`` (the default: the

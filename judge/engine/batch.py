@@ -27,7 +27,7 @@ anything is written (a method that cannot be batched is refused there), ``send``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from ..backends.registry import BATCHERS, has_batch_api
 from ..backends.requests import Answer, Request
 from ..core.config import default_cache_path
 from ..core.errors import InputError, RunStopped
-from .build import BackendPool, backend_key, check_needs
+from .build import BackendPool, backend_key
 from .cache import CachedBackend
 from .cost import DryCache, Entry, replay_group
 from .spec import MethodSpec
@@ -116,17 +116,12 @@ class _PlanPool(BackendPool):
         super().__init__()
         self._plan = plan
 
-    def get(self, spec: MethodSpec) -> Backend:
-        key = backend_key(spec)
-        if key != self._key or self._backend is None:
-            self.close()
-            pending = self._plan.pending.get(key)
-            backend: Backend = _StandIn(spec)
-            if pending is not None:
-                real = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-                backend = CachedBackend(_Recorder(real, pending.requests), DryCache(spec.generate.cache_path))
-            self._backend, self._key = backend, key
-        return check_needs(self._backend, spec)
+    def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
+        pending = self._plan.pending.get(backend_key(spec))
+        if pending is None:
+            return _StandIn(spec)
+        real = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
+        return CachedBackend(_Recorder(real, pending.requests), DryCache(spec.generate.cache_path))
 
 
 def _model_specs(spec: MethodSpec) -> list[MethodSpec]:

@@ -73,6 +73,12 @@ def json_response(status: int, payload: dict[str, Any], headers: dict[str, str] 
     return Response(dumps(payload), status_code=status, media_type="application/json", headers=headers)
 
 
+def rows_response(rows: Rows, many: bool) -> Response:
+    """The rows of a request: one row as its JSON object, or (``many``) every row as ``{"rows": [...]}``."""
+    text = '{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}" if many else rows[0].to_json()
+    return Response(text, media_type="application/json")
+
+
 def error_response(status: int, message: str, *, field: str | None = None, record: object = None,
                    headers: dict[str, str] | None = None) -> Response:
     payload: dict[str, Any] = {"error": message, "status": status}
@@ -107,25 +113,17 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
 
     async def score_one(request: Request) -> Response:
         record = parse_body(await read_body(request, settings.max_body_bytes))
-        items = service.parse([("item", record)])
-        rows = await score_items(items)
-        return Response(rows[0].to_json(), media_type="application/json")
+        return rows_response(await score_items(service.parse([("item", record)])), many=False)
 
     async def score_batch(request: Request) -> Response:
         body = parse_body(await read_body(request, settings.max_body_bytes))
-        records = batch_records(body, settings.max_batch)
-        items = service.parse(records)
-        rows = await score_items(items)
-        return Response('{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}", media_type="application/json")
+        return rows_response(await score_items(service.parse(batch_records(body, settings.max_batch))), many=True)
 
     async def compare(request: Request) -> Response:
         body = parse_body(await read_body(request, settings.max_body_bytes))
-        pairs = service.parse_pairs(body, settings.max_batch)
-        rows = await batcher.submit(pairs, service.compare)
+        rows = await batcher.submit(service.parse_pairs(body, settings.max_batch), service.compare)
         metrics.scored(rows)
-        if isinstance(body, dict) and "pairs" in body:
-            return Response('{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}", media_type="application/json")
-        return Response(rows[0].to_json(), media_type="application/json")
+        return rows_response(rows, many=isinstance(body, dict) and "pairs" in body)
 
     async def healthz(request: Request) -> Response:
         return json_response(200, {"status": "ok"})
