@@ -52,19 +52,26 @@ _OWNED = {"n_ctx": "--n-ctx (TOML: generate.max_context)", "n_threads": "--threa
           "verbose": "nothing"}
 
 
-def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
-    """The model's tokenizer alone (``vocab_only``: no weights are read), for counting the tokens of
-    prompts without loading a model (``judge run --check``). Text is tokenized as a prompt body, without
-    BOS or chat template."""
+def _import_llama_cpp() -> Any:
     try:
         import llama_cpp
     except ImportError as exc:  # pragma: no cover - a core dependency
         raise MissingExtraError("the llama.cpp backend", "llamacpp", "llama-cpp-python") from exc
-    path = resolve_model_path(model)
+    return llama_cpp
+
+
+def load_vocabulary(llama_cpp: Any, path: Path) -> Any:
+    """The model at ``path`` with its vocabulary only (``vocab_only``: no weights are read)."""
     try:
-        llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        return llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     except Exception as exc:
         raise BackendError(f"llama.cpp could not read the vocabulary of {path}: {exc}") from exc
+
+
+def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
+    """The model's tokenizer alone, for counting the tokens of prompts without loading a model (``judge run
+    --check``). Text is tokenized as a prompt body, without BOS or chat template."""
+    llm = load_vocabulary(_import_llama_cpp(), resolve_model_path(model))
     return lambda text: list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
 
@@ -158,11 +165,7 @@ class LlamaCppBackend(Backend):
         """Everything known before the model loads: its file and hash, the settings. Returns the module.
         Shared with the backend's replay (``llamacpp_replay``), which loads the vocabulary only, so that
         both see the same model and settings."""
-        try:
-            import llama_cpp
-        except ImportError as exc:  # pragma: no cover - a core dependency
-            raise MissingExtraError("the llama.cpp backend", "llamacpp", "llama-cpp-python") from exc
-        self._llama_cpp = llama_cpp
+        self._llama_cpp = llama_cpp = _import_llama_cpp()
         path = resolve_model_path(model)
         self.model_id = model or DEFAULT_MODEL
         self.path = Path(path)

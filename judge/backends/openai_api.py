@@ -413,7 +413,7 @@ class OpenAIBackend(Backend):
         except openai.APIStatusError as exc:
             code = exc.status_code
             reason = f"HTTP {code}"
-            detail = _error_detail(exc)
+            detail = _body_detail(exc.body)
             if detail:
                 reason += f": {self._scrub(detail)[:160]}"
             if code in (408, 409, 429) or code >= 500:
@@ -795,13 +795,9 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
 
 
-def _error_detail(exc: Any) -> str:
-    """The server's error message, if the body has one (OpenAI: {"error": {"message": ...}})."""
-    return _body_detail(getattr(exc, "body", None))
-
-
 def _body_detail(body: Any) -> str:
-    """The error message of an error body (a failed response's, or a batch output line's)."""
+    """The error message of an error body, a failed response's or a batch output line's (OpenAI:
+    ``{"error": {"message": ...}}``); empty when it has none."""
     if isinstance(body, dict):
         inner = body.get("error")
         msg = inner.get("message") if isinstance(inner, dict) else body.get("message")
@@ -816,7 +812,7 @@ def _refused_param(exc: Any) -> str | None:
     ``unsupported_parameter`` or ``unsupported_value`` and ``param``, and its log-probabilities with 403 "You
     are not allowed to request logprobs from this model" (``param`` and ``code`` null); a gateway that keeps
     only the message ("Unsupported parameter: 'max_tokens' ...") is read from the message."""
-    detail = _error_detail(exc)
+    detail = _body_detail(exc.body)
     param = exc.param if exc.code in REFUSAL_CODES else None
     if param is None:
         found = re.search(r"Unsupported (?:parameter|value): '(\w+)'", detail)

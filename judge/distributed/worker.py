@@ -50,6 +50,13 @@ class Reply:
     moved: dict[str, int]
 
 
+def built(backend: Backend) -> dict[str, Any]:
+    """What a backend was built as: the judge version, its name, model and settings (the driver refuses an actor
+    whose backend differs from its own: its answers would be cached under keys that do not describe them)."""
+    return {"version": SOURCE_VERSION, "name": backend.name, "model_id": backend.model_id,
+            "settings": backend.settings(), "sequence_settings": backend.sequence_settings()}
+
+
 class Worker:
     """One backend, built once when the actor starts, answering pieces one at a time."""
 
@@ -57,16 +64,11 @@ class Worker:
         self.backend = recipe.build()
 
     def hello(self) -> dict[str, Any]:
-        """Where it runs and what it built, for the driver's checks and progress: the node, the process id, the
-        judge version and the backend's identity (the driver refuses an actor whose settings differ from its
-        own: its answers would be cached under keys that do not describe them)."""
+        """Where it runs and what it :func:`built`, for the driver's checks and progress."""
         import ray
 
-        context = ray.get_runtime_context()
-        b = self.backend
-        return {"node": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                "version": SOURCE_VERSION, "name": b.name, "model_id": b.model_id, "settings": b.settings(),
-                "sequence_settings": b.sequence_settings()}
+        return {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(),
+                "pid": os.getpid(), **built(self.backend)}
 
     def answer(self, requests: Sequence[Request]) -> Reply:
         before = self.backend.counters()
@@ -77,8 +79,7 @@ class Worker:
     def identity(self) -> dict[str, Any]:
         """What a driver without a local twin of the backend plans with (``RemoteIdentity``)."""
         b = self.backend
-        return {"name": b.name, "model_id": b.model_id, "capabilities": b.capabilities, "settings": b.settings(),
-                "sequence_settings": b.sequence_settings(), "wrapping": {c: b.wrapping(c) for c in (True, False)}}
+        return {**built(b), "capabilities": b.capabilities, "wrapping": {c: b.wrapping(c) for c in (True, False)}}
 
     def count_tokens(self, prompt: Prompt) -> int:
         return self.backend.count_tokens(prompt)
