@@ -555,11 +555,7 @@ class OpenAIBackend(Backend):
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
         want = self.options.sampling_fallback
         choices, prompt_tokens, _ = self._samples(prompt, chat, want, 1, self.config.seed, one_token=True)
-        counts = Counter(_choice_text(c, chat) for c in choices)
-        logprobs = {c: math.log(counts[c] / want) for c in candidates if counts.get(c)}
-        top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
-        return LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
-                         estimated=True, complete=False)
+        return _frequencies(Counter(_choice_text(c, chat) for c in choices), want, candidates, prompt_tokens)
 
     def _samples(self, prompt: Prompt, chat: bool, want: int, max_tokens: int, seed: int,
                  one_token: bool = False) -> tuple[list[dict[str, Any]], int, int]:
@@ -649,12 +645,8 @@ class OpenAIBackend(Backend):
         if not counts:
             return Failure(f"none of the {want} sampled completions ended with an answer line ('{how.cue} ...') "
                            f"that could be read (finish_reason {finish}); a larger --reason leaves them more room")
-        logprobs = {c: math.log(k / want) for c, k in counts.items()}
-        top = sorted(logprobs.items(), key=lambda t: -t[1])
         rationale = next(r for r, label in said if label is not None)
-        dist = LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
-                         estimated=True, complete=False)
-        return Reasoned(dist, rationale, generated, unparsed)
+        return Reasoned(_frequencies(counts, want, candidates, prompt_tokens), rationale, generated, unparsed)
 
     def reason(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
@@ -878,6 +870,14 @@ def _table_dist(table: dict[str, float], candidates: Sequence[str], top_n: int, 
     top = sorted(table.items(), key=lambda t: -t[1])[:top_n]
     return LabelDist({c: table[c] for c in candidates if c in table}, top, n_prompt_tokens=n_prompt,
                      n_evaluated_tokens=n_prompt, complete=False)
+
+
+def _frequencies(counts: Counter[str], want: int, candidates: Sequence[str], n_prompt: int) -> LabelDist:
+    """The answer estimated from ``want`` sampled completions (``estimated``): the log of each answer's share of
+    them, ``counts`` holding how many gave it."""
+    top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
+    return LabelDist({c: math.log(counts[c] / want) for c in candidates if counts.get(c)}, top,
+                     n_prompt_tokens=n_prompt, n_evaluated_tokens=n_prompt, estimated=True, complete=False)
 
 
 def answer_request(cue: str, candidates: Sequence[str]) -> str:

@@ -249,8 +249,7 @@ class BatchClient:
 
     def __init__(self, backend: OpenAIBackend, state_path: str | Path, *, poll_s: float = 30.0,
                  max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES, resubmit: bool = True,
-                 queue_tokens: int | None = None, log: Callable[[str], None] = _stderr,
-                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 queue_tokens: int | None = None, log: Callable[[str], None] = _stderr) -> None:
         self.backend = backend
         self.state = BatchState(state_path, backend)
         self.poll_s = poll_s
@@ -260,8 +259,6 @@ class BatchClient:
         #: Prompt tokens the model's queue holds at once (None: not known; refusals still teach it).
         self.queue_tokens = queue_tokens
         self.log = log
-        self.sleep = sleep or _nap
-        self.clock = clock
 
     # -- the provider's endpoints, through the backend's client and retries ---------------------------
     def _upload(self, lines: Sequence[BatchRequest], n: int) -> str:
@@ -308,7 +305,7 @@ class BatchClient:
         self._seen: list[str] = []  # entry keys this run waited for or read (what counts as a try)
         self._mine: set[str] = set()  # entry keys this run submitted
         self._kept: dict[str, str] = {}  # requests the budget or the queue limit keeps back, and why
-        start = self.clock()
+        start = time.monotonic()
         first = True
         while True:
             with self.state.locked() as state:
@@ -316,7 +313,7 @@ class BatchClient:
             first = False
             if not waiting:
                 break
-            self.sleep(self.poll_s)
+            _nap(self.poll_s)
         return self._outcome()
 
     def _pass(self, state: dict[str, Any], start: float, first: bool) -> bool:
@@ -352,7 +349,7 @@ class BatchClient:
         counts = batch.request_counts
         done = f"{counts.completed:,} of {counts.total:,} completed, {counts.failed:,} failed" if counts \
             else "counts not known yet"
-        self.log(f"judge: batch {entry['id']}: {batch.status}, {done}, waited {_waited(self.clock() - start)}")
+        self.log(f"judge: batch {entry['id']}: {batch.status}, {done}, waited {_waited(time.monotonic() - start)}")
         if batch.status in TERMINAL:
             self._read(state, entry, batch)
 
