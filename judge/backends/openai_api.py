@@ -501,7 +501,9 @@ class OpenAIBackend(Backend):
             params = {**params, "reasoning_effort": self.options.reasoning_effort}
         for _ in range(len(REPLACEMENTS) + 1):  # each round adjusts one more parameter
             if one_token and self.refusals.reasoning:
-                raise _Permanent(self._thinks_first())
+                refused = "max_tokens" in self.refusals.refused
+                why = " (the server refused max_tokens, as reasoning models do)" if refused else ""
+                raise _Permanent(THINKS_FIRST.format(model=self.model_id, why=why))
             sent = self.refusals.apply(params)
             try:
                 return self._post(prompt, chat, then=then, **sent)
@@ -510,10 +512,6 @@ class OpenAIBackend(Backend):
                     raise _Permanent(exc.reason) from None
                 self.refusals.learn(exc.param)  # (or another request in flight learned it first)
         raise _Permanent("the server kept refusing parameters after every one this backend can drop was dropped")
-
-    def _thinks_first(self) -> str:
-        why = " (the server refused max_tokens, as reasoning models do)" if "max_tokens" in self.refusals.refused else ""
-        return THINKS_FIRST.format(model=self.model_id, why=why)
 
     def _logprob_params(self, chat: bool, top_n: int, max_tokens: int = 1, temperature: float = 0.0) -> dict[str, Any]:
         """The parameters asking the top ``top_n`` tokens per position, at most the endpoint's maximum

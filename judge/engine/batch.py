@@ -161,23 +161,19 @@ class BatchPlan:
 
     def batched(self, spec: MethodSpec) -> bool:
         """Whether any backend ``spec`` runs on (an ensemble's members' too) batches its requests."""
-        for s in _model_specs(spec):
-            self._probe(s)
-        return any(backend_key(s) in self.pending for s in _model_specs(spec))
-
-    def _probe(self, spec: MethodSpec) -> None:
-        """Record the driver of ``spec``'s backend the first time its key is seen, when it batches (its class
-        declares a batch API and its options ask for it)."""
-        key = backend_key(spec)
-        if key not in self._probed:
+        specs = _model_specs(spec)
+        for s in specs:  # the driver of each backend, recorded the first time its key is seen, when it batches
+            key = backend_key(s)
+            if key in self._probed:
+                continue
             self._probed.add(key)
-            if has_batch_api(spec.backend):
-                batcher = BATCHERS.get(spec.backend)(spec.options)
-                if batcher is not None:
-                    if not spec.generate.cache:
-                        raise InputError("the batch's answers reach the run through the cache: drop --no-cache "
-                                         f"(cache = false) to batch {spec.name}", field="--batch")
-                    self.pending[key] = _Pending(spec, batcher)
+            batcher = BATCHERS.get(s.backend)(s.options) if has_batch_api(s.backend) else None
+            if batcher is not None:
+                if not s.generate.cache:
+                    raise InputError("the batch's answers reach the run through the cache: drop --no-cache "
+                                     f"(cache = false) to batch {s.name}", field="--batch")
+                self.pending[key] = _Pending(s, batcher)
+        return any(backend_key(s) in self.pending for s in specs)
 
     def _check_files(self) -> None:
         by_file: dict[str, list[_Pending]] = {}

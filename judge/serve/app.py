@@ -145,8 +145,7 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
         Route("/v1/info", info, methods=["GET"]),
         Route("/metrics", metrics_text, methods=["GET"]),
     ]
-    handlers = {HTTPError: _on_http_error, InputError: _on_input_error, BackendError: _on_backend_error,
-                JudgeError: _on_judge_error, RuntimeError: _on_runtime_error}
+    handlers = dict.fromkeys((HTTPError, InputError, BackendError, JudgeError, RuntimeError), _on_error)
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers,
                      middleware=[Middleware(Guard, metrics=metrics, token=settings.token)])
 
@@ -232,26 +231,16 @@ def batch_records(body: Any, max_batch: int) -> list[tuple[str, Any]]:
 
 
 # -- errors ---------------------------------------------------------------------------------------
-async def _on_http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPError)
-    return error_response(exc.status, exc.message, field=exc.field)
-
-
-async def _on_input_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, InputError)
-    return error_response(422, str(exc), field=exc.field, record=exc.record)
-
-
-async def _on_judge_error(request: Request, exc: Exception) -> Response:
-    # Template errors and the like: the request's items cannot be rendered by this judge.
-    return error_response(422, str(exc))
-
-
-async def _on_backend_error(request: Request, exc: Exception) -> Response:
-    return error_response(503, f"backend failure: {exc}", headers={"Retry-After": "5"})
-
-
-async def _on_runtime_error(request: Request, exc: Exception) -> Response:
+async def _on_error(request: Request, exc: Exception) -> Response:
+    """The status and message of an error a request met (the handler of every class in :func:`create_app`)."""
+    if isinstance(exc, HTTPError):
+        return error_response(exc.status, exc.message, field=exc.field)
+    if isinstance(exc, InputError):
+        return error_response(422, str(exc), field=exc.field, record=exc.record)
+    if isinstance(exc, BackendError):
+        return error_response(503, f"backend failure: {exc}", headers={"Retry-After": "5"})
+    if isinstance(exc, JudgeError):  # template errors and the like: this judge cannot render the items
+        return error_response(422, str(exc))
     # The worker raised something that is not bad input (or the service is stopping): not the
     # client's fault and possibly transient.
     return error_response(503, f"scoring failed: {type(exc).__name__}: {exc}")
