@@ -339,11 +339,6 @@ class MethodSpec:
         """The method type this spec is of (:data:`METHOD_TYPES`)."""
         return method_type(self.type)
 
-    def default_name(self) -> str:
-        """The name a method gets when none is given (its type's: ``<prompt>-<selector>-k<k>``, the
-        scorer's, ``ensemble(<member>+<member>...)``, ...)."""
-        return self.kind.default_name(self)
-
     @property
     def seeded(self) -> bool:
         """Whether seeds change the result (random selection); other methods run their first seed only."""
