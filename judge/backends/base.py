@@ -216,8 +216,7 @@ class Backend(Protocol):
         """For each (prompt, continuation): the log-probability of every token of the continuation after
         the prompt. Optional (``capabilities.sequence_logprobs``); the default fails every request,
         because top-N APIs cannot read the probability of a token they did not rank."""
-        return [Failure(f"backend '{self.name}' cannot read the log-probabilities of a given text")
-                for _ in requests]
+        return [Failure(cannot(self, "sequence_logprobs")) for _ in requests]
 
     def hidden_states(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20

@@ -159,7 +159,6 @@ class TransformersBackend(HFTokenCounting, Backend):
         self.revision = revision
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.device_name = device
         # fp16 matmuls are slow or missing on CPU; there fp32 is the default (GGUFs are dequantised to it).
         if dtype is None:
             dtype = "float32" if device == "cpu" else "auto"

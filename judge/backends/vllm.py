@@ -56,7 +56,6 @@ class VLLMBackend(HFTokenCounting, Backend):
             import vllm
         except ImportError as exc:
             raise MissingExtraError("the vLLM backend", "vllm", exc.name or "vllm") from exc
-        self._vllm = vllm
         self.config = config
         self.model_id = model or DEFAULT_MODEL
         self.n = int(logprobs or config.top_n)
