@@ -3,6 +3,7 @@ where a backend declares them, a reply's per-token log-probabilities, the hidden
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
@@ -86,6 +87,13 @@ class LabelDist:
     n_evaluated_tokens: int = 0
     estimated: bool = False
     complete: bool = True
+
+
+def uniform(candidates: Sequence[str], n_prompt_tokens: int = 0) -> LabelDist:
+    """Every candidate equally likely: the placeholder answer of a backend that counts requests instead of
+    answering them (``--check``'s replays, the batch pre-pass)."""
+    lp = -math.log(max(1, len(candidates)))
+    return LabelDist(dict.fromkeys(candidates, lp), [(c, lp) for c in candidates], n_prompt_tokens, complete=False)
 
 
 @dataclass

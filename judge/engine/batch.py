@@ -26,12 +26,12 @@ anything is written (a method that cannot be batched is refused there), ``send``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import Backend, Capabilities, Failure, LabelDist, Prompt, create_backend
+from ..backends import Backend, Capabilities, Failure, Prompt, create_backend
+from ..backends.base import uniform
 from ..backends.batching import Batcher, BatchReport
 from ..backends.layer import Answering, Layer
 from ..backends.registry import BATCHERS, has_batch_api
@@ -42,12 +42,6 @@ from .build import BackendPool, backend_key
 from .cache import CachedBackend
 from .cost import DryCache, Entry, replay_group
 from .spec import MethodSpec
-
-
-def _placeholder(candidates: Sequence[str]) -> LabelDist:
-    """A uniform answer: what the pre-pass's backends answer every label request with."""
-    uniform = -math.log(max(1, len(candidates)))
-    return LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates], complete=False)
 
 
 class _Recorder(Layer):
@@ -69,7 +63,7 @@ class _Recorder(Layer):
                              "run this method without the batch options", field="--batch")
         for i, r in enumerate(requests):
             self.requests.setdefault(r, None)
-            yield i, _placeholder(r.candidates)
+            yield i, uniform(r.candidates)
 
 
 class _StandIn(Answering):
@@ -86,7 +80,7 @@ class _StandIn(Answering):
 
     def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
         for i, r in enumerate(requests):
-            yield i, _placeholder(r.candidates) if r.kind == "label" else Failure("not answered in the batch pre-pass")
+            yield i, uniform(r.candidates) if r.kind == "label" else Failure("not answered in the batch pre-pass")
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(prompt.text) // 4
