@@ -3,6 +3,7 @@ where a backend declares them, a reply's per-token log-probabilities, the hidden
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Literal, Protocol, TypeVar, runtime_checkable
@@ -88,6 +89,13 @@ class LabelDist:
     complete: bool = True
 
 
+def uniform(candidates: Sequence[str], n_prompt_tokens: int = 0) -> LabelDist:
+    """Every candidate equally likely: the placeholder answer of a backend that counts requests instead of
+    answering them (``--check``'s replays, the batch pre-pass)."""
+    lp = -math.log(max(1, len(candidates)))
+    return LabelDist(dict.fromkeys(candidates, lp), [(c, lp) for c in candidates], n_prompt_tokens, complete=False)
+
+
 @dataclass
 class TokenLogprobs:
     """Log-probabilities of the tokens of a given continuation, each read after the prompt and the
@@ -158,7 +166,6 @@ def too_long(n_tokens: int, window: int) -> Failure:
 
 #: How ``--check`` knows a backend's cost (``Backend.cost``).
 Cost = Literal["replay", "free", "hosted", "unknown"]
-COSTS: tuple[Cost, ...] = ("replay", "free", "hosted", "unknown")
 
 
 @runtime_checkable
@@ -173,7 +180,7 @@ class Backend(Protocol):
     name: str
     model_id: str
     capabilities: Capabilities
-    #: How ``judge run --check`` knows what this backend's work costs (:data:`COSTS`), read from the class: ``replay``
+    #: How ``judge run --check`` knows what this backend's work costs (:data:`Cost`), read from the class: ``replay``
     #: (its twin in :data:`judge.backends.registry.REPLAYS` counts what it would evaluate, timed at the rate the
     #: backend measures: such a backend is :class:`judge.accounting.rates.Timed`), ``free`` (no model), ``hosted``
     #: (its twin counts the requests it would send, priced from the price table), ``unknown`` (the default: the
@@ -217,8 +224,7 @@ class Backend(Protocol):
         """For each (prompt, continuation): the log-probability of every token of the continuation after
         the prompt. Optional (``capabilities.sequence_logprobs``); the default fails every request,
         because top-N APIs cannot read the probability of a token they did not rank."""
-        return [Failure(f"backend '{self.name}' cannot read the log-probabilities of a given text")
-                for _ in requests]
+        return [Failure(cannot(self, "sequence_logprobs")) for _ in requests]
 
     def hidden_states(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int = 20

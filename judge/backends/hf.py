@@ -28,7 +28,7 @@ from typing import Any
 from ..core.config import GenerateConfig
 from ..core.errors import BackendError, MissingExtraError
 from ..models.packaged import DEFAULT_MODEL, PACKAGED, resolve_model_path, sha256_file
-from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, Reasoned, Reasoning, too_long
+from .base import Backend, Capabilities, Failure, HiddenState, LabelDist, Prompt, Reasoned, Reasoning
 from .generation import choose, no_room, request_rng, think
 from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
@@ -159,7 +159,6 @@ class TransformersBackend(HFTokenCounting, Backend):
         self.revision = revision
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.device_name = device
         # fp16 matmuls are slow or missing on CPU; there fp32 is the default (GGUFs are dequantised to it).
         if dtype is None:
             dtype = "float32" if device == "cpu" else "auto"
@@ -235,13 +234,13 @@ class TransformersBackend(HFTokenCounting, Backend):
         return 2048
 
     # -- scoring --------------------------------------------------------------------------------
-    def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
-        """Indices grouped into batches of similar length (``order`` is sorted by length)."""
+    def _batches(self, seqs: dict[int, list[int]]) -> list[list[int]]:
+        """The indices of ``seqs`` grouped into batches of similar length."""
         size = max(1, self.config.batch_size)
         batches: list[list[int]] = []
         cur: list[int] = []
-        for i in order:
-            longest = max([lengths[j] for j in cur] + [lengths[i]])
+        for i in sorted(seqs, key=lambda i: len(seqs[i])):
+            longest = max([len(seqs[j]) for j in cur] + [len(seqs[i])])
             if cur and (len(cur) >= size or longest * (len(cur) + 1) > self.max_batch_tokens):
                 batches.append(cur)
                 cur = []
@@ -300,36 +299,20 @@ class TransformersBackend(HFTokenCounting, Backend):
     def _score(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, hidden: bool
     ) -> list[HiddenState | Failure]:
-        out: list[HiddenState | Failure | None] = [None] * len(prompts)
-        ctx = self.capabilities.max_context
+        failed, seqs = self.fitting(prompts, self.capabilities.max_context)
+        out: list[HiddenState | Failure | None] = list(failed)
         cand_ids = self.prompts.candidate_ids(candidates)
-        seqs: list[list[int]] = []
-        for i, prompt in enumerate(prompts):
-            try:
-                toks = self.tokens(prompt)
-            except BackendError as exc:
-                out[i] = Failure(str(exc))
-                toks = []
-            if out[i] is None and len(toks) >= ctx:
-                out[i] = too_long(len(toks), ctx)
-            seqs.append(toks)
-        todo = sorted((i for i in range(len(prompts)) if out[i] is None), key=lambda i: len(seqs[i]))
-        lengths = [len(s) for s in seqs]
-        for batch in self._batches(todo, lengths):
+        for batch in self._batches(seqs):
             try:
                 lp, states = self._forward([seqs[i] for i in batch], hidden)
             except (RuntimeError, ValueError) as exc:  # e.g. out of memory: fail these items, keep the run
                 for i in batch:
                     out[i] = Failure(f"forward pass failed: {exc}")
                 continue
-            k = min(top_n, lp.shape[-1])
-            top_vals, top_idx = self._torch.topk(lp, k, dim=-1)
             for row, i in enumerate(batch):
-                cands = {c: float(lp[row, t]) for c, t in cand_ids.items()}
-                top = [(self.prompts.piece(int(t)), float(v)) for v, t in zip(top_vals[row], top_idx[row])]
-                n = lengths[i]
+                n = len(seqs[i])
                 vector = states[row].tolist() if states is not None else []
-                out[i] = HiddenState(vector, LabelDist(cands, top, n_prompt_tokens=n, n_evaluated_tokens=n))
+                out[i] = HiddenState(vector, self._dist(lp[row], cand_ids, top_n, n, n))
         return [o if o is not None else Failure("internal error: prompt not scored") for o in out]
 
     def reason(
@@ -379,13 +362,15 @@ class TransformersBackend(HFTokenCounting, Backend):
             batch = thought.chosen[thought.ran:thought.keep] + cue
             last = self.model(input_ids=torch.tensor([batch], device=device), use_cache=True, **{self._cache_arg: cache})
             lp = torch.log_softmax(last.logits[0, -1].float(), dim=-1).cpu()
-        cand_ids = self.prompts.candidate_ids(candidates)
-        k = min(top_n, lp.shape[-1])
-        top_vals, top_idx = torch.topk(lp, k)
-        dist = LabelDist({c: float(lp[t]) for c, t in cand_ids.items()},
-                         [(self.prompts.piece(int(t)), float(v)) for v, t in zip(top_vals, top_idx, strict=True)],
-                         n_prompt_tokens=len(toks), n_evaluated_tokens=len(toks) + len(batch))
+        dist = self._dist(lp, self.prompts.candidate_ids(candidates), top_n, len(toks), len(toks) + len(batch))
         return Reasoned(dist, said.strip(), n_generated=len(thought.chosen))
+
+    def _dist(self, lp: Any, cand_ids: dict[str, int], top_n: int, n_prompt: int, n_eval: int) -> LabelDist:
+        """The label answer from one position's log-probabilities over the vocabulary (a tensor)."""
+        top_vals, top_idx = self._torch.topk(lp, min(top_n, lp.shape[-1]))
+        top = [(self.prompts.piece(int(t)), float(v)) for v, t in zip(top_vals, top_idx, strict=True)]
+        return LabelDist({c: float(lp[t]) for c, t in cand_ids.items()}, top, n_prompt_tokens=n_prompt,
+                         n_evaluated_tokens=n_eval)
 
     def settings(self) -> dict[str, object]:
         out: dict[str, object] = {

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.errors import BackendError
-from .base import Prompt
+from .base import Failure, Prompt, too_long
 from .chat import SENTINEL
 
 
@@ -125,6 +125,23 @@ class HFTokenCounting:
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.tokens(prompt))
+
+    def fitting(self, prompts: Sequence[Prompt], window: int) -> tuple[list[Failure | None], dict[int, list[int]]]:
+        """What goes to the model: a slot per prompt holding the Failure of one that cannot go (it cannot be
+        tokenized, or does not fit in ``window``), and the tokens of the others by their index."""
+        failed: list[Failure | None] = [None] * len(prompts)
+        seqs: dict[int, list[int]] = {}
+        for i, prompt in enumerate(prompts):
+            try:
+                toks = self.tokens(prompt)
+            except BackendError as exc:
+                failed[i] = Failure(str(exc))
+                continue
+            if len(toks) >= window:
+                failed[i] = too_long(len(toks), window)
+            else:
+                seqs[i] = toks
+        return failed, seqs
 
     def wrapping(self, chat: bool) -> tuple[str, str] | None:
         return self.prompts.wrapping(chat)

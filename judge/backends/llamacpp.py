@@ -52,19 +52,26 @@ _OWNED = {"n_ctx": "--n-ctx (TOML: generate.max_context)", "n_threads": "--threa
           "verbose": "nothing"}
 
 
-def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
-    """The model's tokenizer alone (``vocab_only``: no weights are read), for counting the tokens of
-    prompts without loading a model (``judge run --check``). Text is tokenized as a prompt body, without
-    BOS or chat template."""
+def _import_llama_cpp() -> Any:
     try:
         import llama_cpp
     except ImportError as exc:  # pragma: no cover - a core dependency
         raise MissingExtraError("the llama.cpp backend", "llamacpp", "llama-cpp-python") from exc
-    path = resolve_model_path(model)
+    return llama_cpp
+
+
+def load_vocabulary(llama_cpp: Any, path: Path) -> Any:
+    """The model at ``path`` with its vocabulary only (``vocab_only``: no weights are read)."""
     try:
-        llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        return llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
     except Exception as exc:
         raise BackendError(f"llama.cpp could not read the vocabulary of {path}: {exc}") from exc
+
+
+def vocab_tokenizer(model: str | None) -> Callable[[str], list[int]]:
+    """The model's tokenizer alone, for counting the tokens of prompts without loading a model (``judge run
+    --check``). Text is tokenized as a prompt body, without BOS or chat template."""
+    llm = load_vocabulary(_import_llama_cpp(), resolve_model_path(model))
     return lambda text: list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
 
@@ -158,11 +165,7 @@ class LlamaCppBackend(Backend):
         """Everything known before the model loads: its file and hash, the settings. Returns the module.
         Shared with the backend's replay (``llamacpp_replay``), which loads the vocabulary only, so that
         both see the same model and settings."""
-        try:
-            import llama_cpp
-        except ImportError as exc:  # pragma: no cover - a core dependency
-            raise MissingExtraError("the llama.cpp backend", "llamacpp", "llama-cpp-python") from exc
-        self._llama_cpp = llama_cpp
+        self._llama_cpp = llama_cpp = _import_llama_cpp()
         path = resolve_model_path(model)
         self.model_id = model or DEFAULT_MODEL
         self.path = Path(path)
@@ -242,28 +245,27 @@ class LlamaCppBackend(Backend):
         """(tokens, seconds) of the fastest of ``repeats`` greedy generations of CALIBRATION_GENERATED tokens
         after the calibration text (the cue never met: the budget ends each)."""
         how = Reasoning(CALIBRATION_GENERATED, "\x00")
-        best: tuple[int, float] | None = None
-        for _ in range(max(1, repeats)):
-            self.reset()
-            tokens0, seconds0 = self.tokens_generated, self.generate_seconds
-            self.reason([Prompt(_CALIBRATION_SHORT, chat=False)], ["A"], 1, how)
-            point = (self.tokens_generated - tokens0, self.generate_seconds - seconds0)
-            if point[0] and (best is None or point[1] / point[0] < best[1] / best[0]):
-                best = point
-        return best or (0, 0.0)
+        points = self._points(lambda: self.reason([Prompt(_CALIBRATION_SHORT, chat=False)], ["A"], 1, how),
+                              lambda: (self.tokens_generated, self.generate_seconds), repeats)
+        return min((p for p in points if p[0]), key=lambda p: p[1] / p[0], default=(0, 0.0))
 
     def _fastest(self, text: str, repeats: int) -> tuple[int, float]:
         """(tokens, seconds) of the fastest of ``repeats`` evaluations of ``text`` from an empty KV cache."""
-        best: tuple[int, float] | None = None
+        points = self._points(lambda: self.label_logprobs([Prompt(text, chat=False)], ["A"], 1),
+                              lambda: (self.tokens_evaluated, self.eval_seconds), repeats)
+        return min(points, key=lambda p: p[1])
+
+    def _points(self, work: Callable[[], object], counted: Callable[[], tuple[int, float]],
+                repeats: int) -> list[tuple[int, float]]:
+        """What ``counted`` (tokens, seconds) moved in each of ``repeats`` runs of ``work`` from an empty KV cache."""
+        out = []
         for _ in range(max(1, repeats)):
             self.reset()
-            tokens0, seconds0 = self.tokens_evaluated, self.eval_seconds
-            self.label_logprobs([Prompt(text, chat=False)], ["A"], 1)
-            point = (self.tokens_evaluated - tokens0, self.eval_seconds - seconds0)
-            if best is None or point[1] < best[1]:
-                best = point
-        assert best is not None
-        return best
+            tokens0, seconds0 = counted()
+            work()
+            tokens1, seconds1 = counted()
+            out.append((tokens1 - tokens0, seconds1 - seconds0))
+        return out
 
     def rate_identity(self) -> dict[str, object]:
         """What moves this backend's speed on one machine, as the key of its measured rate (judge.accounting.rates)."""

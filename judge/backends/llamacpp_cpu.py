@@ -60,16 +60,12 @@ def _library_identity(llama_cpp: Any) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def _probe_file(cache_dir: Path) -> Path:
-    return cache_dir / "llamacpp-cpu-probe.json"
-
-
 def extra_buffers_usable(llama_cpp: Any, probe_model: Path, cache_dir: Path) -> bool:
     """True unless the CPU advertises AMX and a child process evaluating a prompt was killed by ``TRAPPED``."""
     if not cpu_advertises_amx():
         return True
     key = _library_identity(llama_cpp)
-    path = _probe_file(cache_dir)
+    path = cache_dir / "llamacpp-cpu-probe.json"
     with _lock:
         try:
             known = json.loads(path.read_text(encoding="utf-8"))
@@ -134,7 +130,6 @@ def llama_server_command(args: Sequence[str]) -> list[str]:
     where the AMX probe failed, with llama.cpp's extra buffer types off for the server's whole life (the
     server has no option for it, and would die of SIGILL on its first prompt)."""
     import llama_cpp
-
 
     if extra_buffers_usable(llama_cpp, resolve_model_path(None), default_cache_path().parent):
         return [sys.executable, "-m", "llama_cpp.server", *args]

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.config import GenerateConfig
 from ..core.errors import BackendError
 from .base import Failure, HiddenState, Prompt, Reasoning
-from .llamacpp import LlamaCppBackend
+from .llamacpp import LlamaCppBackend, load_vocabulary
 
 
 class _VocabLlama:
@@ -83,17 +83,11 @@ class LlamaCppReplay(LlamaCppBackend):
                  **llama_kwargs: Any) -> None:
         llama_cpp = self._identify(model, config, reuse_prefix, n_batch, llama_kwargs)
         self.record_rate = False  # its counts are a replay, not a measurement
-        try:
-            vocab = llama_cpp.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
-        except Exception as exc:
-            raise BackendError(f"llama.cpp could not read the vocabulary of {self.path}: {exc}") from exc
+        vocab = load_vocabulary(llama_cpp, self.path)
         # The real backend's window: the asked context, else the model's training context (``_window``),
         # which a vocabulary-only load reads as 0: it is taken from the file's metadata instead.
         self.llm = _VocabLlama(vocab, config.max_context or _trained_context(vocab.metadata, self.path))
         self._ready()
-
-    def _last_logits(self) -> np.ndarray:
-        return np.zeros(self.n_vocab)
 
     def _logits_at(self, i: int) -> np.ndarray:
         return np.zeros(self.n_vocab)

@@ -413,7 +413,7 @@ class OpenAIBackend(Backend):
         except openai.APIStatusError as exc:
             code = exc.status_code
             reason = f"HTTP {code}"
-            detail = _error_detail(exc)
+            detail = _body_detail(exc.body)
             if detail:
                 reason += f": {self._scrub(detail)[:160]}"
             if code in (408, 409, 429) or code >= 500:
@@ -501,7 +501,9 @@ class OpenAIBackend(Backend):
             params = {**params, "reasoning_effort": self.options.reasoning_effort}
         for _ in range(len(REPLACEMENTS) + 1):  # each round adjusts one more parameter
             if one_token and self.refusals.reasoning:
-                raise _Permanent(self._thinks_first())
+                refused = "max_tokens" in self.refusals.refused
+                why = " (the server refused max_tokens, as reasoning models do)" if refused else ""
+                raise _Permanent(THINKS_FIRST.format(model=self.model_id, why=why))
             sent = self.refusals.apply(params)
             try:
                 return self._post(prompt, chat, then=then, **sent)
@@ -510,10 +512,6 @@ class OpenAIBackend(Backend):
                     raise _Permanent(exc.reason) from None
                 self.refusals.learn(exc.param)  # (or another request in flight learned it first)
         raise _Permanent("the server kept refusing parameters after every one this backend can drop was dropped")
-
-    def _thinks_first(self) -> str:
-        why = " (the server refused max_tokens, as reasoning models do)" if "max_tokens" in self.refusals.refused else ""
-        return THINKS_FIRST.format(model=self.model_id, why=why)
 
     def _logprob_params(self, chat: bool, top_n: int, max_tokens: int = 1, temperature: float = 0.0) -> dict[str, Any]:
         """The parameters asking the top ``top_n`` tokens per position, at most the endpoint's maximum
@@ -555,11 +553,7 @@ class OpenAIBackend(Backend):
         """Sampling fallback: the first token of ``sampling_fallback`` answers at temperature 1."""
         want = self.options.sampling_fallback
         choices, prompt_tokens, _ = self._samples(prompt, chat, want, 1, self.config.seed, one_token=True)
-        counts = Counter(_choice_text(c, chat) for c in choices)
-        logprobs = {c: math.log(counts[c] / want) for c in candidates if counts.get(c)}
-        top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
-        return LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
-                         estimated=True, complete=False)
+        return _frequencies(Counter(_choice_text(c, chat) for c in choices), want, candidates, prompt_tokens)
 
     def _samples(self, prompt: Prompt, chat: bool, want: int, max_tokens: int, seed: int,
                  one_token: bool = False) -> tuple[list[dict[str, Any]], int, int]:
@@ -649,12 +643,8 @@ class OpenAIBackend(Backend):
         if not counts:
             return Failure(f"none of the {want} sampled completions ended with an answer line ('{how.cue} ...') "
                            f"that could be read (finish_reason {finish}); a larger --reason leaves them more room")
-        logprobs = {c: math.log(k / want) for c, k in counts.items()}
-        top = sorted(logprobs.items(), key=lambda t: -t[1])
         rationale = next(r for r, label in said if label is not None)
-        dist = LabelDist(logprobs, top, n_prompt_tokens=prompt_tokens, n_evaluated_tokens=prompt_tokens,
-                         estimated=True, complete=False)
-        return Reasoned(dist, rationale, generated, unparsed)
+        return Reasoned(_frequencies(counts, want, candidates, prompt_tokens), rationale, generated, unparsed)
 
     def reason(
         self, prompts: Sequence[Prompt], candidates: Sequence[str], top_n: int, how: Reasoning
@@ -795,13 +785,9 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
 
 
-def _error_detail(exc: Any) -> str:
-    """The server's error message, if the body has one (OpenAI: {"error": {"message": ...}})."""
-    return _body_detail(getattr(exc, "body", None))
-
-
 def _body_detail(body: Any) -> str:
-    """The error message of an error body (a failed response's, or a batch output line's)."""
+    """The error message of an error body, a failed response's or a batch output line's (OpenAI:
+    ``{"error": {"message": ...}}``); empty when it has none."""
     if isinstance(body, dict):
         inner = body.get("error")
         msg = inner.get("message") if isinstance(inner, dict) else body.get("message")
@@ -816,7 +802,7 @@ def _refused_param(exc: Any) -> str | None:
     ``unsupported_parameter`` or ``unsupported_value`` and ``param``, and its log-probabilities with 403 "You
     are not allowed to request logprobs from this model" (``param`` and ``code`` null); a gateway that keeps
     only the message ("Unsupported parameter: 'max_tokens' ...") is read from the message."""
-    detail = _error_detail(exc)
+    detail = _body_detail(exc.body)
     param = exc.param if exc.code in REFUSAL_CODES else None
     if param is None:
         found = re.search(r"Unsupported (?:parameter|value): '(\w+)'", detail)
@@ -882,6 +868,14 @@ def _table_dist(table: dict[str, float], candidates: Sequence[str], top_n: int, 
     top = sorted(table.items(), key=lambda t: -t[1])[:top_n]
     return LabelDist({c: table[c] for c in candidates if c in table}, top, n_prompt_tokens=n_prompt,
                      n_evaluated_tokens=n_prompt, complete=False)
+
+
+def _frequencies(counts: Counter[str], want: int, candidates: Sequence[str], n_prompt: int) -> LabelDist:
+    """The answer estimated from ``want`` sampled completions (``estimated``): the log of each answer's share of
+    them, ``counts`` holding how many gave it."""
+    top = sorted(((t, math.log(k / want)) for t, k in counts.items()), key=lambda t: -t[1])
+    return LabelDist({c: math.log(counts[c] / want) for c in candidates if counts.get(c)}, top,
+                     n_prompt_tokens=n_prompt, n_evaluated_tokens=n_prompt, estimated=True, complete=False)
 
 
 def answer_request(cue: str, candidates: Sequence[str]) -> str:

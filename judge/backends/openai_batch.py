@@ -215,13 +215,12 @@ class BatchOutcome:
     """What the batches gave the requests asked: ``answered`` (their answers are in the cache), ``failed``
     (key -> reason: a line that failed, or a request the budget or the queue limit kept back), ``missing``
     (no batch answered them: expired or cancelled twice, or left for synchronous sending), ``batches`` the
-    ids waited for, ``resubmitted`` requests sent a second time."""
+    ids waited for."""
 
     answered: set[str] = field(default_factory=set)
     failed: dict[str, str] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
     batches: list[str] = field(default_factory=list)
-    resubmitted: int = 0
 
 
 def _stderr(msg: str) -> None:
@@ -250,8 +249,7 @@ class BatchClient:
 
     def __init__(self, backend: OpenAIBackend, state_path: str | Path, *, poll_s: float = 30.0,
                  max_requests: int = MAX_REQUESTS, max_bytes: int = MAX_BYTES, resubmit: bool = True,
-                 queue_tokens: int | None = None, log: Callable[[str], None] = _stderr,
-                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 queue_tokens: int | None = None, log: Callable[[str], None] = _stderr) -> None:
         self.backend = backend
         self.state = BatchState(state_path, backend)
         self.poll_s = poll_s
@@ -261,8 +259,6 @@ class BatchClient:
         #: Prompt tokens the model's queue holds at once (None: not known; refusals still teach it).
         self.queue_tokens = queue_tokens
         self.log = log
-        self.sleep = sleep or _nap
-        self.clock = clock
 
     # -- the provider's endpoints, through the backend's client and retries ---------------------------
     def _upload(self, lines: Sequence[BatchRequest], n: int) -> str:
@@ -309,8 +305,7 @@ class BatchClient:
         self._seen: list[str] = []  # entry keys this run waited for or read (what counts as a try)
         self._mine: set[str] = set()  # entry keys this run submitted
         self._kept: dict[str, str] = {}  # requests the budget or the queue limit keeps back, and why
-        self._resubmitted = 0
-        start = self.clock()
+        start = time.monotonic()
         first = True
         while True:
             with self.state.locked() as state:
@@ -318,7 +313,7 @@ class BatchClient:
             first = False
             if not waiting:
                 break
-            self.sleep(self.poll_s)
+            _nap(self.poll_s)
         return self._outcome()
 
     def _pass(self, state: dict[str, Any], start: float, first: bool) -> bool:
@@ -354,7 +349,7 @@ class BatchClient:
         counts = batch.request_counts
         done = f"{counts.completed:,} of {counts.total:,} completed, {counts.failed:,} failed" if counts \
             else "counts not known yet"
-        self.log(f"judge: batch {entry['id']}: {batch.status}, {done}, waited {_waited(self.clock() - start)}")
+        self.log(f"judge: batch {entry['id']}: {batch.status}, {done}, waited {_waited(time.monotonic() - start)}")
         if batch.status in TERMINAL:
             self._read(state, entry, batch)
 
@@ -465,7 +460,6 @@ class BatchClient:
             return False, False
         for part in split_files(chosen, self.max_requests, self.max_bytes):
             round_ = 1 + max(self._tries(state, r.custom_id) for r in part)
-            self._resubmitted += sum(1 for r in part if self._tries(state, r.custom_id))
             key = self._new_entry(state, part, round_, queued)
             queued += _bounds(part)[0]
             self._mine.add(key)
@@ -528,7 +522,7 @@ class BatchClient:
         answered = self._have(list(self._wanted))
         failed = {c: r for c, r in {**settled, **self._kept}.items() if c in self._wanted and c not in answered}
         missing = set(self._wanted) - answered - failed.keys()
-        return BatchOutcome(answered, failed, missing, list(dict.fromkeys(ids)), self._resubmitted)
+        return BatchOutcome(answered, failed, missing, list(dict.fromkeys(ids)))
 
 
 def _list_page(client: Any, after: str | None) -> Any:

@@ -14,11 +14,10 @@ declared replay (``OpenAIBackend.cost = "hosted"``, :data:`judge.backends.regist
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 
 from ..core.config import GenerateConfig
-from .base import Failure, LabelDist, Prompt, Reasoned, Reasoning
+from .base import Failure, LabelDist, Prompt, Reasoned, Reasoning, uniform
 from .openai_api import OpenAIBackend, estimate_tokens
 from .reasoning import ANSWER_LINE_TOKENS
 
@@ -46,9 +45,7 @@ class OpenAIReplay(OpenAIBackend):
         self.sent += 1
         self.prompt_tokens += tokens
         self.completion_tokens += completion
-        uniform = -math.log(max(1, len(candidates)))
-        return LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates],
-                         n_prompt_tokens=tokens, complete=False)
+        return uniform(candidates, tokens)
 
     def iter_label_logprobs(self, prompts: Sequence[Prompt], candidates: Sequence[str],
                             top_n: int = 20) -> Iterator[tuple[int, LabelDist | Failure]]:

@@ -146,7 +146,6 @@ class PaceStats:
     """What pacing did over a run (for the run's counters)."""
 
     waits: int = 0
-    waited_s: float = 0.0
     limited: int = 0
     decreases: int = 0
     increases: int = 0
@@ -196,7 +195,6 @@ class Pacer:
         """Block until a request of about ``tokens`` tokens (prompt and answer) may be sent, and count it sent;
         its ticket goes back to :meth:`settle` with its answer."""
         waited = False
-        start = self.clock()
         with self._cond:
             while True:
                 now = self.clock()
@@ -220,7 +218,6 @@ class Pacer:
             self._sent_tokens += tokens
             if waited:
                 self.stats.waits += 1
-                self.stats.waited_s += self.clock() - start
             return ticket
 
     def settle(self, ticket: Ticket, headers: Mapping[str, str] | None, *, limited: bool = False,

@@ -27,7 +27,7 @@ from typing import Any
 from ..core.config import GenerateConfig
 from ..core.errors import BackendError, MissingExtraError
 from ..models.packaged import DEFAULT_MODEL, PACKAGED
-from .base import Backend, Capabilities, Failure, LabelDist, Prompt, too_long
+from .base import Backend, Capabilities, Failure, LabelDist, Prompt
 from .hf import gguf_to_safetensors
 from .hf_tokens import HFPromptTokenizer, HFTokenCounting
 
@@ -56,7 +56,6 @@ class VLLMBackend(HFTokenCounting, Backend):
             import vllm
         except ImportError as exc:
             raise MissingExtraError("the vLLM backend", "vllm", exc.name or "vllm") from exc
-        self._vllm = vllm
         self.config = config
         self.model_id = model or DEFAULT_MODEL
         self.n = int(logprobs or config.top_n)
@@ -111,19 +110,8 @@ class VLLMBackend(HFTokenCounting, Backend):
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        out: list[LabelDist | Failure | None] = [None] * len(prompts)
-        ctx = self.capabilities.max_context
-        seqs: dict[int, list[int]] = {}
-        for i, prompt in enumerate(prompts):
-            try:
-                toks = self.tokens(prompt)
-            except BackendError as exc:
-                out[i] = Failure(str(exc))
-                continue
-            if len(toks) >= ctx:
-                out[i] = too_long(len(toks), ctx)
-                continue
-            seqs[i] = toks
+        failed, seqs = self.fitting(prompts, self.capabilities.max_context)
+        out: list[LabelDist | Failure | None] = list(failed)
         cand_ids = self.prompts.candidate_ids(candidates)
         if seqs:
             # Greedy, one token: the logprobs are the model's raw next-token distribution, not sampled.

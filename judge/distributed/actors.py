@@ -129,9 +129,9 @@ class ActorGroup:
         self.log(f"ray: {actor.where()}: ready")
         return actor
 
-    def died(self, actor: Actor, exc: BaseException, lost: int = 0) -> Actor:
+    def died(self, actor: Actor, exc: BaseException, lost: int = 0) -> None:
         """Replace ``actor`` (it died: ``exc``, with ``lost`` pieces unanswered, which the others take) by a new
-        one in its slot; returns the new one. Stops the run when actors keep dying."""
+        one in its slot. Stops the run when actors keep dying."""
         self.replaced += 1
         where = actor.where() if actor.ready else f"actor {actor.slot} (starting)"
         if self.replaced > REPLACEMENTS_PER_ACTOR * self.count:
@@ -143,9 +143,7 @@ class ActorGroup:
             self.ray.kill(actor.handle)
         except Exception:  # already gone with its node: nothing to stop
             pass
-        fresh = self._start(actor.slot)
-        self.actors[self.actors.index(actor)] = fresh
-        return fresh
+        self.actors[self.actors.index(actor)] = self._start(actor.slot)
 
     # -- progress -------------------------------------------------------------------------------------
     def count_work(self, actor: Actor, items: int) -> None:

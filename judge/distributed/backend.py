@@ -27,7 +27,6 @@ from ..backends.base import Backend, Capabilities, Failure, LabelDist, Prompt
 from ..backends.layer import Layer
 from ..backends.registry import backend_cost, replay_backend
 from ..backends.requests import Answer, Request
-from ..core.distribution import SOURCE_VERSION
 from ..core.errors import BackendError, MissingExtraError
 from ..engine.build import BackendPool
 from ..engine.cache import Cache
@@ -36,7 +35,7 @@ from ..engine.spec import MethodSpec
 from ..scorers.units import Feed, Unit, answer_elsewhere, executor_for
 from .actors import ActorGroup
 from .executor import RayExecutor
-from .worker import BackendRecipe
+from .worker import BackendRecipe, built
 
 
 def import_ray() -> Any:
@@ -133,19 +132,13 @@ class RayBackend(Layer):
         super().__init__(identity)
         self.group = group
         answer_elsewhere(self, RayExecutor)
-        group.expected = self._expected()
+        group.expected = built(self.identity)  # what every actor must have built
         log(f"ray: {options.describe(group.count, recipe.generate.threads)}, backend '{recipe.backend}'")
 
     @property
     def identity(self) -> Backend:
         """The backend that names this one's cache keys and fits its prompts (``inner``)."""
         return self.inner
-
-    def _expected(self) -> dict[str, Any]:
-        """What every actor must have built (:meth:`judge.distributed.worker.Worker.hello`)."""
-        i = self.identity
-        return {"version": SOURCE_VERSION, "name": i.name, "model_id": i.model_id, "settings": i.settings(),
-                "sequence_settings": i.sequence_settings()}
 
     @property
     def width(self) -> int:

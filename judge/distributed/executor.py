@@ -68,10 +68,12 @@ class _Pending:
 
 
 class Driver(Protocol):
-    """What a piece executor answers for: the backend identity that names cache keys, the cache (None: off), how
-    many actors share the pieces, and where what each piece moved is added up."""
+    """What the executor answers for: the backend identity that names cache keys, the cache (None: off), the
+    group of Ray actors the pieces go to, how many actors share them, and where what each piece moved is added
+    up (:class:`judge.distributed.backend.RayBackend`)."""
 
     cache: Cache | None
+    group: ActorGroup
 
     @property
     def identity(self) -> Backend: ...
@@ -82,14 +84,17 @@ class Driver(Protocol):
     def moved(self, into: dict[str, int], delta: dict[str, int]) -> None: ...
 
 
-class PieceExecutor(Executor):
-    """Steps 1 to 3 of the module docstring, without saying where pieces go: :meth:`_ship` answers them (on Ray
-    actors: :class:`RayExecutor`). ``costs`` (one per lane) receive each unit's share."""
+class RayExecutor(Executor):
+    """The steps of the module docstring: pieces answered on the actors of ``driver``, at most :data:`IN_FLIGHT`
+    queued at each; an actor that dies gives its pieces back and is replaced. ``costs`` (one per lane) receive
+    each unit's share."""
 
     def __init__(self, driver: Driver, costs: Sequence[LaneCost] | None) -> None:
         self.driver = driver
         self.costs = costs
         self._clock = time.perf_counter()
+        self.ray = driver.group.ray
+        self.group = driver.group
 
     def breadth(self) -> int:
         return self.driver.width
@@ -156,11 +161,6 @@ class PieceExecutor(Executor):
         return Segments([p.cost for p in pieces], joins, workers)
 
     # -- 3. answers -----------------------------------------------------------------------------------
-    def _ship(self, units: Sequence[Unit], pending: list[_Pending], waiting: dict[str, list[tuple[int, int]]],
-              pieces: list[Piece]) -> Iterator[tuple[int, Sequence[Answer]]]:
-        """Answer every piece, each reply through :meth:`_answered`; yields the units it completes."""
-        raise NotImplementedError
-
     def _answered(self, units: Sequence[Unit], pending: list[_Pending], waiting: dict[str, list[tuple[int, int]]],
                   piece: Piece, reply: Reply) -> Iterator[tuple[int, Sequence[Answer]]]:
         """Store a piece's answers (in the cache, when it is on), fill every place each answers, and yield the
@@ -188,24 +188,9 @@ class PieceExecutor(Executor):
         self._clock = now
         return i, pending[i].answers  # type: ignore[return-value]
 
-
-class ClusterDriver(Driver, Protocol):
-    """A driver whose pieces go to a group of Ray actors."""
-
-    group: ActorGroup
-
-
-class RayExecutor(PieceExecutor):
-    """Pieces answered on the actors of ``driver`` (:class:`judge.distributed.backend.RayBackend`), at most
-    :data:`IN_FLIGHT` queued at each; an actor that dies gives its pieces back and is replaced."""
-
-    def __init__(self, driver: ClusterDriver, costs: Sequence[LaneCost] | None) -> None:
-        super().__init__(driver, costs)
-        self.ray = driver.group.ray
-        self.group = driver.group
-
     def _ship(self, units: Sequence[Unit], pending: list[_Pending], waiting: dict[str, list[tuple[int, int]]],
               pieces: list[Piece]) -> Iterator[tuple[int, Sequence[Answer]]]:
+        """Answer every piece on the actors, each reply through :meth:`_answered`; yields the units it completes."""
         ray, group = self.ray, self.group
         group.start()
         segments = self._segments(units, pieces, [id(a) for a in group.live()])

@@ -3,7 +3,7 @@
 The actor holds no cache and writes no file: the driver looked every request up before shipping it and
 stores what comes back (:mod:`judge.distributed.executor`). It answers a piece of a unit of work exactly as
 the driver's own backend would (:func:`judge.backends.requests.ask`: one backend call per run of one kind),
-and says what that cost here: the seconds and what its backend's counters moved (tokens evaluated, decodes,
+and says what that cost here: what its backend's counters moved (tokens evaluated, decodes,
 API requests), so the driver charges each lane what its share cost, as a local run does. On close the
 backend is closed as a local run closes it (llama.cpp records this node's rate for ``--check``).
 
@@ -14,7 +14,6 @@ for the cluster.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -45,12 +44,17 @@ class BackendRecipe:
 
 @dataclass(frozen=True)
 class Reply:
-    """An actor's answers to one piece (in request order), the seconds they took there and what the backend's
-    counters moved meanwhile."""
+    """An actor's answers to one piece (in request order) and what the backend's counters moved meanwhile."""
 
     answers: list[Answer]
-    seconds: float
     moved: dict[str, int]
+
+
+def built(backend: Backend) -> dict[str, Any]:
+    """What a backend was built as: the judge version, its name, model and settings (the driver refuses an actor
+    whose backend differs from its own: its answers would be cached under keys that do not describe them)."""
+    return {"version": SOURCE_VERSION, "name": backend.name, "model_id": backend.model_id,
+            "settings": backend.settings(), "sequence_settings": backend.sequence_settings()}
 
 
 class Worker:
@@ -60,30 +64,22 @@ class Worker:
         self.backend = recipe.build()
 
     def hello(self) -> dict[str, Any]:
-        """Where it runs and what it built, for the driver's checks and progress: the node, the process id, the
-        judge version and the backend's identity (the driver refuses an actor whose settings differ from its
-        own: its answers would be cached under keys that do not describe them)."""
+        """Where it runs and what it :func:`built`, for the driver's checks and progress."""
         import ray
 
-        context = ray.get_runtime_context()
-        b = self.backend
-        return {"node": context.get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                "version": SOURCE_VERSION, "name": b.name, "model_id": b.model_id, "settings": b.settings(),
-                "sequence_settings": b.sequence_settings()}
+        return {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(),
+                "pid": os.getpid(), **built(self.backend)}
 
     def answer(self, requests: Sequence[Request]) -> Reply:
         before = self.backend.counters()
-        start = time.perf_counter()
         answers = ask(self.backend, requests)
-        seconds = time.perf_counter() - start
         after = self.backend.counters()
-        return Reply(answers, seconds, {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)})
+        return Reply(answers, {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)})
 
     def identity(self) -> dict[str, Any]:
         """What a driver without a local twin of the backend plans with (``RemoteIdentity``)."""
         b = self.backend
-        return {"name": b.name, "model_id": b.model_id, "capabilities": b.capabilities, "settings": b.settings(),
-                "sequence_settings": b.sequence_settings(), "wrapping": {c: b.wrapping(c) for c in (True, False)}}
+        return {**built(b), "capabilities": b.capabilities, "wrapping": {c: b.wrapping(c) for c in (True, False)}}
 
     def count_tokens(self, prompt: Prompt) -> int:
         return self.backend.count_tokens(prompt)

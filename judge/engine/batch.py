@@ -26,28 +26,22 @@ anything is written (a method that cannot be batched is refused there), ``send``
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends import Backend, Capabilities, Failure, LabelDist, Prompt, create_backend
+from ..backends import Backend, Capabilities, Failure, Prompt, create_backend
+from ..backends.base import uniform
 from ..backends.batching import Batcher, BatchReport
 from ..backends.layer import Answering, Layer
 from ..backends.registry import BATCHERS, has_batch_api
 from ..backends.requests import Answer, Request
 from ..core.config import default_cache_path
 from ..core.errors import InputError, RunStopped
-from .build import BackendPool, backend_key, check_needs
+from .build import BackendPool, backend_key
 from .cache import CachedBackend
 from .cost import DryCache, Entry, replay_group
 from .spec import MethodSpec
-
-
-def _placeholder(candidates: Sequence[str]) -> LabelDist:
-    """A uniform answer: what the pre-pass's backends answer every label request with."""
-    uniform = -math.log(max(1, len(candidates)))
-    return LabelDist(dict.fromkeys(candidates, uniform), [(c, uniform) for c in candidates], complete=False)
 
 
 class _Recorder(Layer):
@@ -69,7 +63,7 @@ class _Recorder(Layer):
                              "run this method without the batch options", field="--batch")
         for i, r in enumerate(requests):
             self.requests.setdefault(r, None)
-            yield i, _placeholder(r.candidates)
+            yield i, uniform(r.candidates)
 
 
 class _StandIn(Answering):
@@ -86,7 +80,7 @@ class _StandIn(Answering):
 
     def answer(self, requests: Sequence[Request]) -> Iterator[tuple[int, Answer]]:
         for i, r in enumerate(requests):
-            yield i, _placeholder(r.candidates) if r.kind == "label" else Failure("not answered in the batch pre-pass")
+            yield i, uniform(r.candidates) if r.kind == "label" else Failure("not answered in the batch pre-pass")
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(prompt.text) // 4
@@ -116,17 +110,12 @@ class _PlanPool(BackendPool):
         super().__init__()
         self._plan = plan
 
-    def get(self, spec: MethodSpec) -> Backend:
-        key = backend_key(spec)
-        if key != self._key or self._backend is None:
-            self.close()
-            pending = self._plan.pending.get(key)
-            backend: Backend = _StandIn(spec)
-            if pending is not None:
-                real = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
-                backend = CachedBackend(_Recorder(real, pending.requests), DryCache(spec.generate.cache_path))
-            self._backend, self._key = backend, key
-        return check_needs(self._backend, spec)
+    def create(self, spec: MethodSpec, settled: Mapping[str, str] | None = None) -> Backend:
+        pending = self._plan.pending.get(backend_key(spec))
+        if pending is None:
+            return _StandIn(spec)
+        real = create_backend(spec.backend, spec.model, spec.generate, **dict(spec.options))
+        return CachedBackend(_Recorder(real, pending.requests), DryCache(spec.generate.cache_path))
 
 
 def _model_specs(spec: MethodSpec) -> list[MethodSpec]:
@@ -166,23 +155,19 @@ class BatchPlan:
 
     def batched(self, spec: MethodSpec) -> bool:
         """Whether any backend ``spec`` runs on (an ensemble's members' too) batches its requests."""
-        for s in _model_specs(spec):
-            self._probe(s)
-        return any(backend_key(s) in self.pending for s in _model_specs(spec))
-
-    def _probe(self, spec: MethodSpec) -> None:
-        """Record the driver of ``spec``'s backend the first time its key is seen, when it batches (its class
-        declares a batch API and its options ask for it)."""
-        key = backend_key(spec)
-        if key not in self._probed:
+        specs = _model_specs(spec)
+        for s in specs:  # the driver of each backend, recorded the first time its key is seen, when it batches
+            key = backend_key(s)
+            if key in self._probed:
+                continue
             self._probed.add(key)
-            if has_batch_api(spec.backend):
-                batcher = BATCHERS.get(spec.backend)(spec.options)
-                if batcher is not None:
-                    if not spec.generate.cache:
-                        raise InputError("the batch's answers reach the run through the cache: drop --no-cache "
-                                         f"(cache = false) to batch {spec.name}", field="--batch")
-                    self.pending[key] = _Pending(spec, batcher)
+            batcher = BATCHERS.get(s.backend)(s.options) if has_batch_api(s.backend) else None
+            if batcher is not None:
+                if not s.generate.cache:
+                    raise InputError("the batch's answers reach the run through the cache: drop --no-cache "
+                                     f"(cache = false) to batch {s.name}", field="--batch")
+                self.pending[key] = _Pending(s, batcher)
+        return any(backend_key(s) in self.pending for s in specs)
 
     def _check_files(self) -> None:
         by_file: dict[str, list[_Pending]] = {}

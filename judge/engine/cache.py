@@ -255,6 +255,14 @@ TABLES: dict[str, Table] = {
 }
 
 
+def select(db: sqlite3.Connection, table: str, keys: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(key, stored text) of each distinct one of ``keys`` that ``table`` holds, asked 500 keys at a time."""
+    uniq = list(dict.fromkeys(keys))
+    for start in range(0, len(uniq), 500):
+        chunk = uniq[start:start + 500]
+        yield from db.execute(f"SELECT key, value FROM {table} WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+
+
 class Cache:
     """The SQLite file. Thread-safe within a process; WAL + busy timeout across processes."""
 
@@ -291,14 +299,8 @@ class Cache:
 
     def read(self, table: str, keys: Sequence[str]) -> dict[str, str]:
         """The stored text of each of ``keys`` in ``table`` that it holds."""
-        out: dict[str, str] = {}
-        uniq = list(dict.fromkeys(keys))
         with self._lock:
-            for start in range(0, len(uniq), 500):
-                chunk = uniq[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                out.update(self._db.execute(f"SELECT key, value FROM {table} WHERE key IN ({marks})", chunk))
-        return out
+            return dict(select(self._db, table, keys))
 
     def write(self, table: str, key: str, backend: str, model: str, value: str) -> None:
         with self._lock:

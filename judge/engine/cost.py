@@ -39,7 +39,7 @@ from ..records.pair_rows import PairRow
 from ..records.rows import Row
 from ..scorers.units import Lane, LaneCost
 from .build import BackendPool, Prepared, backend_key, build
-from .cache import Cache, CachedBackend
+from .cache import Cache, CachedBackend, select
 from .compare import compare_rows
 from .run import run_rows, run_rows_together
 from .spec import MethodSpec
@@ -61,17 +61,13 @@ class DryCache(Cache):
     def read(self, table: str, keys: Sequence[str]) -> dict[str, str]:
         kept = self._kept.get(table, {})
         out = {k: kept[k] for k in keys if k in kept}
-        rest = list(dict.fromkeys(k for k in keys if k not in out))
         if self._ro is None:
             return out
-        for start in range(0, len(rest), 500):
-            chunk = rest[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            try:
-                with self._lock:
-                    out.update(self._ro.execute(f"SELECT key, value FROM {table} WHERE key IN ({marks})", chunk))
-            except sqlite3.OperationalError:  # an older file without this table: nothing cached in it
-                break
+        try:
+            with self._lock:
+                out.update(select(self._ro, table, (k for k in keys if k not in out)))
+        except sqlite3.OperationalError:  # an older file without this table: nothing cached in it
+            pass
         return out
 
     def write(self, table: str, key: str, backend: str, model: str, value: str) -> None:

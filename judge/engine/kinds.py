@@ -42,8 +42,6 @@ FUTURE = "next_user"
 LISTWISE = READ
 
 
-
-
 @dataclass(frozen=True)
 class MethodKinds:
     """The declared reads of one method (and whether it learns from the scored set's ratings) and the
@@ -108,11 +106,6 @@ def scorer_kinds(scorer: Scorer) -> MethodKinds:
     return MethodKinds(scorer.reads(), supervised=scorer.supervised())
 
 
-def spec_supervised(spec: MethodSpec) -> bool:
-    """Whether ``spec`` (or an ensemble member) learns weights from the scored set's ratings (``cv``)."""
-    return spec.kind.supervised(spec)
-
-
 def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[str]:
     """What ``spec`` reads, from its type's declarations (an ensemble: the union over all its members,
     including optional ones a set may leave out). Cheap: classic scorers are created without loading
@@ -121,7 +114,9 @@ def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[st
 
 
 def method_kinds(spec: MethodSpec, quality: Quality | None = None) -> MethodKinds:
-    return MethodKinds(spec_reads(spec, quality), supervised=spec_supervised(spec))
+    """The kinds of ``spec``: what it reads, and whether it (or an ensemble member) learns weights from the scored
+    set's ratings (``cv``)."""
+    return MethodKinds(spec_reads(spec, quality), supervised=spec.kind.supervised(spec))
 
 
 def check_future(spec: MethodSpec, kinds: MethodKinds, level: str | None) -> None:

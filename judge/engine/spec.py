@@ -339,11 +339,6 @@ class MethodSpec:
         """The method type this spec is of (:data:`METHOD_TYPES`)."""
         return method_type(self.type)
 
-    def default_name(self) -> str:
-        """The name a method gets when none is given (its type's: ``<prompt>-<selector>-k<k>``, the
-        scorer's, ``ensemble(<member>+<member>...)``, ...)."""
-        return self.kind.default_name(self)
-
     @property
     def seeded(self) -> bool:
         """Whether seeds change the result (random selection); other methods run their first seed only."""
@@ -433,8 +428,7 @@ def _changed(record: object) -> dict[str, Any]:
             if getattr(record, f.name) != getattr(fresh, f.name)}
 
 
-_DEFAULTS.update({f.name: (f.default_factory() if f.default is MISSING and callable(f.default_factory) else f.default)
-                  for f in fields(MethodSpec)})
+_DEFAULTS.update({f.name: _default(f.name) for f in fields(MethodSpec)})
 
 
 @dataclass

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import InputError
+from ..core.fields import close_hint
 from ..datasets.paper import paper_labels
 from .spec import DEFAULT_TYPE, METHOD_TYPES, MethodSpec, MethodType, method_type
 
@@ -43,9 +44,7 @@ def parse_methods(tables: Sequence[Any], defaults: Mapping[str, Any], path: str)
     allowed = default_keys()
     for key in defaults:
         if key not in allowed:
-            close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(allowed))}"
-            raise _err(path, f"defaults.{key}", f"unknown key{hint}")
+            raise _err(path, f"defaults.{key}", f"unknown key{close_hint(key, dict.fromkeys(allowed))}")
     slots: list[list[MethodSpec] | None] = []  # None: a table naming other methods, read once they are known
     later: dict[int, tuple[int, MethodType, dict[str, Any]]] = {}
     for i, raw in enumerate(tables):

@@ -73,6 +73,12 @@ def json_response(status: int, payload: dict[str, Any], headers: dict[str, str] 
     return Response(dumps(payload), status_code=status, media_type="application/json", headers=headers)
 
 
+def rows_response(rows: Rows, many: bool) -> Response:
+    """The rows of a request: one row as its JSON object, or (``many``) every row as ``{"rows": [...]}``."""
+    text = '{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}" if many else rows[0].to_json()
+    return Response(text, media_type="application/json")
+
+
 def error_response(status: int, message: str, *, field: str | None = None, record: object = None,
                    headers: dict[str, str] | None = None) -> Response:
     payload: dict[str, Any] = {"error": message, "status": status}
@@ -107,25 +113,17 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
 
     async def score_one(request: Request) -> Response:
         record = parse_body(await read_body(request, settings.max_body_bytes))
-        items = service.parse([("item", record)])
-        rows = await score_items(items)
-        return Response(rows[0].to_json(), media_type="application/json")
+        return rows_response(await score_items(service.parse([("item", record)])), many=False)
 
     async def score_batch(request: Request) -> Response:
         body = parse_body(await read_body(request, settings.max_body_bytes))
-        records = batch_records(body, settings.max_batch)
-        items = service.parse(records)
-        rows = await score_items(items)
-        return Response('{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}", media_type="application/json")
+        return rows_response(await score_items(service.parse(batch_records(body, settings.max_batch))), many=True)
 
     async def compare(request: Request) -> Response:
         body = parse_body(await read_body(request, settings.max_body_bytes))
-        pairs = service.parse_pairs(body, settings.max_batch)
-        rows = await batcher.submit(pairs, service.compare)
+        rows = await batcher.submit(service.parse_pairs(body, settings.max_batch), service.compare)
         metrics.scored(rows)
-        if isinstance(body, dict) and "pairs" in body:
-            return Response('{"rows": [' + ", ".join(row.to_json() for row in rows) + "]}", media_type="application/json")
-        return Response(rows[0].to_json(), media_type="application/json")
+        return rows_response(rows, many=isinstance(body, dict) and "pairs" in body)
 
     async def healthz(request: Request) -> Response:
         return json_response(200, {"status": "ok"})
@@ -147,8 +145,7 @@ def create_app(service: JudgeService, settings: Settings, metrics: Metrics | Non
         Route("/v1/info", info, methods=["GET"]),
         Route("/metrics", metrics_text, methods=["GET"]),
     ]
-    handlers = {HTTPError: _on_http_error, InputError: _on_input_error, BackendError: _on_backend_error,
-                JudgeError: _on_judge_error, RuntimeError: _on_runtime_error}
+    handlers = dict.fromkeys((HTTPError, InputError, BackendError, JudgeError, RuntimeError), _on_error)
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers,
                      middleware=[Middleware(Guard, metrics=metrics, token=settings.token)])
 
@@ -234,26 +231,16 @@ def batch_records(body: Any, max_batch: int) -> list[tuple[str, Any]]:
 
 
 # -- errors ---------------------------------------------------------------------------------------
-async def _on_http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPError)
-    return error_response(exc.status, exc.message, field=exc.field)
-
-
-async def _on_input_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, InputError)
-    return error_response(422, str(exc), field=exc.field, record=exc.record)
-
-
-async def _on_judge_error(request: Request, exc: Exception) -> Response:
-    # Template errors and the like: the request's items cannot be rendered by this judge.
-    return error_response(422, str(exc))
-
-
-async def _on_backend_error(request: Request, exc: Exception) -> Response:
-    return error_response(503, f"backend failure: {exc}", headers={"Retry-After": "5"})
-
-
-async def _on_runtime_error(request: Request, exc: Exception) -> Response:
+async def _on_error(request: Request, exc: Exception) -> Response:
+    """The status and message of an error a request met (the handler of every class in :func:`create_app`)."""
+    if isinstance(exc, HTTPError):
+        return error_response(exc.status, exc.message, field=exc.field)
+    if isinstance(exc, InputError):
+        return error_response(422, str(exc), field=exc.field, record=exc.record)
+    if isinstance(exc, BackendError):
+        return error_response(503, f"backend failure: {exc}", headers={"Retry-After": "5"})
+    if isinstance(exc, JudgeError):  # template errors and the like: this judge cannot render the items
+        return error_response(422, str(exc))
     # The worker raised something that is not bad input (or the service is stopping): not the
     # client's fault and possibly transient.
     return error_response(503, f"scoring failed: {type(exc).__name__}: {exc}")
