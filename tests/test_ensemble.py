@@ -793,3 +793,16 @@ def test_cli_optional_member_flag(tmp_path):
     assert meta["spec"]["optional"] == ["rouge-l"]
     proc = _cli("score", str(dialogs), "--member", "scorer=length", "--member", "scorer=rouge-l", "-o", str(rows))
     assert proc.returncode == 2 and "member 'rouge-l'" in proc.stderr and "optional" in proc.stderr
+
+
+@pytest.mark.slow  # every item of both sets (the shared name is one item of each)
+def test_lodo_learns_across_corpora_whose_texts_share_a_name(tmp_path, data_dir):
+    """PredictiveEngagement's ConvAI turns (PEC) and its DailyDialog turns (PED) hold one query whose text names
+    a conversation of both ("What do you mean ?"); two corpora share no conversation, so each set's lodo weights
+    are learned on the other."""
+    cfg = _lodo_config(tmp_path, data_dir, '["PED", "PEC"]', limit=5000)
+    summary = run_experiment(load_experiment(cfg), progress=False, plots=False, log=lambda m: None).to_dict()
+    assert "not_trained_on" not in summary
+    for ds, other in (("engagement-dailydialog", "engagement-convai"), ("engagement-convai", "engagement-dailydialog")):
+        meta = json.loads(cell_path(tmp_path / "res", "lodo", ds, "engagement", 0).with_suffix(".meta.json").read_text())
+        assert meta["trained_on"] == [f"{other} engagement"]

@@ -22,6 +22,7 @@ from ..core.errors import BackendError, InputError, MissingInputError, UnknownNa
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..datasets import load_benchmark
+from ..datasets.identity import may_share
 from ..datasets.split import conversation_of, split_items
 from ..engine import MethodSpec, Prepared, prepare, run_rows_together
 from ..engine import check_names as engine_check_names
@@ -189,7 +190,8 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
     datasets (same seed), which its weights are learned on: every other set except those whose cell
     shares a conversation with the scored cell, by content (FED-Turn and FED-Dial, a release file and its
     DSTC10 copy, DailyDialog sets that sampled one dialogue, one file listed under two names or paths),
-    whose ratings would carry the scored conversations' labels."""
+    whose ratings would carry the scored conversations' labels; registered sets of different corpora share
+    none (:func:`judge.datasets.identity.may_share`), whatever their texts' names."""
     for cell, prep in prepared:
         if prep.spec.kind.trained_on(prep.spec) != OTHER_SETS:
             continue
@@ -197,7 +199,7 @@ def attach_training(prepared: list[tuple[Cell, Prepared]], exp: Experiment) -> N
         others = [(c, p) for c, p in prepared
                   if c.method.name == cell.method.name and c.seed == cell.seed and c.dataset != cell.dataset]
         shared = {c.dataset: f"shares conversations with {cell.dataset}" for c, _ in others
-                  if c.conversations & cell.conversations}
+                  if may_share(c.dataset, cell.dataset) and c.conversations & cell.conversations}
         cell.not_trained_on = tuple(shared.items())
         prep.training = tuple(p for c, p in others if c.dataset not in shared)
         if not prep.training:
