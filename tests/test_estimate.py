@@ -16,9 +16,10 @@ import pytest
 from judge.cli import main
 from judge.core.errors import InputError
 from judge.records.labels import Label, append_label
-from judge.records.rows import Row, read_rows
+from judge.records.pair_rows import PairRow
+from judge.records.rows import Row, read_records, read_rows
 from judge.report.coverage_table import coverage_markdown, load_coverage, splice_coverage
-from judge.report.estimate_join import join_labels, scored_rows
+from judge.report.estimate_join import join_labels, join_pair_labels, scored_rows
 from judge.stats import ppi
 from judge.stats.estimate import Joined, estimate, uniformity_p
 
@@ -304,3 +305,33 @@ def test_pair_rows_give_win_rates_from_the_items_labels(tmp_path, capsys):
     wins = [(r["human_a"] > r["human_b"]) + 0.5 * (r["human_a"] == r["human_b"]) for r in labelled]
     wins = [w if r["system_a"] == "Argmax Decoding" else 1 - w for w, r in zip(wins, labelled, strict=True)]
     assert group["n_labels"] == len(labelled) and group["labels_only"] == pytest.approx(np.mean(wins))
+
+
+def test_one_labels_file_serves_a_folder_whose_pair_cell_leaves_systems_out(tmp_path, capsys):
+    """A results folder of an item cell (every system) and a pair cell of two systems: for the pairs, the labels of
+    the other systems' items are skipped and counted; a label of an item in no cell is still refused."""
+    cell = tmp_path / "run" / "items" / "mock" / "topical-usr" / "Overall" / "seed0.jsonl"
+    pairs = tmp_path / "run" / "compare" / "mock-pw" / "topical-usr" / "Overall" / "pairs.jsonl"
+    assert main(["bench", "TU", "--data-dir", str(DATA), "--backend", "mock", "--no-progress", "--no-cache",
+                 "-o", str(cell)]) == 0
+    assert main(["compare", "--dataset", "TU", "--data-dir", str(DATA), "--backend", "mock", "--no-progress",
+                 "--no-cache", "--systems", "New Human Generated,Argmax Decoding", "-o", str(pairs)]) == 0
+    rows, labels = read_rows(cell), tmp_path / "l.jsonl"
+    chosen = [rows[i] for i in np.random.default_rng(1).permutation(len(rows))[:len(rows) // 2]]
+    for r in chosen:
+        append_label(labels, Label(r.id, {"Overall": r.human}, "ann"))  # type: ignore[dict-item]
+    pair_rows = read_records(pairs, PairRow)
+    outside = len({r.id for r in chosen} - {x for p in pair_rows for x in (p.item_a, p.item_b)})
+    capsys.readouterr()
+    assert main(["estimate", str(tmp_path / "run"), "--labels", str(labels), "--bootstrap", "200",
+                 "--json", str(tmp_path / "e.json")]) == 0
+    items, pair = json.loads((tmp_path / "e.json").read_text())
+    assert items["labelled_outside"] == 0 and pair["labelled_outside"] == outside > 0
+    assert pair["groups"][0]["name"] == "Argmax Decoding vs New Human Generated"
+    assert f"note: {outside} labelled items are in none of these rows" in capsys.readouterr().out
+    stray = [Label("nowhere", {"Overall": 3.0}, "ann")]
+    with pytest.raises(InputError, match="'nowhere' is not in the rows"):
+        join_pair_labels(pair_rows, stray, "Overall", str(labels), {r.id for r in rows})
+    append_label(labels, stray[0])
+    assert main(["estimate", str(tmp_path / "run"), "--labels", str(labels), "--bootstrap", "200"]) == 2
+    assert f"{labels}, record nowhere, field 'id': labelled item 'nowhere' is not in the rows" in capsys.readouterr().err

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: System: conversations answered, shift of the human rating. C has too few labelled conversations for an
 #: interval; D's labels are all 3 (no spread: its labels-only interval is "no interval (see below)").
 SYSTEMS = {"A": (30, 1.2), "B": (30, 0.0), "B2": (30, 0.05), "C": (4, 0.0), "D": (14, None)}
+#: The pair cell's systems: D's labelled items are in no pair (skipped there, and counted).
+PAIRED = ("A", "B", "B2", "C")
 
 
 def _row(system: str, c: int, score: float) -> Row:
@@ -44,7 +46,7 @@ def _pair(a: str, b: str, c: int, preference: float) -> PairRow:
 
 
 def make_run(root: Path) -> tuple[Path, Path]:
-    """A results folder of one item cell and one pair cell (every two systems' replies to a conversation), and
+    """A results folder of one item cell and one pair cell (every two of PAIRED's replies to a conversation), and
     labels on a uniform share of each system's items: a judge that sees the rating through noise."""
     rng = np.random.default_rng(4)
     rows, human = [], {}
@@ -60,7 +62,7 @@ def make_run(root: Path) -> tuple[Path, Path]:
     cell.write_text("".join(r.to_json() + "\n" for r in rows))
     pairs.write_text("".join(_pair(a, b, c, float(np.clip(0.5 + 0.2 * (human[f"{a}-{c}"] - human[f"{b}-{c}"])
                                                        + rng.normal(0, 0.1), 0, 1))).to_json() + "\n"
-                             for a, b in combinations(SYSTEMS, 2) for c in range(30)
+                             for a, b in combinations(PAIRED, 2) for c in range(30)
                              if f"{a}-{c}" in human and f"{b}-{c}" in human))
     labels = root / "labels.jsonl"
     for r in rows:
@@ -95,7 +97,9 @@ def test_the_page_carries_the_json_record_as_written(made):
     assert data["sections"] == {"estimate": written} and data["cells"] == []
     items, pairs = written
     assert [g["name"] for g in items["groups"]] == list(SYSTEMS) and len(items["differences"]) == 10
-    assert pairs["by"].startswith("pair") and len(pairs["groups"]) == 10 and pairs["differences"] == []
+    assert pairs["by"].startswith("pair") and len(pairs["groups"]) == 6 and pairs["differences"] == []
+    assert (items["labelled_outside"], pairs["labelled_outside"]) == (0, 8)  # D's items c0, c1, c2, c4, ..., c12
+    assert "note: 8 labelled items are in none of these rows" in printed
     # the marks the page shows are the text's: a difference is significant where its printed line ends in *
     marked = {line.split("  ")[0] for line in printed.splitlines() if line.endswith("*")}
     assert marked and marked == {d["name"] for d in items["differences"] if d["significant"]}
@@ -134,6 +138,7 @@ def test_the_browser_shows_what_the_text_prints(made):
     for start, end, shown in zip(starts, [*starts[1:], len(lines)], seen["estimates"], strict=True):
         assert _shown(shown) == [_columns(line) for line in lines[start:end]]
     text = "\n".join(printed.splitlines())
-    for case in ("too few conversations (2)", "no interval (see below)", "\nno interval: ", "*", "A vs B  "):
+    for case in ("too few conversations (2)", "no interval (see below)", "\nno interval: ", "*", "A vs B  ",
+                 "labelled items are in none of these rows"):
         assert case in text  # each way of showing a number is in what was compared
     assert (tmp / "estimate.png").stat().st_size > 5_000

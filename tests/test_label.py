@@ -22,6 +22,7 @@ from judge.cli.fit import rated_sets
 from judge.core.errors import InputError
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.data.qualities import Quality
+from judge.datasets.benchmarks import dataset_info
 from judge.datasets.source import resolve_source
 from judge.heads.head import read_head
 from judge.label.agreement import agreement, input_conversations
@@ -240,6 +241,23 @@ def test_the_agreement_interval_resamples_conversations_not_replies(tmp_path):
     assert by_conversation.low is not None and by_conversation.high is not None
     assert by_reply.low is not None and by_reply.high is not None
     assert by_conversation.high - by_conversation.low > 1.3 * (by_reply.high - by_reply.low)
+
+
+def test_the_agreement_input_may_be_a_registered_sets_name(data_dir, tmp_path, capsys):
+    """INPUT of --agreement is read as judge label reads it: a registered set's name under --data-dir is its file,
+    and a name without a data directory is refused, naming the flag."""
+    by_name = input_conversations("TU", str(data_dir))
+    assert by_name == input_conversations(str(data_dir / dataset_info("TU").path))
+    assert len(by_name) == 360 and 7 < len(set(by_name.values())) < 360
+    path = tmp_path / "labels.jsonl"
+    first = sorted(by_name)[:40]
+    _labels(path, {"ann": {i: float(k % 5 + 1) for k, i in enumerate(first)}, "bo": dict.fromkeys(first, 3.0)})
+    capsys.readouterr()
+    assert main(["label", "TU", "--data-dir", str(data_dir), "--agreement", str(path)]) == 0
+    n_conv = len({by_name[i] for i in first})
+    assert f"(1000 bootstrap resamples of their {n_conv} conversations)" in capsys.readouterr().out
+    with pytest.raises(InputError, match=r"pass data_dir \(--data-dir\)"):
+        input_conversations("TU")
 
 
 def test_bench_takes_the_labels_as_the_human_ratings(tmp_path):

@@ -80,10 +80,11 @@ def is_pair_file(path: Path) -> bool:
 
 
 def _pair_estimate(pairs: list[PairRow], labels: list[Label] | None, quality: str | None, args: argparse.Namespace,
-                   source: str) -> Estimate:
-    """Win rates per pair of systems (judge.report.estimate_join); --by does not apply to pairs."""
+                   source: str, ids: set[str]) -> Estimate:
+    """Win rates per pair of systems (judge.report.estimate_join); --by does not apply to pairs. A label of an item
+    of ``ids`` (every cell's) in no pair is skipped and counted."""
     joined = (verdicts_from_rows(pairs) if args.labels_from_rows
-              else join_pair_labels(pairs, labels or [], quality, args.labels))
+              else join_pair_labels(pairs, labels or [], quality, args.labels, ids))
     return estimate(scored_pairs(pairs), joined, by="pair: first system's win rate", target=args.target,
                     n_boot=args.bootstrap, seed=args.seed, source=source, file=args.labels or source,
                     differences=False)
@@ -99,19 +100,18 @@ def run(args: argparse.Namespace) -> int:
             check_output_path(path, flag)
     labels = read_labels(args.labels) if args.labels else None
     out = []
-    files = row_files(args.rows)
-    for path in files:
-        pairs = is_pair_file(path)
-        rows: list[Row] | list[PairRow] = read_records(path, PairRow) if pairs else read_rows(path)
+    cells = [(p, read_records(p, PairRow) if is_pair_file(p) else read_rows(p)) for p in row_files(args.rows)]
+    ids = {i for _, rows in cells for r in rows for i in ((r.item_a, r.item_b) if isinstance(r, PairRow) else (r.id,))}
+    for path, rows in cells:
         if not rows:
             raise InputError("no rows", file=str(path))
         quality = args.quality or rows[0].quality
-        if labels is not None and len(files) > 1 and not any(quality in lab.scores for lab in labels):
+        if labels is not None and len(cells) > 1 and not any(quality in lab.scores for lab in labels):
             continue  # a results folder's cells of other qualities
-        if pairs:
-            est = _pair_estimate(rows, labels, quality, args, str(path))  # type: ignore[arg-type]
+        if isinstance(rows[0], PairRow):
+            est = _pair_estimate(rows, labels, quality, args, str(path), ids)
         else:
-            est = estimate(scored_rows(rows, args.by), _joined(rows, labels, quality, args),  # type: ignore[arg-type]
+            est = estimate(scored_rows(rows, args.by), _joined(rows, labels, quality, args),
                            by=args.by, target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
                            file=args.labels or str(path))
         print(render_text(est) + "\n")

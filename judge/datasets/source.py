@@ -59,6 +59,23 @@ def resolve_source(spec: str | Path, data_dir: str | Path | None = None, *, name
     scales; the chosen quality must end up with a scale (bench range-checks the human ratings and
     turns them into example labels), and no rating may lie outside it.
     """
+    items, info, file, fmt = _load(spec, data_dir, name)
+    built = _build_info(items, info, name, quality, scales or {}, str(file), fmt)
+    check_scale(items, built.quality(built.overall), file=str(file))
+    annotated = tuple(sorted({k for it in items for k in it.annotations}, key=str.lower))
+    return Source(tuple(items), built, annotated, file, registered=info is not None)
+
+
+def source_items(spec: str | Path, data_dir: str | Path | None = None) -> list[Item]:
+    """``spec``'s items, read as :func:`resolve_source` reads them but with no quality chosen or checked: for what
+    needs the items and not their ratings (the conversations of labelled items, ``judge label --agreement``)."""
+    return _load(spec, data_dir, None)[0]
+
+
+def _load(spec: str | Path, data_dir: str | Path | None,
+          name: str | None) -> tuple[list[Item], DatasetInfo | None, Path, str]:
+    """The items of a registered set's name or of a file (see :func:`resolve_source`), the registered set they
+    are (None: none), the file read and its format."""
     path = Path(spec)
     registered = _registered(spec, data_dir)
     info: DatasetInfo | None
@@ -81,10 +98,7 @@ def resolve_source(spec: str | Path, data_dir: str | Path | None = None, *, name
                            dataset=name or (info.name if info else dataset_name(path)))
     if not items:
         raise InputError("no items", file=str(file))
-    built = _build_info(items, info, name, quality, scales or {}, str(file), fmt)
-    check_scale(items, built.quality(built.overall), file=str(file))
-    annotated = tuple(sorted({k for it in items for k in it.annotations}, key=str.lower))
-    return Source(tuple(items), built, annotated, file, registered=info is not None)
+    return items, info, file, fmt
 
 
 def registered_file(path: str | Path, fmt: str) -> DatasetInfo | None:

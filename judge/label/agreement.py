@@ -10,13 +10,12 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..data.items import conversation_of
-from ..datasets import load_benchmark, load_items
+from ..datasets.source import source_items
 from ..records.labels import Label, latest_labels
 from ..stats.agreement import krippendorff_alpha
 from ..stats.correlation import boot_samples, percentiles
@@ -45,9 +44,8 @@ class Agreement:
 
 def input_conversations(source: str, data_dir: str | None = None) -> dict[str, str]:
     """Item id -> conversation (:func:`judge.data.items.conversation_of`) of the input the labels rate: a file,
-    or a registered set's name under ``data_dir``."""
-    items = load_items(source) if Path(source).is_file() or data_dir is None else load_benchmark(source, data_dir)
-    return {it.id: conversation_of(it) for it in items}
+    or a registered set's name under ``data_dir``, read as every command reads its input (rated or not)."""
+    return {it.id: conversation_of(it) for it in source_items(source, data_dir)}
 
 
 def agreement(labels: Sequence[Label], conversations: Mapping[str, str] | None = None, n_boot: int = 1000,

@@ -35,13 +35,18 @@ def scored_rows(rows: Sequence[Row], by: str = "system") -> Scored:
                   [r.score for r in rows], rows[0].quality if rows else None)
 
 
-def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[str],
-                file: str) -> tuple[dict[str, list[Label]], int]:
-    """Each labelled item's labels of ``quality`` (each rater's latest), checked, and the number of raters."""
+def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[str], file: str,
+                elsewhere: Collection[str] = ()) -> tuple[dict[str, list[Label]], int, int]:
+    """Each labelled item's labels of ``quality`` (each rater's latest), checked, the number of raters, and the
+    number of labelled items skipped as in ``elsewhere`` (the rows of a results folder's other cells) only."""
     per_item: dict[str, list[Label]] = {}
     raters: set[str | None] = set()
+    outside: set[str] = set()
     for one in latest_labels(list(labels)).values():
         if quality is None or quality not in one.scores:
+            continue
+        if one.id not in known and one.id in elsewhere:
+            outside.add(one.id)
             continue
         if one.id not in known:
             raise InputError(f"labelled item {one.id!r} is not in the rows", file=file, record=one.id, field="id")
@@ -52,7 +57,7 @@ def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[
         raters.add(one.rater)
     if not per_item:
         raise InputError(f"no label of quality {quality!r}", file=file, field="scores")
-    return per_item, len(raters)
+    return per_item, len(raters), len(outside)
 
 
 def mean_label(labels: Sequence[Label], quality: str) -> float:
@@ -63,7 +68,7 @@ def mean_label(labels: Sequence[Label], quality: str) -> float:
 def join_labels(ids: Sequence[str], labels: Sequence[Label], quality: str | None, file: str) -> Joined:
     """The labels of ``quality`` joined to the rows ``ids``: raters averaged per item, probabilities inverted."""
     index = {r: i for i, r in enumerate(ids)}
-    per_item, n_raters = item_labels(labels, quality, index, file)
+    per_item, n_raters, _ = item_labels(labels, quality, index, file)
     with_p = {i for i, ls in per_item.items() if ls[0].probability is not None}
     if with_p and len(with_p) != len(per_item):
         raise InputError(f"{len(with_p)} labelled items carry a sampling probability and {len(per_item) - len(with_p)}"
@@ -93,10 +98,13 @@ def scored_pairs(pairs: Sequence[PairRow]) -> Scored:
     return Scored([p.id for p in pairs], groups, [p.group for p in pairs], scores, pairs[0].quality if pairs else None)
 
 
-def join_pair_labels(pairs: Sequence[PairRow], labels: Sequence[Label], quality: str | None, file: str) -> Joined:
-    """Each pair's human verdict for the first system (name order) from its two items' labels."""
+def join_pair_labels(pairs: Sequence[PairRow], labels: Sequence[Label], quality: str | None, file: str,
+                     elsewhere: Collection[str] = ()) -> Joined:
+    """Each pair's human verdict for the first system (name order) from its two items' labels. A results folder's
+    labels serve all its cells, so a label of an item in ``elsewhere`` (another cell's rows) and in no pair, such as
+    a system the pairs leave out, is skipped and counted."""
     items = {x for p in pairs for x in (p.item_a, p.item_b)}
-    per_item, n_raters = item_labels(labels, quality, items, file)
+    per_item, n_raters, outside = item_labels(labels, quality, items, file, elsewhere)
     if any(ls[0].probability is not None for ls in per_item.values()):
         raise InputError("win rates take a uniform random sample of labelled items: labels with a sampling "
                          "probability are not supported for pair rows", file=file, field="probability")
@@ -106,7 +114,7 @@ def join_pair_labels(pairs: Sequence[PairRow], labels: Sequence[Label], quality:
             a, b = mean_label(per_item[p.item_a], quality), mean_label(per_item[p.item_b], quality)  # type: ignore[arg-type]
             verdict = 1.0 if a > b else 0.0 if a < b else 0.5
             label[i] = 1.0 - verdict if _flipped(p) else verdict
-    return Joined(label, np.isfinite(label).astype(float), n_raters, False)
+    return Joined(label, np.isfinite(label).astype(float), n_raters, False, outside)
 
 
 def verdicts_from_rows(pairs: Sequence[PairRow]) -> Joined:

@@ -68,17 +68,20 @@ class Estimate:
     n_raters: int
     weighted: bool
     left_out: int
+    labelled_outside: int = 0
     notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Joined:
-    """Each row's label (NaN: none), label weight (0: unlabelled) and the number of raters seen."""
+    """Each row's label (NaN: none), label weight (0: unlabelled), the number of raters seen, and the labelled
+    items skipped as in none of these rows but in another cell's of a results folder (a pair cell's)."""
 
     label: np.ndarray
     weight: np.ndarray
     n_raters: int
     weighted: bool
+    outside: int = 0
 
 
 def uniformity_p(n_rows: Sequence[int], n_labelled: Sequence[int]) -> float:
@@ -146,8 +149,11 @@ def estimate(unit: Scored, joined: Joined, *, by: str = "system", target: str = 
         notes.append(f"{joined.n_raters} raters: an item's label is the mean of its raters' latest ratings")
     if left_out:
         notes.append(f"{left_out} rows without a score (failed items) left out")
+    if joined.outside:
+        notes.append(f"{joined.outside} labelled items are in none of these rows (the folder's other cells hold "
+                     "them): skipped")
     return Estimate(source, unit.quality, by, target, out[:len(names)], out[len(names):], len(keep),
-                    int(n_lab.sum()), len(convs), joined.n_raters, joined.weighted, left_out, notes)
+                    int(n_lab.sum()), len(convs), joined.n_raters, joined.weighted, left_out, joined.outside, notes)
 
 
 def _check_sample(names: Sequence[str], n_rows: np.ndarray, n_lab: np.ndarray, weighted: bool, file: str) -> None:
