@@ -248,7 +248,8 @@ def test_the_trust_page_commands_run(tmp_path):
         argv = [sys.executable, "-m", "judge", *argv[1:]] if argv[0] == "judge" else [sys.executable, *argv[1:]]
         if "qwen2.5-coder-1.5b" in argv:  # the model judges' rows take minutes: their plan, which checks the rest
             argv.append("--check")
-        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        # a fresh HOME has no saved speed figure, so --check first times the model: a minute idle, more when loaded
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, (command, done.stderr)
         printed += done.stdout
     written = json.loads((tmp_path / "tu-estimate.json").read_text())
