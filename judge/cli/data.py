@@ -21,7 +21,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets.download import DATA_FILES, download, sha256_of, source_url, verify
+    from ..datasets.download import DATA_FILES, download, source_url, verify
+    from ..models.packaged import sha256_file
 
     if args.action == "list":
         for f in DATA_FILES:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for f in DATA_FILES:
         dest = Path(args.data_dir) / f.path
-        if not args.force and dest.is_file() and sha256_of(dest) == f.source.sha256:
+        if not args.force and dest.is_file() and sha256_file(dest) == f.source.sha256:
             print(f"present  {f.path}")
             continue
         try:

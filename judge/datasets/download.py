@@ -39,9 +39,6 @@ class ChecksumError(JudgeError):
     """A downloaded or local file does not have the published sha256."""
 
 
-sha256_of = sha256_file
-
-
 def verify(data_dir: str | Path) -> list[tuple[DataFile, str]]:
     """Status of every known file under ``data_dir``: "ok", "missing" or "sha256 mismatch (...)"."""
     out = []
@@ -50,7 +47,7 @@ def verify(data_dir: str | Path) -> list[tuple[DataFile, str]]:
         if not p.is_file():
             out.append((f, "missing"))
             continue
-        got, want = sha256_of(p), f.source.sha256
+        got, want = sha256_file(p), f.source.sha256
         out.append((f, "ok" if got == want else f"sha256 mismatch (got {got[:12]}…, want {want[:12]}…)"))
     return out
 
