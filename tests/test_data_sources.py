@@ -40,9 +40,9 @@ NOT_SHARED = {"dstc10_track5/persona-zhao_eval.json", "dstc10_track5/convai2-gra
 def test_sources_are_pinned_raw_github_urls():
     assert len(DATA_FILES) == 14 + 8 + 5  # DSTC10 and originals, PandaLM and the LLMBar sets, Reliable-Eval and PE
     for f in DATA_FILES:
-        assert f.url.startswith("https://raw.githubusercontent.com/") and f.commit in f.url
-        assert len(f.sha256) == 64
-    urls = {f.path: f.url for f in DATA_FILES}
+        assert f.source.url.startswith("https://raw.githubusercontent.com/") and f.source.commit in f.source.url
+        assert len(f.source.sha256) == 64
+    urls = {f.path: f.source.url for f in DATA_FILES}
     assert urls["fed/fed_data.json"].endswith("DSincerity/FED_Replication/f0a9a675ffcd134e9cb606c46afc8e0c7ad31ba4/fed_data.json")
     # A path with a character URLs reserve is sent escaped (the release's folder is "LLMEval^2").
     assert urls["llmbar/LLMEval2/dataset.json"].endswith("/Dataset/Processed/LLMEval%5E2/dataset.json")

@@ -58,7 +58,7 @@ def test_an_instruction_two_sets_share_is_in_one_half_and_odd_pairs_are_flagged(
 
 
 def test_the_files_are_downloadable_from_the_release():
-    urls = {f.path: f.url for f in DATA_FILES}
+    urls = {f.path: f.source.url for f in DATA_FILES}
     assert urls["llmbar/Natural/dataset.json"] == ("https://raw.githubusercontent.com/princeton-nlp/LLMBar/"
                                                    "900616bff90b6c6c8e1681f7d079250637c55992/Dataset/LLMBar/Natural/dataset.json")
     assert urls["pandalm/testset-v1.json"].endswith("/WeOpenML/PandaLM/3871806e72b4832f815ecafd24d3503c73403f48/"

@@ -112,7 +112,7 @@ def test_bad_input_names_file_record_and_field(tmp_path: Path) -> None:
 
 
 def test_download_knows_where_each_file_lives() -> None:
-    urls = {f.path: f.url for f in DATA_FILES}
+    urls = {f.path: f.source.url for f in DATA_FILES}
     assert urls["reliable_eval/pass_free(run2).json"] == ("https://raw.githubusercontent.com/TianboJi/Dialogue-Eval/"
                                                           "33af02448092ad180c1c4c68e454324e170f56a6/dialogue_data/"
                                                           "pass_free%28run2%29.json")  # the path escaped

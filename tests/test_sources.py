@@ -64,8 +64,8 @@ def test_release_files_are_pinned_and_the_paper_sets_stay_eight() -> None:
     for name, sha in (("persona-zhao", "f4ff1886b08979bd2a0d24ba0a46fdf1cb2d0cf46d242bd9e6e3ba6ae039c86e"),
                       ("convai2-grade", "ea7f44fd347b2bc40e862c39f2fd54e4d1c4cfc2aa372c217d02623f60e518ac")):
         f = files[f"dstc10_track5/{name}_eval.json"]
-        assert (f.repo, f.commit, f.sha256) == (eight.repo, eight.commit, sha)
-        assert f.url.endswith(f"/dev_dataset/{name}_eval.json")
+        assert (f.source.repo, f.source.commit, f.source.sha256) == (eight.source.repo, eight.source.commit, sha)
+        assert f.source.url.endswith(f"/dev_dataset/{name}_eval.json")
         assert DATASETS[name].path == f.path
     assert len(DSTC10_SETS) == 8 and "persona-zhao" not in DSTC10_SETS and "convai2-grade" not in DSTC10_SETS
 

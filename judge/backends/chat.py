@@ -7,11 +7,12 @@ template: it renders in :class:`judge.core.sandbox.StrictSandbox`, and any failu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import jinja2
 
-from ..core.errors import TemplateError
+from ..core.errors import BackendError, TemplateError
 from ..core.sandbox import StrictSandbox, render_error
 
 #: Stands in for the user's text so that the template's own markup and the text can be tokenized apart
@@ -58,3 +59,14 @@ def chat_parts(
         raise TemplateError(f"{name}: the template did not place the user message exactly once")
     before, after = rendered.split(SENTINEL)
     return before, after
+
+
+def chat_tokens(model_id: str, chat: tuple[list[int], list[int]] | None, body: Callable[[], list[int]],
+                bos: list[int]) -> list[int]:
+    """A chat prompt's tokens as the model sees them: the template's parts (``chat``, tokenized) around the
+    text's own (``body``, tokenized only once the model is known to have a template), after ``bos`` (the
+    token the model adds before a prompt, [] for none) unless the parts already start with it."""
+    if chat is None:
+        raise BackendError(f"model {model_id} has no chat template; use chat=False")
+    toks = chat[0] + body() + chat[1]
+    return bos + toks if bos and toks[:1] != bos[:1] else toks

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core.errors import BackendError
 from .base import Failure, Prompt, too_long
-from .chat import SENTINEL
+from .chat import SENTINEL, chat_tokens
 
 
 class HFPromptTokenizer:
@@ -53,13 +53,7 @@ class HFPromptTokenizer:
     def tokens(self, prompt: Prompt) -> list[int]:
         """Token ids of a prompt as the model sees it (BOS / EOS and chat template included)."""
         if prompt.chat:
-            if self._chat is None:
-                raise BackendError(f"model {self.model_id} has no chat template; use chat=False")
-            before, after = self._chat
-            toks = before + self._encode(prompt.text) + after
-            if self._bos and (not toks or toks[0] != self._bos[0]):
-                toks = self._bos + toks
-            return toks
+            return chat_tokens(self.model_id, self._chat, lambda: self._encode(prompt.text), self._bos)
         return self._encode(prompt.text, add_special_tokens=True)
 
     def wrapping(self, chat: bool) -> tuple[str, str] | None:

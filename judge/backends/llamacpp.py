@@ -40,7 +40,7 @@ from .base import (
     TokenLogprobs,
     too_long,
 )
-from .chat import chat_parts
+from .chat import chat_parts, chat_tokens
 from .generation import Thought, choose, no_room, request_rng, think
 from .llamacpp_cpu import extra_buffers_usable, without_extra_buffers
 from .llamacpp_hidden import FINAL_NORM, FinalNormReader
@@ -292,15 +292,8 @@ class LlamaCppBackend(Backend):
     def tokens(self, prompt: Prompt) -> list[int]:
         """Token ids of a prompt as the model sees it (BOS and chat template included)."""
         if prompt.chat:
-            if self._chat is None:
-                raise BackendError(f"model {self.model_id} has no chat template; use chat=False")
-            before, after = self._chat
-            body = self._tok(prompt.text)
-            toks = before + body + after
-            bos = self.llm.token_bos()
-            if self._adds_bos() and (not toks or toks[0] != bos):
-                toks = [bos] + toks
-            return toks
+            bos = [self.llm.token_bos()] if self._adds_bos() else []
+            return chat_tokens(self.model_id, self._chat, lambda: self._tok(prompt.text), bos)
         return self._tok(prompt.text, bos=True)
 
     def _adds_bos(self) -> bool:

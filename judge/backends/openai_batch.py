@@ -615,7 +615,7 @@ def store_results(backend: Store, requests: Sequence[Request], path: str | Path)
 def _pending(backend: Store, requests: Sequence[Request]) -> tuple[OpenAIBackend, BatchReport, list[BatchRequest]]:
     """The OpenAI backend behind the cache, a report of the requests (distinct keys, cache hits, requests the
     endpoint refuses), and the input lines of those the cache lacks."""
-    inner = _behind_cache(backend)
+    inner = _openai(backend.inner)
     report = BatchReport()
     by_key: dict[str, Request] = {}
     for r in requests:
@@ -636,11 +636,6 @@ def _pending(backend: Store, requests: Sequence[Request]) -> tuple[OpenAIBackend
     return inner, report, pending
 
 
-def _behind_cache(backend: Store) -> OpenAIBackend:
-    """The OpenAI backend behind ``backend``, the store the batch's answers go to (BackendError otherwise)."""
-    return _openai(backend.inner)
-
-
 def _openai(backend: Backend) -> OpenAIBackend:
     """The OpenAI backend that answers behind any layers in front of it (its cost layer, say); BackendError
     when it is another."""
@@ -653,7 +648,7 @@ def _openai(backend: Backend) -> OpenAIBackend:
 def _storer(backend: Store) -> Keeper:
     """``store(custom_id, line, candidates, top_n)``: the line's answer read as a synchronous one and kept under
     ``custom_id``; returns the reason of a failure (never kept), or None."""
-    inner = _behind_cache(backend)
+    inner = _openai(backend.inner)
 
     def store(cid: str, line: dict[str, Any], candidates: Sequence[str], top_n: int) -> str | None:
         answer: LabelDist | Failure = inner.answer_from_batch(line, candidates, top_n)
@@ -685,7 +680,7 @@ class OpenAIBatcher:
             report = store_results(backend, requests, self.results)
             why = f"not answered in the batch results file {self.results}"
         else:
-            report = fill_cache(backend, requests, state_file(folder, _behind_cache(backend)), poll_s=self.poll_s,
+            report = fill_cache(backend, requests, state_file(folder, _openai(backend.inner)), poll_s=self.poll_s,
                                 resubmit=self.fallback == "resubmit", queue_tokens=self.queue_tokens)
             why = ("not answered through the Batch API: its batch expired or was cancelled, and so was the one "
                    "that resubmitted it")

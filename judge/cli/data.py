@@ -21,12 +21,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..datasets.download import DATA_FILES, download, sha256_of, source_url, verify
+    from ..datasets.download import DATA_FILES, download, source_url, verify
+    from ..models.packaged import sha256_file
 
     if args.action == "list":
         for f in DATA_FILES:
-            size = f"{f.size} bytes" if f.size is not None else "size not recorded"
-            print(f"{f.path}\t{f.sets}\t{size}\tsha256 {f.sha256}\n    {f.url}")
+            size = f"{f.source.size} bytes" if f.source.size is not None else "size not recorded"
+            print(f"{f.path}\t{f.sets}\t{size}\tsha256 {f.source.sha256}\n    {f.source.url}")
         return EXIT_OK
     if args.action == "verify":
         bad = 0
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for f in DATA_FILES:
         dest = Path(args.data_dir) / f.path
-        if not args.force and dest.is_file() and sha256_of(dest) == f.sha256:
+        if not args.force and dest.is_file() and sha256_file(dest) == f.source.sha256:
             print(f"present  {f.path}")
             continue
         try:

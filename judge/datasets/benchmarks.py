@@ -11,6 +11,7 @@ by path (:mod:`judge.datasets.source`).
 from __future__ import annotations
 
 import tomllib
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,10 @@ class SourceFile:
     sha256: str
     #: Bytes, where recorded (None: only the sha256 was published with the entry).
     size: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{urllib.parse.quote(self.path)}"
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from .benchmarks import DATASETS, corpus_sets, dataset_info, indexed
 from .contexts import index_entry, known_sequences
 from .formats import load_items
 from .groups import shown_sequences
-from .identity import INDEX, INDEX_FORMAT, fingerprint, normalised
+from .identity import INDEX, INDEX_FORMAT, fingerprint, halves_digest, normalised
 
 #: Two items of different sets that open with the same two turns share a conversation when those
 #: turns hold this many letters and digits together: "Hi!" / "Hi there." opens many unrelated ones.
@@ -189,12 +189,6 @@ def _window_links(nodes: Iterable[tuple[Node, Item]]) -> list[tuple[Node, Node]]
 DIGEST_SETS = ("fed-turn", "fed-dial", "topical-usr", "persona-usr", "dailydialog-zhao", "dailydialog-gupta",
                "dailydialog-grade", "empathetic-grade", "persona-zhao", "convai2-grade", "fed", "usr-topical",
                "usr-persona", "gupta-csv")
-
-
-def halves_digest(conversations: Mapping[str, Iterable[str]]) -> str:
-    """The digest of a conversation index's ``conversations`` (name -> item fingerprints)."""
-    data = {name: sorted(fps) for name, fps in conversations.items()}
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def present_sets(data_dir: str | Path) -> list[str]:

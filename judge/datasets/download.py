@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import urllib.error
-import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,27 +12,17 @@ from pathlib import Path
 from ..core.errors import JudgeError
 from ..core.io import atomic_file
 from ..models.packaged import sha256_file
-from .benchmarks import DATASETS, DatasetInfo
-
-_RAW = "https://raw.githubusercontent.com"
+from .benchmarks import DATASETS, DatasetInfo, SourceFile
 
 
 @dataclass(frozen=True)
 class DataFile:
-    """One benchmark file: its path under a data dir, its public source and its checksum."""
+    """One benchmark file: its path under a data dir, the sets it holds (as ``judge data list`` names them),
+    and its public source and checksum."""
 
     path: str
-    repo: str
-    commit: str
-    source_path: str
-    sha256: str
-    #: Bytes, where recorded (None: only the sha256 was published with the entry).
-    size: int | None
     sets: str
-
-    @property
-    def url(self) -> str:
-        return f"{_RAW}/{self.repo}/{self.commit}/{urllib.parse.quote(self.source_path)}"
+    source: SourceFile
 
 
 def _label(info: DatasetInfo) -> str:
@@ -43,15 +32,11 @@ def _label(info: DatasetInfo) -> str:
 
 #: Every registered set's file, from the sets' records (judge/datasets/benchmarks.toml).
 DATA_FILES: tuple[DataFile, ...] = tuple(
-    DataFile(d.path, d.source.repo, d.source.commit, d.source.path, d.source.sha256, d.source.size, _label(d))
-    for d in DATASETS.values() if d.source is not None)
+    DataFile(d.path, _label(d), d.source) for d in DATASETS.values() if d.source is not None)
 
 
 class ChecksumError(JudgeError):
     """A downloaded or local file does not have the published sha256."""
-
-
-sha256_of = sha256_file
 
 
 def verify(data_dir: str | Path) -> list[tuple[DataFile, str]]:
@@ -62,8 +47,8 @@ def verify(data_dir: str | Path) -> list[tuple[DataFile, str]]:
         if not p.is_file():
             out.append((f, "missing"))
             continue
-        got = sha256_of(p)
-        out.append((f, "ok" if got == f.sha256 else f"sha256 mismatch (got {got[:12]}…, want {f.sha256[:12]}…)"))
+        got, want = sha256_file(p), f.source.sha256
+        out.append((f, "ok" if got == want else f"sha256 mismatch (got {got[:12]}…, want {want[:12]}…)"))
     return out
 
 
@@ -71,7 +56,7 @@ def source_url(f: DataFile, base_url: str | None = None) -> str:
     """The public URL, or with ``base_url`` a mirror that lays files out as a data dir does."""
     if base_url:
         return base_url.rstrip("/") + "/" + f.path
-    return f.url
+    return f.source.url
 
 
 def download(f: DataFile, data_dir: str | Path, base_url: str | None = None, timeout: float = 60.0) -> Path:
@@ -88,7 +73,7 @@ def download(f: DataFile, data_dir: str | Path, base_url: str | None = None, tim
                     out.write(chunk)
         except (urllib.error.URLError, OSError) as exc:
             raise JudgeError(f"download of {url} failed: {exc}") from None
-        if h.hexdigest() != f.sha256:
-            raise ChecksumError(f"{url}: sha256 {h.hexdigest()} does not match the published {f.sha256}; "
+        if h.hexdigest() != f.source.sha256:
+            raise ChecksumError(f"{url}: sha256 {h.hexdigest()} does not match the published {f.source.sha256}; "
                                 f"the file was not saved")
     return dest

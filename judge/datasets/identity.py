@@ -107,7 +107,13 @@ def index_digest() -> str:
     stored = _index().get("halves_digest")
     if isinstance(stored, str):
         return stored
-    return hashlib.sha256(json.dumps(_index()["conversations"], sort_keys=True).encode()).hexdigest()[:16]
+    return halves_digest(_index()["conversations"])
+
+
+def halves_digest(conversations: Mapping[str, Iterable[str]]) -> str:
+    """The digest of a conversation index's ``conversations`` (name -> item fingerprints)."""
+    data = {name: sorted(fps) for name, fps in conversations.items()}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def content_name(items: Sequence[Item]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class CellWriter:
     """Appends finished rows to a cell file, each one flushed and fsynced before the next item."""
 
     def __init__(self, path: Path, keep_bytes: int) -> None:
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = "r+b" if path.exists() else "wb"
         self.f = open(path, mode)  # noqa: SIM115 - closed in close()
@@ -74,8 +75,12 @@ class CellWriter:
         os.fsync(self.f.fileno())
         self.rows += 1
 
-    def close(self) -> None:
+    def close(self, seconds: float, load_s: float, counters: Mapping[str, int], before: Mapping[str, int]) -> None:
+        """Close the file and add what computing its new rows cost to its time file: ``seconds`` and ``load_s``,
+        the cache hits and misses of ``counters`` less those of ``before``, and the peak RSS by now."""
         self.f.close()
+        hits, misses = (counters.get(k, 0) - before.get(k, 0) for k in ("cache_hits", "cache_misses"))
+        add_timing(self.path, CellTiming(self.rows, seconds, load_s, hits, misses, peak_rss_mib()))
 
 
 def rewrite(path: Path, rows: Sequence[Row | PairRow]) -> None:
@@ -119,12 +124,7 @@ def compute(path: Path, nbytes: int, session: Session, prep: Prepared, todo: Seq
             write_fitted(path, fitted)
             record_fit(path)  # the sets a lodo fit learned on, in the meta file
     finally:
-        writer.close()
-        after = session.counters()
-        add_timing(path, CellTiming(
-            rows=writer.rows, seconds=time.perf_counter() - start - load_s, load_s=load_s,
-            cache_hits=after.get("cache_hits", 0) - before.get("cache_hits", 0),
-            cache_misses=after.get("cache_misses", 0) - before.get("cache_misses", 0), peak_rss_mib=peak_rss_mib()))
+        writer.close(time.perf_counter() - start - load_s, load_s, session.counters(), before)
 
 
 def retry_failed(path: Path, todo: Sequence[Item] | Sequence[Pair], session: Session, prep: Prepared, *,

@@ -46,7 +46,7 @@ from .config import Experiment
 from .fitted import read_fitted, record_fit
 from .prompt_settings import write_prompt_settings
 from .summary import summarise
-from .timing import CellTiming, add_timing, peak_rss_mib, read_timing
+from .timing import read_timing
 
 
 def seeded_subset(items: Sequence[Item], limit: int | None, seed: int) -> list[Item]:
@@ -391,12 +391,8 @@ def _compute_together(entries: Sequence[Todo],
                           [w.append for w in writers], progress, seeds=[_row_seed(c) for c, *_ in entries],
                           costs=costs)
     finally:
-        for (_, _, path, _, _), writer, cost, load_s in zip(entries, writers, costs, loads, strict=True):
-            writer.close()
-            add_timing(path, CellTiming(
-                rows=writer.rows, seconds=cost.seconds, load_s=load_s,
-                cache_hits=cost.counters.get("cache_hits", 0), cache_misses=cost.counters.get("cache_misses", 0),
-                peak_rss_mib=peak_rss_mib()))
+        for writer, cost, load_s in zip(writers, costs, loads, strict=True):
+            writer.close(cost.seconds, load_s, cost.counters, {})
 
 
 def family_report(prepared: Sequence[tuple[Cell, Prepared]]) -> list[str]:

@@ -193,11 +193,6 @@ def remember_verified(path: Path, sha256: str) -> None:
         pass  # the check still happened; only its memo could not be saved
 
 
-def is_remembered(path: Path, sha256: str) -> bool:
-    """Whether ``path`` was verified against ``sha256`` at its current size and mtime."""
-    return _read_memo().get(_memo_key(path)) == sha256
-
-
 def verify_sha256(path: Path, expected: str) -> None:
     """Refuse a file whose sha256 differs from ``expected`` (hashed once per file size+mtime)."""
     actual = file_sha256(path)

@@ -24,7 +24,6 @@ from ..records.rows import Row, read_rows
 from ..stats.gate import Delta, Verdict, paired_delta, unpaired_delta, verdict, worst
 
 Pairing = Literal["auto", "paired", "unpaired"]
-PAIRINGS: tuple[Pairing, ...] = ("auto", "paired", "unpaired")
 #: What the verdict is read from: the judge's scores, or people's ratings of the same items.
 ON = ("judge", "human")
 #: Share of each side's scored rows that must have a partner for ``auto`` to pair the comparison.
