@@ -4,7 +4,9 @@ docs/trust.md's commands."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -336,3 +338,62 @@ def test_one_labels_file_serves_a_folder_whose_pair_cell_leaves_systems_out(tmp_
     append_label(labels, stray[0])
     assert main(["estimate", str(tmp_path / "run"), "--labels", str(labels), "--bootstrap", "200"]) == 2
     assert f"{labels}, record nowhere, field 'id': labelled item 'nowhere' is not in the rows" in capsys.readouterr().err
+
+
+def _two_sets(tmp_path: Path, labelled: tuple[str, ...]) -> tuple[Path, list[Path], Path, dict[str, int]]:
+    """A results folder of two item cells on different sets, same quality (``judge bench TU`` and ``PU``), and one
+    labels file on a uniform half of each ``labelled`` set's rows: the folder, its cells, the labels, the counts."""
+    run, labels, counts = tmp_path / "run", tmp_path / "l.jsonl", {}
+    cells = [run / "items" / "mock" / name / "Overall" / "seed0.jsonl" for name in ("pc-usr", "topical-usr")]
+    for dataset, cell in zip(("PU", "TU"), cells, strict=True):
+        assert main(["bench", dataset, "--data-dir", str(DATA), "--backend", "mock", "--no-progress", "--no-cache",
+                     "--limit", "120", "-o", str(cell)]) == 0
+        rows = read_rows(cell)
+        chosen = np.random.default_rng(1).permutation(len(rows))[:len(rows) // 2] if dataset in labelled else []
+        for i in chosen:
+            append_label(labels, Label(rows[i].id, {"Overall": rows[i].human}, "ann"))  # type: ignore[dict-item]
+        counts[dataset] = len(chosen)
+    return run, cells, labels, counts
+
+
+def test_one_labels_file_serves_a_folder_of_item_cells_on_two_sets(tmp_path, capsys):
+    """Each item cell skips and counts the labels of the other cell's items; a label of an item in no cell is
+    still refused, naming the labels file, record and field."""
+    run, _, labels, counts = _two_sets(tmp_path, ("PU", "TU"))
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--labels", str(labels), "--bootstrap", "200", "--json",
+                 str(tmp_path / "e.json")]) == 0
+    pu, tu = json.loads((tmp_path / "e.json").read_text())
+    assert (pu["n_labelled"], pu["labelled_outside"]) == (counts["PU"], counts["TU"])
+    assert (tu["n_labelled"], tu["labelled_outside"]) == (counts["TU"], counts["PU"]) and len(tu["groups"]) == 6
+    text = capsys.readouterr().out
+    assert f"note: {counts['TU']} labelled items are in none of these rows" in text
+    append_label(labels, Label("nowhere", {"Overall": 3.0}, "ann"))
+    assert main(["estimate", str(run), "--labels", str(labels), "--bootstrap", "200"]) == 2
+    assert f"{labels}, record nowhere, field 'id': labelled item 'nowhere' is not in the rows" in capsys.readouterr().err
+
+
+def test_a_folder_cell_with_none_of_the_labels_is_reported_and_the_others_estimated(tmp_path, capsys):
+    """Labels on one set's items only: the other set's cell is reported (a line, a record without groups, and on
+    the page the same), not an error; a single file keeps refusing labels not in its rows; if no cell of the
+    labels' quality holds one of them, the folder is refused."""
+    run, (pu_cell, tu_cell), labels, counts = _two_sets(tmp_path, ("TU",))
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--labels", str(labels), "--bootstrap", "200", "--json",
+                 str(tmp_path / "e.json")]) == 0
+    pu, tu = json.loads((tmp_path / "e.json").read_text())
+    assert (pu["groups"], pu["differences"], pu["n_labelled"], pu["labelled_outside"]) == ([], [], 0, counts["TU"])
+    assert (pu["n_rows"], tu["n_labelled"], tu["labelled_outside"]) == (120, counts["TU"], 0) and tu["groups"]
+    text = capsys.readouterr().out
+    assert (f"{pu_cell}: quality Overall, 120 rows in {pu['n_conversations']} conversations, none of them labelled: "
+            f"not estimated\nnote: {counts['TU']} labelled items are in none of these rows") in text
+    assert f"{tu_cell}: quality Overall, 120 rows in" in text
+    assert main(["estimate", str(pu_cell), "--labels", str(labels), "--bootstrap", "200"]) == 2
+    assert re.search(rf"{re.escape(str(labels))}, record (topical-usr_\d+), field 'id': labelled item '\1' is not in "
+                     "the rows", capsys.readouterr().err)  # a single file: refused as before
+    engaging = tu_cell.parent.parent / "Engaging" / "seed0.jsonl"  # the labelled set now rated for another quality
+    engaging.parent.mkdir()
+    engaging.write_text("".join(dataclasses.replace(r, quality="Engaging").to_json() + "\n" for r in read_rows(tu_cell)))
+    tu_cell.unlink()
+    assert main(["estimate", str(run), "--labels", str(labels), "--bootstrap", "200"]) == 2
+    assert "no cell of this folder holds a labelled item of its quality" in capsys.readouterr().err

@@ -47,7 +47,8 @@ def _pair(a: str, b: str, c: int, preference: float) -> PairRow:
 
 def make_run(root: Path) -> tuple[Path, Path]:
     """A results folder of one item cell and one pair cell (every two of PAIRED's replies to a conversation), and
-    labels on a uniform share of each system's items: a judge that sees the rating through noise."""
+    labels on a uniform share of each system's items: a judge that sees the rating through noise; and an item cell
+    of another set that none of the labels are of (reported, not estimated)."""
     rng = np.random.default_rng(4)
     rows, human = [], {}
     for system, (n, shift) in SYSTEMS.items():
@@ -60,6 +61,9 @@ def make_run(root: Path) -> tuple[Path, Path]:
     for path in (cell, pairs):
         path.parent.mkdir(parents=True)
     cell.write_text("".join(r.to_json() + "\n" for r in rows))
+    other = run / "items" / "m" / "toy2" / "overall" / "seed0.jsonl"
+    other.parent.mkdir(parents=True)
+    other.write_text("".join(_row("E", c, 0.1 * c).to_json() + "\n" for c in range(9)))
     pairs.write_text("".join(_pair(a, b, c, float(np.clip(0.5 + 0.2 * (human[f"{a}-{c}"] - human[f"{b}-{c}"])
                                                        + rng.normal(0, 0.1), 0, 1))).to_json() + "\n"
                              for a, b in combinations(PAIRED, 2) for c in range(30)
@@ -95,10 +99,12 @@ def test_the_page_carries_the_json_record_as_written(made):
     written = json.loads((tmp / "e.json").read_text())
     data = page_data(html)
     assert data["sections"] == {"estimate": written} and data["cells"] == []
-    items, pairs = written
+    items, unlabelled, pairs = written
     assert [g["name"] for g in items["groups"]] == list(SYSTEMS) and len(items["differences"]) == 10
     assert pairs["by"].startswith("pair") and len(pairs["groups"]) == 6 and pairs["differences"] == []
     assert (items["labelled_outside"], pairs["labelled_outside"]) == (0, 8)  # D's items c0, c1, c2, c4, ..., c12
+    assert (unlabelled["groups"], unlabelled["n_labelled"], unlabelled["labelled_outside"]) == ([], 0, items["n_labelled"])
+    assert ": quality overall, 9 rows in 9 conversations, none of them labelled: not estimated\n" in printed
     assert "note: 8 labelled items are in none of these rows" in printed
     # the marks the page shows are the text's: a difference is significant where its printed line ends in *
     marked = {line.split("  ")[0] for line in printed.splitlines() if line.endswith("*")}
@@ -134,11 +140,11 @@ def test_the_browser_shows_what_the_text_prints(made):
     lines = [line for line in printed.splitlines() if line.strip()]
     starts = [i for i, line in enumerate(lines) for e in json.loads((tmp / "e.json").read_text())
               if line.startswith(f"{e['source']}: quality ")]  # each estimate's text starts with its source
-    assert len(starts) == len(seen["estimates"]) == 2 and starts[0] == 0
+    assert len(starts) == len(seen["estimates"]) == 3 and starts[0] == 0
     for start, end, shown in zip(starts, [*starts[1:], len(lines)], seen["estimates"], strict=True):
         assert _shown(shown) == [_columns(line) for line in lines[start:end]]
     text = "\n".join(printed.splitlines())
     for case in ("too few conversations (2)", "no interval (see below)", "\nno interval: ", "*", "A vs B  ",
-                 "labelled items are in none of these rows"):
+                 "labelled items are in none of these rows", "none of them labelled: not estimated"):
         assert case in text  # each way of showing a number is in what was compared
     assert (tmp / "estimate.png").stat().st_size > 5_000

@@ -16,7 +16,7 @@ from ..records.labels import Label, read_labels
 from ..records.pair_rows import PairRow
 from ..records.rows import Row, read_records, read_rows
 from ..report.estimate_join import join_labels, join_pair_labels, scored_pairs, scored_rows, verdicts_from_rows
-from ..stats.estimate import Estimate, Joined, estimate
+from ..stats.estimate import Joined, estimate
 from . import EXIT_OK
 
 
@@ -60,13 +60,18 @@ def row_files(target: str) -> list[Path]:
     return [path]
 
 
-def _joined(rows: list[Row], labels: list[Label] | None, quality: str | None, args: argparse.Namespace) -> Joined:
-    """Each row's label: from the labels file, or (--labels-from-rows) the row's own human value."""
+def _joined(rows: list[Row] | list[PairRow], labels: list[Label] | None, quality: str | None,
+            args: argparse.Namespace, ids: set[str]) -> Joined:
+    """Each row's (pair's) label: from the labels file, a label of an item of ``ids`` (every cell's) and in none of
+    these rows skipped and counted, or (--labels-from-rows) the rows' own human values."""
+    if isinstance(rows[0], PairRow):
+        return (verdicts_from_rows(rows) if args.labels_from_rows
+                else join_pair_labels(rows, labels or [], quality, args.labels, ids))
     if args.labels_from_rows:
         human = np.array([np.nan if r.human is None else r.human for r in rows])
         return Joined(human, np.isfinite(human).astype(float), 0, False)
     assert labels is not None
-    return join_labels([r.id for r in rows], labels, quality, args.labels)
+    return join_labels([r.id for r in rows], labels, quality, args.labels, ids)
 
 
 def is_pair_file(path: Path) -> bool:
@@ -77,17 +82,6 @@ def is_pair_file(path: Path) -> bool:
         return "system_a" in json.loads(first)
     except (json.JSONDecodeError, TypeError):
         return False
-
-
-def _pair_estimate(pairs: list[PairRow], labels: list[Label] | None, quality: str | None, args: argparse.Namespace,
-                   source: str, ids: set[str]) -> Estimate:
-    """Win rates per pair of systems (judge.report.estimate_join); --by does not apply to pairs. A label of an item
-    of ``ids`` (every cell's) in no pair is skipped and counted."""
-    joined = (verdicts_from_rows(pairs) if args.labels_from_rows
-              else join_pair_labels(pairs, labels or [], quality, args.labels, ids))
-    return estimate(scored_pairs(pairs), joined, by="pair: first system's win rate", target=args.target,
-                    n_boot=args.bootstrap, seed=args.seed, source=source, file=args.labels or source,
-                    differences=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,16 +102,17 @@ def run(args: argparse.Namespace) -> int:
         quality = args.quality or rows[0].quality
         if labels is not None and len(cells) > 1 and not any(quality in lab.scores for lab in labels):
             continue  # a results folder's cells of other qualities
-        if isinstance(rows[0], PairRow):
-            est = _pair_estimate(rows, labels, quality, args, str(path), ids)
-        else:
-            est = estimate(scored_rows(rows, args.by), _joined(rows, labels, quality, args),
-                           by=args.by, target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
-                           file=args.labels or str(path))
+        pairs = isinstance(rows[0], PairRow)  # win rates per pair of systems; --by does not apply to pairs
+        est = estimate(scored_pairs(rows) if pairs else scored_rows(rows, args.by),  # type: ignore[arg-type]
+                       _joined(rows, labels, quality, args, ids), by="pair: first system's win rate" if pairs else args.by,
+                       target=args.target, n_boot=args.bootstrap, seed=args.seed, source=str(path),
+                       file=args.labels or str(path), differences=not pairs)
         print(render_text(est) + "\n")
         out.append(to_dict(est))
     if not out:
         raise InputError("no cell of this folder has a quality the labels rate", file=args.rows)
+    if not any(e["groups"] for e in out):
+        raise InputError("no cell of this folder holds a labelled item of its quality", file=args.labels, field="id")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     if args.view:

@@ -48,12 +48,14 @@ def _raters(est: Estimate) -> str:
 
 
 def render_text(est: Estimate) -> str:
-    """The table ``judge estimate`` prints."""
+    """The table ``judge estimate`` prints; for a results folder's cell with none of the labels, a line and notes."""
     sample = "weighted by inverse sampling probability" if est.weighted else "a uniform random sample"
     target = ("the mean over these rows" if est.target == "rows"
               else "the mean of the conversations these rows come from")
-    lines = [f"{est.source}: quality {est.quality}, {est.n_rows} rows in {est.n_conversations} conversations, "
-             f"{est.n_labelled} labelled {_raters(est)} ({sample})",
+    head = f"{est.source}: quality {est.quality}, {est.n_rows} rows in {est.n_conversations} conversations, "
+    if not est.groups:
+        return "\n".join([head + "none of them labelled: not estimated", *(f"note: {n}" for n in est.notes)])
+    lines = [f"{head}{est.n_labelled} labelled {_raters(est)} ({sample})",
              f"human-scale estimates of {target}; 95% intervals resample conversations; "
              "eff. n = labels x (labels-only variance / PPI variance)", ""]
     lines += _lines(est.by, est.groups, False)

@@ -38,7 +38,8 @@ def scored_rows(rows: Sequence[Row], by: str = "system") -> Scored:
 def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[str], file: str,
                 elsewhere: Collection[str] = ()) -> tuple[dict[str, list[Label]], int, int]:
     """Each labelled item's labels of ``quality`` (each rater's latest), checked, the number of raters, and the
-    number of labelled items skipped as in ``elsewhere`` (the rows of a results folder's other cells) only."""
+    number of labelled items skipped as in ``elsewhere`` (the rows of a results folder's other cells) only: a
+    results folder's labels serve all its cells, so a cell may have none of them (none left but some skipped)."""
     per_item: dict[str, list[Label]] = {}
     raters: set[str | None] = set()
     outside: set[str] = set()
@@ -55,7 +56,7 @@ def item_labels(labels: Sequence[Label], quality: str | None, known: Collection[
                              field="probability")
         per_item.setdefault(one.id, []).append(one)
         raters.add(one.rater)
-    if not per_item:
+    if not per_item and not outside:
         raise InputError(f"no label of quality {quality!r}", file=file, field="scores")
     return per_item, len(raters), len(outside)
 
@@ -65,10 +66,12 @@ def mean_label(labels: Sequence[Label], quality: str) -> float:
     return float(np.mean([one.scores[quality] for one in labels]))
 
 
-def join_labels(ids: Sequence[str], labels: Sequence[Label], quality: str | None, file: str) -> Joined:
-    """The labels of ``quality`` joined to the rows ``ids``: raters averaged per item, probabilities inverted."""
+def join_labels(ids: Sequence[str], labels: Sequence[Label], quality: str | None, file: str,
+                elsewhere: Collection[str] = ()) -> Joined:
+    """The labels of ``quality`` joined to the rows ``ids``: raters averaged per item, probabilities inverted; a
+    label of an item in ``elsewhere`` (another cell's rows) only is skipped and counted."""
     index = {r: i for i, r in enumerate(ids)}
-    per_item, n_raters, _ = item_labels(labels, quality, index, file)
+    per_item, n_raters, outside = item_labels(labels, quality, index, file, elsewhere)
     with_p = {i for i, ls in per_item.items() if ls[0].probability is not None}
     if with_p and len(with_p) != len(per_item):
         raise InputError(f"{len(with_p)} labelled items carry a sampling probability and {len(per_item) - len(with_p)}"
@@ -80,7 +83,7 @@ def join_labels(ids: Sequence[str], labels: Sequence[Label], quality: str | None
         label[index[item]] = mean_label(ls, quality)  # type: ignore[arg-type]
         p = ls[0].probability
         weight[index[item]] = 1.0 if p is None else 1.0 / p
-    return Joined(label, weight, n_raters, bool(with_p))
+    return Joined(label, weight, n_raters, bool(with_p), outside)
 
 
 def _flipped(pair: PairRow) -> bool:
@@ -100,9 +103,9 @@ def scored_pairs(pairs: Sequence[PairRow]) -> Scored:
 
 def join_pair_labels(pairs: Sequence[PairRow], labels: Sequence[Label], quality: str | None, file: str,
                      elsewhere: Collection[str] = ()) -> Joined:
-    """Each pair's human verdict for the first system (name order) from its two items' labels. A results folder's
-    labels serve all its cells, so a label of an item in ``elsewhere`` (another cell's rows) and in no pair, such as
-    a system the pairs leave out, is skipped and counted."""
+    """Each pair's human verdict for the first system (name order) from its two items' labels. A label of an item
+    in ``elsewhere`` (another cell's rows) and in no pair, such as a system the pairs leave out, is skipped and
+    counted."""
     items = {x for p in pairs for x in (p.item_a, p.item_b)}
     per_item, n_raters, outside = item_labels(labels, quality, items, file, elsewhere)
     if any(ls[0].probability is not None for ls in per_item.values()):

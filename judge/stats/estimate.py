@@ -54,7 +54,8 @@ class Estimand:
 
 @dataclass(frozen=True)
 class Estimate:
-    """Everything ``judge estimate`` reports for one rows file (or results cell)."""
+    """Everything ``judge estimate`` reports for one rows file (or results cell); no groups: a results folder's
+    cell none of whose rows is labelled (the labels are of its other cells), reported and not estimated."""
 
     source: str
     quality: str | None
@@ -75,7 +76,7 @@ class Estimate:
 @dataclass(frozen=True)
 class Joined:
     """Each row's label (NaN: none), label weight (0: unlabelled), the number of raters seen, and the labelled
-    items skipped as in none of these rows but in another cell's of a results folder (a pair cell's)."""
+    items skipped as in none of these rows but in another cell's of a results folder."""
 
     label: np.ndarray
     weight: np.ndarray
@@ -123,6 +124,17 @@ def estimate(unit: Scored, joined: Joined, *, by: str = "system", target: str = 
     groups, convs_of = [unit.groups[i] for i in keep], [unit.conversations[i] for i in keep]
     names = list(dict.fromkeys(groups))
     convs = list(dict.fromkeys(convs_of))
+    notes = []
+    if joined.n_raters > 1:
+        notes.append(f"{joined.n_raters} raters: an item's label is the mean of its raters' latest ratings")
+    if left_out:
+        notes.append(f"{left_out} rows without a score (failed items) left out")
+    if joined.outside:
+        notes.append(f"{joined.outside} labelled items are in none of these rows (the folder's other cells hold "
+                     "them): skipped")
+    if joined.outside and not weight.any():  # a results folder's cell with none of the labels: not estimated
+        return Estimate(source, unit.quality, by, target, [], [], len(keep), 0, len(convs), joined.n_raters,
+                        joined.weighted, left_out, joined.outside, notes)
     g_index, c_index = {n: i for i, n in enumerate(names)}, {c: i for i, c in enumerate(convs)}
     group = np.array([g_index[g] for g in groups])
     cluster = np.array([c_index[c] for c in convs_of])
@@ -144,14 +156,6 @@ def estimate(unit: Scored, joined: Joined, *, by: str = "system", target: str = 
                     float(judge_means[e]), int(rows_per[e]), int(d.n_labels[0, e]), int(d.n_conversations[0, e]),
                     float(eff[0, e]))
            for e in range(len(est_names))]
-    notes = []
-    if joined.n_raters > 1:
-        notes.append(f"{joined.n_raters} raters: an item's label is the mean of its raters' latest ratings")
-    if left_out:
-        notes.append(f"{left_out} rows without a score (failed items) left out")
-    if joined.outside:
-        notes.append(f"{joined.outside} labelled items are in none of these rows (the folder's other cells hold "
-                     "them): skipped")
     return Estimate(source, unit.quality, by, target, out[:len(names)], out[len(names):], len(keep),
                     int(n_lab.sum()), len(convs), joined.n_raters, joined.weighted, left_out, joined.outside, notes)
 

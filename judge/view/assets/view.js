@@ -660,13 +660,15 @@
       const raters = est.n_raters === 0 ? "(the rows' own human values)" : `by ${est.n_raters} rater(s)`;
       const sample = est.weighted ? "weighted by inverse sampling probability" : "a uniform random sample";
       const target = est.target === "rows" ? "the mean over these rows" : "the mean of the conversations these rows come from";
+      const head = `${est.source}: quality ${est.quality}, ${est.n_rows} rows in ${est.n_conversations} conversations, `;
+      // no groups: a results folder's cell with none of the labels, one line and its notes as the text prints it
       root.append(el("div", { class: "panel", "data-testid": "estimate" },
         el("h2", {}, est.source),
-        el("p", {}, `${est.source}: quality ${est.quality}, ${est.n_rows} rows in ${est.n_conversations} conversations, `
-          + `${est.n_labelled} labelled ${raters} (${sample})`),
-        el("p", { class: "note" }, `human-scale estimates of ${target}; 95% intervals resample conversations; `
-          + "eff. n = labels x (labels-only variance / PPI variance)"),
-        estimateTable(est, est.by, est.groups, false),
+        el("p", {}, est.groups.length ? `${head}${est.n_labelled} labelled ${raters} (${sample})`
+          : `${head}none of them labelled: not estimated`),
+        est.groups.length ? [el("p", { class: "note" }, `human-scale estimates of ${target}; 95% intervals resample `
+          + "conversations; eff. n = labels x (labels-only variance / PPI variance)"),
+          estimateTable(est, est.by, est.groups, false)] : null,
         est.differences.length ? [estimateTable(est, "difference", est.differences, true),
           el("p", { class: "note" }, "* the PPI++ interval excludes 0")] : null,
         [...est.groups, ...est.differences].some((e) => (e.ppi_low === null || e.labels_only_low === null)
