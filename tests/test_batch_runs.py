@@ -275,7 +275,8 @@ def test_two_processes_on_one_cache_with_an_expired_batch_pay_each_prompt_once(t
     from tests.test_openai_batch import asks, items, judge_on
 
     its = items(12)
-    with FaultServer(batch_run_s=0.2) as srv:
+    # the batch runs long enough for the second run to load and start while it is pending, even on a loaded machine
+    with FaultServer(batch_run_s=0.6) as srv:
         srv.expire_batches(1)
         reports: dict[str, object] = {}
 
@@ -301,7 +302,10 @@ def test_two_processes_on_one_cache_with_an_expired_batch_pay_each_prompt_once(t
         assert len(counts) == 12 and set(counts.values()) == {1} and not srv.requests
         for name in ("first", "second"):
             report = reports[name]
-            assert (report.stored, report.failed, report.missing) == (12, {}, set()), name  # type: ignore[attr-defined]
+            # answered in full: by its own pass, or found in the cache where the other run stored it first
+            assert report.stored + report.hits == 12, name  # type: ignore[attr-defined]
+            assert (report.failed, report.missing) == ({}, set()), name  # type: ignore[attr-defined]
+        assert reports["first"].stored == 12  # type: ignore[attr-defined]
 
 
 @pytest.mark.slow  # two `judge score` processes (~6 s)
