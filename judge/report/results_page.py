@@ -54,16 +54,12 @@ PENDING = (
      "pending re-run; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
     ("Qwen2.5-Coder-1.5B (criteria prompt and yes/no) on Reliable-Eval's test halves, dialog level and system level "
-     "(about 4.8 h at the measured rate; resumable, one run at a time with `--datasets RE1`, then RE2, REI; then "
+     "(about 28 min a run by `--check` on an idle 2-core machine; resumable, one run at a time with `--datasets RE1`, "
+     "then RE2, REI; then "
      "`judge results system results/reliable-eval-q15-test`); the classic scorer's rows are above, in run "
      "`reliable-eval-classic-test`",
      "judge run benchmarks/configs/reliable_eval_q15_test.toml --data-dir ../shared/data -o "
      "results/reliable-eval-q15-test"),
-    ("Qwen2.5-Coder-1.5B as a pairwise judge, both orders, on the test halves of PandaLM and the seven LLMBar sets "
-     "against their own labels, beside the LLMBar paper's judges (1,389 pairs, about 6.5 h; resumable in pieces "
-     "with `--datasets LBN,LBGO,LBM`, then `LBGI,LBNB`, `LBFE,LBL2`, `PL`); the sets already run are above, in "
-     "run `pairsets-q15`",
-     "judge run benchmarks/configs/pairsets_q15.toml --data-dir ../shared/data -o results/pairsets-q15"),
 )
 
 
