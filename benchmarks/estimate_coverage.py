@@ -64,6 +64,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bootstrap", type=int, default=1000, help="conversation resamples per draw (default 1000)")
     p.add_argument("--output", default=str(SUMMARY), help="summary JSON to write (default: %(default)s)")
     p.add_argument("--markdown", action="store_true", help="only print the table of the summary --output")
+    p.add_argument("--update", action="store_true",
+                   help="keep the other sets' results of the summary --output and replace those of --sets")
     p.add_argument("--reveal", default=None, metavar="ROWS",
                    help="only write a labels file of --n uniform random rows of ROWS, their human ratings revealed "
                    "(what a person labelling in a uniform random order would have written)")
@@ -214,6 +216,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                 means = r["means"]
                 print(f"{name} {judge} n={n}: means {means['coverage_ppi']} (labels {means['coverage_labels']}), "
                       f"width {means['width_ratio']}, {results[-1]['seconds']} s", flush=True)
+    if args.update:
+        kept = json.loads(Path(args.output).read_text(encoding="utf-8"))["results"]
+        results = [r for r in kept if r["set"] not in sets] + results
+        results.sort(key=lambda r: SETS.index(r["set"]) if r["set"] in SETS else len(SETS))  # stable: judges keep order
     summary = {"draws": args.draws, "bootstrap": args.bootstrap, "nominal": 0.95, "target": "rows",
                "results": results}
     Path(args.output).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

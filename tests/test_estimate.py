@@ -208,6 +208,25 @@ def test_the_coverage_benchmark_on_constructed_rows(tmp_path):
     assert table.count("\n| X | biased | 60 | 2 |") == 1
 
 
+def test_the_coverage_benchmark_updates_some_sets_and_keeps_the_others(tmp_path, capsys):
+    """``--update`` replaces the results of ``--sets`` in the summary and keeps every other set's: a set whose
+    ratings changed is drawn again without the model judges' rows of the others."""
+    estimate_coverage = _coverage_module()
+    rows, human = biased_world(seed=2, n_conv=60)
+    text = "".join(Row(**{**r.__dict__, "human": float(h)}).to_json() + "\n" for r, h in zip(rows, human, strict=True))
+    for name in ("X", "Y"):
+        (tmp_path / f"{name}-biased.jsonl").write_text(text)
+    out = tmp_path / "coverage.json"
+    common = ["--rows-dir", str(tmp_path), "--ns", "60", "--draws", "20", "--bootstrap", "20", "--output", str(out)]
+    estimate_coverage.main([*common, "--sets", "X,Y"])
+    before = json.loads(out.read_text())["results"]
+    (tmp_path / "Y-biased.jsonl").write_text(text.replace('"human": ', '"human": 1'))  # Y's ratings change
+    estimate_coverage.main([*common, "--sets", "Y", "--update"])
+    after = json.loads(out.read_text())["results"]
+    assert [r["set"] for r in after] == ["X", "Y"] and after[0] == before[0] and after[1] != before[1]
+    capsys.readouterr()
+
+
 def _doc_commands() -> list[str]:
     text = (ROOT / "docs" / "trust.md").read_text(encoding="utf-8")
     from tests.test_docs_commands import fenced_blocks

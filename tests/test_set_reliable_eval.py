@@ -50,6 +50,31 @@ def test_reliable_eval_loads_by_name_and_abbreviation(name: str, data_dir: Path)
     assert it.id.startswith(f"{it.meta['run']}/{it.meta['hit']}/{it.meta['assignment']}/")
 
 
+def test_the_negative_sliders_are_turned_back_to_what_the_worker_rated(tmp_path: Path, data_dir: Path) -> None:
+    """The release stores ``robotic`` and ``repetitive`` reversed (100 - the slider; z negated). Loaded, they are
+    the slider again: the word-salad quality-control bot is among the two most robotic systems of every run, the chats
+    that repeat themselves (system D) the most repetitive, and the two correlate negatively with ``fun``."""
+    stored = dict.fromkeys(("interesting", "fun", "consistent", "fluent", "topic"), 50) | {"robotic": 8,
+                                                                                             "repetitive": 26}
+    hit = {"HITId": "H", "AssignmentId": "A", "WorkerId": "W", "data": [{
+        "model": "C", "dialogue": [{"round": 1, "user": "hi", "bot": "hello"}], "raw scores": stored,
+        "z scores": {q: (1.5 if q == "robotic" else 0.0) for q in stored}}]}
+    path = tmp_path / "pass_free(run1).json"
+    path.write_text(json.dumps([hit]))
+    (it,) = load_items(path)
+    assert (it.human("robotic"), it.human("repetitive"), it.meta["z:robotic"]) == (92, 74, -1.5)
+    assert it.human("overall") == pytest.approx((8 + 26 + 5 * 50) / 7)  # reversed back for the mean
+    for abbrev in ("RE1", "RE2", "REI"):
+        items = load_benchmark(abbrev, data_dir)
+        systems = [str(it.system) for it in items]
+        robotic = group_means([it.human("robotic") for it in items], systems)
+        repetitive = group_means([it.human("repetitive") for it in items], systems)
+        assert QUALITY_CONTROL in sorted(robotic, key=robotic.__getitem__)[-2:]  # run 2: D, then the bot
+        assert max(repetitive, key=repetitive.__getitem__) in ("D", "D_p")
+        fun = [it.human("fun") for it in items]
+        assert np.corrcoef([it.human("robotic") for it in items], fun)[0, 1] < 0
+
+
 def test_a_conversation_is_a_hit_system_chat_and_runs_share_systems_not_conversations(data_dir: Path) -> None:
     one, two = load_benchmark("RE1", data_dir), load_benchmark("RE2", data_dir)
     assert {it.system for it in one} == {it.system for it in two}

@@ -6,11 +6,17 @@ per system (``A``..``E``, their persona variants ``A_p``..``E_p``, and ``Quality
 degraded bot), each a ``dialogue`` of ``{round, user, bot}`` rounds rated on seven 0-100 sliders (``raw
 scores``) that the authors also standardised per worker (``z scores``).
 
-Each conversation is one dialog-level item. Its annotations are the raw sliders plus ``overall``: the mean
-of the seven with the two negative qualities (``robotic``, ``repetitive``) reversed (100 - x), as the
-paper averages its qualities. The per-worker z-scores travel in ``Item.meta`` (``z:<quality>``, and
-``z:overall`` averaged the same way with the negative ones negated), with the run, HIT, assignment and worker,
-so the system-level statistics (:mod:`judge.stats.system_level`) can use either and say which.
+The release stores the two negative qualities (``robotic``, ``repetitive``) already reversed: its value is
+100 minus the slider the worker moved, and its z-score the negated z of that slider (the authors' code reverses
+them before averaging; the raw MTurk answers in the same repository hold the sliders as moved, and a chat rated
+100 on ``robotic`` there is 0 here). So the loader turns them back (:func:`as_rated`): ``robotic`` 90 is a chat
+its worker found very robotic, as the quality's name says.
+
+Each conversation is one dialog-level item. Its annotations are the sliders as rated plus ``overall``: the mean
+of the seven with the two negative qualities reversed (100 - x), as the paper averages its qualities. The
+per-worker z-scores travel in ``Item.meta`` (``z:<quality>``, and ``z:overall`` averaged the same way with the
+negative ones negated), with the run, HIT, assignment and worker, so the system-level statistics
+(:mod:`judge.stats.system_level`) can use either and say which.
 
 Conversation identity: a conversation is a (HIT, system) chat. Two workers who took one HIT held two
 chats, and a worker who met one system twice in a HIT (five HITs of run 2) held two chats too, so the
@@ -99,8 +105,8 @@ def _join_repeats(items: list[Item]) -> None:
 
 def _item(chat: Mapping[str, Any], conv: str, system: str, ids: Mapping[str, str], run: str, dataset: str,
           file: str, rec: str, where: str) -> Item:
-    raw = _sliders(chat, "raw scores", file, rec, where)
-    z = _sliders(chat, "z scores", file, rec, where)
+    raw = as_rated(_sliders(chat, "raw scores", file, rec, where), reverse=lambda v: SCALE[1] - v)
+    z = as_rated(_sliders(chat, "z scores", file, rec, where), reverse=lambda v: -v)
     annotations: dict[str, tuple[float, ...]] = {q: (v,) for q, v in raw.items()}
     annotations["overall"] = (overall(raw, reverse=lambda v: SCALE[1] - v),)
     meta: dict[str, str | int | float | bool | None] = {
@@ -109,6 +115,12 @@ def _item(chat: Mapping[str, Any], conv: str, system: str, ids: Mapping[str, str
     meta["z:overall"] = overall(z, reverse=lambda v: -v)
     return Item(id=conv, level="dialog", dialog=_dialog(chat, file, rec, where), system=system, group=conv,
                 dataset=dataset, annotations=annotations, meta=meta)
+
+
+def as_rated(stored: Mapping[str, float], reverse: Callable[[float], float]) -> dict[str, float]:
+    """The scores as the worker gave them: the release stores the negative qualities reversed (``reverse``:
+    100 - x for the raw sliders, -z for z-scores), and reversing again gives the slider back."""
+    return {q: reverse(v) if q in NEGATIVE else v for q, v in stored.items()}
 
 
 def overall(scores: Mapping[str, float], reverse: Callable[[float], float]) -> float:
