@@ -53,12 +53,6 @@ PENDING = (
     ("Qwen2.5-Coder-0.5B and SmolLM2 with the other prompts and ensembles of the CPU leaderboard: "
      "pending re-run; last typed figures in [journal.md](journal.md)",
      "judge run benchmarks/configs/cpu_leaderboard.toml --data-dir ../shared/data -o results/cpu-leaderboard"),
-    ("Qwen2.5-Coder-1.5B (criteria prompt and yes/no) on Reliable-Eval's REI test half; RE1 and RE2 are above, in "
-     "run `reliable-eval-q15-test`. The config's whole run (about 28 min a set by `--check` on an idle 2-core "
-     "machine; resumable, one set at a time with `--datasets RE1`, then RE2, REI) is collected after its last piece "
-     "(`judge results collect` keeps the cells the folder's last run wrote)",
-     "judge run benchmarks/configs/reliable_eval_q15_test.toml --data-dir ../shared/data -o "
-     "results/reliable-eval-q15-test"),
 )
 
 
