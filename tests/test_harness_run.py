@@ -104,6 +104,20 @@ def test_resume_refuses_results_made_with_other_settings(config, data_dir, tmp_p
         run_experiment(exp, progress=False)
 
 
+def test_resume_refuses_rows_saved_against_other_ratings(config, data_dir, tmp_path):
+    """A cell whose saved rows carry other human ratings than the set's today (the data or its loader changed
+    since) is refused, naming the file and the item, rather than resumed with yesterday's ratings."""
+    out = tmp_path / "r"
+    _run(config, data_dir, out)
+    cell = out / "items/length/fed-turn/Overall/seed0.jsonl"
+    lines = cell.read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    cell.write_text(json.dumps({**first, "human": first["human"] + 1}) + "\n" + "".join(lines[1:]))
+    with pytest.raises(InputError, match=f"other human ratings \\(item {first['id']}") as exc:
+        _run(config, data_dir, out)
+    assert exc.value.file == str(cell)
+
+
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "judge", *args], cwd=cwd, env=env, capture_output=True, text=True,

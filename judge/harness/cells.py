@@ -22,7 +22,7 @@ from ..engine.session import Session
 from ..engine.spec import Prepared
 from ..records.pair_rows import PairRow
 from ..records.record import R
-from ..records.rows import Row, read_records
+from ..records.rows import Row, read_records, rounded
 from .fitted import meta_settings, record_fit, write_fitted
 from .prompt_settings import write_prompt_settings
 from .timing import CellTiming, add_timing, peak_rss_mib
@@ -100,6 +100,16 @@ def check_meta(path: Path, meta: dict[str, Any]) -> None:
                 "write to a new results folder (-o) or delete this one", file=str(mpath))
     else:
         atomic_write_text(mpath, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+
+
+def check_ratings(path: Path, items: Sequence[Item], quality: str, rows: Sequence[Row]) -> None:
+    """Refuse to resume into rows saved against other human ratings than the items carry today (the data
+    file or its loader changed since): the cell's figures would pair today's ratings with yesterday's."""
+    for item, row in zip(items, rows, strict=False):
+        if row.human != rounded(item.human(quality)):
+            raise InputError(f"saved rows were made against other human ratings (item {item.id}: {row.human} "
+                             f"saved, {rounded(item.human(quality))} now): the data or its loader changed; write to "
+                             "a new results folder (-o) or delete this one", file=str(path))
 
 
 def compute(path: Path, nbytes: int, session: Session, prep: Prepared, todo: Sequence[Item] | Sequence[Pair],

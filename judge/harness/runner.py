@@ -36,7 +36,7 @@ from ..records.summary import Summary
 from ..report import render_all
 from ..scorers.base import Lane
 from ..scorers.units import LaneCost
-from .cells import CellWriter, check_meta, compute, read_done, retry_failed
+from .cells import CellWriter, check_meta, check_ratings, compute, read_done, retry_failed
 from .compare_cells import CompareCell, plan_compares, run_compare
 from .compare_cells import cost_entries as compare_cost_entries
 from .compare_cells import entries as compare_entries
@@ -320,8 +320,13 @@ def prepare_run(exp: Experiment, load: Callable[[str], list[Item]] | None = None
 def pending(prepared: Sequence[tuple[Cell, Prepared]], out: Path) -> list[Todo]:
     """Each prepared cell with its file in the results folder ``out``, the rows already saved there and their
     size in bytes (what a resume keeps)."""
-    paths = [cell_path(out, *cell.key) for cell, _ in prepared]
-    return [(c, p, path, *read_done(path, [it.id for it in c.items], Row)) for (c, p), path in zip(prepared, paths, strict=True)]
+    todo: list[Todo] = []
+    for c, p in prepared:
+        path = cell_path(out, *c.key)
+        rows, nbytes = read_done(path, [it.id for it in c.items], Row)
+        check_ratings(path, c.items, c.quality.name, rows)
+        todo.append((c, p, path, rows, nbytes))
+    return todo
 
 
 def cell_label(cell: Cell, abbrev: str) -> str:
