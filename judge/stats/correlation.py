@@ -49,14 +49,10 @@ def correlate(pred: Sequence[float | None], human: Sequence[float | None], metho
     n = len(a)
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(method, float("nan"), float("nan"), n)
-    if method == "spearman":
-        res = scipy_stats().spearmanr(a, b)
-    elif method == "pearson":
-        res = scipy_stats().pearsonr(a, b)
-    elif method == "kendall":
-        res = scipy_stats().kendalltau(a, b)
-    else:
+    test = {"spearman": "spearmanr", "pearson": "pearsonr", "kendall": "kendalltau"}.get(method)
+    if test is None:
         raise ValueError(f"unknown correlation method {method!r}")
+    res = getattr(scipy_stats(), test)(a, b)
     return Correlation(method, float(res.statistic), float(res.pvalue), n)
 
 
