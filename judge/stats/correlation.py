@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,13 +32,6 @@ class Correlation:
     value: float
     p_value: float
     n: int
-
-    @property
-    def significant(self) -> bool:
-        return bool(self.p_value < 0.05)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def correlate(pred: Sequence[float | None], human: Sequence[float | None], method: str = "spearman") -> Correlation:
@@ -172,9 +165,6 @@ class Interval:
     p_value: float = float("nan")
     too_few: bool = False
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 def _kept(*cols: Sequence[float | None]) -> tuple[list[int], list[np.ndarray]]:
     """Indices where every column has a value and the score columns (all but the last) are finite, and each
@@ -267,13 +257,6 @@ class PairedTest:
     n_degenerate: int = 0
     #: Fewer units than the floor (:mod:`judge.stats.floor`): no interval and no p.
     too_few: bool = False
-
-    @property
-    def significant(self) -> bool:
-        return bool(self.p_value < 0.05)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | None], human: Sequence[float | None],
