@@ -14,10 +14,10 @@ import pytest
 
 from judge.cli import main
 from judge.core.errors import InputError
-from judge.records.by_group import tally_row, tally_rows
+from judge.records.by_group import tally_row
 from judge.records.rows import Row, read_rows
 from judge.report.by_group import render_csv, render_markdown
-from judge.stats.by_group import natural
+from judge.stats.by_group import Tally, natural
 from judge.stats.floor import MIN_CONVERSATIONS, too_few_text
 from tools.browser import missing, run_isolated
 
@@ -25,6 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = ROOT / "examples" / "chat" / "versions.jsonl"
 TRACES = ROOT / "examples" / "chat" / "traces.jsonl"
 MOCK = ["--backend", "mock", "--model", "m", "--no-cache"]
+
+
+def tally_rows(by: list[str], rows: list[Row]) -> Tally:
+    """A tally of ``rows`` as ``judge summarize`` adds them, one row at a time."""
+    tally = Tally(by)
+    for row in rows:
+        tally_row(tally, row)
+    return tally
 
 
 def _row(row_id: str, score: float | None, version: str, method: str = "m") -> Row:

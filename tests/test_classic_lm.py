@@ -112,13 +112,13 @@ def test_fed_metric_is_negative_minus_positive_loss(lm, loss: str) -> None:
 
 
 def test_fed_metric_overall_is_mean_of_qualities_and_turn_level(lm) -> None:
-    from judge.data.qualities import FED_TURN
+    from judge.data.qualities import QUALITY_GROUPS
     from judge.scorers.classic.fed_metric import followup_losses, quality_score
 
     tok, net = lm
     eos = tok.eos_token
     item = ITEMS[0]
-    overall = next(iter(create_classic("fed-metric", model=MODEL, quality=FED_TURN[-1]).score([item]))).value
+    overall = next(iter(create_classic("fed-metric", model=MODEL, quality=QUALITY_GROUPS["fed-turn"][-1]).score([item]))).value
     # Recomputed from the per-text losses (checked against the model's own loss above), quality by quality.
     table = followups()["turn"]
     texts = sorted({u for q in table.values() for side in q.values() for u in side})
@@ -145,9 +145,9 @@ def test_fed_followups_file_matches_the_paper_counts() -> None:
 
 
 def test_fed_metric_quality_object_without_followups_means_overall() -> None:
-    from judge.data.qualities import ZHAO
+    from judge.data.qualities import QUALITY_GROUPS
 
-    scorer = create_classic("fed-metric", model=MODEL, quality=ZHAO[-1])  # "appropriateness"
+    scorer = create_classic("fed-metric", model=MODEL, quality=QUALITY_GROUPS["zhao"][-1])  # "appropriateness"
     assert scorer.describe()["quality"] == "overall"
     with pytest.raises(UnknownNameError):
         create_classic("fed-metric", model=MODEL, quality="appropriateness")

@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 
 from judge.core.errors import InputError, UnknownNameError
 from judge.data.items import KNOWN_SPEAKERS, SYSTEM, USER, Item
-from judge.data.qualities import GENERIC_OVERALL
+from judge.data.qualities import Quality
 from judge.datasets import FORMATS, check_scale, detect_format, load_benchmark, load_items
 from judge.datasets.benchmarks import DATASETS, dataset_info
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "dialogues.jsonl"
+#: A 1-5 overall quality, the scale the checked ratings must lie on.
+OVERALL_1_5 = Quality("overall", "turn", 1, 5, "good the response is overall")
 
 
 # ``data_dir`` is the fixture in conftest.py: missing benchmark data fails these tests, never skips them.
@@ -591,7 +593,7 @@ def test_benchmark_loaders_arbitrary_records(records, fmt: str) -> None:
 def test_check_scale(tmp_path: Path) -> None:
     items = load_items(_write(tmp_path, "s.jsonl", json.dumps(turn_record(scores={"Overall": [3, 7]})) + "\n"))
     with pytest.raises(InputError) as e:
-        check_scale(items, GENERIC_OVERALL)
+        check_scale(items, OVERALL_1_5)
     assert e.value.record == "a" and e.value.field == "scores.Overall" and "[1, 5]" in str(e.value)
     check_scale(items, dataset_info("DZ").quality("content"))  # other quality: nothing to check
 
@@ -621,7 +623,7 @@ def test_examples_load() -> None:
     levels = Counter(i.level for i in items)
     assert levels == {"turn": 10, "dialog": 2}
     assert all(i.human("overall") is not None for i in items)
-    check_scale(items, GENERIC_OVERALL)
+    check_scale(items, OVERALL_1_5)
     assert all(i.scales == {"overall": (1, 5)} for i in items)  # declared on the first line
     groups = Counter(i.group for i in items)
     assert sorted(n for n in groups.values() if n > 1) == [2, 2]

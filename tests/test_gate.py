@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ def test_below_the_floor_there_is_no_interval_and_the_verdict_is_inconclusive():
                                                        (-0.06, -0.05, "inconclusive")])
 def test_the_verdict_reads_the_interval_against_the_tolerance(low, high, expected):
     d = paired_delta([0.0] * 8, [0.0] * 8, [f"k{i}" for i in range(8)])
-    assert verdict(d.__class__(**{**d.to_dict(), "low": low, "high": high, "conversations": (8,)}), 0.05) == expected
+    assert verdict(replace(d, low=low, high=high, conversations=(8,)), 0.05) == expected
 
 
 # -- the command ---------------------------------------------------------------------------------------------

@@ -7,11 +7,12 @@ from dataclasses import replace
 import pytest
 
 from judge.core.errors import InputError
-from judge.records.by_group import tally_rows
+from judge.records.by_group import tally_row
 from judge.records.grouping import conversation, group_rows
 from judge.records.rows import Row
 from judge.report.estimate_join import scored_rows
 from judge.report.gate import context_keys
+from judge.stats.by_group import Tally
 
 
 def _row(row_id: str, meta: dict[str, str | int | float | bool | None] | None, system: str | None = None) -> Row:
@@ -58,7 +59,10 @@ def test_summarize_estimate_and_gate_resample_the_same_conversations() -> None:
     rows = [_loose("c#1", {"conversation_id": "c"}), _loose("c#2", {"conversation_id": "c"}), _loose("c", None),
             _loose("d#1", {"conversation_id": " "})]
     assert [conversation(r) for r in rows] == ["c", "c", "item:c", "item:d#1"]
-    assert tally_rows(["system"], rows).summary(n_boot=10).groups[0].n_conversations == 3
+    tally = Tally(["system"])
+    for row in rows:
+        tally_row(tally, row)
+    assert tally.summary(n_boot=10).groups[0].n_conversations == 3
     assert scored_rows(rows).conversations == [conversation(r) for r in rows]
     assert [conv for _, conv in context_keys(rows, (), "rows.jsonl")] == [conversation(r) for r in rows]
     grouped = _row("a#1", None)

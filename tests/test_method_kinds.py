@@ -17,7 +17,7 @@ import pytest
 from judge.core.errors import InputError, TemplateError
 from judge.data.items import SYSTEM, USER, Item, Turn
 from judge.engine import MethodSpec, prepare
-from judge.engine.kinds import method_kinds, spec_reads
+from judge.engine.kinds import method_kinds
 from judge.prompts.templates import load_template
 from judge.scorers.classic import create_classic
 
@@ -56,7 +56,7 @@ def test_classic_scorers_declare_what_they_read() -> None:
 def test_templates_declare_reads_and_an_undeclared_read_is_an_error(tmp_path: Path) -> None:
     # Built-in prompts read neither input.
     for prompt in ("yesno", "yesno-criteria", "rating", "fed"):
-        assert spec_reads(MethodSpec(prompt=prompt)) == frozenset(), prompt
+        assert method_kinds(MethodSpec(prompt=prompt)).reads == frozenset(), prompt
     body = "Reply: {{ item.response }}\nReference: {{ item.references | join(' / ') }}\nGood? Answer:"
     undeclared = tmp_path / "undeclared.j2"
     undeclared.write_text('{#- judge\nanswer = "yesno"\n-#}\n' + body)

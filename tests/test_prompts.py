@@ -6,10 +6,11 @@ import pytest
 
 from judge.core.errors import TemplateError
 from judge.data.items import SYSTEM, USER, Item, Turn
-from judge.data.qualities import FED_DIAL, FED_TURN
+from judge.data.qualities import QUALITY_GROUPS
 from judge.prompts.answers import Rating, YesNo
 from judge.prompts.templates import builtin_prompts, fed_prompt_name, get_prompt, load_template
 
+FED_TURN, FED_DIAL = QUALITY_GROUPS["fed-turn"], QUALITY_GROUPS["fed-dial"]
 TURN = Item(
     id="t1",
     level="turn",

@@ -14,13 +14,14 @@ from rank_bm25 import BM25Okapi
 
 from judge.core.errors import InputError, UnknownNameError
 from judge.data.items import SYSTEM, USER, Item, Turn
-from judge.data.qualities import FED_DIAL, FED_TURN, GENERIC_OVERALL, Quality
+from judge.data.qualities import QUALITY_GROUPS, Quality
 from judge.prompts.templates import get_prompt
 from judge.selectors import ORDERS, SELECTOR_NAMES, Selector, get_selector
 from judge.selectors.bm25 import field_text, tokenize
 from judge.selectors.manual import load_manual_set, shipped_sets
 
 ROOT = Path(__file__).resolve().parents[1]
+FED_TURN, FED_DIAL = QUALITY_GROUPS["fed-turn"], QUALITY_GROUPS["fed-dial"]
 
 
 def mk(i: str, ctx: str, resp: str, overall: float = 3.0, group: str | None = None) -> Item:
@@ -272,8 +273,9 @@ def test_example_labels_rating_and_yesno_threshold():
     assert yesno.answer.threshold == 0.5
     assert lab(yesno, (2.0,), overall) == "Yes"  # exactly half way up the scale
     assert lab(yesno, (1.9,), overall) == "No"
-    assert lab(yesno, (3.0,), GENERIC_OVERALL) == "Yes"  # 1..5 scale: (3-1)/4 = .5
-    assert lab(yesno, (2.9,), GENERIC_OVERALL) == "No"
+    overall_1_5 = Quality("overall", "turn", 1, 5, "good the response is overall")
+    assert lab(yesno, (3.0,), overall_1_5) == "Yes"  # 1..5 scale: (3-1)/4 = .5
+    assert lab(yesno, (2.9,), overall_1_5) == "No"
 
 
 # -- prompts with the real model ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from judge.core.errors import InputError, UnknownNameError
-from judge.data.qualities import FED_TURN, quality_for
+from judge.data.qualities import QUALITY_GROUPS, quality_for
 from judge.datasets import (
     check_scale,
     load_benchmark,
@@ -158,7 +158,7 @@ def test_undeclared_user_quality_has_no_scale(tmp_path: Path) -> None:
     assert not overall.has_scale and math.isnan(overall.min)  # not silently 1-5
     engaging = quality_for("engaging", items, "turn", strict=False)
     assert not engaging.has_scale  # not FED's 0-2 ...
-    assert engaging.description == next(q for q in FED_TURN if q.name == "Engaging").description  # ... only its words
+    assert engaging.description == next(q for q in QUALITY_GROUPS["fed-turn"] if q.name == "Engaging").description  # ... only its words
     with pytest.raises(InputError, match="--scale overall=MIN:MAX"):
         quality_for("overall", items, "turn")
     with pytest.raises(InputError, match="range"):

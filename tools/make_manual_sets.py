@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from judge.data.items import Item
-from judge.data.qualities import FED_DIAL, FED_TURN, Quality
+from judge.data.qualities import QUALITY_GROUPS, Quality
 from judge.datasets import load_benchmark
 from judge.selectors.manual import Entry
 
@@ -85,7 +85,8 @@ def pick_spanning(items: Sequence[Item], quality: Quality, n: int = 3, n_alterna
 
 def render(data_dir: str) -> str:
     out = [HEADER]
-    for level, dataset, qualities in (("turn", "fed-turn", FED_TURN), ("dialog", "fed-dial", FED_DIAL)):
+    for level, dataset in (("turn", "fed-turn"), ("dialog", "fed-dial")):
+        qualities = QUALITY_GROUPS[dataset]
         items = load_benchmark(dataset, data_dir)
         for q in qualities:
             e = pick_spanning(items, q)

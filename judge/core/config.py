@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
@@ -48,9 +48,6 @@ class GenerateConfig:
                 raise InputError(f"must be an integer, got {value!r}", field=name)
             if value < minimum:
                 raise InputError(f"must be >= {minimum}, got {value}", field=name)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 #: The flags and ``generate`` keys of :class:`GenerateConfig`.

@@ -73,9 +73,6 @@ def _read_groups(path: Path) -> dict[str, tuple[Quality, ...]]:
 
 #: The benchmark sets' qualities by group, in the records' order (FED first: a lookup by name prefers them).
 QUALITY_GROUPS = _read_groups(RECORDS)
-FED_TURN = QUALITY_GROUPS["fed-turn"]
-FED_DIAL = QUALITY_GROUPS["fed-dial"]
-ZHAO = QUALITY_GROUPS["zhao"]
 
 #: How reports mark a negative quality beside its correlation.
 LOWER_IS_BETTER = "lower is better"
@@ -86,11 +83,6 @@ def oriented(value: float, negative: bool) -> float:
     sign is flipped. Averages over qualities use it (a good judge's -.4 on ``robotic`` and .4 on ``fun``
     agree equally well); the per-quality figures are reported as measured, marked :data:`LOWER_IS_BETTER`."""
     return -value if negative else value
-
-
-#: A generic 1-5 overall quality (kept for callers that want one explicitly; users' data no longer
-#: falls back to it: an undeclared scale is an error where a scale is needed, see quality_for).
-GENERIC_OVERALL = Quality("overall", "turn", 1, 5, "good the response is overall")
 
 
 def find_quality(name: str, level: Level | None = None) -> Quality | None:

@@ -106,17 +106,12 @@ def scorer_kinds(scorer: Scorer) -> MethodKinds:
     return MethodKinds(scorer.reads(), supervised=scorer.supervised())
 
 
-def spec_reads(spec: MethodSpec, quality: Quality | None = None) -> frozenset[str]:
-    """What ``spec`` reads, from its type's declarations (an ensemble: the union over all its members,
-    including optional ones a set may leave out). Cheap: classic scorers are created without loading
-    models, templates are parsed, nothing runs."""
-    return spec.kind.reads(spec, quality)
-
-
 def method_kinds(spec: MethodSpec, quality: Quality | None = None) -> MethodKinds:
-    """The kinds of ``spec``: what it reads, and whether it (or an ensemble member) learns weights from the scored
-    set's ratings (``cv``)."""
-    return MethodKinds(spec_reads(spec, quality), supervised=spec.kind.supervised(spec))
+    """The kinds of ``spec``: what it reads, from its type's declarations (an ensemble: the union over all its
+    members, including optional ones a set may leave out; cheap: classic scorers are created without loading
+    models, templates are parsed, nothing runs), and whether it (or an ensemble member) learns weights from the
+    scored set's ratings (``cv``)."""
+    return MethodKinds(spec.kind.reads(spec, quality), supervised=spec.kind.supervised(spec))
 
 
 def check_future(spec: MethodSpec, kinds: MethodKinds, level: str | None) -> None:

@@ -28,7 +28,6 @@ from ..data.qualities import Quality
 from ..engine.spec import EARLIER_FIT, Backends, MethodSpec, MethodType, Prepared, own
 from ..heads.head import Head, locate_head, prompt_hash, read_head
 from ..heads.scorer import HeadScorer
-from ..prompts.context_views import CONTEXT_VIEWS
 from ..scorers.base import Scorer
 from ..scorers.llm import LLMJudge
 from .llm import LLMSettings, LLMType
@@ -60,10 +59,7 @@ class HeadSettings:
         "head file or a shipped head's name; {dataset} stands for the scored set's name", metavar="FILE")
 
     def __post_init__(self) -> None:
-        if self.top_k < 1:
-            raise InputError(f"must be >= 1, got {self.top_k}", field="top_k")
-        if self.context not in CONTEXT_VIEWS:
-            raise InputError(f"must be one of {', '.join(CONTEXT_VIEWS)}, got {self.context!r}", field="context")
+        LLMSettings(top_k=self.top_k, context=self.context)  # refused as the llm judge's own are
 
 
 def head_of(spec: MethodSpec) -> str | None:

@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..backends.registry import BACKENDS
-from ..core.errors import InputError, MissingInputError
+from ..core.errors import InputError
 from ..core.settings import setting
 from ..data.items import Item
 from ..data.qualities import Quality
 from ..engine.spec import Backends, MethodSpec, MethodType, Prepared, own
 from ..scorers.base import Scorer
-from ..scorers.likelihood import READS, SIGNALS, LikelihoodScorer, utterances
+from ..scorers.likelihood import READS, SIGNALS, LikelihoodScorer
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,7 @@ class LikelihoodType(MethodType):
 
     def prepare(self, spec: MethodSpec, items: Sequence[Item] | None, quality: Quality | None, *,
                 pool: Sequence[Item] | None, population: Sequence[Item] | None, seed: int, level: str) -> Prepared:
-        for item in items or ():
-            if not utterances(item):
-                raise MissingInputError("a likelihood method needs a system turn to score", record=item.id,
-                                        field="dialog")
+        LikelihoodScorer.check(items or ())
         return Prepared(spec, quality, seed)
 
     def build(self, prepared: Prepared, backends: Backends) -> Scorer:

@@ -4,8 +4,6 @@ group (:func:`judge.records.grouping.field_value` of every field grouped by) and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 from ..stats.by_group import Tally
 from .grouping import conversation, field_value
 from .rows import Row
@@ -17,11 +15,3 @@ def tally_row(tally: Tally, row: Row) -> None:
     key = tuple(field_value(row, name) for name in tally.by)
     score = None if row.error is not None else row.score
     tally.add(key, conversation(row), row.id, score, row.method, row.quality)
-
-
-def tally_rows(by: Sequence[str], rows: Iterable[Row]) -> Tally:
-    """A :class:`Tally` of ``rows`` grouped ``by`` these fields."""
-    tally = Tally(by)
-    for row in rows:
-        tally_row(tally, row)
-    return tally

@@ -127,7 +127,7 @@ def render_markdown(summary: Summary) -> str:
                   ("A", "B", "set", "quality", "n", "r_A", "r_B", "r_A − r_B [95% CI]", "p (bootstrap)", "p (Williams)"),
                   "llllrrrrrr",
                   [[c["a"], c["b"], c["dataset"], c["quality"], str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-                    f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}", comparison_p(c),
+                    f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c, c.get('n_units')))}", comparison_p(c),
                     comparison_p(c, "williams_p")] for c in comps])
     # The configured pairs on the DSTC10 average: the question a leaderboard's reader asks first.
     out += _table("Paired comparisons of the averages (same items)",

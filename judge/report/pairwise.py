@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
-from .table import fmt, md_table, p_text
+from .table import fmt, md_table, p_text, too_few
 
 #: Systems up to which win rates print as a matrix (above, as a list of pairs).
 MATRIX_MAX = 8
@@ -24,13 +24,9 @@ CSV_FIELDS = ["cell", "dataset", "quality", "method", "figure", "a", "b", "n", "
               "p_text", "significant"]
 
 
-def few(x: Mapping[str, Any] | None) -> int | None:
-    """The conversations behind a figure when they are fewer than the floor (:mod:`judge.stats.floor`):
-    then it has no interval and no p (figures written before the floor are judged by their count too)."""
-    if not x or x.get("n_conversations") is None:
-        return None
-    k = int(x["n_conversations"])
-    return k if x.get("too_few") or not has_interval(k) else None
+def few(x: Mapping[str, Any]) -> int | None:
+    """The conversations behind a figure when it is below the floor (:func:`too_few`), else None."""
+    return too_few(x, x.get("n_conversations"))
 
 
 def _ci(x: Mapping[str, Any] | None, signed: bool = False) -> str:

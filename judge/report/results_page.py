@@ -25,11 +25,11 @@ from ..data.qualities import LOWER_IS_BETTER
 from ..datasets.benchmarks import dataset_info
 from ..datasets.identity import index_digest
 from ..records.summary import read_summary
-from ..stats.floor import MIN_CONVERSATIONS, has_interval, too_few_text
+from ..stats.floor import MIN_CONVERSATIONS, too_few_text
 from .figures import ALPHA, SUMMARY_DIR, ci_text, figure_text, num, p_display
 from .reason_table import measure_section
 from .results_sections import has_labels, labels_section, system_section
-from .table import together_text
+from .table import together_text, too_few
 
 #: Format of a committed run summary (bump when a field changes meaning).
 SUMMARY_SCHEMA = "judge-results/1"
@@ -500,15 +500,6 @@ def _run_line(s: Mapping[str, Any]) -> str:
     return (f"Split `{run['split']}`, {limit} (seed {run.get('limit_seed', 0)}), {run['n_boot']} bootstrap "
             f"resamples (seed {run['seed']}). Summary `{summary}`, config `{run['config']}`, commit "
             f"`{run['commit']}`, {run['date']}; models: {loaded}.")
-
-
-def too_few(x: Mapping[str, Any], k: int | None) -> int | None:
-    """``k`` (the conversations a committed figure's bootstrap resampled) when the figure is below the floor
-    (:mod:`judge.stats.floor`): then the page prints no CI and no p. Summaries collected before the floor
-    stored an interval anyway; it is not shown."""
-    if x.get("too_few"):
-        return k
-    return None if k is None or has_interval(k) else k
 
 
 def _interval_cells(x: Mapping[str, Any], k: int | None, ci: str, p: str) -> list[str]:

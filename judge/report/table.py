@@ -184,13 +184,13 @@ def _average_ci(avg: dict[str, Any]) -> Interval | None:
     return Interval.from_dict(avg["ci"]) if avg.get("ci") else None
 
 
-def too_few(ci: dict[str, Any] | None) -> int | None:
-    """The units a stored comparison resampled when they are fewer than the floor (:mod:`judge.stats.floor`),
-    else None (see :attr:`Interval.few`)."""
-    if not ci or ci.get("n_units") is None:
-        return None
-    k = int(ci["n_units"])
-    return k if ci.get("too_few") or not has_interval(k) else None
+def too_few(x: Mapping[str, Any], k: int | None) -> int | None:
+    """``k`` (the units a stored figure's bootstrap resampled) when the figure is below the floor
+    (:mod:`judge.stats.floor`): then the reports print no CI and no p (see :attr:`Interval.few`). Figures
+    written before the floor stored an interval anyway; they are judged by their count too."""
+    if x.get("too_few"):
+        return k
+    return None if k is None or has_interval(k) else k
 
 
 def ci_text(low: float | None, high: float | None, few: int | None) -> str:
@@ -368,12 +368,12 @@ def together_text(averages: Iterable[Mapping[str, Any]], name: Callable[[str], s
 def average_comparison_cells(comps: Sequence[dict[str, Any]]) -> list[list[str]]:
     """One row of text per entry of ``Summary.average_comparisons``."""
     return [[c["a"], c["b"], str(c["n_sets"]), str(c["n"]), fmt(c["r_a"]), fmt(c["r_b"]),
-             f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c))}", comparison_p(c)] for c in comps]
+             f"{fmt(c['diff'])} {ci_text(c['low'], c['high'], too_few(c, c.get('n_units')))}", comparison_p(c)] for c in comps]
 
 
 def comparison_p(c: dict[str, Any], key: str = "p") -> str:
     """A paired comparison's p (``key``: the bootstrap's, or ``williams_p``); ``–`` below the floor."""
-    if too_few(c) is not None:
+    if too_few(c, c.get("n_units")) is not None:
         return "–"
     return p_text(c[key], c.get("n_boot"), c.get("n_degenerate", 0)) if key == "p" else p_text(c[key])
 

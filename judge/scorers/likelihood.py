@@ -141,7 +141,9 @@ class LikelihoodScorer(Scorer):
         """Nothing beyond the conversation: the reply is scored against its context and against none."""
         return READS
 
-    def check(self, items: Sequence[Item]) -> None:
+    @staticmethod
+    def check(items: Sequence[Item]) -> None:
+        """Refuse an item without a system turn (the method checks with it before a model loads)."""
         for it in items:
             if not utterances(it):
                 raise MissingInputError("a likelihood method needs a system turn to score", record=it.id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,13 +33,6 @@ class Correlation:
     p_value: float
     n: int
 
-    @property
-    def significant(self) -> bool:
-        return bool(self.p_value < 0.05)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 def correlate(pred: Sequence[float | None], human: Sequence[float | None], method: str = "spearman") -> Correlation:
     """Spearman, Pearson or Kendall (tau-b) over the items where both values exist."""
@@ -49,14 +42,10 @@ def correlate(pred: Sequence[float | None], human: Sequence[float | None], metho
     n = len(a)
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(method, float("nan"), float("nan"), n)
-    if method == "spearman":
-        res = scipy_stats().spearmanr(a, b)
-    elif method == "pearson":
-        res = scipy_stats().pearsonr(a, b)
-    elif method == "kendall":
-        res = scipy_stats().kendalltau(a, b)
-    else:
+    test = {"spearman": "spearmanr", "pearson": "pearsonr", "kendall": "kendalltau"}.get(method)
+    if test is None:
         raise ValueError(f"unknown correlation method {method!r}")
+    res = getattr(scipy_stats(), test)(a, b)
     return Correlation(method, float(res.statistic), float(res.pvalue), n)
 
 
@@ -176,9 +165,6 @@ class Interval:
     p_value: float = float("nan")
     too_few: bool = False
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 def _kept(*cols: Sequence[float | None]) -> tuple[list[int], list[np.ndarray]]:
     """Indices where every column has a value and the score columns (all but the last) are finite, and each
@@ -271,13 +257,6 @@ class PairedTest:
     n_degenerate: int = 0
     #: Fewer units than the floor (:mod:`judge.stats.floor`): no interval and no p.
     too_few: bool = False
-
-    @property
-    def significant(self) -> bool:
-        return bool(self.p_value < 0.05)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def paired_bootstrap(pred_a: Sequence[float | None], pred_b: Sequence[float | None], human: Sequence[float | None],

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -61,9 +61,6 @@ class Delta:
     @property
     def has_interval(self) -> bool:
         return math.isfinite(self.low) and math.isfinite(self.high)
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def _mean(values: np.ndarray) -> float:
