@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -212,6 +213,24 @@ def test_collect_refuses_a_mock_run_unless_told(tiny_run: Path, tmp_path: Path):
     assert not (tmp_path / page.SUMMARY_DIR / "tiny.json").exists()
     assert page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "mock"}}})
     assert not page.uses_mock({"type": "ensemble", "members": {"a": {"backend": "llamacpp"}}})
+
+
+def test_collect_says_which_cells_an_earlier_run_left_outside_the_summary(tiny_run: Path, tmp_path: Path, data_dir,
+                                                                          capsys):
+    """A folder run in pieces: the last piece writes the summary, so collecting then leaves the other cells out
+    and says which; the whole config once more lists them all again."""
+    assert page.unlisted_cells(tiny_run) == []
+    out = tmp_path / "out"
+    shutil.copytree(tiny_run, out)
+    config = str(tiny_run.parent / "tiny.toml")
+    assert main(["run", config, "--data-dir", str(data_dir), "-o", str(out), "--datasets", "TU", "--methods", "length",
+                 "--no-progress"]) == 0
+    assert "length/fed-dial" in page.unlisted_cells(out) and "length/topical-usr" not in page.unlisted_cells(out)
+    capsys.readouterr()
+    assert main(["results", "collect", str(out), "--name", "tiny", "--root", str(tmp_path), "--allow-mock"]) == 0
+    assert "cells of the folder are not in its summary and were left out (cv/fed-dial" in capsys.readouterr().err
+    assert main(["run", config, "--data-dir", str(data_dir), "-o", str(out), "--no-progress"]) == 0
+    assert page.unlisted_cells(out) == []
 
 
 def test_collect_keeps_each_cell_with_its_kind_split_and_bootstrap(collected: dict, tiny_run: Path):

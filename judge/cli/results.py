@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
         summary = page.collect(args.run_dir, args.name, load_config=load_experiment, root=root, command=args.command,
                                allow_mock=args.allow_mock, system_level=_system_level(args.run_dir, args.data_dir))
         print(page.write_summary(summary, root / page.SUMMARY_DIR))
+        if unlisted := page.unlisted_cells(args.run_dir):
+            print(f"judge: note: {len(unlisted)} cells of the folder are not in its summary and were left out "
+                  f"({', '.join(unlisted[:4])}{', ...' if len(unlisted) > 4 else ''}): an earlier run wrote them; "
+                  "run the config once whole (it scores nothing already saved), then collect", file=sys.stderr)
         return EXIT_OK
     if args.action == "render":
         for path, text in published.rendered(page.load_summaries(root / page.SUMMARY_DIR),

@@ -136,6 +136,18 @@ def collect(run_dir: str | Path, name: str, *, load_config: Callable[[str], RunC
     }
 
 
+def unlisted_cells(run_dir: str | Path) -> list[str]:
+    """The method/set folders of a results folder that its summary does not list: cells an earlier run into
+    the folder wrote (with ``--datasets`` or ``--methods``) and the last run, which wrote the summary, did not
+    take. Collecting leaves them out; running the config once whole summarises them (it scores nothing)."""
+    summary = read_summary(Path(run_dir)).to_dict()
+    listed = {(r["method"], r["dataset"]) for r in summary["results"]}
+    listed |= {(e["name"], e["dataset"]) for e in summary.get("pairwise", [])}
+    found = {(m.name, d.name) for kind in ("items", "compare") if (Path(run_dir) / kind).is_dir()
+             for m in (Path(run_dir) / kind).iterdir() if m.is_dir() for d in m.iterdir() if d.is_dir()}
+    return sorted(f"{m}/{d}" for m, d in found - listed)
+
+
 def _kind(summary: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A pairwise cell's kind as its summary entries recorded it."""
     return next(dict(e["kind"]) for e in summary["pairwise"] if e["name"] == name)
