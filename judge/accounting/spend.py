@@ -17,10 +17,6 @@ from .prices import Price, dollars
 class OverBudget(Exception):
     """Sending the request could take the run's spend past the cap: it is not sent."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
 
 class Purse:
     """A run's money on one backend: ``price`` (None: the model has none, its cost is not known), ``cap`` (None:

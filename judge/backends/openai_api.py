@@ -87,7 +87,6 @@ class _Retryable(Exception):
     def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None,
                  headers: Any = None) -> None:
         super().__init__(reason)
-        self.reason = reason
         self.retry_after = retry_after
         self.status = status
         self.headers = headers
@@ -95,10 +94,6 @@ class _Retryable(Exception):
 
 class _Permanent(Exception):
     """A fault that retrying will not fix (HTTP 400/401/404, prompt too long, ...)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _NoLogprobs(Exception):
@@ -112,7 +107,6 @@ class _Refused(Exception):
     def __init__(self, param: str, reason: str) -> None:
         super().__init__(reason)
         self.param = param
-        self.reason = reason
 
 
 class Refusals:
@@ -429,7 +423,7 @@ class OpenAIBackend(Backend):
         try:
             return self._call(self._api, fn)
         except (_Retryable, _Permanent) as exc:
-            raise BackendError(self._scrub(f"{what} failed: {exc.reason}")) from None
+            raise BackendError(self._scrub(f"{what} failed: {exc}")) from None
 
     def _post(self, prompt: Prompt, chat: bool, *, then: Sequence[dict[str, str]] = (), **params: Any) -> dict[str, Any]:
         """One HTTP request (``then``: chat messages after the prompt's); returns the parsed JSON body or raises
@@ -509,7 +503,7 @@ class OpenAIBackend(Backend):
                 return self._post(prompt, chat, then=then, **sent)
             except _Refused as exc:
                 if exc.param not in sent:  # a parameter it was not sent, or the replacement refused too
-                    raise _Permanent(exc.reason) from None
+                    raise _Permanent(str(exc)) from None
                 self.refusals.learn(exc.param)  # (or another request in flight learned it first)
         raise _Permanent("the server kept refusing parameters after every one this backend can drop was dropped")
 
@@ -528,11 +522,11 @@ class OpenAIBackend(Backend):
         try:
             return work()
         except _Retryable as exc:
-            return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc.reason}"))
+            return Failure(self._scrub(f"API request failed after {attempts} attempts: {exc}"))
         except _Permanent as exc:
-            return Failure(self._scrub(f"API request failed: {exc.reason}"))
+            return Failure(self._scrub(f"API request failed: {exc}"))
         except OverBudget as exc:
-            return Failure(exc.reason)
+            return Failure(str(exc))
         except Exception as exc:  # an unexpected bug must fail the item, not the run; no detail may leak
             return Failure(self._scrub(f"API request failed: {type(exc).__name__}: {str(exc)[:160]}"))
 
@@ -768,7 +762,7 @@ class OpenAIBackend(Backend):
         except _NoLogprobs:
             return Failure("the server returned no logprobs (enable the sampling fallback: --sampling-fallback N)")
         except _Retryable as exc:
-            return Failure(self._scrub(f"API request failed: {exc.reason}"))
+            return Failure(self._scrub(f"API request failed: {exc}"))
         except (AttributeError, TypeError, ValueError) as exc:
             return Failure(self._scrub(f"API request failed: unreadable batch output line ({type(exc).__name__})"))
 

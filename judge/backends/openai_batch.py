@@ -632,7 +632,7 @@ def _pending(backend: Store, requests: Sequence[Request]) -> tuple[OpenAIBackend
         try:
             pending.append(batch_request(inner, r.prompt, r.top_n, key, r.candidates))
         except _Permanent as exc:
-            report.failed[key] = f"API request failed: {exc.reason}"
+            report.failed[key] = f"API request failed: {exc}"
     return inner, report, pending
 
 

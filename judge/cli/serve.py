@@ -24,6 +24,7 @@ from .options import (
     add_judge_options,
     add_type_options,
     backend_options,
+    check_counts,
     parse_scales,
     resolve_quality,
     spec_from_args,
@@ -77,9 +78,7 @@ def check_args(args: argparse.Namespace) -> None:
                          "--token-env)", field="--host")
     if not 0 <= args.port <= 65535:
         raise InputError(f"must be 0..65535, got {args.port}", field="--port")
-    for flag, value in (("--max-batch", args.max_batch), ("--max-body-bytes", args.max_body_bytes)):
-        if value < 1:
-            raise InputError(f"must be >= 1, got {value}", field=flag)
+    check_counts(args, "max_batch", "max_body_bytes")
 
 
 def read_token(name: str | None) -> str | None:

@@ -64,12 +64,8 @@ def _number(x: object) -> float | None:
 def ceiling(data_dir: str | Path, quality: str, scores: str, n_boot: int, seed: int) -> SystemAgreement:
     """The two free-topic runs' human system means, correlated (the quality-control bot left out)."""
     runs = _runs(str(data_dir))
-    values: list[list[float]] = []
-    for items in runs:
-        if scores == "raw":
-            values.append([float(it.annotations[quality][0]) for it in items])
-        else:
-            values.append([float(it.meta[f"z:{quality}"]) for it in items])  # type: ignore[arg-type]
+    values = [[float(it.annotations[quality][0] if scores == "raw" else it.meta[f"z:{quality}"])  # type: ignore[arg-type]
+               for it in items] for items in runs]
     systems = [[str(it.system) for it in items] for items in runs]
     return replication(values[0], systems[0], values[1], systems[1], exclude={QUALITY_CONTROL}, n_boot=n_boot,
                        seed=seed)

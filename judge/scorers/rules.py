@@ -65,15 +65,12 @@ def expected_rating(probs: Mapping[str, float]) -> float:
     return math.fsum(int(lab) * p for lab, p in probs.items()) / total
 
 
-def _expected_rule(probs: Mapping[str, float], k: int) -> float:
-    return expected_rating(probs)  # k does not apply: every label counts
-
-
 #: A rating rule: (label probabilities, top_k) -> score.
 RatingRule = Callable[[Mapping[str, float], int], float]
 
 #: Scoring rules for rating answers by name (the methods' ``rule`` setting). ``topk`` is the default.
-RULES: dict[str, RatingRule] = {"topk": topk_rating, "expected": _expected_rule}
+RULES: dict[str, RatingRule] = {"topk": topk_rating,
+                                "expected": lambda probs, _k: expected_rating(probs)}  # every label counts: no k
 DEFAULT_RULE = "topk"
 
 

@@ -65,7 +65,6 @@ class HTTPError(Exception):
     def __init__(self, status: int, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.status = status
-        self.message = message
         self.field = field
 
 
@@ -234,7 +233,7 @@ def batch_records(body: Any, max_batch: int) -> list[tuple[str, Any]]:
 async def _on_error(request: Request, exc: Exception) -> Response:
     """The status and message of an error a request met (the handler of every class in :func:`create_app`)."""
     if isinstance(exc, HTTPError):
-        return error_response(exc.status, exc.message, field=exc.field)
+        return error_response(exc.status, str(exc), field=exc.field)
     if isinstance(exc, InputError):
         return error_response(422, str(exc), field=exc.field, record=exc.record)
     if isinstance(exc, BackendError):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import InputError
+from .correlation import cluster_means, percentiles
 from .floor import has_interval
 
 #: The quantiles every group reports, by name.
@@ -33,8 +34,6 @@ QUANTILES: tuple[tuple[str, float], ...] = (("min", 0.0), ("p10", 0.1), ("p25", 
                                             ("p75", 0.75), ("p90", 0.9), ("max", 1.0))
 #: Bins of the histograms (shared by every group: from the lowest score of all groups to the highest).
 BINS = 10
-#: Draws of conversations held at once by the bootstrap (the replicates are drawn in chunks below this).
-DRAW_BUDGET = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -189,7 +188,7 @@ def _summary(key: tuple[str, ...], group: _Group, edges: tuple[float, ...], wors
     mean = float(sums.sum() / counts.sum()) if scored else None
     low = high = None
     if scored and has_interval(len(scored)):
-        low, high = mean_interval(sums, counts, n_boot, seed, level)
+        low, high = percentiles(cluster_means(sums, counts, n_boot, seed), level)
     quantiles = dict(zip([n for n, _ in QUANTILES], np.quantile(scores, [q for _, q in QUANTILES]).tolist(),
                          strict=True)) if len(scores) else {}
     histogram = tuple(int(x) for x in np.histogram(scores, bins=np.array(edges))[0]) if edges else ()
@@ -202,23 +201,3 @@ def _summary(key: tuple[str, ...], group: _Group, edges: tuple[float, ...], wors
                         for m, cid, c in ranked[:worst] if m is not None)
     return GroupSummary(key, group.n_items, sum(c.failed for c in convs.values()), len(convs), mean, low, high,
                         len(scored), quantiles, histogram, worst_convs)
-
-
-def mean_interval(sums: np.ndarray, counts: np.ndarray, n_boot: int, seed: int, level: float) -> tuple[float, float]:
-    """The percentile bootstrap interval of the item mean ``sum(sums) / sum(counts)`` when whole conversations
-    (one sum and count of scored items each) are drawn with replacement.
-
-    The draws are made as the correlation statistics make theirs (one generator of ``seed``, ``n_boot`` rows
-    of as many conversations as there are: the same draws for up to DRAW_BUDGET / n_boot conversations), taken
-    a chunk of rows at a time beyond that, so that a log of many conversations never holds every draw at once."""
-    k = len(sums)
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, DRAW_BUDGET // max(k, 1))
-    means = np.empty(n_boot)
-    for start in range(0, n_boot, per_chunk):
-        rows = min(per_chunk, n_boot - start)
-        draws = rng.integers(0, k, size=(rows, k))
-        means[start:start + rows] = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)

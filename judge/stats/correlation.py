@@ -115,6 +115,25 @@ def boot_samples(n: int, groups: Sequence[str | None] | None, n_boot: int, seed:
     return [np.concatenate([members[g] for g in row]) for row in draws]
 
 
+#: Conversation draws held at once (replicates x conversations): a bootstrap over a million turns stays small.
+DRAW_BUDGET = 4_000_000
+
+
+def cluster_means(sums: np.ndarray, counts: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """The item mean ``sum(sums) / sum(counts)`` on each of ``n_boot`` resamples of whole conversations (one sum
+    and count of items each): the draws of :func:`boot_samples` (one generator of ``seed``, ``n_boot`` rows of as
+    many conversations as there are), taken a chunk of rows at a time beyond DRAW_BUDGET, so that memory grows
+    with the conversations, not with replicates times items."""
+    k = len(sums)
+    rng = np.random.default_rng(seed)
+    step = max(1, DRAW_BUDGET // max(k, 1))
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, step):
+        draws = rng.integers(0, k, size=(min(step, n_boot - start), k))
+        out[start:start + len(draws)] = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    return out
+
+
 def _samples_corr(a: np.ndarray, b: np.ndarray, samples: Sequence[np.ndarray], method: str) -> np.ndarray:
     """The correlation on each resample, vectorised over resamples of equal size."""
     out = np.empty(len(samples))

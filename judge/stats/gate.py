@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from .correlation import group_members, part_seed, percentiles
+from .correlation import cluster_means, group_members, part_seed, percentiles
 from .floor import has_interval
 
 Verdict = Literal["pass", "fail", "inconclusive"]
@@ -67,10 +67,6 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
-#: Conversation draws held at once (replicates x conversations): a bootstrap over a million turns stays small.
-CHUNK = 4_000_000
-
-
 def _cluster_means(values: np.ndarray, groups: Sequence[str], n_boot: int, seed: int) -> np.ndarray:
     """The mean of ``values`` on each of ``n_boot`` resamples of their conversations: the resamples of
     ``judge.stats.correlation``'s cluster bootstrap (each replicate draws as many conversations as there are,
@@ -79,15 +75,7 @@ def _cluster_means(values: np.ndarray, groups: Sequence[str], n_boot: int, seed:
     memory grows with the conversations, not with replicates times turns."""
     members = group_members(list(groups))
     sums = np.array([values[m].sum() for m in members], dtype=float)
-    counts = np.array([len(m) for m in members], dtype=float)
-    k = len(members)
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_boot)
-    step = max(1, CHUNK // max(k, 1))
-    for start in range(0, n_boot, step):
-        draws = rng.integers(0, k, size=(min(step, n_boot - start), k))
-        out[start:start + len(draws)] = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    return out
+    return cluster_means(sums, np.array([len(m) for m in members], dtype=float), n_boot, seed)
 
 
 def _interval(reps: np.ndarray, level: float) -> tuple[float, float]:
