@@ -88,6 +88,19 @@ def test_the_split_history_the_page_reads_is_what_the_data_gives(data_dir):
         ("00008", "test"), ("00061", "test"), ("00158", "test"), ("00211", "test"), ("00102", "dev"), ("00252", "dev")}
 
 
+def test_the_committed_replication_ceilings_are_what_the_data_gives(data_dir):
+    """Every committed Reliable-Eval system-level row's human run-1 vs run-2 ceiling is the one today's loader
+    gives: a ratings fix (the negative sliders turned back) reaches every summary, not only re-run ones."""
+    from judge.report.system_level import ceiling
+
+    rows = [r for s in page.load_summaries(ROOT / page.SUMMARY_DIR) for r in s.get("system_level", [])]
+    assert rows, "no committed system-level row"
+    for quality, scores in sorted({(r["quality"], r["scores"]) for r in rows}):
+        expected = round(ceiling(data_dir, quality, scores, n_boot=0, seed=0).value, 6)
+        assert {r["ceiling"]["value"] for r in rows if (r["quality"], r["scores"]) == (quality, scores)} == \
+            {expected}, (quality, scores)
+
+
 def test_a_summary_on_earlier_halves_says_so_and_lists_the_moved_items(collected: dict):
     """The page marks a run collected on other halves than today's, naming the moved items of its table's sets
     and how its averages were resampled; a run on today's halves gets no such note."""
