@@ -105,10 +105,10 @@ def check_meta(path: Path, meta: dict[str, Any]) -> None:
 def check_ratings(path: Path, items: Sequence[Item], quality: str, rows: Sequence[Row]) -> None:
     """Refuse to resume into rows saved against other human ratings than the items carry today (the data
     file or its loader changed since): the cell's figures would pair today's ratings with yesterday's."""
-    for item, row in zip(items, rows, strict=False):
-        if row.human != rounded(item.human(quality)):
+    for item, row in zip(items, rows, strict=False):  # rows: the saved prefix of the items
+        if row.human != (now := rounded(item.human(quality))):
             raise InputError(f"saved rows were made against other human ratings (item {item.id}: {row.human} "
-                             f"saved, {rounded(item.human(quality))} now): the data or its loader changed; write to "
+                             f"saved, {now} now): the data or its loader changed; write to "
                              "a new results folder (-o) or delete this one", file=str(path))
 
 
