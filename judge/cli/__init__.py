@@ -15,7 +15,7 @@ from ..core.errors import JudgeError, RunStopped
 
 #: The subcommands, each a module under judge.cli of its name with ``add_parser(subparsers)`` and ``run(args) -> int``.
 COMMANDS = ("score", "bench", "compare", "gate", "run", "report", "results", "summarize", "fit", "estimate", "data",
-            "models", "serve", "view", "label")
+            "models", "serve", "view", "label", "cache")
 
 #: Exit codes: 0 all items scored, 2 bad input or setup error, 3 finished but some items failed. ``judge gate``'s
 #: verdicts add 1 (fail) and 4 (inconclusive), ``judge results check``'s 1 (differs): see their modules.

@@ -308,6 +308,33 @@ class Cache:
                 f"INSERT OR REPLACE INTO {table} (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
                 (key, backend, model, value, time.time())))
 
+    def rows(self, table: str, models: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
+        """(backend, model, key, stored text) of every row of ``table`` whose model is one of ``models`` (every
+        row when empty): what a cache pack carries (:mod:`judge.engine.cache_pack`)."""
+        where = f" WHERE model IN ({','.join('?' * len(models))})" if models else ""
+        with self._lock:
+            return list(self._db.execute(f"SELECT backend, model, key, value FROM {table}{where}", list(models)))
+
+    def count_by_model(self, table: str) -> list[tuple[str, int]]:
+        """(model, rows) of ``table``, by model."""
+        with self._lock:
+            return list(self._db.execute(f"SELECT model, COUNT(*) FROM {table} GROUP BY model ORDER BY model"))
+
+    def add_missing(self, table: str, rows: Sequence[tuple[str, str, str, str]]) -> None:
+        """Keep each (key, backend, model, stored text) of ``rows`` whose key ``table`` lacks, in one
+        transaction (a key it holds keeps its value)."""
+        now = time.time()
+        with self._lock:
+            self._retry_locked(lambda: self._db.execute("BEGIN IMMEDIATE"))
+            try:
+                self._db.executemany(
+                    f"INSERT OR IGNORE INTO {table} (key, backend, model, value, created) VALUES (?, ?, ?, ?, ?)",
+                    [(*row, now) for row in rows])
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
     def get_many(self, keys: Sequence[str], kind: str = "label") -> dict[str, Any]:
         """The cached answers of ``kind`` among ``keys`` (a hidden state's vector alone: its answer is a label
         answer, :func:`lookup`)."""
