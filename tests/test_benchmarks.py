@@ -301,3 +301,23 @@ def test_pairwise_cost_times_both_orders_against_one_and_a_pointwise_item(data_d
     assert tokens[("single", "both")] < 1.6 * tokens[("single", "one")], proc.stdout
     assert "single: both orders vs one, per pair: " in proc.stdout and "all: both orders vs one" in proc.stdout
     assert "target: both orders at most 1.6x one order per pair" in proc.stdout
+
+
+def test_head_round_prints_round_11s_dev_table_as_the_journal_gives_it():
+    """Round 11's dev reading comes from the two committed head files through the script, and the journal's
+    table is that output (the rule's mean over the eight DSTC10 sets decides; the new sets choose nothing)."""
+    dev = ROOT / "benchmarks" / "heads" / "round11-dev"
+    proc = subprocess.run([sys.executable, "benchmarks/head_round.py", str(dev / "q15-dev-head-answer.json"),
+                           str(dev / "q15-dev-head-families.json")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| `")]
+    assert len(rows) == 2 and rows[0].count("|") == rows[1].count("|") == 16
+    journal = (ROOT / "docs" / "journal.md").read_text()
+    for line in proc.stdout.splitlines():
+        if line.startswith(("|", "rule:")):
+            assert line in journal, line
+    bad = subprocess.run([sys.executable, "benchmarks/head_round.py", str(dev / "q15-dev-head-answer.json"),
+                          "--rule-sets", "topical-usr,reliable-eval-ice"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and "no held-out figure for reliable-eval-ice" in bad.stderr
