@@ -440,3 +440,21 @@ def test_collect_keeps_the_pairs_labels_and_render_sets_the_published_judges_bes
     best = max(gpt4, key=lambda p: (p["accuracy"], p["strategy"]))
     assert f"| GPT-4 | {best['strategy']} | {fmt(best['accuracy'])} |" in section
     assert "- q15-pairwise: accuracy against the gold label" in section
+
+
+def test_a_heads_line_reads_the_head_against_its_prompt_never_against_another_head():
+    """A run comparing a new head with its prompt and with an earlier head: the line names the prompt, whichever
+    comparison the config lists last (the earlier head is no prompt)."""
+    from judge.report.model_figures import head_quality
+
+    models = {"prompt": ["m"], "old": ["m"], "new": ["m"]}
+    s = _summary("heads", "2026-05-01", [("prompt", "reference-free", .37, .001), ("old", "reference-free", .35, .001),
+                                         ("new", "reference-free", .40, .001)], models)
+    s["methods"]["old"]["settings"] = s["methods"]["new"]["settings"] = {"type": "head"}
+    s["methods"]["prompt"]["settings"] = {"type": "llm"}
+    pair = {"n": 100, "sets": 8, "diff": .03, "low": .01, "high": .05, "p": .01}
+    s["comparisons"] = [{"a": "new", "b": "prompt", **pair}, {"a": "new", "b": "old", **pair, "diff": .05}]
+    line = head_quality([s], ["m"])["m"]
+    assert "new .400 [.35, .45] against its prompt prompt .370 [.32, .42]" in line and "paired difference .030" in line
+    s["comparisons"] = s["comparisons"][1:]
+    assert head_quality([s], ["m"]) == {}

@@ -41,15 +41,16 @@ def model_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
 def head_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
                  history: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Per model with a head method in a test-half run: the head method's DSTC10 average beside its own prompt's
-    on the same items (the run's paired comparison of the two), from the latest such run."""
+    on the same items (the run's paired comparison of the two), from the latest such run. A comparison of two
+    heads (a new recipe against an earlier one) is the results page's, not this line's."""
     out: dict[str, str] = {}
     for s in _dstc10_tests(summaries):
         averages = {a["method"]: a for a in s["averages"]}
         for c in s.get("comparisons", []):
-            head = s["methods"].get(c["a"], {})
+            head, prompt = s["methods"].get(c["a"], {}), s["methods"].get(c["b"], {})
             models_used = set(head.get("models", {}))
-            if head.get("settings", {}).get("type") != "head" or "sets" not in c or len(models_used) != 1:
-                continue
+            if not _is_head(head) or _is_head(prompt) or "sets" not in c or len(models_used) != 1:
+                continue  # a head against its prompt only: not two heads against each other
             (model,) = models_used
             a, b = averages.get(c["a"]), averages.get(c["b"])
             if model not in models or a is None or b is None:
@@ -61,6 +62,10 @@ def head_quality(summaries: Sequence[Mapping[str, Any]], models: Sequence[str],
                           f"paired difference {num(c['diff'])} {ci_text({'ci_low': c['low'], 'ci_high': c['high']})}, "
                           f"p {_p(p_display(c['p'], c.get('n_boot'), c.get('n_degenerate') or 0))} (docs/results.md)")
     return out
+
+
+def _is_head(method: Mapping[str, Any]) -> bool:
+    return bool(method.get("settings", {}).get("type") == "head")
 
 
 def _entries(summaries: Sequence[Mapping[str, Any]], model: str) -> dict[str, tuple[Mapping[str, Any], str]]:
