@@ -70,6 +70,8 @@ ARGS = {
     # with the shortest prompts (each set's head never saw it: the run refuses one that did).
     "heads_q15_test.toml": ["--limit", "4", "--datasets", "DGR,EG"],
     "heads_q15_dev.toml": ["--limit", "3", "--datasets", "DGR"],
+    # Round 11's test reading: the same path with a third method, heads that also learned from the new families.
+    "heads_q15_families_test.toml": ["--limit", "4", "--datasets", "DGR,EG"],
     # Round 9 (pairwise cells): the config's pairs of one set with two systems per context, on the mock
     # backend (harness logic: pairs, both orders, the pointwise rows beside, the reports); the pairwise
     # judge runs with SmolLM2 in tests/test_pairwise.py.
@@ -122,7 +124,7 @@ def test_shipped_config_checks_against_its_data(config: Path, data_dir: Path, mo
 #: scorer in tests/test_classic*.py, the zero-shot grid on the cluster in tests/test_ray.py, the heads in
 #: tests/test_shipped_heads.py and heads_q15_dev here, the largest mock grids in their later rounds' configs, the
 #: results runs in cpu_leaderboard_dev's, round 9's test reading in its dev file); the other mock-backend configs and one of each real-model kind stay.
-LONG = {"classic", "dstc10_zeroshot", "heads_q15_test", "table3_fed_turn", "table4_fed_dial", "table6_models",
+LONG = {"classic", "dstc10_zeroshot", "heads_q15_test", "heads_q15_families_test", "table3_fed_turn", "table4_fed_dial", "table6_models",
         "cpu_leaderboard", "cpu_leaderboard_dev_q15", "table5_selection", "results_test", "pairwise_test_q15"}
 
 

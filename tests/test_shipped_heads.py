@@ -24,6 +24,8 @@ from judge.prompts.templates import get_prompt
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "criteria-qwen2.5-coder-1.5b"
+#: The sets it learned from (docs/journal.md, round 11): the eight DSTC10 sets and the new rated families.
+TRAINED = (*DSTC10_SETS, "RE1", "RE2", "REI", "PED", "PEC")
 EXAMPLES = ROOT / "examples" / "dialogues.jsonl"
 
 
@@ -35,10 +37,10 @@ def test_the_shipped_head_is_bound_to_the_pinned_model_file_and_the_current_prom
     assert head.model == "qwen2.5-coder-1.5b" and head.backend == "llamacpp"
     assert head.settings["sha256"] == PACKAGED["qwen2.5-coder-1.5b"].sha256
     assert (head.prompt, head.prompt_sha256) == ("yesno-criteria", prompt_hash(get_prompt("yesno-criteria")))
-    assert sorted(t.name for t in head.trained_on) == sorted(dataset_info(s).name for s in DSTC10_SETS)
-    assert all(t.split is None for t in head.trained_on)  # both halves: nothing of DSTC10 is left to score
+    assert sorted(t.name for t in head.trained_on) == sorted(dataset_info(s).name for s in TRAINED)
+    assert all(t.split is None for t in head.trained_on)  # both halves: nothing of those sets is left to score
     cv = head.cv
-    assert cv["how"] == "leave one group of sets out" and len(cv["per_set"]) == 8
+    assert cv["how"] == "leave one group of sets out" and len(cv["per_set"]) == len(TRAINED)
     assert -1 < cv["spearman"] < 1
 
 
@@ -59,22 +61,25 @@ def test_judge_models_lists_the_head_with_its_leave_one_set_out_figures(capsys):
     records = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     (head,) = records["qwen2.5-coder-1.5b"]["heads"]
     assert (head["name"], head["method"], head["prompt"]) == (NAME, "criteria-head", "yesno-criteria")
-    assert len(head["trained_on"]) == 8 and head["cv"]["spearman"] == read_head(locate_head(NAME)).cv["spearman"]
+    assert len(head["trained_on"]) == len(TRAINED) and head["cv"]["spearman"] == read_head(locate_head(NAME)).cv["spearman"]
     assert records["smollm2-135m-instruct"]["heads"] == []
     assert main(["models"]) == 0
     text = capsys.readouterr().out
-    assert f"head:        {NAME} (prompt yesno-criteria, learned from 8 sets; --method criteria-head)" in text
+    assert f"head:        {NAME} (prompt yesno-criteria, learned from {len(TRAINED)} sets; --method criteria-head)" in text
+    items = sum(entry["n"] for entry in read_head(locate_head(NAME)).cv["per_set"].values())
     # Its own cross-validation reads every item it learned from: labelled as such, never as a test-half figure;
     # the test-half figure beside its prompt's on the same items comes from the committed run.
-    assert ("its own cross-validation, leave one group of sets out over all 3,160 items it learned from (both "
+    assert (f"its own cross-validation, leave one group of sets out over all {items:,} items it learned from (both "
             "halves, no CI; not a test-half figure): mean Spearman .") in text
-    assert ("q15-criteria-head .356 [.30, .42] against its prompt q15-criteria .372 [.31, .43] on the same 1,285 "
-            "items, paired difference -.015 [-.03, .00], p = .11") in text
+    assert ("test halves (run heads-q15-families-test; each set scored by a head of this recipe fitted on the other "
+            "sets): q15-criteria-head-families .362 [.30, .42] against its prompt q15-criteria .370 [.31, .43] on the "
+            "same 1,287 items, paired difference -.008 [-.04, .03], p = .66") in text
 
 
-@pytest.mark.parametrize("dataset", ["TU", "FT"])
+@pytest.mark.parametrize("dataset", ["TU", "FT", "RE1", "PEC"])
 def test_the_shipped_head_is_refused_on_every_set_it_learned_from(data_dir, dataset, capsys):
-    """Before any model loads (the 1.5B need not be installed): it learned from every DSTC10 set."""
+    """Before any model loads (the 1.5B need not be installed): it learned from every DSTC10 set, Reliable-Eval's
+    runs and PredictiveEngagement's sets."""
     assert main(["bench", dataset, "--data-dir", str(data_dir), "--method", "criteria-head", "--limit", "3"]) == 2
     assert "the head learned from" in capsys.readouterr().err
 
@@ -125,4 +130,4 @@ def test_the_preset_scores_the_examples_with_the_real_model(tmp_path):
     assert len({r["score"] for r in rows}) > 1
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["kind"]["kind"] == "reference-free" and meta["scorer"]["method"] == "head"
-    assert len(meta["scorer"]["trained_on"]) == 8
+    assert len(meta["scorer"]["trained_on"]) == len(TRAINED)

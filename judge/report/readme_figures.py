@@ -27,8 +27,8 @@ END = "<!-- figures: end -->"
 SHOWN: tuple[tuple[str, str, str], ...] = (
     ("q15-test", "q15-criteria", "criteria prompt (`--prompt yesno-criteria`)"),
     ("q15-test", "q15-yesno", "plain yes/no prompt (`--prompt yesno`)"),
-    ("heads-q15-test", "q15-criteria-head", "head, the recipe of `--method criteria-head` (each set scored by a "
-     "head fitted on the other sets)"),
+    ("heads-q15-families-test", "q15-criteria-head-families", "head, the recipe of `--method criteria-head` (each "
+     "set scored by a head fitted on the other sets)"),
     ("smollm2-test", "smollm2-criteria", "criteria prompt, the embedded default model"),
 )
 #: The paper's rows of table 6 shown beside them (reference-free, every item of each set).
