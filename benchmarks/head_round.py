@@ -11,7 +11,8 @@ from beyond those are printed after the mean: they are reported and choose nothi
     python benchmarks/head_round.py benchmarks/heads/round11-dev/q15-dev-head-answer.json \\
         benchmarks/heads/round11-dev/q15-dev-head-families.json
 
-Exit status 0 whether or not the last recipe wins; 2 when a file is not a head or lacks a rule set.
+Exit status 0 whether or not the last recipe wins (one file: its table, no rule); 2 when a file is not a head
+or lacks a rule set.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from judge.core.errors import UnknownNameError
+from judge.core.errors import InputError, JudgeError, UnknownNameError
 from judge.datasets.benchmarks import DSTC10_SETS, dataset_info
 from judge.heads.head import read_head
 
@@ -37,7 +38,8 @@ def figures(path: Path) -> dict[str, float]:
     """The held-out Spearman of each set a head file's cross-validation scored, by set name."""
     cv = read_head(path).cv
     if cv.get("how") != "leave one group of sets out":
-        raise SystemExit(f"{path}: cv.how is {cv.get('how')!r}, not a leave-one-set-out fit of several sets")
+        raise InputError(f"{cv.get('how')!r}, not a leave-one-set-out fit of several sets", file=str(path),
+                         field="cv.how")
     return {name: float(entry["spearman"]) for name, entry in cv["per_set"].items()}
 
 
@@ -53,7 +55,7 @@ def table(paths: list[Path], rule_sets: list[str]) -> tuple[list[str], list[floa
     for path, found in per_file.items():
         missing = [s for s in rule_sets if s not in found]
         if missing:
-            raise SystemExit(f"{path}: no held-out figure for {', '.join(missing)} (cv.per_set)")
+            raise InputError(f"no held-out figure for {', '.join(missing)}", file=str(path), field="cv.per_set")
         mean = sum(found[s] for s in rule_sets) / len(rule_sets)
         means.append(mean)
         cells = [f"{found[s]:.3f}" if s in found else "" for s in columns]
@@ -76,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     rule_sets = [s.strip() for s in args.rule_sets.split(",") if s.strip()]
     try:
         lines, means = table(args.heads, rule_sets)
-    except SystemExit as error:
+    except JudgeError as error:  # a file that is no head, or lacks a figure the rule needs
         print(f"head_round: {error}", file=sys.stderr)
         return 2
     print("\n".join(lines))
     new, others = means[-1], means[:-1]
+    if not others:  # one file: a table, and no rule to apply
+        return 0
     wins = all(new > other for other in others)
     print(f"\nrule: {args.heads[-1].name} mean {new:.4f} over {len(rule_sets)} sets against "
           + ", ".join(f"{p.name} {m:.4f}" for p, m in zip(args.heads[:-1], others))

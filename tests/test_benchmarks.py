@@ -321,3 +321,9 @@ def test_head_round_prints_round_11s_dev_table_as_the_journal_gives_it():
                           "--rule-sets", "topical-usr,reliable-eval-ice"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 2 and "no held-out figure for reliable-eval-ice" in bad.stderr
+    not_head = subprocess.run([sys.executable, "benchmarks/head_round.py", "README.md"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+    assert not_head.returncode == 2 and "README.md: not a readable head file" in not_head.stderr
+    one = subprocess.run([sys.executable, "benchmarks/head_round.py", str(dev / "q15-dev-head-answer.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert one.returncode == 0 and "| `q15-dev-head-answer.json` |" in one.stdout and "rule:" not in one.stdout
